@@ -1,0 +1,18 @@
+//! The tool catalog: everything sandgate knows about the tools of all backends, as pure data.
+//!
+//! It turns backend tool lists into qualified names (`backend.tool`), JavaScript identifiers
+//! for the sandbox, a BM25 search index and TypeScript declarations. It is pure (no I/O, no
+//! async) so the server, the call tiers and the sandbox can all share one immutable snapshot,
+//! and so every behaviour here is unit-testable without a backend.
+
+mod catalog;
+mod error;
+mod names;
+mod search;
+mod typescript;
+
+pub use catalog::{Catalog, Collision, Entry, ToolSpec};
+pub use error::CatalogError;
+pub use names::{is_reserved_word, sanitize_ident};
+pub use search::{SearchHit, SearchIndex};
+pub use typescript::{Detail, TsDecl};

@@ -1,0 +1,61 @@
+//! The one error type of the config crate. Every variant says where (file and key), what is
+//! wrong, and how to fix it, because the person reading it is editing a file by hand.
+
+use std::path::PathBuf;
+
+/// Why a config could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read at all.
+    #[error("cannot read config file {path}: {source}. Check the path given to --config.")]
+    Read {
+        /// The file we tried to read.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or JSON, or a value has the wrong shape.
+    #[error("{file}: {message}")]
+    Syntax {
+        /// The file (or `<inline>`).
+        file: String,
+        /// Parser message, including line and key where known.
+        message: String,
+    },
+    /// A key that sandgate does not know.
+    #[error(
+        "{file}: unknown key `{key}`{suggestion}. Remove it or fix its spelling; docs/config.md lists every key."
+    )]
+    UnknownKey {
+        /// The file.
+        file: String,
+        /// Dotted path of the unknown key, e.g. `servers.github.comand`.
+        key: String,
+        /// ` (did you mean `command`?)` or empty.
+        suggestion: String,
+    },
+    /// A value that parses but makes no sense.
+    #[error("{file}: `{key}` {problem}. Fix: {fix}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// Dotted path of the offending key.
+        key: String,
+        /// What is wrong with it.
+        problem: String,
+        /// What to do about it.
+        fix: String,
+    },
+    /// A `${VAR}` reference to a variable that is not set.
+    #[error(
+        "backend `{backend}`: `{key}` references ${{{var}}}, which is not set in sandgate's environment. Export {var} before starting sandgate, or put the value in the config."
+    )]
+    MissingEnv {
+        /// The backend whose config references it.
+        backend: String,
+        /// The key (e.g. `env.GITHUB_TOKEN` or `headers.Authorization`).
+        key: String,
+        /// The variable name.
+        var: String,
+    },
+}

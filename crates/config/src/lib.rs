@@ -1,0 +1,24 @@
+//! Typed sandgate configuration.
+//!
+//! sandgate reads two formats: its own `sandgate.toml`, and the `{"mcpServers": {...}}` JSON
+//! that Claude Desktop, Claude Code and Cursor already use, so a user can point sandgate at the
+//! file they have. Both load into the same [`Config`]. Everything is validated here, at load:
+//! a config that loads never fails later for a reason a check could have caught. Errors name the
+//! file, the key, the problem and a fix.
+//!
+//! This crate never reads the process environment. `${VAR}` references in backend `env` and
+//! `headers` are resolved by [`Config::resolve_env`] against a lookup the caller passes in.
+
+mod error;
+mod interpolate;
+mod model;
+mod parse;
+mod suggest;
+
+pub use error::ConfigError;
+pub use interpolate::interpolate;
+pub use model::{
+    BackendConfig, Config, DEFAULT_CALL_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_CONCURRENT_CALLS, HttpConfig, ToolFilter, Transport,
+};
+pub use parse::{Format, load_file, parse_str};

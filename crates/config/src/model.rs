@@ -1,0 +1,182 @@
+//! The typed configuration that the rest of sandgate consumes. Every field has been checked by
+//! the parser, so consumers can trust it without re-validating.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::{ConfigError, interpolate};
+
+/// Default per-call timeout for a backend tool call.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default time a backend has to finish the MCP handshake.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default cap on concurrent in-flight calls to one backend.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 16;
+
+/// A whole, validated sandgate configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file this was loaded from, if any (used in messages and for the cache location).
+    pub source: Option<PathBuf>,
+    /// Backends in the order the file lists them.
+    pub backends: Vec<BackendConfig>,
+    /// The HTTP front.
+    pub http: HttpConfig,
+    /// Where the tool cache lives; `None` lets the binary choose a default.
+    pub cache_file: Option<PathBuf>,
+}
+
+impl Config {
+    /// Looks a backend up by its configured name.
+    pub fn backend(&self, name: &str) -> Option<&BackendConfig> {
+        self.backends.iter().find(|b| b.name == name)
+    }
+
+    /// Resolves `${VAR}` references in every enabled backend's `env` and `headers` using
+    /// `lookup` (normally the gateway's own environment). Fails on the first variable that is
+    /// unset. Disabled backends are skipped: they never start, so their secrets are not needed.
+    pub fn resolve_env(
+        &mut self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        for backend in self.backends.iter_mut().filter(|b| b.enabled) {
+            let name = backend.name.clone();
+            let missing = |key: String, var: String| ConfigError::MissingEnv {
+                backend: name.clone(),
+                key,
+                var,
+            };
+            for (key, value) in backend.env.iter_mut() {
+                *value =
+                    interpolate(value, lookup).map_err(|var| missing(format!("env.{key}"), var))?;
+            }
+            if let Transport::Http { headers, .. } = &mut backend.transport {
+                for (key, value) in headers.iter_mut() {
+                    *value = interpolate(value, lookup)
+                        .map_err(|var| missing(format!("headers.{key}"), var))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The HTTP front's settings. HTTP is off unless `listen` is set (or `--http` is given).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HttpConfig {
+    /// Address to listen on; loopback is strongly advised.
+    pub listen: Option<SocketAddr>,
+    /// Extra `Host` values to accept beyond loopback (for deployments behind a proxy).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins to accept; requests with any other `Origin` are refused.
+    pub allowed_origins: Vec<String>,
+}
+
+/// One backend MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendConfig {
+    /// The name the user gave it; tools are qualified as `name.tool`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// Environment for a stdio child (values may hold `${VAR}` until resolved).
+    pub env: BTreeMap<String, String>,
+    /// Per-call timeout.
+    pub timeout: Duration,
+    /// Handshake timeout.
+    pub handshake_timeout: Duration,
+    /// Cap on concurrent in-flight calls.
+    pub max_concurrent_calls: usize,
+    /// Disabled backends are listed but never started.
+    pub enabled: bool,
+    /// Which of its tools are exposed.
+    pub tools: ToolFilter,
+}
+
+/// How sandgate reaches a backend.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// Program to run (looked up on `PATH`).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP server.
+    Http {
+        /// Endpoint URL.
+        url: String,
+        /// Extra request headers (values may hold `${VAR}` until resolved).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Allow/deny filter over a backend's tool names. Patterns may use `*` as a wildcard.
+/// An empty allow list allows everything; deny always wins.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolFilter {
+    /// Patterns of tools to expose; empty means all.
+    pub allow: Vec<String>,
+    /// Patterns of tools to hide, applied after `allow`.
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether a tool name passes the filter.
+    pub fn permits(&self, tool: &str) -> bool {
+        let allowed = self.allow.is_empty() || self.allow.iter().any(|p| glob_match(p, tool));
+        allowed && !self.deny.iter().any(|p| glob_match(p, tool))
+    }
+}
+
+/// Matches `name` against a pattern where `*` stands for any run of characters.
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(i) => rest = &rest[i + middle.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_wildcards() {
+        assert!(glob_match("get-*", "get-sum"));
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("a*c*e", "abcde"));
+        assert!(!glob_match("a*c*e", "abde"));
+        assert!(!glob_match("ab*ba", "aba"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exactly"));
+    }
+
+    #[test]
+    fn deny_beats_allow() {
+        let filter = ToolFilter {
+            allow: vec!["get-*".into()],
+            deny: vec!["get-env".into()],
+        };
+        assert!(filter.permits("get-sum"));
+        assert!(!filter.permits("get-env"));
+        assert!(!filter.permits("echo"));
+    }
+}

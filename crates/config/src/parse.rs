@@ -1,0 +1,511 @@
+//! Loading and validating both config formats.
+//!
+//! Both formats are first read into a `serde_json::Value` and then walked by hand. The walk
+//! knows every key, so an error names the exact dotted key, says what type was expected, and
+//! suggests the closest known key for a typo. serde's derive errors cannot do all of that.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::ConfigError;
+use crate::model::*;
+use crate::suggest::did_you_mean;
+
+/// Which of the two formats a config is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// sandgate's own `sandgate.toml`.
+    Toml,
+    /// `{"mcpServers": {...}}` as used by Claude Desktop, Claude Code and Cursor.
+    McpServersJson,
+}
+
+impl Format {
+    /// Detects the format from the file extension, falling back to the content.
+    pub fn detect(path: Option<&Path>, content: &str) -> Format {
+        match path.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
+            Some("toml") => Format::Toml,
+            Some("json") => Format::McpServersJson,
+            _ if content.trim_start().starts_with('{') => Format::McpServersJson,
+            _ => Format::Toml,
+        }
+    }
+}
+
+/// Reads and validates a config file, detecting its format.
+pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
+    let content = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let format = Format::detect(Some(path), &content);
+    let mut config = parse_str(&content, format, &path.display().to_string())?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    // Relative paths in a config are relative to the config file, not to wherever sandgate runs.
+    for backend in &mut config.backends {
+        if let Transport::Stdio { cwd: Some(cwd), .. } = &mut backend.transport
+            && cwd.is_relative()
+        {
+            *cwd = base.join(&*cwd);
+        }
+    }
+    if let Some(cache) = &mut config.cache_file
+        && cache.is_relative()
+    {
+        *cache = base.join(&*cache);
+    }
+    config.source = Some(path.to_path_buf());
+    Ok(config)
+}
+
+/// Parses and validates config text. `file` is used only in error messages.
+pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, ConfigError> {
+    let syntax = |message: String| ConfigError::Syntax {
+        file: file.to_string(),
+        message,
+    };
+    let root: Value = match format {
+        Format::Toml => toml::from_str::<Value>(content).map_err(|e| syntax(e.to_string()))?,
+        Format::McpServersJson => {
+            serde_json::from_str(content).map_err(|e| syntax(format!("invalid JSON: {e}")))?
+        }
+    };
+    let walker = Walker { file };
+    match format {
+        Format::Toml => walker.toml_root(&root),
+        Format::McpServersJson => walker.json_root(&root),
+    }
+}
+
+const TOML_ROOT_KEYS: &[&str] = &["servers", "http", "gateway"];
+const GATEWAY_KEYS: &[&str] = &["cache_file"];
+const HTTP_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins"];
+const JSON_ROOT_KEYS: &[&str] = &["mcpServers", "sandgate"];
+const BACKEND_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "type",
+    "headers",
+    "timeout",
+    "handshake_timeout",
+    "max_concurrent_calls",
+    "enabled",
+    "disabled",
+    "allow_tools",
+    "deny_tools",
+];
+/// Keys other MCP clients put in `mcpServers` entries. They mean nothing to sandgate, and
+/// refusing them would stop users from pointing sandgate at the file they already have.
+const FOREIGN_BACKEND_KEYS: &[&str] = &["autoApprove", "alwaysAllow", "description", "timeoutMs"];
+
+struct Walker<'a> {
+    file: &'a str,
+}
+
+impl Walker<'_> {
+    fn invalid(
+        &self,
+        key: &str,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError::Invalid {
+            file: self.file.to_string(),
+            key: key.to_string(),
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+
+    fn check_keys(
+        &self,
+        prefix: &str,
+        table: &Map<String, Value>,
+        known: &[&str],
+        ignored: &[&str],
+    ) -> Result<(), ConfigError> {
+        for key in table.keys() {
+            if !known.contains(&key.as_str()) && !ignored.contains(&key.as_str()) {
+                return Err(ConfigError::UnknownKey {
+                    file: self.file.to_string(),
+                    key: join(prefix, key),
+                    suggestion: did_you_mean(key, known),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn table<'v>(
+        &self,
+        key: &str,
+        value: &'v Value,
+    ) -> Result<&'v Map<String, Value>, ConfigError> {
+        value.as_object().ok_or_else(|| {
+            self.invalid(
+                key,
+                format!("must be a table/object, found {}", kind(value)),
+                "write it as a table of keys",
+            )
+        })
+    }
+
+    fn toml_root(&self, root: &Value) -> Result<Config, ConfigError> {
+        let root = self.table("<root>", root)?;
+        self.check_keys("", root, TOML_ROOT_KEYS, &[])?;
+        let mut config = self.gateway_section(root.get("gateway"))?;
+        config.http = self.http_section(root.get("http"))?;
+        if let Some(servers) = root.get("servers") {
+            config.backends = self.backends("servers", servers)?;
+        }
+        Ok(config)
+    }
+
+    fn json_root(&self, root: &Value) -> Result<Config, ConfigError> {
+        let root = self.table("<root>", root)?;
+        self.check_keys("", root, JSON_ROOT_KEYS, &[])?;
+        let servers = root.get("mcpServers").ok_or_else(|| {
+            self.invalid(
+                "mcpServers",
+                "is missing",
+                r#"a JSON config needs {"mcpServers": {"name": {"command": "..."}}}"#,
+            )
+        })?;
+        // Optional sandgate-only settings ride along in a `sandgate` object that other clients ignore.
+        let mut config = Config {
+            source: None,
+            backends: vec![],
+            http: HttpConfig::default(),
+            cache_file: None,
+        };
+        if let Some(extra) = root.get("sandgate") {
+            let extra = self.table("sandgate", extra)?;
+            self.check_keys("sandgate", extra, &["http", "gateway"], &[])?;
+            config = self.gateway_section(extra.get("gateway"))?;
+            config.http = self.http_section(extra.get("http"))?;
+        }
+        config.backends = self.backends("mcpServers", servers)?;
+        Ok(config)
+    }
+
+    fn gateway_section(&self, value: Option<&Value>) -> Result<Config, ConfigError> {
+        let mut config = Config {
+            source: None,
+            backends: vec![],
+            http: HttpConfig::default(),
+            cache_file: None,
+        };
+        if let Some(value) = value {
+            let table = self.table("gateway", value)?;
+            self.check_keys("gateway", table, GATEWAY_KEYS, &[])?;
+            config.cache_file =
+                opt_string(self, "gateway.cache_file", table.get("cache_file"))?.map(PathBuf::from);
+        }
+        Ok(config)
+    }
+
+    fn http_section(&self, value: Option<&Value>) -> Result<HttpConfig, ConfigError> {
+        let Some(value) = value else {
+            return Ok(HttpConfig::default());
+        };
+        let table = self.table("http", value)?;
+        self.check_keys("http", table, HTTP_KEYS, &[])?;
+        let listen = match opt_string(self, "http.listen", table.get("listen"))? {
+            None => None,
+            Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| {
+                self.invalid(
+                    "http.listen",
+                    format!("is `{text}`, which is not an IP:port address"),
+                    "write it like \"127.0.0.1:8931\"",
+                )
+            })?),
+        };
+        Ok(HttpConfig {
+            listen,
+            allowed_hosts: string_list(self, "http.allowed_hosts", table.get("allowed_hosts"))?,
+            allowed_origins: string_list(
+                self,
+                "http.allowed_origins",
+                table.get("allowed_origins"),
+            )?,
+        })
+    }
+
+    fn backends(&self, key: &str, value: &Value) -> Result<Vec<BackendConfig>, ConfigError> {
+        let table = self.table(key, value)?;
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        let mut backends = Vec::with_capacity(table.len());
+        for (name, entry) in table {
+            let path = format!("{key}.{name}");
+            if name.trim().is_empty() || name.contains('.') {
+                return Err(self.invalid(
+                    &path,
+                    "is not a usable backend name (empty, or contains `.`)",
+                    "use letters, digits, `-` or `_`, e.g. `github`",
+                ));
+            }
+            // Names that differ only in case would collide in tool names and in the sandbox.
+            if let Some(previous) = seen.insert(name.to_lowercase(), name.clone()) {
+                return Err(self.invalid(
+                    &path,
+                    format!(
+                        "duplicates backend `{previous}` (names are compared case-insensitively)"
+                    ),
+                    "rename one of them",
+                ));
+            }
+            backends.push(self.backend(&path, name, entry)?);
+        }
+        Ok(backends)
+    }
+
+    fn backend(&self, path: &str, name: &str, value: &Value) -> Result<BackendConfig, ConfigError> {
+        let table = self.table(path, value)?;
+        self.check_keys(path, table, BACKEND_KEYS, FOREIGN_BACKEND_KEYS)?;
+        let key = |k: &str| format!("{path}.{k}");
+        let command = opt_string(self, &key("command"), table.get("command"))?;
+        let url = opt_string(self, &key("url"), table.get("url"))?;
+        let kind = opt_string(self, &key("type"), table.get("type"))?;
+        let transport = match (command, url) {
+            (Some(_), Some(_)) => {
+                return Err(self.invalid(
+                    path,
+                    "has both `command` and `url`",
+                    "keep `command` for a local process or `url` for an HTTP server, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(self.invalid(path, "has neither `command` nor `url`", "add `command = \"npx\"` (with `args`) for a local server, or `url = \"https://...\"`"));
+            }
+            (Some(command), None) => {
+                if command.trim().is_empty() {
+                    return Err(self.invalid(
+                        &key("command"),
+                        "is empty",
+                        "give the program to run, e.g. \"npx\"",
+                    ));
+                }
+                if let Some(kind) = kind.as_deref().filter(|k| *k != "stdio") {
+                    return Err(self.invalid(
+                        &key("type"),
+                        format!("is `{kind}` but the backend has a `command`"),
+                        "use `type = \"stdio\"` or drop `type`",
+                    ));
+                }
+                if table.contains_key("headers") {
+                    return Err(self.invalid(
+                        &key("headers"),
+                        "only applies to HTTP backends",
+                        "remove it, or use `url` instead of `command`",
+                    ));
+                }
+                Transport::Stdio {
+                    command,
+                    args: string_list(self, &key("args"), table.get("args"))?,
+                    cwd: opt_string(self, &key("cwd"), table.get("cwd"))?.map(PathBuf::from),
+                }
+            }
+            (None, Some(url)) => {
+                match kind.as_deref() {
+                    None | Some("http") | Some("streamable-http") | Some("streamableHttp") => {}
+                    Some("sse") => return Err(self.invalid(&key("type"), "is `sse`, the deprecated HTTP+SSE transport, which sandgate does not speak", "point `url` at the server's streamable HTTP endpoint and set `type = \"http\"`")),
+                    Some(other) => return Err(self.invalid(&key("type"), format!("is `{other}`"), "use `http` for a URL backend")),
+                }
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(self.invalid(
+                        &key("url"),
+                        format!("is `{url}`, which is not an http(s) URL"),
+                        "write it like \"https://example.com/mcp\"",
+                    ));
+                }
+                for stdio_only in ["args", "cwd", "env"] {
+                    if table.contains_key(stdio_only) {
+                        return Err(self.invalid(
+                            &key(stdio_only),
+                            "only applies to stdio backends",
+                            "remove it, or use `command` instead of `url`",
+                        ));
+                    }
+                }
+                Transport::Http {
+                    url,
+                    headers: string_map(self, &key("headers"), table.get("headers"))?,
+                }
+            }
+        };
+        let enabled = match (
+            opt_bool(self, &key("enabled"), table.get("enabled"))?,
+            opt_bool(self, &key("disabled"), table.get("disabled"))?,
+        ) {
+            (Some(e), Some(d)) if e == d => {
+                return Err(self.invalid(
+                    path,
+                    "sets `enabled` and `disabled` to contradicting values",
+                    "keep only one of them",
+                ));
+            }
+            (Some(e), _) => e,
+            (None, Some(d)) => !d,
+            (None, None) => true,
+        };
+        let max_concurrent_calls = match table.get("max_concurrent_calls") {
+            None => DEFAULT_MAX_CONCURRENT_CALLS,
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 && n <= 10_000 => n as usize,
+                _ => {
+                    return Err(self.invalid(
+                        &key("max_concurrent_calls"),
+                        format!("is {v}"),
+                        "use a whole number from 1 to 10000",
+                    ));
+                }
+            },
+        };
+        Ok(BackendConfig {
+            name: name.to_string(),
+            env: string_map(self, &key("env"), table.get("env"))?,
+            transport,
+            timeout: duration(self, &key("timeout"), table.get("timeout"))?
+                .unwrap_or(DEFAULT_CALL_TIMEOUT),
+            handshake_timeout: duration(
+                self,
+                &key("handshake_timeout"),
+                table.get("handshake_timeout"),
+            )?
+            .unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT),
+            max_concurrent_calls,
+            enabled,
+            tools: ToolFilter {
+                allow: string_list(self, &key("allow_tools"), table.get("allow_tools"))?,
+                deny: string_list(self, &key("deny_tools"), table.get("deny_tools"))?,
+            },
+        })
+    }
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "a table",
+    }
+}
+
+fn opt_string(w: &Walker, key: &str, value: Option<&Value>) -> Result<Option<String>, ConfigError> {
+    match value {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(w.invalid(
+            key,
+            format!("must be a string, found {}", kind(other)),
+            "put the value in quotes",
+        )),
+    }
+}
+
+fn opt_bool(w: &Walker, key: &str, value: Option<&Value>) -> Result<Option<bool>, ConfigError> {
+    match value {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(w.invalid(
+            key,
+            format!("must be true or false, found {}", kind(other)),
+            "write true or false without quotes",
+        )),
+    }
+}
+
+fn string_list(w: &Walker, key: &str, value: Option<&Value>) -> Result<Vec<String>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(vec![]);
+    };
+    let bad = || {
+        w.invalid(
+            key,
+            format!("must be a list of strings, found {}", kind(value)),
+            "write it like [\"a\", \"b\"]",
+        )
+    };
+    value
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
+        .collect()
+}
+
+fn string_map(
+    w: &Walker,
+    key: &str,
+    value: Option<&Value>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(BTreeMap::new());
+    };
+    let table = w.table(key, value)?;
+    table
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k.clone(), s.clone())),
+            other => Err(w.invalid(
+                &format!("{key}.{k}"),
+                format!("must be a string, found {}", kind(other)),
+                "put the value in quotes",
+            )),
+        })
+        .collect()
+}
+
+/// Reads a duration written as a number of seconds (`30`, `0.5`) or a string with a unit
+/// (`"500ms"`, `"30s"`, `"2m"`).
+fn duration(w: &Walker, key: &str, value: Option<&Value>) -> Result<Option<Duration>, ConfigError> {
+    let bad = |shown: String| {
+        w.invalid(
+            key,
+            format!("is {shown}, which is not a duration"),
+            "write seconds as a number (30) or a string with a unit (\"500ms\", \"30s\", \"2m\")",
+        )
+    };
+    let parsed = match value {
+        None => return Ok(None),
+        Some(Value::Number(n)) => n.as_f64().map(|s| s * 1000.0),
+        Some(Value::String(s)) => {
+            let s = s.trim();
+            let (digits, scale) = if let Some(d) = s.strip_suffix("ms") {
+                (d, 1.0)
+            } else if let Some(d) = s.strip_suffix('s') {
+                (d, 1000.0)
+            } else if let Some(d) = s.strip_suffix('m') {
+                (d, 60_000.0)
+            } else {
+                (s, 1000.0)
+            };
+            digits.trim().parse::<f64>().ok().map(|n| n * scale)
+        }
+        Some(other) => return Err(bad(kind(other).to_string())),
+    };
+    match parsed {
+        Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 86_400_000.0 => {
+            Ok(Some(Duration::from_millis(ms as u64)))
+        }
+        _ => Err(bad(value.map(|v| v.to_string()).unwrap_or_default())),
+    }
+}

@@ -1,0 +1,168 @@
+//! Loading both formats, and the error messages for bad configs.
+
+use std::time::Duration;
+
+use sandgate_config::{Format, Transport, load_file, parse_str};
+
+fn toml_err(text: &str) -> String {
+    parse_str(text, Format::Toml, "sandgate.toml")
+        .expect_err("config should be rejected")
+        .to_string()
+}
+
+fn json_err(text: &str) -> String {
+    parse_str(text, Format::McpServersJson, ".mcp.json")
+        .expect_err("config should be rejected")
+        .to_string()
+}
+
+#[test]
+fn toml_and_json_load_the_same_backends() {
+    let toml = r#"
+        [servers.memory]
+        command = "npx"
+        args = ["-y", "@modelcontextprotocol/server-memory"]
+        env = { MEMORY_FILE_PATH = "/tmp/m.json" }
+        timeout = "5s"
+        max_concurrent_calls = 4
+        allow_tools = ["create_*", "read_graph"]
+
+        [servers.remote]
+        url = "https://example.com/mcp"
+        headers = { Authorization = "Bearer ${TOKEN}" }
+    "#;
+    let json = r#"{"mcpServers": {
+        "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
+                   "env": {"MEMORY_FILE_PATH": "/tmp/m.json"}, "timeout": 5, "max_concurrent_calls": 4,
+                   "allow_tools": ["create_*", "read_graph"]},
+        "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+    }}"#;
+    let a = parse_str(toml, Format::Toml, "t").expect("toml loads");
+    let b = parse_str(json, Format::McpServersJson, "j").expect("json loads");
+    assert_eq!(a.backends, b.backends);
+    let memory = &a.backends[0];
+    assert_eq!(memory.timeout, Duration::from_secs(5));
+    assert_eq!(memory.max_concurrent_calls, 4);
+    assert!(memory.tools.permits("create_entities") && !memory.tools.permits("delete_entities"));
+    assert!(
+        matches!(&a.backends[1].transport, Transport::Http { url, .. } if url == "https://example.com/mcp")
+    );
+}
+
+#[test]
+fn unknown_key_names_file_key_and_suggestion() {
+    let msg = toml_err("[servers.gh]\ncomand = \"x\"\n");
+    assert!(msg.contains("sandgate.toml"), "{msg}");
+    assert!(msg.contains("servers.gh.comand"), "{msg}");
+    assert!(msg.contains("did you mean `command`"), "{msg}");
+    let msg = json_err(r#"{"mcpServers": {"a": {"command": "x", "agrs": []}}}"#);
+    assert!(
+        msg.contains("mcpServers.a.agrs") && msg.contains("`args`"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn wrong_types_are_named() {
+    let msg = toml_err("[servers.a]\ncommand = \"x\"\nargs = \"--flag\"\n");
+    assert!(
+        msg.contains("servers.a.args") && msg.contains("list of strings"),
+        "{msg}"
+    );
+    let msg = toml_err("[servers.a]\ncommand = \"x\"\ntimeout = \"soon\"\n");
+    assert!(
+        msg.contains("servers.a.timeout") && msg.contains("not a duration"),
+        "{msg}"
+    );
+    let msg = toml_err("[servers.a]\ncommand = \"x\"\nmax_concurrent_calls = 0\n");
+    assert!(msg.contains("max_concurrent_calls"), "{msg}");
+}
+
+#[test]
+fn empty_command_and_missing_transport_fail() {
+    assert!(toml_err("[servers.a]\ncommand = \"  \"\n").contains("servers.a.command` is empty"));
+    assert!(toml_err("[servers.a]\nargs = []\n").contains("neither `command` nor `url`"));
+    assert!(toml_err("[servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n").contains("both"));
+}
+
+#[test]
+fn duplicate_names_fail_case_insensitively() {
+    let msg =
+        json_err(r#"{"mcpServers": {"GitHub": {"command": "a"}, "github": {"command": "b"}}}"#);
+    assert!(msg.contains("duplicates backend `GitHub`"), "{msg}");
+    // TOML itself refuses an exact duplicate table, with the line.
+    let msg = toml_err("[servers.a]\ncommand = \"x\"\n[servers.a]\ncommand = \"y\"\n");
+    assert!(
+        msg.contains("sandgate.toml") && msg.contains("line"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn sse_transport_is_refused_with_a_fix() {
+    let msg = json_err(r#"{"mcpServers": {"a": {"type": "sse", "url": "http://h/sse"}}}"#);
+    assert!(
+        msg.contains("sse") && msg.contains("streamable HTTP"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn foreign_client_keys_are_tolerated_and_disabled_maps() {
+    let cfg = parse_str(
+        r#"{"mcpServers": {"a": {"command": "x", "autoApprove": [], "disabled": true}}}"#,
+        Format::McpServersJson,
+        "j",
+    )
+    .expect("loads");
+    assert!(!cfg.backends[0].enabled);
+}
+
+#[test]
+fn env_interpolation_reports_missing_variables() {
+    let mut cfg = parse_str(
+        "[servers.a]\ncommand = \"x\"\nenv = { T = \"${TOKEN}\", U = \"${NOPE}\" }\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("loads");
+    let err = cfg
+        .resolve_env(&|v| (v == "TOKEN").then(|| "abc".into()))
+        .expect_err("NOPE is unset");
+    assert!(
+        err.to_string().contains("${NOPE}") && err.to_string().contains("env.U"),
+        "{err}"
+    );
+    cfg.resolve_env(&|_| Some("v".into())).expect("resolves");
+    assert_eq!(cfg.backends[0].env["T"], "v");
+}
+
+#[test]
+fn format_is_detected_and_relative_paths_follow_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("servers.conf");
+    std::fs::write(
+        &path,
+        r#"{"mcpServers": {"a": {"command": "x", "cwd": "sub"}}}"#,
+    )
+    .expect("write");
+    let cfg = load_file(&path).expect("content sniffing picks JSON");
+    match &cfg.backends[0].transport {
+        Transport::Stdio { cwd: Some(cwd), .. } => assert_eq!(cwd, &dir.path().join("sub")),
+        other => panic!("unexpected transport {other:?}"),
+    }
+    let missing = load_file(&dir.path().join("nope.toml")).expect_err("missing file");
+    assert!(missing.to_string().contains("nope.toml"));
+}
+
+#[test]
+fn the_example_configs_load() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for file in ["examples/sandgate.toml", "examples/mcp.json"] {
+        let cfg = load_file(&root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            cfg.backends.len() >= 3,
+            "{file} lists the three reference servers"
+        );
+    }
+}
