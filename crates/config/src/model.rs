@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sandgate_policy::glob_match;
+
 use crate::{ConfigError, interpolate};
 
 /// Default per-call timeout for a backend tool call.
@@ -37,11 +39,10 @@ impl Config {
     /// Resolves `${VAR}` references in every enabled backend's `env` and `headers` using
     /// `lookup` (normally the gateway's own environment). Fails on the first variable that is
     /// unset. Disabled backends are skipped: they never start, so their secrets are not needed.
-    pub fn resolve_env(
-        &mut self,
-        lookup: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<(), ConfigError> {
-        for backend in self.backends.iter_mut().filter(|b| b.enabled) {
+    /// The input is left untouched, so a failure never leaves a half-resolved config behind.
+    pub fn resolved(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let mut config = self.clone();
+        for backend in config.backends.iter_mut().filter(|b| b.enabled) {
             let name = backend.name.clone();
             let missing = |key: String, var: String| ConfigError::MissingEnv {
                 backend: name.clone(),
@@ -59,7 +60,7 @@ impl Config {
                 }
             }
         }
-        Ok(())
+        Ok(config)
     }
 }
 
@@ -134,40 +135,9 @@ impl ToolFilter {
     }
 }
 
-/// Matches `name` against a pattern where `*` stands for any run of characters.
-pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
-        return false;
-    }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    for middle in &parts[1..parts.len() - 1] {
-        match rest.find(middle) {
-            Some(i) => rest = &rest[i + middle.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn glob_matches_wildcards() {
-        assert!(glob_match("get-*", "get-sum"));
-        assert!(glob_match("*", "anything"));
-        assert!(glob_match("a*c*e", "abcde"));
-        assert!(!glob_match("a*c*e", "abde"));
-        assert!(!glob_match("ab*ba", "aba"));
-        assert!(glob_match("exact", "exact"));
-        assert!(!glob_match("exact", "exactly"));
-    }
 
     #[test]
     fn deny_beats_allow() {
@@ -178,5 +148,6 @@ mod tests {
         assert!(filter.permits("get-sum"));
         assert!(!filter.permits("get-env"));
         assert!(!filter.permits("echo"));
+        assert!(ToolFilter::default().permits("anything"));
     }
 }

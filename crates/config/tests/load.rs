@@ -120,21 +120,25 @@ fn foreign_client_keys_are_tolerated_and_disabled_maps() {
 
 #[test]
 fn env_interpolation_reports_missing_variables() {
-    let mut cfg = parse_str(
+    let cfg = parse_str(
         "[servers.a]\ncommand = \"x\"\nenv = { T = \"${TOKEN}\", U = \"${NOPE}\" }\n",
         Format::Toml,
         "t",
     )
     .expect("loads");
     let err = cfg
-        .resolve_env(&|v| (v == "TOKEN").then(|| "abc".into()))
+        .resolved(&|v| (v == "TOKEN").then(|| "abc".into()))
         .expect_err("NOPE is unset");
     assert!(
         err.to_string().contains("${NOPE}") && err.to_string().contains("env.U"),
         "{err}"
     );
-    cfg.resolve_env(&|_| Some("v".into())).expect("resolves");
-    assert_eq!(cfg.backends[0].env["T"], "v");
+    let resolved = cfg.resolved(&|_| Some("v".into())).expect("resolves");
+    assert_eq!(resolved.backends[0].env["T"], "v");
+    assert_eq!(
+        cfg.backends[0].env["T"], "${TOKEN}",
+        "the original is untouched"
+    );
 }
 
 #[test]

@@ -1,1 +1,22 @@
-//! placeholder
+//! Connections to backend MCP servers.
+//!
+//! This is the only crate that talks to backends. It starts every configured backend
+//! concurrently (stdio child processes with a clean environment, or streamable HTTP), keeps
+//! each one alive with a supervisor that restarts it with capped exponential backoff, follows
+//! `tools/list_changed`, and keeps the last known tool lists in a cache file so the gateway can
+//! answer before the backends are up. Calls take an [`sandgate_policy::Authorized`] proof, so
+//! nothing reaches a backend without a policy decision.
+
+mod backend;
+mod cache;
+mod error;
+mod manager;
+mod stderr;
+mod supervisor;
+mod transport;
+
+pub use backend::{BackendState, BackendStatus};
+pub use cache::ToolCache;
+pub use error::UpstreamError;
+pub use manager::{BackendManager, ManagerOptions, RestartPolicy, UpstreamEvent};
+pub use rmcp::model::CallToolResult;

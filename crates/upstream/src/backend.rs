@@ -1,0 +1,279 @@
+//! One backend: its connection state, and how a call waits for it, is capped and timed out.
+//!
+//! The state lives in a `watch` channel written only by the backend's supervisor. A call reads
+//! it: if the backend is still starting, the call waits for it (up to the call's deadline);
+//! once it is ready, the call takes a concurrency permit and runs under the same deadline.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::{Peer, RoleClient, ServiceError};
+use sandgate_catalog::ToolSpec;
+use sandgate_config::{BackendConfig, Transport};
+use serde::Serialize;
+use tokio::sync::{Semaphore, watch};
+use tokio::time::{Instant, timeout_at};
+
+use crate::UpstreamError;
+use crate::stderr::StderrRing;
+use crate::transport::StdoutNoise;
+
+/// Where a backend is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendState {
+    /// Configured with `enabled = false`.
+    Disabled,
+    /// First connection attempt in progress.
+    Starting,
+    /// Connected, tools listed.
+    Ready,
+    /// Lost or failed; waiting to retry.
+    Restarting,
+    /// Restart budget spent; no more retries.
+    Failed,
+}
+
+/// A snapshot of one backend for status resources and `sandgate status`. It never contains
+/// stderr or secrets.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendStatus {
+    /// Configured name.
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: &'static str,
+    /// Current state.
+    pub state: BackendState,
+    /// Exposed tools (after allow/deny filters), from the live connection or the cache.
+    pub tools: Vec<String>,
+    /// Whether `tools` came from the cache rather than a live connection.
+    pub tools_from_cache: bool,
+    /// Restarts since sandgate started.
+    pub restarts: u32,
+    /// The most recent failure, in sandgate's own words.
+    pub last_error: Option<String>,
+    /// Negotiated MCP protocol version, when connected.
+    pub protocol_version: Option<String>,
+}
+
+/// A live connection.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub peer: Peer<RoleClient>,
+    pub tools: Arc<Vec<ToolSpec>>,
+    pub protocol_version: String,
+}
+
+/// What a call sees of the backend.
+#[derive(Debug, Clone)]
+pub(crate) enum Conn {
+    Disabled,
+    Starting,
+    Ready(Arc<Live>),
+    Restarting { reason: String },
+    Failed { reason: String },
+}
+
+/// One configured backend, shared by its supervisor and every caller.
+#[derive(Debug)]
+pub(crate) struct Backend {
+    pub config: BackendConfig,
+    pub conn: watch::Sender<Conn>,
+    pub stderr: Arc<StderrRing>,
+    pub noise: Arc<StdoutNoise>,
+    pub restarts: AtomicU32,
+    pub last_error: Mutex<Option<String>>,
+    permits: Semaphore,
+}
+
+impl Backend {
+    pub(crate) fn new(config: BackendConfig) -> Backend {
+        let initial = if config.enabled {
+            Conn::Starting
+        } else {
+            Conn::Disabled
+        };
+        Backend {
+            permits: Semaphore::new(config.max_concurrent_calls),
+            conn: watch::Sender::new(initial),
+            stderr: Arc::default(),
+            noise: Arc::default(),
+            restarts: AtomicU32::new(0),
+            last_error: Mutex::new(None),
+            config,
+        }
+    }
+
+    pub(crate) fn set_error(&self, error: &str) {
+        if let Ok(mut slot) = self.last_error.lock() {
+            *slot = Some(error.to_string());
+        }
+    }
+
+    /// The tools of the live connection, if there is one.
+    pub(crate) fn live_tools(&self) -> Option<Arc<Vec<ToolSpec>>> {
+        match &*self.conn.borrow() {
+            Conn::Ready(live) => Some(live.tools.clone()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn status(&self, cached: Option<&Vec<ToolSpec>>) -> BackendStatus {
+        let conn = self.conn.borrow().clone();
+        let (state, protocol_version) = match &conn {
+            Conn::Disabled => (BackendState::Disabled, None),
+            Conn::Starting => (BackendState::Starting, None),
+            Conn::Ready(live) => (BackendState::Ready, Some(live.protocol_version.clone())),
+            Conn::Restarting { .. } => (BackendState::Restarting, None),
+            Conn::Failed { .. } => (BackendState::Failed, None),
+        };
+        let (tools, tools_from_cache) = match (&conn, cached) {
+            (Conn::Ready(live), _) => (live.tools.iter().map(|t| t.name.clone()).collect(), false),
+            (_, Some(cached)) => (cached.iter().map(|t| t.name.clone()).collect(), true),
+            _ => (vec![], false),
+        };
+        BackendStatus {
+            name: self.config.name.clone(),
+            transport: match self.config.transport {
+                Transport::Stdio { .. } => "stdio",
+                Transport::Http { .. } => "http",
+            },
+            state,
+            tools,
+            tools_from_cache,
+            restarts: self.restarts.load(Ordering::Relaxed),
+            last_error: self.last_error.lock().ok().and_then(|e| e.clone()),
+            protocol_version,
+        }
+    }
+
+    /// Calls one tool. `limit` may shorten (never lengthen) the backend's configured timeout.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        limit: Option<Duration>,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let name = &self.config.name;
+        let timeout = limit.map_or(self.config.timeout, |l| l.min(self.config.timeout));
+        let started = Instant::now();
+        let deadline = started + timeout;
+        let live = self.wait_until_ready(deadline, started).await?;
+        if !live.tools.iter().any(|t| t.name == tool) {
+            return Err(UpstreamError::UnknownTool {
+                backend: name.clone(),
+                tool: tool.to_string(),
+            });
+        }
+        let timed_out = |hint: String| UpstreamError::Timeout {
+            backend: name.clone(),
+            tool: tool.to_string(),
+            timeout,
+            hint,
+        };
+        let _permit = match timeout_at(deadline, self.permits.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => {
+                return Err(UpstreamError::Unavailable {
+                    backend: name.clone(),
+                    reason: "it is shutting down".into(),
+                });
+            }
+            Err(_) => {
+                return Err(timed_out(format!(
+                    " while waiting for a free slot: {} calls were already in flight (max_concurrent_calls)",
+                    self.config.max_concurrent_calls
+                )));
+            }
+        };
+        let noise_before = self.noise.count();
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        match timeout_at(deadline, live.peer.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(ServiceError::McpError(e))) => Err(UpstreamError::Protocol {
+                backend: name.clone(),
+                tool: tool.to_string(),
+                message: e.message.to_string(),
+            }),
+            Ok(Err(e)) => Err(UpstreamError::ConnectionLost {
+                backend: name.clone(),
+                tool: tool.to_string(),
+                detail: describe_service_error(&e),
+            }),
+            Err(_) => {
+                let noise = self.noise.count() - noise_before;
+                let hint = if noise > 0 {
+                    format!(
+                        ". Meanwhile the backend wrote {noise} line(s) to stdout that are not MCP messages; it is probably misbehaving (MCP servers must log to stderr)"
+                    )
+                } else {
+                    ". The backend may be overloaded or stuck; try a smaller request".to_string()
+                };
+                Err(timed_out(hint))
+            }
+        }
+    }
+
+    async fn wait_until_ready(
+        &self,
+        deadline: Instant,
+        started: Instant,
+    ) -> Result<Arc<Live>, UpstreamError> {
+        let name = &self.config.name;
+        let mut rx = self.conn.subscribe();
+        let waited = timeout_at(
+            deadline,
+            rx.wait_for(|c| !matches!(c, Conn::Starting | Conn::Restarting { .. })),
+        )
+        .await
+        .map(|r| r.map(|conn| conn.clone()));
+        let conn = match waited {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(_)) => Conn::Failed {
+                reason: "sandgate is shutting down".into(),
+            },
+            Err(_) => match &*rx.borrow() {
+                Conn::Restarting { reason } => {
+                    return Err(UpstreamError::Unavailable {
+                        backend: name.clone(),
+                        reason: format!("it is restarting after: {reason}"),
+                    });
+                }
+                _ => {
+                    return Err(UpstreamError::StillStarting {
+                        backend: name.clone(),
+                        waited: started.elapsed(),
+                    });
+                }
+            },
+        };
+        match conn {
+            Conn::Ready(live) => Ok(live),
+            Conn::Disabled => Err(UpstreamError::Disabled {
+                backend: name.clone(),
+            }),
+            Conn::Failed { reason } | Conn::Restarting { reason } => {
+                Err(UpstreamError::Unavailable {
+                    backend: name.clone(),
+                    reason,
+                })
+            }
+            Conn::Starting => Err(UpstreamError::StillStarting {
+                backend: name.clone(),
+                waited: started.elapsed(),
+            }),
+        }
+    }
+}
+
+fn describe_service_error(error: &ServiceError) -> String {
+    match error {
+        ServiceError::TransportClosed => "the connection closed".into(),
+        ServiceError::TransportSend(e) => format!("sending failed: {e}"),
+        ServiceError::Cancelled { .. } => "the connection was shut down".into(),
+        other => other.to_string(),
+    }
+}

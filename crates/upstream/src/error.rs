@@ -1,0 +1,87 @@
+//! The upstream crate's one error type. Messages are written for the model that made the call:
+//! they say what happened and what to do next, and never include backend stderr or secrets.
+
+use std::time::Duration;
+
+/// Why a backend call did not produce a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UpstreamError {
+    /// No backend by that name is configured.
+    #[error("no backend named `{backend}` is configured. Known backends: {known}.")]
+    UnknownBackend {
+        /// The name asked for.
+        backend: String,
+        /// Comma-separated configured names.
+        known: String,
+    },
+    /// The backend is configured but disabled.
+    #[error("backend `{backend}` is disabled in the config. Enable it to use its tools.")]
+    Disabled {
+        /// The backend.
+        backend: String,
+    },
+    /// The backend did not finish starting within the call's timeout.
+    #[error(
+        "backend `{backend}` is still starting (waited {waited:?}). Retry in a few seconds; sandgate://backend/{backend} shows its status."
+    )]
+    StillStarting {
+        /// The backend.
+        backend: String,
+        /// How long the call waited.
+        waited: Duration,
+    },
+    /// The backend is down and not currently retrying (restart budget spent).
+    #[error(
+        "backend `{backend}` is unavailable: {reason}. Its tools cannot be called until it recovers; sandgate://backend/{backend} shows its status."
+    )]
+    Unavailable {
+        /// The backend.
+        backend: String,
+        /// Why it is down.
+        reason: String,
+    },
+    /// The tool is not among the backend's exposed tools.
+    #[error(
+        "backend `{backend}` has no tool `{tool}` (or the config's allow/deny filter hides it). Use search_tools to find the right name."
+    )]
+    UnknownTool {
+        /// The backend.
+        backend: String,
+        /// The tool asked for.
+        tool: String,
+    },
+    /// The call took longer than the timeout.
+    #[error("calling `{backend}.{tool}` timed out after {timeout:?}{hint}")]
+    Timeout {
+        /// The backend.
+        backend: String,
+        /// The tool.
+        tool: String,
+        /// The timeout that fired.
+        timeout: Duration,
+        /// Extra diagnosis, such as non-protocol output seen on the backend's stdout.
+        hint: String,
+    },
+    /// The connection closed while the call was in flight (crash, exit, network).
+    #[error(
+        "backend `{backend}` went away during the call to `{tool}` ({detail}). sandgate is restarting it; the call may or may not have taken effect, so check before retrying a write."
+    )]
+    ConnectionLost {
+        /// The backend.
+        backend: String,
+        /// The tool.
+        tool: String,
+        /// Exit status or transport error.
+        detail: String,
+    },
+    /// The backend answered with a JSON-RPC error.
+    #[error("`{backend}.{tool}` failed: {message}")]
+    Protocol {
+        /// The backend.
+        backend: String,
+        /// The tool.
+        tool: String,
+        /// The backend's error message.
+        message: String,
+    },
+}

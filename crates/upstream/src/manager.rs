@@ -1,0 +1,215 @@
+//! The backend manager: all backends of one config, their events, and the tool cache.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, JsonObject};
+use sandgate_catalog::ToolSpec;
+use sandgate_config::Config;
+use sandgate_policy::{Authorized, ToolCall};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{Backend, BackendState, BackendStatus, Conn};
+pub use crate::supervisor::RestartPolicy;
+use crate::{ToolCache, UpstreamError};
+
+/// Something about the backends changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamEvent {
+    /// A backend's tool list changed (connected, reconnected, or `list_changed`).
+    ToolsChanged {
+        /// The backend.
+        backend: String,
+    },
+    /// A backend's state changed without a new tool list (went down, failed).
+    StatusChanged {
+        /// The backend.
+        backend: String,
+    },
+}
+
+/// How the manager runs backends.
+#[derive(Debug, Clone, Default)]
+pub struct ManagerOptions {
+    /// Variables every stdio child gets besides its own `env` (the binary passes `PATH` and
+    /// `HOME`; nothing else of the gateway's environment reaches a backend).
+    pub inherited_env: Vec<(String, String)>,
+    /// Where to keep the tool cache; `None` disables it.
+    pub cache: Option<ToolCache>,
+    /// Restart pacing.
+    pub restart: RestartPolicy,
+}
+
+/// State the supervisors report into.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub options: ManagerOptions,
+    events: broadcast::Sender<UpstreamEvent>,
+    /// Last known tools per backend: the cache file's content, updated as backends connect.
+    known_tools: Mutex<BTreeMap<String, Vec<ToolSpec>>>,
+}
+
+impl Shared {
+    pub(crate) fn tools_changed(&self, backend: &str, tools: Vec<ToolSpec>) {
+        let snapshot = self.known_tools.lock().map(|mut known| {
+            known.insert(backend.to_string(), tools);
+            known.clone()
+        });
+        if let (Some(cache), Ok(snapshot)) = (self.options.cache.clone(), snapshot) {
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = cache.store(&snapshot) {
+                    tracing::warn!(path = %cache.path().display(), "could not write the tool cache: {e}");
+                }
+            });
+        }
+        let _ = self.events.send(UpstreamEvent::ToolsChanged {
+            backend: backend.to_string(),
+        });
+    }
+
+    pub(crate) fn status_changed(&self, backend: &str) {
+        let _ = self.events.send(UpstreamEvent::StatusChanged {
+            backend: backend.to_string(),
+        });
+    }
+}
+
+/// All backends of one config.
+#[derive(Debug)]
+pub struct BackendManager {
+    backends: BTreeMap<String, Arc<Backend>>,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+}
+
+impl BackendManager {
+    /// Starts every enabled backend concurrently and returns at once; backends connect in the
+    /// background. Must be called inside a tokio runtime.
+    pub fn start(config: &Config, options: ManagerOptions) -> Arc<BackendManager> {
+        let mut known = options
+            .cache
+            .as_ref()
+            .map(ToolCache::load)
+            .unwrap_or_default();
+        known.retain(|name, _| config.backend(name).is_some_and(|b| b.enabled));
+        let (events, _) = broadcast::channel(256);
+        let shared = Arc::new(Shared {
+            options,
+            events,
+            known_tools: Mutex::new(known),
+        });
+        let shutdown = CancellationToken::new();
+        let mut backends = BTreeMap::new();
+        for cfg in &config.backends {
+            let backend = Arc::new(Backend::new(cfg.clone()));
+            if cfg.enabled {
+                tokio::spawn(crate::supervisor::supervise(
+                    backend.clone(),
+                    shared.clone(),
+                    shutdown.child_token(),
+                ));
+            }
+            backends.insert(cfg.name.clone(), backend);
+        }
+        Arc::new(BackendManager {
+            backends,
+            shared,
+            shutdown,
+        })
+    }
+
+    /// Events about tool and status changes.
+    pub fn subscribe(&self) -> broadcast::Receiver<UpstreamEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// Every exposed tool: from live connections, or from the cache for backends that have
+    /// not connected yet.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        let known = self
+            .shared
+            .known_tools
+            .lock()
+            .map(|k| k.clone())
+            .unwrap_or_default();
+        let mut all = Vec::new();
+        for (name, backend) in &self.backends {
+            match backend.live_tools() {
+                Some(tools) => all.extend(tools.iter().cloned()),
+                None if backend.config.enabled => {
+                    all.extend(known.get(name).cloned().unwrap_or_default())
+                }
+                None => {}
+            }
+        }
+        all
+    }
+
+    /// Status of every backend, in name order.
+    pub fn statuses(&self) -> Vec<BackendStatus> {
+        let known = self
+            .shared
+            .known_tools
+            .lock()
+            .map(|k| k.clone())
+            .unwrap_or_default();
+        self.backends
+            .iter()
+            .map(|(name, b)| b.status(known.get(name)))
+            .collect()
+    }
+
+    /// The last lines a backend wrote to stderr, for operators only (never the model).
+    pub fn stderr_tail(&self, backend: &str) -> Vec<String> {
+        self.backends
+            .get(backend)
+            .map(|b| b.stderr.snapshot())
+            .unwrap_or_default()
+    }
+
+    /// Waits until no backend is starting or restarting for the first time, or `max` passes.
+    pub async fn wait_settled(&self, max: Duration) {
+        let waits = self.backends.values().map(|b| {
+            let mut rx = b.conn.subscribe();
+            async move {
+                let _ = rx.wait_for(|c| !matches!(c, Conn::Starting)).await;
+            }
+        });
+        let _ = tokio::time::timeout(max, futures::future::join_all(waits)).await;
+    }
+
+    /// Whether any backend is in the given state.
+    pub fn any_in(&self, state: BackendState) -> bool {
+        self.statuses().iter().any(|s| s.state == state)
+    }
+
+    /// Calls a tool. `limit` may shorten the backend's configured timeout.
+    pub async fn call(
+        &self,
+        call: &Authorized<ToolCall>,
+        arguments: Option<JsonObject>,
+        limit: Option<Duration>,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let ToolCall { backend, tool } = call.get();
+        let Some(target) = self.backends.get(backend) else {
+            return Err(UpstreamError::UnknownBackend {
+                backend: backend.clone(),
+                known: self.backends.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
+        };
+        target.call(tool, arguments, limit).await
+    }
+
+    /// Stops every backend (children are killed).
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl Drop for BackendManager {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}

@@ -1,0 +1,303 @@
+//! The supervisor: one task per backend that connects it, watches it, and restarts it.
+//!
+//! A backend that crashes, exits, closes its transport or never finishes its handshake is
+//! restarted with exponential backoff (capped). A restart budget stops a backend that keeps
+//! failing from looping forever; it is then reported as failed. While connected, the
+//! supervisor refreshes the tool list whenever the backend says `tools/list_changed`, over the
+//! legacy notification or, on 2026-07-28, over a `subscriptions/listen` stream.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerNotification,
+    SubscriptionFilter,
+};
+use rmcp::service::{ClientLifecycleMode, NotificationContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ClientServiceExt};
+use sandgate_catalog::ToolSpec;
+use sandgate_config::Transport;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep, timeout};
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{Backend, Conn, Live};
+use crate::manager::Shared;
+use crate::transport::{http_transport, spawn_stdio};
+
+/// How restarts are paced. The defaults suit production; tests shorten them.
+#[derive(Debug, Clone)]
+pub struct RestartPolicy {
+    /// Delay before the first restart; doubles each consecutive failure.
+    pub base_delay: Duration,
+    /// Longest delay between restarts.
+    pub max_delay: Duration,
+    /// Most restarts allowed within `window` before giving up.
+    pub budget: usize,
+    /// The window the budget counts over.
+    pub window: Duration,
+    /// A connection that lived this long resets the backoff.
+    pub stable_after: Duration,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy {
+            base_delay: Duration::from_millis(250),
+            max_delay: Duration::from_secs(30),
+            budget: 8,
+            window: Duration::from_secs(600),
+            stable_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Receives backend notifications and forwards list changes to the supervisor.
+struct BackendClient {
+    changed: mpsc::Sender<()>,
+}
+
+impl ClientHandler for BackendClient {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.changed.try_send(());
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("sandgate", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// Runs one backend until shutdown.
+pub(crate) async fn supervise(
+    backend: Arc<Backend>,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) {
+    let policy = shared.options.restart.clone();
+    let mut recent: VecDeque<Instant> = VecDeque::new();
+    let mut consecutive = 0u32;
+    loop {
+        let started = Instant::now();
+        let outcome = tokio::select! {
+            outcome = run_once(&backend, &shared, &shutdown) => outcome,
+            _ = shutdown.cancelled() => return,
+        };
+        if shutdown.is_cancelled() {
+            return;
+        }
+        let reason = outcome.unwrap_or_else(|e| e);
+        tracing::warn!(backend = %backend.config.name, "backend down: {reason}");
+        backend.set_error(&reason);
+        if started.elapsed() >= policy.stable_after {
+            consecutive = 0;
+        }
+        let now = Instant::now();
+        recent.push_back(now);
+        while recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > policy.window)
+        {
+            recent.pop_front();
+        }
+        if recent.len() > policy.budget {
+            let reason = format!(
+                "it failed {} times within {:?}; last error: {reason}. Fix the backend and restart sandgate",
+                recent.len(),
+                policy.window
+            );
+            backend.set_error(&reason);
+            backend.conn.send_replace(Conn::Failed { reason });
+            shared.status_changed(&backend.config.name);
+            return;
+        }
+        let delay = policy
+            .base_delay
+            .saturating_mul(1u32 << consecutive.min(16))
+            .min(policy.max_delay);
+        consecutive += 1;
+        backend.conn.send_replace(Conn::Restarting {
+            reason: reason.clone(),
+        });
+        shared.status_changed(&backend.config.name);
+        tokio::select! {
+            _ = sleep(delay) => {}
+            _ = shutdown.cancelled() => return,
+        }
+        backend.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Connects once and serves until the connection ends. Returns why it ended.
+async fn run_once(
+    backend: &Arc<Backend>,
+    shared: &Arc<Shared>,
+    shutdown: &CancellationToken,
+) -> Result<String, String> {
+    let config = &backend.config;
+    let handshake = config.handshake_timeout;
+    let (changed_tx, mut changed_rx) = mpsc::channel(4);
+    let client = BackendClient {
+        changed: changed_tx.clone(),
+    };
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    };
+
+    let mut child = None;
+    let connecting = match &config.transport {
+        Transport::Stdio { command, .. } => {
+            let spawned = spawn_stdio(
+                config,
+                &shared.options.inherited_env,
+                backend.stderr.clone(),
+                backend.noise.clone(),
+            )
+            .map_err(|e| {
+                format!("could not start `{command}`: {e}. Check that it is installed and on PATH")
+            })?;
+            child = Some(spawned.child);
+            timeout(
+                handshake,
+                client.serve_with_lifecycle((spawned.reader, spawned.writer), lifecycle),
+            )
+            .await
+        }
+        Transport::Http { .. } => {
+            let transport = http_transport(config)?;
+            timeout(handshake, client.serve_with_lifecycle(transport, lifecycle)).await
+        }
+    };
+    let running: RunningService<RoleClient, BackendClient> = match connecting {
+        Err(_) => {
+            return Err(format!(
+                "the MCP handshake did not finish within {handshake:?}"
+            ));
+        }
+        Ok(Err(e)) => {
+            return Err(
+                with_exit_status(format!("the MCP handshake failed: {e}"), &mut child).await,
+            );
+        }
+        Ok(Ok(running)) => running,
+    };
+    let peer = running.peer().clone();
+    let protocol_version = peer
+        .peer_info()
+        .map(|i| i.protocol_version.to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let tools = timeout(handshake, list_tools(backend, &peer))
+        .await
+        .map_err(|_| format!("tools/list did not answer within {handshake:?}"))??;
+    backend.conn.send_replace(Conn::Ready(Arc::new(Live {
+        peer: peer.clone(),
+        tools: Arc::new(tools.clone()),
+        protocol_version: protocol_version.clone(),
+    })));
+    if let Ok(mut e) = backend.last_error.lock() {
+        *e = None;
+    }
+    shared.tools_changed(&config.name, tools);
+    tracing::info!(backend = %config.name, %protocol_version, "backend ready");
+
+    if protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+        let peer = peer.clone();
+        let tx = changed_tx.clone();
+        let stop = shutdown.child_token();
+        tokio::spawn(async move {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let Ok(mut subscription) = peer.listen(filter).await else {
+                return;
+            };
+            loop {
+                tokio::select! {
+                    next = subscription.next() => match next {
+                        Ok(Some(ServerNotification::ToolListChangedNotification(_))) => { let _ = tx.try_send(()); }
+                        Ok(Some(_)) => {}
+                        _ => return,
+                    },
+                    _ = stop.cancelled() => return,
+                }
+            }
+        });
+    }
+
+    let closed = running.waiting();
+    tokio::pin!(closed);
+    loop {
+        tokio::select! {
+            _ = &mut closed => {
+                return Err(with_exit_status("the connection closed".to_string(), &mut child).await);
+            }
+            status = wait_child(&mut child) => {
+                return Err(format!("the process exited ({status})"));
+            }
+            Some(()) = changed_rx.recv() => {
+                match timeout(handshake, list_tools(backend, &peer)).await {
+                    Ok(Ok(tools)) => {
+                        backend.conn.send_replace(Conn::Ready(Arc::new(Live { peer: peer.clone(), tools: Arc::new(tools.clone()), protocol_version: protocol_version.clone() })));
+                        shared.tools_changed(&config.name, tools);
+                    }
+                    Ok(Err(e)) => tracing::warn!(backend = %config.name, "refreshing tools failed: {e}"),
+                    Err(_) => tracing::warn!(backend = %config.name, "refreshing tools timed out"),
+                }
+            }
+        }
+    }
+}
+
+/// Lists all tools (following pagination) and applies the config's allow/deny filter.
+async fn list_tools(
+    backend: &Backend,
+    peer: &rmcp::service::Peer<RoleClient>,
+) -> Result<Vec<ToolSpec>, String> {
+    let tools = peer
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+    let name = &backend.config.name;
+    Ok(tools
+        .into_iter()
+        .filter(|t| backend.config.tools.permits(&t.name))
+        .map(|t| ToolSpec {
+            backend: name.clone(),
+            name: t.name.to_string(),
+            description: t.description.map(|d| d.to_string()),
+            input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+            output_schema: t
+                .output_schema
+                .map(|s| serde_json::Value::Object((*s).clone())),
+            annotations: t.annotations.and_then(|a| serde_json::to_value(a).ok()),
+        })
+        .collect())
+}
+
+async fn wait_child(child: &mut Option<tokio::process::Child>) -> String {
+    match child {
+        Some(c) => match c.wait().await {
+            Ok(status) => status.to_string(),
+            Err(e) => format!("wait failed: {e}"),
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// Adds the child's exit status to a message, if it exits promptly.
+async fn with_exit_status(message: String, child: &mut Option<tokio::process::Child>) -> String {
+    if child.is_none() {
+        return message;
+    }
+    match timeout(Duration::from_millis(500), wait_child(child)).await {
+        Ok(status) => format!("{message}; the process exited ({status})"),
+        Err(_) => message,
+    }
+}

@@ -1,0 +1,145 @@
+//! Building the transport to one backend.
+//!
+//! A stdio backend is a child process with a clean environment: only what its config lists,
+//! plus `PATH` and `HOME` handed in by the binary. Its stdout passes through a filter before
+//! rmcp sees it: a line that is not a JSON-RPC message (a stray `console.log`, a banner) is
+//! counted and logged instead of silently dropped, so a call that then times out can say why.
+//! Its stderr goes to a ring buffer and to the log, never to the model.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use sandgate_config::{BackendConfig, Transport};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::process::{Child, ChildStdin};
+
+use crate::stderr::StderrRing;
+
+/// Largest single stdout line accepted from a backend (a tool result is one line).
+const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// Buffer between the stdout filter and rmcp.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// Counts stdout lines that were not protocol messages.
+#[derive(Debug, Default)]
+pub(crate) struct StdoutNoise {
+    lines: AtomicU64,
+}
+
+impl StdoutNoise {
+    /// Number of non-protocol lines seen so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.lines.load(Ordering::Relaxed)
+    }
+}
+
+/// A running stdio child and the pipes rmcp should use.
+pub(crate) struct StdioChild {
+    pub child: Child,
+    pub reader: DuplexStream,
+    pub writer: ChildStdin,
+}
+
+/// Spawns a stdio backend with a clean environment and wires up its stdout filter and stderr
+/// capture.
+pub(crate) fn spawn_stdio(
+    config: &BackendConfig,
+    inherited_env: &[(String, String)],
+    stderr_ring: Arc<StderrRing>,
+    noise: Arc<StdoutNoise>,
+) -> std::io::Result<StdioChild> {
+    let Transport::Stdio { command, args, cwd } = &config.transport else {
+        return Err(std::io::Error::other("not a stdio backend"));
+    };
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .envs(inherited_env.iter().map(|(k, v)| (k, v)))
+        .envs(&config.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let mut child = cmd.spawn()?;
+    let (Some(stdout), Some(stdin), Some(stderr)) =
+        (child.stdout.take(), child.stdin.take(), child.stderr.take())
+    else {
+        return Err(std::io::Error::other(
+            "child process pipes were not created",
+        ));
+    };
+    let name = config.name.clone();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::info!(backend = %name, "stderr: {line}");
+            stderr_ring.push(&line);
+        }
+    });
+    let (mut filtered, reader) = tokio::io::duplex(PIPE_BYTES);
+    let name = config.name.clone();
+    tokio::spawn(async move {
+        let mut stdout = BufReader::with_capacity(64 * 1024, stdout);
+        let mut line = Vec::with_capacity(4096);
+        loop {
+            line.clear();
+            match (&mut stdout)
+                .take(MAX_LINE_BYTES as u64)
+                .read_until(b'\n', &mut line)
+                .await
+            {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let first = line.iter().find(|b| !b.is_ascii_whitespace());
+            match first {
+                None => continue,
+                Some(b'{') | Some(b'[') => {
+                    if !line.ends_with(b"\n") {
+                        line.push(b'\n');
+                    }
+                    if filtered.write_all(&line).await.is_err() {
+                        break;
+                    }
+                }
+                Some(_) => {
+                    noise.lines.fetch_add(1, Ordering::Relaxed);
+                    let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
+                    tracing::warn!(backend = %name, "backend wrote a non-MCP line to stdout (MCP servers must log to stderr): {}", shown.trim_end());
+                }
+            }
+        }
+    });
+    Ok(StdioChild {
+        child,
+        reader,
+        writer: stdin,
+    })
+}
+
+/// Builds the streamable HTTP client transport for an HTTP backend.
+pub(crate) fn http_transport(
+    config: &BackendConfig,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let Transport::Http { url, headers } = &config.transport else {
+        return Err("not an HTTP backend".into());
+    };
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let header = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header name `{name}` is not valid HTTP"))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header `{name}` is not valid HTTP"))?;
+        custom.insert(header, value);
+    }
+    let transport_config =
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+    Ok(StreamableHttpClientTransport::from_config(transport_config))
+}

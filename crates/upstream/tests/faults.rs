@@ -1,0 +1,366 @@
+//! Fault injection: backends that crash, hang, print garbage or are slow, driven through the
+//! real manager and supervisor with the fake backend in tests/fixtures/fake_backend.py.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::CallToolResult;
+use sandgate_config::{Format, parse_str};
+use sandgate_policy::{Decide, Grant, ToolCall};
+use sandgate_upstream::{
+    BackendManager, BackendState, ManagerOptions, RestartPolicy, ToolCache, UpstreamError,
+};
+use serde_json::json;
+
+fn fixture() -> String {
+    format!(
+        "{}/../../tests/fixtures/fake_backend.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn inherited_env() -> Vec<(String, String)> {
+    ["PATH", "HOME"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect()
+}
+
+fn fast_restarts() -> RestartPolicy {
+    RestartPolicy {
+        base_delay: Duration::from_millis(50),
+        max_delay: Duration::from_millis(200),
+        budget: 5,
+        window: Duration::from_secs(60),
+        stable_after: Duration::from_secs(60),
+    }
+}
+
+/// Starts a manager whose backends are the fake backend in the given modes, with extra TOML
+/// per backend.
+fn start(backends: &[(&str, &str, &str)]) -> Arc<BackendManager> {
+    start_with(backends, None)
+}
+
+fn start_with(backends: &[(&str, &str, &str)], cache: Option<ToolCache>) -> Arc<BackendManager> {
+    let mut toml = String::new();
+    for (name, mode, extra) in backends {
+        toml.push_str(&format!(
+            "[servers.{name}]\ncommand = \"python3\"\nargs = [\"{}\", \"{mode}\"]\n{extra}\n",
+            fixture()
+        ));
+    }
+    let config = parse_str(&toml, Format::Toml, "test.toml").expect("test config");
+    BackendManager::start(
+        &config,
+        ManagerOptions {
+            inherited_env: inherited_env(),
+            cache,
+            restart: fast_restarts(),
+        },
+    )
+}
+
+async fn call(
+    m: &BackendManager,
+    backend: &str,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<CallToolResult, UpstreamError> {
+    let authorized = Grant::all_tools()
+        .authorize(ToolCall::new(backend, tool))
+        .expect("grant");
+    m.call(&authorized, args.as_object().cloned(), None).await
+}
+
+fn text(result: &CallToolResult) -> String {
+    let value = serde_json::to_value(result).expect("serializable");
+    match value["content"][0]["text"].as_str() {
+        Some(text) => text.to_string(),
+        None => panic!("expected one text item, got {value}"),
+    }
+}
+
+#[tokio::test]
+async fn crash_mid_call_gives_a_clear_error_then_restarts() {
+    let m = start(&[("flaky", "ok", "")]);
+    let pid_before = text(&call(&m, "flaky", "pid", json!({})).await.expect("pid"));
+    let err = call(&m, "flaky", "crash", json!({}))
+        .await
+        .expect_err("crash fails the call");
+    assert!(
+        matches!(err, UpstreamError::ConnectionLost { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("went away during the call to `crash`"),
+        "{err}"
+    );
+    // The next call waits for the restart and works, on a new process.
+    let mut pid_after = None;
+    for _ in 0..50 {
+        match call(&m, "flaky", "pid", json!({})).await {
+            Ok(r) => {
+                pid_after = Some(text(&r));
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    let pid_after = pid_after.expect("backend came back");
+    assert_ne!(
+        pid_before, pid_after,
+        "a new process serves after the crash"
+    );
+    let status = m
+        .statuses()
+        .into_iter()
+        .find(|s| s.name == "flaky")
+        .expect("status");
+    assert_eq!(status.state, BackendState::Ready);
+    assert!(status.restarts >= 1);
+    assert!(
+        m.stderr_tail("flaky")
+            .iter()
+            .any(|l| l.contains("crashing on purpose")),
+        "stderr is captured for operators"
+    );
+}
+
+#[tokio::test]
+async fn a_hung_handshake_does_not_block_other_backends() {
+    let m = start(&[
+        (
+            "stuck",
+            "hang-handshake",
+            "handshake_timeout = \"1s\"\ntimeout = \"3s\"",
+        ),
+        ("good", "ok", ""),
+    ]);
+    let reply = call(&m, "good", "echo", json!({"text": "hi"}))
+        .await
+        .expect("good backend works");
+    assert_eq!(text(&reply), "hi");
+    let err = call(&m, "stuck", "echo", json!({"text": "hi"}))
+        .await
+        .expect_err("stuck backend");
+    let message = err.to_string();
+    assert!(
+        message.contains("still starting") || message.contains("handshake did not finish"),
+        "{message}"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let status = m
+        .statuses()
+        .into_iter()
+        .find(|s| s.name == "stuck")
+        .expect("status");
+    assert_ne!(status.state, BackendState::Ready);
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("handshake did not finish within 1s")),
+        "{status:?}"
+    );
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_is_reported_and_the_backend_keeps_serving() {
+    let m = start(&[("noisy", "garbage-banner", "timeout = \"1s\"")]);
+    // A banner before the handshake is skipped; the backend still connects.
+    assert_eq!(
+        text(
+            &call(&m, "noisy", "echo", json!({"text": "a"}))
+                .await
+                .expect("echo")
+        ),
+        "a"
+    );
+    // A call answered only by garbage times out with a diagnosis.
+    let err = call(&m, "noisy", "garbage", json!({}))
+        .await
+        .expect_err("no answer");
+    let message = err.to_string();
+    assert!(
+        message.contains("timed out after 1s") && message.contains("not MCP messages"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("garbage line"),
+        "stdout content is not echoed to the model: {message}"
+    );
+    assert_eq!(
+        text(
+            &call(&m, "noisy", "echo", json!({"text": "b"}))
+                .await
+                .expect("still serving")
+        ),
+        "b"
+    );
+}
+
+#[tokio::test]
+async fn slow_calls_time_out_and_others_stay_responsive() {
+    let m = start(&[(
+        "slowpoke",
+        "ok",
+        "timeout = \"500ms\"\nmax_concurrent_calls = 4",
+    )]);
+    let started = std::time::Instant::now();
+    let (slow, fast) = tokio::join!(call(&m, "slowpoke", "slow", json!({"ms": 5000})), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        call(&m, "slowpoke", "echo", json!({"text": "quick"})).await
+    });
+    let err = slow.expect_err("slow call times out");
+    assert!(matches!(err, UpstreamError::Timeout { .. }), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "timeout fired near 500ms, took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(text(&fast.expect("concurrent call is answered")), "quick");
+}
+
+#[tokio::test]
+async fn concurrency_cap_queues_calls() {
+    let m = start(&[("single", "ok", "max_concurrent_calls = 1\ntimeout = \"5s\"")]);
+    call(&m, "single", "echo", json!({"text": "warm"}))
+        .await
+        .expect("ready");
+    let authorized = Grant::all_tools()
+        .authorize(ToolCall::new("single", "echo"))
+        .expect("grant");
+    let args = json!({"text": "queued"}).as_object().cloned();
+    let (slow, queued, impatient) = tokio::join!(
+        call(&m, "single", "slow", json!({"ms": 600})),
+        async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let started = std::time::Instant::now();
+            (
+                m.call(&authorized, args.clone(), None).await,
+                started.elapsed(),
+            )
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            m.call(&authorized, args.clone(), Some(Duration::from_millis(200)))
+                .await
+        },
+    );
+    slow.expect("the slot holder finishes");
+    let (queued, waited) = queued;
+    assert_eq!(
+        text(&queued.expect("the queued call runs once the slot frees")),
+        "queued"
+    );
+    assert!(
+        waited >= Duration::from_millis(400),
+        "it waited for the slot ({waited:?})"
+    );
+    let err = impatient.expect_err("a caller limit shorter than the queue wait");
+    assert!(err.to_string().contains("waiting for a free slot"), "{err}");
+}
+
+#[tokio::test]
+async fn list_changed_refreshes_tools() {
+    let m = start(&[("dyn", "ok", "")]);
+    let mut events = m.subscribe();
+    call(&m, "dyn", "echo", json!({"text": "x"}))
+        .await
+        .expect("ready");
+    assert!(!m.tools().iter().any(|t| t.name == "extra"));
+    call(&m, "dyn", "add_tool", json!({})).await.expect("add");
+    let refreshed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(sandgate_upstream::UpstreamEvent::ToolsChanged { .. }) = events.recv().await
+                && m.tools().iter().any(|t| t.name == "extra")
+            {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(
+        refreshed.is_ok(),
+        "tools/list_changed refreshed the tool list"
+    );
+    // The new tool is now routed to the backend (which has no handler for it and says so).
+    let err = call(&m, "dyn", "extra", json!({}))
+        .await
+        .expect_err("fake backend refuses extra");
+    assert!(
+        matches!(err, UpstreamError::Protocol { .. }),
+        "routed to the backend, not refused locally: {err:?}"
+    );
+}
+
+#[tokio::test]
+async fn children_get_a_clean_environment() {
+    // The test process has CARGO_MANIFEST_DIR set; the child must not see it.
+    let m = start(&[("envcheck", "ok", "env = { ONLY_THIS = \"yes\" }")]);
+    let leaked = text(
+        &call(&m, "envcheck", "env", json!({"name": "CARGO_MANIFEST_DIR"}))
+            .await
+            .expect("env"),
+    );
+    assert_eq!(
+        leaked, "null",
+        "the gateway's environment does not leak into backends"
+    );
+    let own = text(
+        &call(&m, "envcheck", "env", json!({"name": "ONLY_THIS"}))
+            .await
+            .expect("env"),
+    );
+    assert_eq!(own, "\"yes\"");
+    let path = text(
+        &call(&m, "envcheck", "env", json!({"name": "PATH"}))
+            .await
+            .expect("env"),
+    );
+    assert_ne!(path, "null", "PATH is passed through");
+}
+
+#[tokio::test]
+async fn a_backend_that_keeps_dying_exhausts_its_budget() {
+    let m = start(&[("dead", "exit-at-start", "")]);
+    let failed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if m.any_in(BackendState::Failed) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(failed.is_ok(), "restart budget stops the loop");
+    let err = call(&m, "dead", "echo", json!({"text": "x"}))
+        .await
+        .expect_err("unavailable");
+    assert!(matches!(err, UpstreamError::Unavailable { .. }), "{err:?}");
+    assert!(err.to_string().contains("failed 6 times"), "{err}");
+}
+
+#[tokio::test]
+async fn the_cache_serves_tools_before_backends_connect() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = ToolCache::new(dir.path().join("tools.json"));
+    {
+        let m = start_with(&[("cached", "ok", "")], Some(cache.clone()));
+        call(&m, "cached", "echo", json!({"text": "x"}))
+            .await
+            .expect("ready");
+        tokio::time::sleep(Duration::from_millis(200)).await; // the cache write is off the hot path
+    }
+    // Now a backend that never finishes its handshake: its tools still come from the cache.
+    let m = start_with(&[("cached", "hang-handshake", "")], Some(cache));
+    let tools = m.tools();
+    assert!(
+        tools.iter().any(|t| t.name == "echo"),
+        "cached tools served at once: {tools:?}"
+    );
+    let status = m.statuses().into_iter().next().expect("status");
+    assert!(status.tools_from_cache && status.state == BackendState::Starting);
+}
