@@ -1,0 +1,148 @@
+//! The rmcp `ServerHandler`: routes MCP requests to the meta-tools and resources, and streams
+//! tool-set changes to clients of both protocol eras (notifications for 2025-11-25 sessions,
+//! `subscriptions/listen` for stateless 2026-07-28).
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::ServerHandler;
+
+use crate::{Gateway, meta_tools, resources};
+
+/// What the client's model reads first: the gateway in a few lines.
+const INSTRUCTIONS: &str = "sandgate is one gateway to many MCP servers (backends). Their tools are found on demand instead of listed: \
+call search_tools with what you want to do, then tool_info for a tool's TypeScript declaration. Tools are named backend.tool \
+(e.g. memory.create_entities). sandgate://overview lists the backends; sandgate://types.d.ts has declarations for every tool.";
+
+/// One MCP session's handler; cheap to clone, all state is in [`Gateway`].
+#[derive(Debug, Clone)]
+pub struct SandgateServer {
+    gateway: Arc<Gateway>,
+}
+
+impl SandgateServer {
+    /// A handler over shared gateway state.
+    pub fn new(gateway: Arc<Gateway>) -> Self {
+        SandgateServer { gateway }
+    }
+}
+
+impl ServerHandler for SandgateServer {
+    // logging/setLevel is deprecated by SEP-2577 but still required by 2025-11-25 clients.
+    #[allow(deprecated)]
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_logging()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("sandgate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        if let Some(cursor) = request.and_then(|r| r.cursor) {
+            // All meta-tools fit on one page, so no cursor we issue is ever valid.
+            return Err(ErrorData::invalid_params(format!("unknown cursor {cursor:?}: tools/list has a single page"), None));
+        }
+        Ok(ListToolsResult::with_all_items(meta_tools::definitions(&self.gateway)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match meta_tools::call(&self.gateway, &request.name, request.arguments) {
+            Some(result) => Ok(result.into()),
+            None => Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{}`. This gateway's tools are {}; backend tools are found with search_tools.",
+                    request.name,
+                    meta_tools::META_TOOLS.join(", ")
+                ),
+                None,
+            )),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::list(&self.gateway)))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match resources::read(&self.gateway, &request.uri) {
+            Some(result) => Ok(result.into()),
+            None => Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource {}. Available: sandgate://overview, sandgate://backends, sandgate://stats, sandgate://types.d.ts, sandgate://backend/{{{}}}",
+                    request.uri,
+                    resources::backend_names(&self.gateway).join("|")
+                ),
+                None,
+            )),
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(&self, _request: SetLevelRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        // sandgate logs to stderr for operators; it sends no log notifications to clients yet,
+        // so every level is accepted and trivially honoured.
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.gateway.add_legacy_peer(context.peer);
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.gateway.subscribe_changes();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = changes.recv() => {
+                    if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
+                        return Ok(());
+                    }
+                    // The sink drops categories the client did not subscribe to.
+                    let _ = context.sink().notify_tool_list_changed().await;
+                    let _ = context.sink().notify_resource_list_changed().await;
+                }
+            }
+        }
+    }
+}

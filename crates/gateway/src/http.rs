@@ -1,0 +1,62 @@
+//! The streamable HTTP front, as an axum app.
+//!
+//! It serves 2025-11-25 sessions and stateless 2026-07-28 on one endpoint (`/mcp`). It binds to
+//! loopback unless told otherwise, and refuses requests whose `Host` is not an allowed name
+//! (DNS rebinding) or whose `Origin` is not an allowed browser origin.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Gateway, GatewayError, SandgateServer};
+
+/// Host names always accepted: loopback.
+const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1", "[::1]"];
+/// Browser origins always accepted: pages served from loopback.
+const LOOPBACK_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+/// HTTP front settings.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Address to bind.
+    pub addr: SocketAddr,
+    /// Extra accepted `Host` values (beyond loopback).
+    pub allowed_hosts: Vec<String>,
+    /// Extra accepted `Origin` values (beyond loopback pages).
+    pub allowed_origins: Vec<String>,
+}
+
+/// Binds and serves until `shutdown` is cancelled. Returns the bound address through `bound`
+/// (useful with port 0) before serving.
+pub async fn serve_http(
+    gateway: Arc<Gateway>,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    bound: impl FnOnce(SocketAddr),
+) -> Result<(), GatewayError> {
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| GatewayError::Bind { addr: options.addr, source })?;
+    let addr = listener.local_addr().map_err(|source| GatewayError::Bind { addr: options.addr, source })?;
+    let hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(options.allowed_hosts.iter().cloned()).collect();
+    let origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).chain(options.allowed_origins.iter().cloned()).collect();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_cancellation_token(shutdown.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(SandgateServer::new(gateway.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    bound(addr);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+        .await
+        .map_err(|e| GatewayError::Serve(e.to_string()))
+}

@@ -1,0 +1,265 @@
+//! The meta-tools the model sees instead of hundreds of backend tools.
+//!
+//! `search_tools` finds tools by what they do, `tool_info` gives one tool's TypeScript
+//! declaration and an example call, and `list_tools_meta` pages through everything. Each
+//! answers with readable text for the model and the same data as `structuredContent` for
+//! programs. Bad arguments produce an `isError` result that says how to fix the call, because
+//! a model reads those and retries; protocol errors would be hidden from it.
+//!
+//! `call_tool_chain` joins this list in its own module once the sandbox lands; the dispatch
+//! in [`call`] is the seam.
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use sandgate_catalog::{Catalog, CatalogError, Entry, TsDecl};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::Gateway;
+
+/// Most results `search_tools` returns.
+pub const MAX_SEARCH_LIMIT: usize = 50;
+/// Results `search_tools` returns when no limit is given.
+pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+/// Default page size of `list_tools_meta`.
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// Largest page size of `list_tools_meta`.
+pub const MAX_PAGE_SIZE: usize = 200;
+
+/// The names of the meta-tools, in listing order.
+pub const META_TOOLS: &[&str] = &["search_tools", "tool_info", "list_tools_meta"];
+
+/// Tool definitions for `tools/list`. The search description names the backends, so a client
+/// that rereads the list after `list_changed` learns what is reachable without a call.
+pub fn definitions(gateway: &Gateway) -> Vec<Tool> {
+    let catalog = gateway.catalog();
+    let backends: Vec<String> = catalog
+        .backend_idents()
+        .keys()
+        .map(|b| format!("{b} ({})", catalog.backend_tools(b).count()))
+        .collect();
+    let reachable = if backends.is_empty() { "no backends are connected yet".to_string() } else { backends.join(", ") };
+    vec![
+        tool(
+            "search_tools",
+            &format!(
+                "Find backend tools by what they do. Returns each match's qualified name, a one-line description and a TypeScript call signature. Reachable backends (tool counts): {reachable}."
+            ),
+            json!({"type": "object", "properties": {
+                "query": {"type": "string", "description": "What you want to do, in words, e.g. \"create a github issue\""},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": "Most results to return (default 10)"},
+                "detail": {"type": "string", "enum": ["summary", "signature", "full"], "description": "summary: names and descriptions; signature (default): plus call signatures; full: plus full TypeScript declarations"}
+            }, "required": ["query"], "additionalProperties": false}),
+        ),
+        tool(
+            "tool_info",
+            "Get one tool's full TypeScript declaration (argument and result types, documented) and an example call. Accepts qualified (backend.tool), bare or sanitized names.",
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "Tool name, e.g. \"memory.create_entities\""},
+                "detail": {"type": "string", "enum": ["signature", "full"], "description": "signature: one line; full (default): declaration and example"}
+            }, "required": ["name"], "additionalProperties": false}),
+        ),
+        tool(
+            "list_tools_meta",
+            "List every reachable tool (name and one-line description), a page at a time.",
+            json!({"type": "object", "properties": {
+                "cursor": {"type": "string", "description": "nextCursor from the previous page"},
+                "page_size": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "description": "Tools per page (default 50)"}
+            }, "additionalProperties": false}),
+        ),
+    ]
+}
+
+fn tool(name: &'static str, description: &str, schema: Value) -> Tool {
+    let schema: JsonObject = match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    Tool::new(name, description.to_string(), Arc::new(schema))
+}
+
+/// Runs a meta-tool, or returns `None` when `name` is not one.
+pub fn call(gateway: &Gateway, name: &str, arguments: Option<JsonObject>) -> Option<CallToolResult> {
+    let args = Value::Object(arguments.unwrap_or_default());
+    let result = match name {
+        "search_tools" => parse(name, args).and_then(|a| search_tools(gateway, a)),
+        "tool_info" => parse(name, args).and_then(|a| tool_info(gateway, a)),
+        "list_tools_meta" => parse(name, args).and_then(|a| list_tools_meta(gateway, a)),
+        _ => return None,
+    };
+    if META_TOOLS.contains(&name) {
+        gateway.count(META_TOOLS.iter().find(|n| **n == name).copied().unwrap_or("other"));
+    }
+    Some(result.unwrap_or_else(|message| CallToolResult::error(vec![ContentBlock::text(message)])))
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, String> {
+    serde_json::from_value(args).map_err(|e| format!("invalid arguments for {tool}: {e}. Check the tool's input schema."))
+}
+
+fn ok(text: String, structured: Value) -> Result<CallToolResult, String> {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    Ok(result)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    limit: Option<usize>,
+    detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Detail {
+    Summary,
+    Signature,
+    Full,
+}
+
+fn detail(value: Option<&str>, default: Detail) -> Result<Detail, String> {
+    match value {
+        None => Ok(default),
+        Some("summary") => Ok(Detail::Summary),
+        Some("signature") => Ok(Detail::Signature),
+        Some("full") => Ok(Detail::Full),
+        Some(other) => Err(format!("detail must be \"summary\", \"signature\" or \"full\", not {other:?}")),
+    }
+}
+
+fn search_tools(gateway: &Gateway, args: SearchArgs) -> Result<CallToolResult, String> {
+    let query = args.query.trim();
+    if query.is_empty() {
+        return Err("query is empty. Describe what you want to do, e.g. {\"query\": \"read a file\"}; or use list_tools_meta to see every tool.".into());
+    }
+    let limit = match args.limit {
+        None => DEFAULT_SEARCH_LIMIT,
+        Some(n @ 1..=MAX_SEARCH_LIMIT) => n,
+        Some(n) => return Err(format!("limit must be between 1 and {MAX_SEARCH_LIMIT}, not {n}")),
+    };
+    let detail = detail(args.detail.as_deref(), Detail::Signature)?;
+    let catalog = gateway.catalog();
+    let hits = catalog.search_index().search(query, limit);
+    if hits.is_empty() {
+        let text = if catalog.is_empty() {
+            "No tools are available yet: no backend has connected. Read sandgate://backends for their status.".to_string()
+        } else {
+            format!("No tool matches {query:?}. Try other words, or list_tools_meta to browse all {} tools.", catalog.len())
+        };
+        return ok(text, json!({"query": query, "results": []}));
+    }
+    let mut text = format!("{} tool(s) match {query:?}:\n", hits.len());
+    let mut results = Vec::with_capacity(hits.len());
+    for hit in &hits {
+        let entry = &catalog.entries()[hit.entry];
+        let decl = TsDecl::for_entry(entry);
+        text.push_str(&format!("\n- {} — {}\n", entry.qualified, one_line(entry)));
+        let mut item = entry_json(entry);
+        match detail {
+            Detail::Summary => {}
+            Detail::Signature => {
+                text.push_str(&format!("  {}\n", decl.signature));
+                item["signature"] = json!(decl.signature);
+            }
+            Detail::Full => {
+                text.push_str(&format!("{}\n", decl.declaration));
+                item["signature"] = json!(decl.signature);
+                item["declaration"] = json!(decl.declaration);
+            }
+        }
+        item["score"] = json!((hit.score * 1000.0).round() / 1000.0);
+        results.push(item);
+    }
+    text.push_str("\nCall tool_info with a name for its full declaration and an example.");
+    ok(text, json!({"query": query, "results": results}))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InfoArgs {
+    name: String,
+    detail: Option<String>,
+}
+
+fn tool_info(gateway: &Gateway, args: InfoArgs) -> Result<CallToolResult, String> {
+    let detail = detail(args.detail.as_deref(), Detail::Full)?;
+    let catalog = gateway.catalog();
+    let entry = resolve(&catalog, &args.name)?;
+    let decl = TsDecl::for_entry(entry);
+    let mut item = entry_json(entry);
+    item["signature"] = json!(decl.signature);
+    let text = if detail == Detail::Full {
+        item["declaration"] = json!(decl.declaration);
+        item["example"] = json!(decl.example);
+        item["inputSchema"] = entry.spec.input_schema.clone();
+        if let Some(annotations) = &entry.spec.annotations {
+            item["annotations"] = annotations.clone();
+        }
+        format!("{} — {}\n\n```ts\n{}```\n\nExample:\n```ts\n{}\n```", entry.qualified, one_line(entry), decl.declaration, decl.example)
+    } else {
+        format!("{}\n  {}", entry.qualified, decl.signature)
+    };
+    ok(text, item)
+}
+
+/// Resolves a name, or explains the miss with "did you mean" and, for a meta-tool name, that
+/// it is called directly rather than looked up.
+fn resolve<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a Entry, String> {
+    if META_TOOLS.contains(&name.trim()) {
+        return Err(format!("`{}` is one of sandgate's own meta-tools; call it directly. tool_info describes backend tools.", name.trim()));
+    }
+    catalog.resolve(name).map_err(|e| match e {
+        CatalogError::NotFound { .. } if catalog.is_empty() => {
+            format!("{e} No backend has connected yet; read sandgate://backends for their status.")
+        }
+        other => other.to_string(),
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    cursor: Option<String>,
+    page_size: Option<usize>,
+}
+
+fn list_tools_meta(gateway: &Gateway, args: ListArgs) -> Result<CallToolResult, String> {
+    let page_size = match args.page_size {
+        None => DEFAULT_PAGE_SIZE,
+        Some(n @ 1..=MAX_PAGE_SIZE) => n,
+        Some(n) => return Err(format!("page_size must be between 1 and {MAX_PAGE_SIZE}, not {n}")),
+    };
+    let catalog = gateway.catalog();
+    let start = match args.cursor.as_deref() {
+        None | Some("") => 0,
+        Some(cursor) => cursor
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n <= catalog.len())
+            .ok_or_else(|| format!("cursor {cursor:?} is not one this gateway issued (the tool set may have changed); start again without a cursor"))?,
+    };
+    let page: Vec<&Entry> = catalog.entries().iter().skip(start).take(page_size).collect();
+    let end = start + page.len();
+    let next = (end < catalog.len()).then(|| end.to_string());
+    let mut text = format!("Tools {}–{} of {}:\n", if page.is_empty() { 0 } else { start + 1 }, end, catalog.len());
+    for entry in &page {
+        text.push_str(&format!("- {} — {}\n", entry.qualified, one_line(entry)));
+    }
+    if let Some(next) = &next {
+        text.push_str(&format!("\nMore: call list_tools_meta with cursor \"{next}\"."));
+    }
+    ok(text, json!({"tools": page.iter().map(|e| entry_json(e)).collect::<Vec<_>>(), "total": catalog.len(), "nextCursor": next}))
+}
+
+fn entry_json(entry: &Entry) -> Value {
+    json!({"name": entry.qualified, "call": entry.js_qualified(), "backend": entry.spec.backend, "description": entry.summary()})
+}
+
+fn one_line(entry: &Entry) -> &str {
+    match entry.summary() {
+        "" => "(no description)",
+        s => s,
+    }
+}

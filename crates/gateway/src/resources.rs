@@ -1,0 +1,103 @@
+//! The `sandgate://` resources: how to use the gateway, backend status, usage stats and the
+//! TypeScript declarations of every tool. Status resources never include backend stderr.
+
+use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
+use serde_json::json;
+
+use crate::Gateway;
+use crate::meta_tools::META_TOOLS;
+
+/// Prefix of per-backend resources.
+const BACKEND_PREFIX: &str = "sandgate://backend/";
+
+/// The fixed resources plus one per backend.
+pub fn list(gateway: &Gateway) -> Vec<Resource> {
+    let mut resources = vec![
+        Resource::new("sandgate://overview", "overview")
+            .with_description("How to use this gateway, and its backends with tool counts")
+            .with_mime_type("text/markdown"),
+        Resource::new("sandgate://backends", "backends").with_description("Status of every backend").with_mime_type("application/json"),
+        Resource::new("sandgate://stats", "stats").with_description("Usage counters and catalog size").with_mime_type("application/json"),
+        Resource::new("sandgate://types.d.ts", "types.d.ts")
+            .with_description("TypeScript declarations for every reachable tool")
+            .with_mime_type("text/plain"),
+    ];
+    for status in gateway.manager().statuses() {
+        resources.push(
+            Resource::new(format!("{BACKEND_PREFIX}{}", status.name), format!("backend {}", status.name))
+                .with_description(format!("Status of backend `{}`", status.name))
+                .with_mime_type("application/json"),
+        );
+    }
+    resources
+}
+
+/// Templates for parameterized resources.
+pub fn templates() -> Vec<ResourceTemplate> {
+    vec![ResourceTemplate::new(format!("{BACKEND_PREFIX}{{name}}"), "backend")
+        .with_description("Status of one backend: state, tool names, restarts, last error")
+        .with_mime_type("application/json")]
+}
+
+/// Reads a resource, or `None` for an unknown URI.
+pub fn read(gateway: &Gateway, uri: &str) -> Option<ReadResourceResult> {
+    let (text, mime) = match uri {
+        "sandgate://overview" => (overview(gateway), "text/markdown"),
+        "sandgate://backends" => (pretty(&json!({"backends": gateway.manager().statuses()})), "application/json"),
+        "sandgate://stats" => (stats(gateway), "application/json"),
+        "sandgate://types.d.ts" => (gateway.catalog().declarations(), "text/plain"),
+        _ => {
+            let name = uri.strip_prefix(BACKEND_PREFIX)?;
+            let status = gateway.manager().statuses().into_iter().find(|s| s.name == name)?;
+            (pretty(&json!(status)), "application/json")
+        }
+    };
+    gateway.count("resources/read");
+    Some(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]))
+}
+
+/// Names of every backend, for "did you mean" on a bad resource URI.
+pub fn backend_names(gateway: &Gateway) -> Vec<String> {
+    gateway.manager().statuses().into_iter().map(|s| s.name).collect()
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+fn overview(gateway: &Gateway) -> String {
+    let catalog = gateway.catalog();
+    let mut text = String::from(
+        "# sandgate\n\nOne MCP endpoint for many MCP servers (\"backends\"). Their tools are not listed one by one; find them on demand:\n\n\
+         1. `search_tools({query})` finds tools by what they do and shows TypeScript call signatures.\n\
+         2. `tool_info({name})` shows one tool's full TypeScript declaration and an example call.\n\
+         3. `list_tools_meta({cursor?})` pages through every tool.\n\n\
+         Tools are named `backend.tool`. In code, each backend is an object and each tool an async function: \
+         `await memory.create_entities({entities: [...]})`. Names that are not JavaScript identifiers are sanitized \
+         (`my-server` → `my_server`, `get-sum` → `get_sum`); the originals stay reachable as `globalThis[\"my-server\"][\"get-sum\"]`.\n\n\
+         ## Backends\n\n| backend | state | tools |\n|---|---|---|\n",
+    );
+    for status in gateway.manager().statuses() {
+        let tools = catalog.backend_tools(&status.name).count();
+        let state = serde_json::to_value(status.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let cached = if status.tools_from_cache { " (cached list)" } else { "" };
+        text.push_str(&format!("| {} | {state} | {tools}{cached} |\n", status.name));
+    }
+    text.push_str(&format!("\n{} tools in all. Meta-tools: {}.\n", catalog.len(), META_TOOLS.join(", ")));
+    text
+}
+
+fn stats(gateway: &Gateway) -> String {
+    let catalog = gateway.catalog();
+    let statuses = gateway.manager().statuses();
+    let ready = statuses.iter().filter(|s| s.state == sandgate_upstream::BackendState::Ready).count();
+    pretty(&json!({
+        "uptime_secs": gateway.uptime_secs(),
+        "tools": catalog.len(),
+        "backends": {"configured": statuses.len(), "ready": ready},
+        "restarts": statuses.iter().map(|s| s.restarts as u64).sum::<u64>(),
+        "identifier_collisions": catalog.collisions(),
+        "catalog_builds": gateway.catalog_builds(),
+        "requests": gateway.counters(),
+    }))
+}

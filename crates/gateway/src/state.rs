@@ -1,0 +1,137 @@
+//! Shared gateway state: the backend manager, the current catalog snapshot, usage counters,
+//! and the fan-out of "the tool set changed" to connected clients.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use rmcp::service::{Peer, RoleServer};
+use sandgate_catalog::Catalog;
+use sandgate_policy::{Authorized, Decide, Grant, PolicyError, ToolCall};
+use sandgate_upstream::BackendManager;
+use tokio::sync::broadcast;
+
+/// Everything the MCP front shares across sessions.
+#[derive(Debug)]
+pub struct Gateway {
+    manager: Arc<BackendManager>,
+    catalog: RwLock<Arc<Catalog>>,
+    grant: Grant,
+    started: Instant,
+    counters: Mutex<BTreeMap<&'static str, u64>>,
+    catalog_builds: AtomicU64,
+    changes: broadcast::Sender<()>,
+    legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+}
+
+impl Gateway {
+    /// Wraps a running manager and keeps the catalog in step with it. Must be called inside a
+    /// tokio runtime.
+    pub fn new(manager: Arc<BackendManager>, grant: Grant) -> Arc<Gateway> {
+        let (changes, _) = broadcast::channel(16);
+        let gateway = Arc::new(Gateway {
+            catalog: RwLock::new(Arc::new(Catalog::new(manager.tools()))),
+            manager,
+            grant,
+            started: Instant::now(),
+            counters: Mutex::default(),
+            catalog_builds: AtomicU64::new(1),
+            changes,
+            legacy_peers: Mutex::default(),
+        });
+        let weak = Arc::downgrade(&gateway);
+        let mut events = gateway.manager.subscribe();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+                let Some(gateway) = weak.upgrade() else { return };
+                gateway.refresh().await;
+            }
+        });
+        gateway
+    }
+
+    /// The backend manager.
+    pub fn manager(&self) -> &Arc<BackendManager> {
+        &self.manager
+    }
+
+    /// The current catalog snapshot.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Checks a backend tool call against this gateway's grant. This is the one door to
+    /// [`BackendManager::call`].
+    pub fn authorize(&self, call: ToolCall) -> Result<Authorized<ToolCall>, PolicyError> {
+        self.grant.authorize(call)
+    }
+
+    /// Seconds since start.
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    /// Counts one use of a meta-tool or resource.
+    pub(crate) fn count(&self, what: &'static str) {
+        if let Ok(mut counters) = self.counters.lock() {
+            *counters.entry(what).or_default() += 1;
+        }
+    }
+
+    pub(crate) fn counters(&self) -> BTreeMap<&'static str, u64> {
+        self.counters.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    pub(crate) fn catalog_builds(&self) -> u64 {
+        self.catalog_builds.load(Ordering::Relaxed)
+    }
+
+    /// Change notifications for 2026-07-28 `subscriptions/listen` streams.
+    pub(crate) fn subscribe_changes(&self) -> broadcast::Receiver<()> {
+        self.changes.subscribe()
+    }
+
+    /// Remembers a 2025-11-25 session so it hears about tool-set changes.
+    pub(crate) fn add_legacy_peer(&self, peer: Peer<RoleServer>) {
+        if let Ok(mut peers) = self.legacy_peers.lock() {
+            peers.retain(|p| !p.is_transport_closed());
+            peers.push(peer);
+        }
+    }
+
+    /// Rebuilds the catalog from the manager and tells every client.
+    async fn refresh(&self) {
+        let catalog = Arc::new(Catalog::new(self.manager.tools()));
+        for collision in catalog.collisions() {
+            tracing::warn!(
+                backend = collision.backend.as_deref().unwrap_or("<backends>"),
+                "names {:?} all sanitize to `{}`; `{}` was given `{}`. Both stay reachable by their original names",
+                collision.names,
+                collision.identifier,
+                collision.names.last().map(String::as_str).unwrap_or(""),
+                collision.assigned
+            );
+        }
+        if let Ok(mut slot) = self.catalog.write() {
+            *slot = catalog;
+        }
+        self.catalog_builds.fetch_add(1, Ordering::Relaxed);
+        let _ = self.changes.send(());
+        let peers: Vec<Peer<RoleServer>> = self.legacy_peers.lock().map(|p| p.clone()).unwrap_or_default();
+        for peer in peers {
+            if peer.is_transport_closed() {
+                continue;
+            }
+            let _ = peer.notify_tool_list_changed().await;
+            let _ = peer.notify_resource_list_changed().await;
+        }
+        if let Ok(mut peers) = self.legacy_peers.lock() {
+            peers.retain(|p| !p.is_transport_closed());
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Command-line interface: `serve`, `check`, `tools`, `status`.
+
+mod check;
+mod serve;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// One MCP endpoint for all your MCP servers, in code mode.
+#[derive(Debug, Parser)]
+#[command(name = "sandgate", version, about)]
+pub struct Cli {
+    /// Log filter for stderr (e.g. `info`, `debug`, `sandgate_upstream=debug`); RUST_LOG wins.
+    /// Default: `info,rmcp=warn` for serve, `warn` for the other commands.
+    #[arg(long, global = true)]
+    pub log_level: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (default) and/or streamable HTTP.
+    Serve(serve::ServeArgs),
+    /// Validate the config, connect to every backend and print a table of them.
+    Check(ConfigArg),
+    /// List, search and inspect backend tools from the command line.
+    Tools {
+        /// Which tools command.
+        #[command(subcommand)]
+        command: tools::ToolsCommand,
+    },
+    /// Show backend status, the tool cache and the HTTP settings.
+    #[command(alias = "doctor")]
+    Status(ConfigArg),
+}
+
+/// The `--config` option shared by the commands.
+#[derive(Debug, clap::Args)]
+pub struct ConfigArg {
+    /// A sandgate.toml or an mcpServers JSON file (claude_desktop_config.json, .mcp.json).
+    /// Default: ./sandgate.toml, then ./.mcp.json.
+    #[arg(long, short, env = "SANDGATE_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Serve(args) => serve::run(args).await,
+        Command::Check(args) => check::run(args, false).await,
+        Command::Status(args) => check::run(args, true).await,
+        Command::Tools { command } => tools::run(command).await,
+    }
+}

@@ -1,0 +1,97 @@
+//! Start-up plumbing shared by the commands: finding and loading the config, resolving
+//! `${VAR}`s, choosing the tool cache path, and starting the backends.
+
+use std::hash::{Hash, Hasher};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use sandgate_config::Config;
+use sandgate_upstream::{BackendManager, BackendState, ManagerOptions, ToolCache};
+
+use crate::cli::Cli;
+
+/// Config files looked for, in order, when `--config` is not given.
+const DEFAULT_CONFIGS: &[&str] = &["sandgate.toml", ".mcp.json"];
+
+/// Sends logs to stderr. `RUST_LOG` overrides `--log-level`.
+pub fn init_logging(args: &Cli) {
+    let default = match args.command {
+        crate::cli::Command::Serve(_) => "info,rmcp=warn",
+        _ => "warn",
+    };
+    let level = args.log_level.as_deref().unwrap_or(default);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// Finds, loads and resolves the config.
+pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
+    let path = match explicit {
+        Some(path) => path.to_path_buf(),
+        None => match DEFAULT_CONFIGS.iter().map(PathBuf::from).find(|p| p.exists()) {
+            Some(found) => found,
+            None => bail!(
+                "no config given and none of {} exists here. Pass --config FILE (a sandgate.toml or an mcpServers JSON such as claude_desktop_config.json); examples/sandgate.toml is annotated.",
+                DEFAULT_CONFIGS.join(", ")
+            ),
+        },
+    };
+    let config = sandgate_config::load_file(&path)?;
+    Ok(config.resolved(&|name| std::env::var(name).ok())?)
+}
+
+/// The tool cache: the config's `cache_file`, or one per config file under the user cache dir.
+pub fn cache_for(config: &Config) -> Option<ToolCache> {
+    if let Some(path) = &config.cache_file {
+        return Some(ToolCache::new(path));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let source = config.source.as_ref().and_then(|p| p.canonicalize().ok()).unwrap_or_default();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    source.hash(&mut hasher);
+    Some(ToolCache::new(base.join("sandgate").join(format!("tools-{:016x}.json", hasher.finish()))))
+}
+
+/// Starts every backend. Children inherit only `PATH` and `HOME` from sandgate.
+pub fn start_backends(config: &Config) -> Arc<BackendManager> {
+    let inherited_env = ["PATH", "HOME"].iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
+    BackendManager::start(config, ManagerOptions { inherited_env, cache: cache_for(config), restart: Default::default() })
+}
+
+/// Waits for the first connection attempt of every backend, showing progress on a TTY.
+pub async fn wait_for_backends(config: &Config, manager: &BackendManager) -> anyhow::Result<()> {
+    let longest = config.backends.iter().filter(|b| b.enabled).map(|b| b.handshake_timeout).max().unwrap_or_default();
+    let max = longest + Duration::from_secs(2);
+    let tty = std::io::stderr().is_terminal();
+    let total = config.backends.iter().filter(|b| b.enabled).count();
+    let waiting = manager.wait_settled(max);
+    tokio::pin!(waiting);
+    let mut ticker = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tokio::select! {
+            _ = &mut waiting => break,
+            _ = ticker.tick(), if tty => {
+                let ready = manager.statuses().iter().filter(|s| s.state == BackendState::Ready).count();
+                eprint!("\rconnecting to {total} backend(s)… {ready} ready");
+            }
+        }
+    }
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(())
+}
+
+/// Context for errors about a config file.
+pub fn describe(config: &Config) -> String {
+    config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "<config>".into())
+}
