@@ -4,15 +4,16 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SubscriptionFilter,
-};
+use rmcp::ServerHandler;
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ErrorData, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
+};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
-use rmcp::ServerHandler;
 
 use crate::{Gateway, meta_tools, resources};
 
@@ -57,9 +58,14 @@ impl ServerHandler for SandgateServer {
     ) -> Result<ListToolsResult, ErrorData> {
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             // All meta-tools fit on one page, so no cursor we issue is ever valid.
-            return Err(ErrorData::invalid_params(format!("unknown cursor {cursor:?}: tools/list has a single page"), None));
+            return Err(ErrorData::invalid_params(
+                format!("unknown cursor {cursor:?}: tools/list has a single page"),
+                None,
+            ));
         }
-        Ok(ListToolsResult::with_all_items(meta_tools::definitions(&self.gateway)))
+        Ok(ListToolsResult::with_all_items(meta_tools::definitions(
+            &self.gateway,
+        )))
     }
 
     async fn call_tool(
@@ -67,7 +73,7 @@ impl ServerHandler for SandgateServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match meta_tools::call(&self.gateway, &request.name, request.arguments) {
+        match meta_tools::call(&self.gateway, &request.name, request.arguments).await {
             Some(result) => Ok(result.into()),
             None => Err(ErrorData::invalid_params(
                 format!(
@@ -85,7 +91,9 @@ impl ServerHandler for SandgateServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(resources::list(&self.gateway)))
+        Ok(ListResourcesResult::with_all_items(resources::list(
+            &self.gateway,
+        )))
     }
 
     async fn list_resource_templates(
@@ -93,7 +101,9 @@ impl ServerHandler for SandgateServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
     }
 
     async fn read_resource(
@@ -115,7 +125,11 @@ impl ServerHandler for SandgateServer {
     }
 
     #[allow(deprecated)]
-    async fn set_level(&self, _request: SetLevelRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         // sandgate logs to stderr for operators; it sends no log notifications to clients yet,
         // so every level is accepted and trivially honoured.
         Ok(())
@@ -125,7 +139,10 @@ impl ServerHandler for SandgateServer {
         self.gateway.add_legacy_peer(context.peer);
     }
 
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
         Some(requested.clone())
     }
 

@@ -39,10 +39,24 @@ pub async fn serve_http(
 ) -> Result<(), GatewayError> {
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
-        .map_err(|source| GatewayError::Bind { addr: options.addr, source })?;
-    let addr = listener.local_addr().map_err(|source| GatewayError::Bind { addr: options.addr, source })?;
-    let hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(options.allowed_hosts.iter().cloned()).collect();
-    let origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).chain(options.allowed_origins.iter().cloned()).collect();
+        .map_err(|source| GatewayError::Bind {
+            addr: options.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| GatewayError::Bind {
+        addr: options.addr,
+        source,
+    })?;
+    let hosts: Vec<String> = LOOPBACK_HOSTS
+        .iter()
+        .map(|h| h.to_string())
+        .chain(options.allowed_hosts.iter().cloned())
+        .collect();
+    let origins: Vec<String> = LOOPBACK_ORIGINS
+        .iter()
+        .map(|o| o.to_string())
+        .chain(options.allowed_origins.iter().cloned())
+        .collect();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)

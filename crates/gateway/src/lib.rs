@@ -25,6 +25,9 @@ pub async fn serve_stdio(gateway: std::sync::Arc<Gateway>) -> Result<(), Gateway
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| GatewayError::Serve(e.to_string()))?;
-    running.waiting().await.map_err(|e| GatewayError::Serve(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| GatewayError::Serve(e.to_string()))?;
     Ok(())
 }

@@ -39,7 +39,11 @@ pub fn definitions(gateway: &Gateway) -> Vec<Tool> {
         .keys()
         .map(|b| format!("{b} ({})", catalog.backend_tools(b).count()))
         .collect();
-    let reachable = if backends.is_empty() { "no backends are connected yet".to_string() } else { backends.join(", ") };
+    let reachable = if backends.is_empty() {
+        "no backends are connected yet".to_string()
+    } else {
+        backends.join(", ")
+    };
     vec![
         tool(
             "search_tools",
@@ -80,22 +84,36 @@ fn tool(name: &'static str, description: &str, schema: Value) -> Tool {
 }
 
 /// Runs a meta-tool, or returns `None` when `name` is not one.
-pub fn call(gateway: &Gateway, name: &str, arguments: Option<JsonObject>) -> Option<CallToolResult> {
+pub async fn call(
+    gateway: &Gateway,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Option<CallToolResult> {
+    if !META_TOOLS.contains(&name) {
+        return None;
+    }
     let args = Value::Object(arguments.unwrap_or_default());
+    let catalog = gateway.settled_catalog().await;
     let result = match name {
-        "search_tools" => parse(name, args).and_then(|a| search_tools(gateway, a)),
-        "tool_info" => parse(name, args).and_then(|a| tool_info(gateway, a)),
-        "list_tools_meta" => parse(name, args).and_then(|a| list_tools_meta(gateway, a)),
-        _ => return None,
+        "search_tools" => parse(name, args).and_then(|a| search_tools(&catalog, a)),
+        "tool_info" => parse(name, args).and_then(|a| tool_info(&catalog, a)),
+        _ => parse(name, args).and_then(|a| list_tools_meta(&catalog, a)),
     };
     if META_TOOLS.contains(&name) {
-        gateway.count(META_TOOLS.iter().find(|n| **n == name).copied().unwrap_or("other"));
+        gateway.count(
+            META_TOOLS
+                .iter()
+                .find(|n| **n == name)
+                .copied()
+                .unwrap_or("other"),
+        );
     }
     Some(result.unwrap_or_else(|message| CallToolResult::error(vec![ContentBlock::text(message)])))
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, String> {
-    serde_json::from_value(args).map_err(|e| format!("invalid arguments for {tool}: {e}. Check the tool's input schema."))
+    serde_json::from_value(args)
+        .map_err(|e| format!("invalid arguments for {tool}: {e}. Check the tool's input schema."))
 }
 
 fn ok(text: String, structured: Value) -> Result<CallToolResult, String> {
@@ -125,11 +143,13 @@ fn detail(value: Option<&str>, default: Detail) -> Result<Detail, String> {
         Some("summary") => Ok(Detail::Summary),
         Some("signature") => Ok(Detail::Signature),
         Some("full") => Ok(Detail::Full),
-        Some(other) => Err(format!("detail must be \"summary\", \"signature\" or \"full\", not {other:?}")),
+        Some(other) => Err(format!(
+            "detail must be \"summary\", \"signature\" or \"full\", not {other:?}"
+        )),
     }
 }
 
-fn search_tools(gateway: &Gateway, args: SearchArgs) -> Result<CallToolResult, String> {
+fn search_tools(catalog: &Catalog, args: SearchArgs) -> Result<CallToolResult, String> {
     let query = args.query.trim();
     if query.is_empty() {
         return Err("query is empty. Describe what you want to do, e.g. {\"query\": \"read a file\"}; or use list_tools_meta to see every tool.".into());
@@ -137,16 +157,22 @@ fn search_tools(gateway: &Gateway, args: SearchArgs) -> Result<CallToolResult, S
     let limit = match args.limit {
         None => DEFAULT_SEARCH_LIMIT,
         Some(n @ 1..=MAX_SEARCH_LIMIT) => n,
-        Some(n) => return Err(format!("limit must be between 1 and {MAX_SEARCH_LIMIT}, not {n}")),
+        Some(n) => {
+            return Err(format!(
+                "limit must be between 1 and {MAX_SEARCH_LIMIT}, not {n}"
+            ));
+        }
     };
     let detail = detail(args.detail.as_deref(), Detail::Signature)?;
-    let catalog = gateway.catalog();
     let hits = catalog.search_index().search(query, limit);
     if hits.is_empty() {
         let text = if catalog.is_empty() {
             "No tools are available yet: no backend has connected. Read sandgate://backends for their status.".to_string()
         } else {
-            format!("No tool matches {query:?}. Try other words, or list_tools_meta to browse all {} tools.", catalog.len())
+            format!(
+                "No tool matches {query:?}. Try other words, or list_tools_meta to browse all {} tools.",
+                catalog.len()
+            )
         };
         return ok(text, json!({"query": query, "results": []}));
     }
@@ -183,10 +209,9 @@ struct InfoArgs {
     detail: Option<String>,
 }
 
-fn tool_info(gateway: &Gateway, args: InfoArgs) -> Result<CallToolResult, String> {
+fn tool_info(catalog: &Catalog, args: InfoArgs) -> Result<CallToolResult, String> {
     let detail = detail(args.detail.as_deref(), Detail::Full)?;
-    let catalog = gateway.catalog();
-    let entry = resolve(&catalog, &args.name)?;
+    let entry = resolve(catalog, &args.name)?;
     let decl = TsDecl::for_entry(entry);
     let mut item = entry_json(entry);
     item["signature"] = json!(decl.signature);
@@ -197,7 +222,13 @@ fn tool_info(gateway: &Gateway, args: InfoArgs) -> Result<CallToolResult, String
         if let Some(annotations) = &entry.spec.annotations {
             item["annotations"] = annotations.clone();
         }
-        format!("{} — {}\n\n```ts\n{}```\n\nExample:\n```ts\n{}\n```", entry.qualified, one_line(entry), decl.declaration, decl.example)
+        format!(
+            "{} — {}\n\n```ts\n{}```\n\nExample:\n```ts\n{}\n```",
+            entry.qualified,
+            one_line(entry),
+            decl.declaration,
+            decl.example
+        )
     } else {
         format!("{}\n  {}", entry.qualified, decl.signature)
     };
@@ -208,7 +239,10 @@ fn tool_info(gateway: &Gateway, args: InfoArgs) -> Result<CallToolResult, String
 /// it is called directly rather than looked up.
 fn resolve<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a Entry, String> {
     if META_TOOLS.contains(&name.trim()) {
-        return Err(format!("`{}` is one of sandgate's own meta-tools; call it directly. tool_info describes backend tools.", name.trim()));
+        return Err(format!(
+            "`{}` is one of sandgate's own meta-tools; call it directly. tool_info describes backend tools.",
+            name.trim()
+        ));
     }
     catalog.resolve(name).map_err(|e| match e {
         CatalogError::NotFound { .. } if catalog.is_empty() => {
@@ -225,13 +259,16 @@ struct ListArgs {
     page_size: Option<usize>,
 }
 
-fn list_tools_meta(gateway: &Gateway, args: ListArgs) -> Result<CallToolResult, String> {
+fn list_tools_meta(catalog: &Catalog, args: ListArgs) -> Result<CallToolResult, String> {
     let page_size = match args.page_size {
         None => DEFAULT_PAGE_SIZE,
         Some(n @ 1..=MAX_PAGE_SIZE) => n,
-        Some(n) => return Err(format!("page_size must be between 1 and {MAX_PAGE_SIZE}, not {n}")),
+        Some(n) => {
+            return Err(format!(
+                "page_size must be between 1 and {MAX_PAGE_SIZE}, not {n}"
+            ));
+        }
     };
-    let catalog = gateway.catalog();
     let start = match args.cursor.as_deref() {
         None | Some("") => 0,
         Some(cursor) => cursor
@@ -240,17 +277,32 @@ fn list_tools_meta(gateway: &Gateway, args: ListArgs) -> Result<CallToolResult, 
             .filter(|&n| n <= catalog.len())
             .ok_or_else(|| format!("cursor {cursor:?} is not one this gateway issued (the tool set may have changed); start again without a cursor"))?,
     };
-    let page: Vec<&Entry> = catalog.entries().iter().skip(start).take(page_size).collect();
+    let page: Vec<&Entry> = catalog
+        .entries()
+        .iter()
+        .skip(start)
+        .take(page_size)
+        .collect();
     let end = start + page.len();
     let next = (end < catalog.len()).then(|| end.to_string());
-    let mut text = format!("Tools {}–{} of {}:\n", if page.is_empty() { 0 } else { start + 1 }, end, catalog.len());
+    let mut text = format!(
+        "Tools {}–{} of {}:\n",
+        if page.is_empty() { 0 } else { start + 1 },
+        end,
+        catalog.len()
+    );
     for entry in &page {
         text.push_str(&format!("- {} — {}\n", entry.qualified, one_line(entry)));
     }
     if let Some(next) = &next {
-        text.push_str(&format!("\nMore: call list_tools_meta with cursor \"{next}\"."));
+        text.push_str(&format!(
+            "\nMore: call list_tools_meta with cursor \"{next}\"."
+        ));
     }
-    ok(text, json!({"tools": page.iter().map(|e| entry_json(e)).collect::<Vec<_>>(), "total": catalog.len(), "nextCursor": next}))
+    ok(
+        text,
+        json!({"tools": page.iter().map(|e| entry_json(e)).collect::<Vec<_>>(), "total": catalog.len(), "nextCursor": next}),
+    )
 }
 
 fn entry_json(entry: &Entry) -> Value {

@@ -16,17 +16,24 @@ pub fn list(gateway: &Gateway) -> Vec<Resource> {
         Resource::new("sandgate://overview", "overview")
             .with_description("How to use this gateway, and its backends with tool counts")
             .with_mime_type("text/markdown"),
-        Resource::new("sandgate://backends", "backends").with_description("Status of every backend").with_mime_type("application/json"),
-        Resource::new("sandgate://stats", "stats").with_description("Usage counters and catalog size").with_mime_type("application/json"),
+        Resource::new("sandgate://backends", "backends")
+            .with_description("Status of every backend")
+            .with_mime_type("application/json"),
+        Resource::new("sandgate://stats", "stats")
+            .with_description("Usage counters and catalog size")
+            .with_mime_type("application/json"),
         Resource::new("sandgate://types.d.ts", "types.d.ts")
             .with_description("TypeScript declarations for every reachable tool")
             .with_mime_type("text/plain"),
     ];
     for status in gateway.manager().statuses() {
         resources.push(
-            Resource::new(format!("{BACKEND_PREFIX}{}", status.name), format!("backend {}", status.name))
-                .with_description(format!("Status of backend `{}`", status.name))
-                .with_mime_type("application/json"),
+            Resource::new(
+                format!("{BACKEND_PREFIX}{}", status.name),
+                format!("backend {}", status.name),
+            )
+            .with_description(format!("Status of backend `{}`", status.name))
+            .with_mime_type("application/json"),
         );
     }
     resources
@@ -34,31 +41,47 @@ pub fn list(gateway: &Gateway) -> Vec<Resource> {
 
 /// Templates for parameterized resources.
 pub fn templates() -> Vec<ResourceTemplate> {
-    vec![ResourceTemplate::new(format!("{BACKEND_PREFIX}{{name}}"), "backend")
-        .with_description("Status of one backend: state, tool names, restarts, last error")
-        .with_mime_type("application/json")]
+    vec![
+        ResourceTemplate::new(format!("{BACKEND_PREFIX}{{name}}"), "backend")
+            .with_description("Status of one backend: state, tool names, restarts, last error")
+            .with_mime_type("application/json"),
+    ]
 }
 
 /// Reads a resource, or `None` for an unknown URI.
 pub fn read(gateway: &Gateway, uri: &str) -> Option<ReadResourceResult> {
     let (text, mime) = match uri {
         "sandgate://overview" => (overview(gateway), "text/markdown"),
-        "sandgate://backends" => (pretty(&json!({"backends": gateway.manager().statuses()})), "application/json"),
+        "sandgate://backends" => (
+            pretty(&json!({"backends": gateway.manager().statuses()})),
+            "application/json",
+        ),
         "sandgate://stats" => (stats(gateway), "application/json"),
         "sandgate://types.d.ts" => (gateway.catalog().declarations(), "text/plain"),
         _ => {
             let name = uri.strip_prefix(BACKEND_PREFIX)?;
-            let status = gateway.manager().statuses().into_iter().find(|s| s.name == name)?;
+            let status = gateway
+                .manager()
+                .statuses()
+                .into_iter()
+                .find(|s| s.name == name)?;
             (pretty(&json!(status)), "application/json")
         }
     };
     gateway.count("resources/read");
-    Some(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]))
+    Some(ReadResourceResult::new(vec![
+        ResourceContents::text(text, uri).with_mime_type(mime),
+    ]))
 }
 
 /// Names of every backend, for "did you mean" on a bad resource URI.
 pub fn backend_names(gateway: &Gateway) -> Vec<String> {
-    gateway.manager().statuses().into_iter().map(|s| s.name).collect()
+    gateway
+        .manager()
+        .statuses()
+        .into_iter()
+        .map(|s| s.name)
+        .collect()
 }
 
 fn pretty(value: &serde_json::Value) -> String {
@@ -79,18 +102,35 @@ fn overview(gateway: &Gateway) -> String {
     );
     for status in gateway.manager().statuses() {
         let tools = catalog.backend_tools(&status.name).count();
-        let state = serde_json::to_value(status.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let cached = if status.tools_from_cache { " (cached list)" } else { "" };
-        text.push_str(&format!("| {} | {state} | {tools}{cached} |\n", status.name));
+        let state = serde_json::to_value(status.state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let cached = if status.tools_from_cache {
+            " (cached list)"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "| {} | {state} | {tools}{cached} |\n",
+            status.name
+        ));
     }
-    text.push_str(&format!("\n{} tools in all. Meta-tools: {}.\n", catalog.len(), META_TOOLS.join(", ")));
+    text.push_str(&format!(
+        "\n{} tools in all. Meta-tools: {}.\n",
+        catalog.len(),
+        META_TOOLS.join(", ")
+    ));
     text
 }
 
 fn stats(gateway: &Gateway) -> String {
     let catalog = gateway.catalog();
     let statuses = gateway.manager().statuses();
-    let ready = statuses.iter().filter(|s| s.state == sandgate_upstream::BackendState::Ready).count();
+    let ready = statuses
+        .iter()
+        .filter(|s| s.state == sandgate_upstream::BackendState::Ready)
+        .count();
     pretty(&json!({
         "uptime_secs": gateway.uptime_secs(),
         "tools": catalog.len(),

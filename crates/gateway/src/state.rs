@@ -9,8 +9,11 @@ use std::time::Instant;
 use rmcp::service::{Peer, RoleServer};
 use sandgate_catalog::Catalog;
 use sandgate_policy::{Authorized, Decide, Grant, PolicyError, ToolCall};
-use sandgate_upstream::BackendManager;
+use sandgate_upstream::{BackendManager, BackendState};
 use tokio::sync::broadcast;
+
+/// Longest a meta-tool waits for backends that are still starting and have nothing cached.
+pub const STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Everything the MCP front shares across sessions.
 #[derive(Debug)]
@@ -48,7 +51,9 @@ impl Gateway {
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
-                let Some(gateway) = weak.upgrade() else { return };
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
                 gateway.refresh().await;
             }
         });
@@ -63,6 +68,26 @@ impl Gateway {
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// The catalog, after giving backends that are still on their first connection attempt (and
+    /// have no cached tool list) up to [`STARTUP_WAIT`] to connect. Without this, a client that
+    /// searches right after start-up would be told there are no tools.
+    pub async fn settled_catalog(&self) -> Arc<Catalog> {
+        let cold = self
+            .manager
+            .statuses()
+            .iter()
+            .any(|s| s.state == BackendState::Starting && s.tools.is_empty());
+        if !cold {
+            return self.catalog();
+        }
+        self.manager.wait_settled(STARTUP_WAIT).await;
+        let catalog = Arc::new(Catalog::new(self.manager.tools()));
+        if let Ok(mut slot) = self.catalog.write() {
+            *slot = catalog.clone();
+        }
+        catalog
     }
 
     /// Checks a backend tool call against this gateway's grant. This is the one door to
@@ -122,7 +147,11 @@ impl Gateway {
         }
         self.catalog_builds.fetch_add(1, Ordering::Relaxed);
         let _ = self.changes.send(());
-        let peers: Vec<Peer<RoleServer>> = self.legacy_peers.lock().map(|p| p.clone()).unwrap_or_default();
+        let peers: Vec<Peer<RoleServer>> = self
+            .legacy_peers
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
         for peer in peers {
             if peer.is_transport_closed() {
                 continue;

@@ -23,7 +23,8 @@ pub fn init_logging(args: &Cli) {
         _ => "warn",
     };
     let level = args.log_level.as_deref().unwrap_or(default);
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -35,7 +36,11 @@ pub fn init_logging(args: &Cli) {
 pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
     let path = match explicit {
         Some(path) => path.to_path_buf(),
-        None => match DEFAULT_CONFIGS.iter().map(PathBuf::from).find(|p| p.exists()) {
+        None => match DEFAULT_CONFIGS
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+        {
             Some(found) => found,
             None => bail!(
                 "no config given and none of {} exists here. Pass --config FILE (a sandgate.toml or an mcpServers JSON such as claude_desktop_config.json); examples/sandgate.toml is annotated.",
@@ -55,21 +60,44 @@ pub fn cache_for(config: &Config) -> Option<ToolCache> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    let source = config.source.as_ref().and_then(|p| p.canonicalize().ok()).unwrap_or_default();
+    let source = config
+        .source
+        .as_ref()
+        .and_then(|p| p.canonicalize().ok())
+        .unwrap_or_default();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     source.hash(&mut hasher);
-    Some(ToolCache::new(base.join("sandgate").join(format!("tools-{:016x}.json", hasher.finish()))))
+    Some(ToolCache::new(
+        base.join("sandgate")
+            .join(format!("tools-{:016x}.json", hasher.finish())),
+    ))
 }
 
 /// Starts every backend. Children inherit only `PATH` and `HOME` from sandgate.
 pub fn start_backends(config: &Config) -> Arc<BackendManager> {
-    let inherited_env = ["PATH", "HOME"].iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
-    BackendManager::start(config, ManagerOptions { inherited_env, cache: cache_for(config), restart: Default::default() })
+    let inherited_env = ["PATH", "HOME"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    BackendManager::start(
+        config,
+        ManagerOptions {
+            inherited_env,
+            cache: cache_for(config),
+            restart: Default::default(),
+        },
+    )
 }
 
 /// Waits for the first connection attempt of every backend, showing progress on a TTY.
 pub async fn wait_for_backends(config: &Config, manager: &BackendManager) -> anyhow::Result<()> {
-    let longest = config.backends.iter().filter(|b| b.enabled).map(|b| b.handshake_timeout).max().unwrap_or_default();
+    let longest = config
+        .backends
+        .iter()
+        .filter(|b| b.enabled)
+        .map(|b| b.handshake_timeout)
+        .max()
+        .unwrap_or_default();
     let max = longest + Duration::from_secs(2);
     let tty = std::io::stderr().is_terminal();
     let total = config.backends.iter().filter(|b| b.enabled).count();
@@ -93,5 +121,9 @@ pub async fn wait_for_backends(config: &Config, manager: &BackendManager) -> any
 
 /// Context for errors about a config file.
 pub fn describe(config: &Config) -> String {
-    config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "<config>".into())
+    config
+        .source
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "<config>".into())
 }

@@ -10,23 +10,55 @@ use crate::setup;
 
 pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
     let config = setup::load_config(args.config.as_deref())?;
-    println!("config: {} ({} backend(s))", setup::describe(&config), config.backends.len());
+    println!(
+        "config: {} ({} backend(s))",
+        setup::describe(&config),
+        config.backends.len()
+    );
     let manager = setup::start_backends(&config);
     setup::wait_for_backends(&config, &manager).await?;
     let statuses = manager.statuses();
     let catalog = Catalog::new(manager.tools());
-    let width = statuses.iter().map(|s| s.name.len()).max().unwrap_or(7).max(7);
-    println!("\n{:width$}  {:9}  {:10}  {:>5}  note", "backend", "transport", "state", "tools");
+    let width = statuses
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    println!(
+        "\n{:width$}  {:9}  {:10}  {:>5}  note",
+        "backend", "transport", "state", "tools"
+    );
     let mut healthy = true;
     for s in &statuses {
-        let state = serde_json::to_value(s.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let note = s.last_error.clone().unwrap_or_else(|| s.protocol_version.clone().map(|v| format!("MCP {v}")).unwrap_or_default());
-        println!("{:width$}  {:9}  {:10}  {:>5}  {note}", s.name, s.transport, state, s.tools.len());
+        let state = serde_json::to_value(s.state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let note = s.last_error.clone().unwrap_or_else(|| {
+            s.protocol_version
+                .clone()
+                .map(|v| format!("MCP {v}"))
+                .unwrap_or_default()
+        });
+        println!(
+            "{:width$}  {:9}  {:10}  {:>5}  {note}",
+            s.name,
+            s.transport,
+            state,
+            s.tools.len()
+        );
         healthy &= matches!(s.state, BackendState::Ready | BackendState::Disabled);
     }
     println!("\n{} tools reachable.", catalog.len());
     for c in catalog.collisions() {
-        println!("note: {:?} all sanitize to `{}`; `{}` is reachable as `{}`", c.names, c.identifier, c.names.last().map(String::as_str).unwrap_or(""), c.assigned);
+        println!(
+            "note: {:?} all sanitize to `{}`; `{}` is reachable as `{}`",
+            c.names,
+            c.identifier,
+            c.names.last().map(String::as_str).unwrap_or(""),
+            c.assigned
+        );
     }
     if detailed {
         match setup::cache_for(&config) {
@@ -34,13 +66,23 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
             None => println!("tool cache: off (no HOME or XDG_CACHE_HOME)"),
         }
         match config.http.listen {
-            Some(addr) => println!("http: {addr} (hosts: loopback{}; origins: loopback{})", extra(&config.http.allowed_hosts), extra(&config.http.allowed_origins)),
+            Some(addr) => println!(
+                "http: {addr} (hosts: loopback{}; origins: loopback{})",
+                extra(&config.http.allowed_hosts),
+                extra(&config.http.allowed_origins)
+            ),
             None => println!("http: off (enable with --http or [http] listen)"),
         }
-        for s in statuses.iter().filter(|s| s.state != BackendState::Ready && s.state != BackendState::Disabled) {
+        for s in statuses
+            .iter()
+            .filter(|s| s.state != BackendState::Ready && s.state != BackendState::Disabled)
+        {
             let tail = manager.stderr_tail(&s.name);
             if !tail.is_empty() {
-                println!("\nlast stderr of {} (operators only; never shown to models):", s.name);
+                println!(
+                    "\nlast stderr of {} (operators only; never shown to models):",
+                    s.name
+                );
                 for line in tail.iter().rev().take(10).rev() {
                     println!("  {line}");
                 }
@@ -48,9 +90,17 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
         }
     }
     manager.shutdown();
-    Ok(if healthy { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn extra(list: &[String]) -> String {
-    if list.is_empty() { String::new() } else { format!(", {}", list.join(", ")) }
+    if list.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", list.join(", "))
+    }
 }

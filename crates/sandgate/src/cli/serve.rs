@@ -50,7 +50,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         if !addr.ip().is_loopback() {
             tracing::warn!(%addr, "HTTP is listening beyond loopback; only Host names in http.allowed_hosts are accepted");
         }
-        let options = HttpOptions { addr, allowed_hosts: config.http.allowed_hosts.clone(), allowed_origins: config.http.allowed_origins.clone() };
+        let options = HttpOptions {
+            addr,
+            allowed_hosts: config.http.allowed_hosts.clone(),
+            allowed_origins: config.http.allowed_origins.clone(),
+        };
         let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
         tasks.spawn(async move {
             sandgate_gateway::serve_http(gateway, options, shutdown, |bound| {
@@ -64,7 +68,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let gateway = gateway.clone();
         tasks.spawn(async move {
             tracing::info!("serving MCP over stdio");
-            sandgate_gateway::serve_stdio(gateway).await.map_err(anyhow::Error::from)
+            sandgate_gateway::serve_stdio(gateway)
+                .await
+                .map_err(anyhow::Error::from)
         });
     }
     let outcome = tokio::select! {
@@ -84,10 +90,11 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => return std::future::pending().await,
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => return std::future::pending().await,
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

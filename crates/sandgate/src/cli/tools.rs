@@ -55,13 +55,22 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
             }
             for hit in hits {
                 let entry = &catalog.entries()[hit.entry];
-                println!("{:40} {:6.2}  {}\n    {}", entry.qualified, hit.score, entry.summary(), TsDecl::for_entry(entry).signature);
+                println!(
+                    "{:40} {:6.2}  {}\n    {}",
+                    entry.qualified,
+                    hit.score,
+                    entry.summary(),
+                    TsDecl::for_entry(entry).signature
+                );
             }
         }
         ToolsCommand::Info { name, .. } => match catalog.resolve(&name) {
             Ok(entry) => {
                 let decl = TsDecl::for_entry(entry);
-                println!("{}\n\n{}\nExample:\n{}", entry.qualified, decl.declaration, decl.example);
+                println!(
+                    "{}\n\n{}\nExample:\n{}",
+                    entry.qualified, decl.declaration, decl.example
+                );
             }
             Err(e) => {
                 eprintln!("{e}");

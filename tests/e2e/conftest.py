@@ -1,0 +1,122 @@
+"""Fixtures for end-to-end tests: the real sandgate binary, driven by the Python `mcp` SDK
+client, in front of the real npm reference servers (installed by scripts/test)."""
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+REPO = Path(__file__).resolve().parents[2]
+SANDGATE = os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))
+NODE_MODULES = REPO / "tests" / "node" / "node_modules" / "@modelcontextprotocol"
+FAKE_BACKEND = REPO / "tests" / "fixtures" / "fake_backend.py"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def reference_servers(tmp_path: Path) -> dict:
+    """The three real npm servers, as an mcpServers map."""
+    root = tmp_path / "files"
+    root.mkdir(exist_ok=True)
+    (root / "hello.txt").write_text("hello from the filesystem backend\n")
+    return {
+        "everything": {"command": "node", "args": [str(NODE_MODULES / "server-everything/dist/index.js"), "stdio"]},
+        "memory": {
+            "command": "node",
+            "args": [str(NODE_MODULES / "server-memory/dist/index.js")],
+            "env": {"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")},
+        },
+        "filesystem": {"command": "node", "args": [str(NODE_MODULES / "server-filesystem/dist/index.js"), str(root)]},
+    }
+
+
+def toml_value(value) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def write_config(tmp_path: Path, fmt: str, servers: dict) -> Path:
+    """Writes `servers` as a .mcp.json or a sandgate.toml, with a private tool cache."""
+    cache = str(tmp_path / "cache" / "tools.json")
+    if fmt == "json":
+        path = tmp_path / ".mcp.json"
+        path.write_text(json.dumps({"mcpServers": servers, "sandgate": {"gateway": {"cache_file": cache}}}, indent=2))
+    else:
+        path = tmp_path / "sandgate.toml"
+        lines = ["[gateway]", f"cache_file = {json.dumps(cache)}", ""]
+        for name, entry in servers.items():
+            lines.append(f"[servers.{name}]")
+            lines += [f"{key} = {toml_value(value)}" for key, value in entry.items()]
+            lines.append("")
+        path.write_text("\n".join(lines))
+    return path
+
+
+class HttpServer:
+    """`sandgate serve --http 127.0.0.1:0` in a subprocess; learns its URL from the log."""
+
+    def __init__(self, config: Path, extra_args=()):
+        self.proc = subprocess.Popen(
+            [SANDGATE, "serve", "--config", str(config), "--http", "127.0.0.1:0", *extra_args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        self.log: list[str] = []
+        found = threading.Event()
+        self.url = None
+
+        def pump():
+            for line in self.proc.stderr:
+                self.log.append(line)
+                match = re.search(r"at (http://\S+/mcp)", line)
+                if match and not found.is_set():
+                    self.url = match.group(1)
+                    found.set()
+            found.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not found.wait(30) or self.url is None:
+            self.close()
+            raise RuntimeError("sandgate did not start serving HTTP:\n" + "".join(self.log))
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@contextlib.asynccontextmanager
+async def connect(transport: str, config: Path, mode: str = "legacy"):
+    """An initialized Python SDK client talking to sandgate over `transport`."""
+    if transport == "stdio":
+        params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+        async with Client(params, mode=mode, read_timeout_seconds=60) as client:
+            yield client
+    else:
+        server = HttpServer(config)
+        try:
+            async with Client(server.url, mode=mode, read_timeout_seconds=60) as client:
+                yield client
+        finally:
+            server.close()
+
+
+def structured(result) -> dict:
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+def text_of(result) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
