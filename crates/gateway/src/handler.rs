@@ -8,10 +8,10 @@ use rmcp::ServerHandler;
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 
@@ -42,6 +42,7 @@ impl ServerHandler for SandgateServer {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_prompts()
             .enable_resources()
             .enable_resources_list_changed()
             .enable_logging()
@@ -86,6 +87,21 @@ impl ServerHandler for SandgateServer {
         }
     }
 
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        // prompts/list answers with an empty list; there is nothing to get.
+        Err(ErrorData::invalid_params(
+            format!(
+                "no prompt named `{}`: sandgate serves no prompts",
+                request.name
+            ),
+            None,
+        ))
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -119,7 +135,7 @@ impl ServerHandler for SandgateServer {
                     request.uri,
                     resources::backend_names(&self.gateway).join("|")
                 ),
-                None,
+                Some(serde_json::json!({"uri": request.uri})),
             )),
         }
     }
