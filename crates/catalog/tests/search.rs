@@ -1,5 +1,7 @@
 //! Search ranking on realistic tool sets.
 
+#![allow(clippy::expect_used)] // test helpers panic on broken fixtures by design
+
 use sandgate_catalog::{Catalog, ToolSpec};
 use serde_json::json;
 

@@ -1,5 +1,7 @@
 //! Snapshot tests of TypeScript declarations generated from JSON Schema.
 
+#![allow(clippy::expect_used)] // test helpers panic on broken fixtures by design
+
 use sandgate_catalog::{Catalog, ToolSpec, TsDecl};
 use serde_json::{Value, json};
 

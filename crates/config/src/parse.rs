@@ -358,7 +358,7 @@ impl Walker<'_> {
         let max_concurrent_calls = match table.get("max_concurrent_calls") {
             None => DEFAULT_MAX_CONCURRENT_CALLS,
             Some(v) => match v.as_u64() {
-                Some(n) if n >= 1 && n <= 10_000 => n as usize,
+                Some(n) if (1..=10_000).contains(&n) => n as usize,
                 _ => {
                     return Err(self.invalid(
                         &key("max_concurrent_calls"),

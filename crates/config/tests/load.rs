@@ -1,5 +1,7 @@
 //! Loading both formats, and the error messages for bad configs.
 
+#![allow(clippy::expect_used)] // test helpers panic on broken fixtures by design
+
 use std::time::Duration;
 
 use sandgate_config::{Format, Transport, load_file, parse_str};

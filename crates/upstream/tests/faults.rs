@@ -1,6 +1,8 @@
 //! Fault injection: backends that crash, hang, print garbage or are slow, driven through the
 //! real manager and supervisor with the fake backend in tests/fixtures/fake_backend.py.
 
+#![allow(clippy::expect_used)] // test helpers panic on broken fixtures by design
+
 use std::sync::Arc;
 use std::time::Duration;
 
