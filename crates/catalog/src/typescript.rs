@@ -281,11 +281,7 @@ impl<'a> Generator<'a> {
                 if parts.iter().any(|p| p == "unknown") {
                     return "unknown".into();
                 }
-                return parts
-                    .iter()
-                    .map(|p| wrap_union(p))
-                    .collect::<Vec<_>>()
-                    .join(" | ");
+                return combine(&parts, " | ");
             }
         }
         if let Some(all) = obj.get("allOf").and_then(Value::as_array) {
@@ -294,15 +290,7 @@ impl<'a> Generator<'a> {
                 .map(|s| self.render(s, depth + 1))
                 .filter(|t| t != "unknown")
                 .collect();
-            return if parts.is_empty() {
-                "unknown".into()
-            } else {
-                parts
-                    .iter()
-                    .map(|p| wrap_union(p))
-                    .collect::<Vec<_>>()
-                    .join(" & ")
-            };
+            return combine(&parts, " & ");
         }
         match obj.get("type") {
             Some(Value::String(t)) => self.render_type(t, obj, depth),
@@ -312,15 +300,7 @@ impl<'a> Generator<'a> {
                     .filter_map(Value::as_str)
                     .map(|t| self.render_type(t, obj, depth))
                     .collect();
-                if parts.is_empty() {
-                    "unknown".into()
-                } else {
-                    parts
-                        .iter()
-                        .map(|p| wrap_union(p))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                }
+                combine(&parts, " | ")
             }
             _ if obj.contains_key("properties") => self.render_type("object", obj, depth),
             _ if obj.contains_key("items") => self.render_type("array", obj, depth),
@@ -456,6 +436,18 @@ impl<'a> Generator<'a> {
             }
         }
     }
+}
+
+/// Joins types with ` | ` or ` & `, parenthesizing members as needed; `unknown` when empty.
+fn combine(parts: &[String], separator: &str) -> String {
+    if parts.is_empty() {
+        return "unknown".into();
+    }
+    parts
+        .iter()
+        .map(|p| wrap_union(p))
+        .collect::<Vec<_>>()
+        .join(separator)
 }
 
 /// Parenthesizes a type that has a top-level `|` or `&`, so it can be joined with others.

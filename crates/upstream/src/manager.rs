@@ -69,6 +69,14 @@ impl Shared {
         });
     }
 
+    /// A copy of the last known tools per backend.
+    pub(crate) fn known_tools(&self) -> BTreeMap<String, Vec<ToolSpec>> {
+        self.known_tools
+            .lock()
+            .map(|k| k.clone())
+            .unwrap_or_default()
+    }
+
     pub(crate) fn status_changed(&self, backend: &str) {
         let _ = self.events.send(UpstreamEvent::StatusChanged {
             backend: backend.to_string(),
@@ -128,12 +136,7 @@ impl BackendManager {
     /// Every exposed tool: from live connections, or from the cache for backends that have
     /// not connected yet.
     pub fn tools(&self) -> Vec<ToolSpec> {
-        let known = self
-            .shared
-            .known_tools
-            .lock()
-            .map(|k| k.clone())
-            .unwrap_or_default();
+        let known = self.shared.known_tools();
         let mut all = Vec::new();
         for (name, backend) in &self.backends {
             match backend.live_tools() {
@@ -149,12 +152,7 @@ impl BackendManager {
 
     /// Status of every backend, in name order.
     pub fn statuses(&self) -> Vec<BackendStatus> {
-        let known = self
-            .shared
-            .known_tools
-            .lock()
-            .map(|k| k.clone())
-            .unwrap_or_default();
+        let known = self.shared.known_tools();
         self.backends
             .iter()
             .map(|(name, b)| b.status(known.get(name)))
