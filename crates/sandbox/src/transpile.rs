@@ -73,8 +73,14 @@ impl PositionMap {
     pub fn to_source(&self, line: u32, column: u32) -> Option<(u32, u32)> {
         let line = line.checked_sub(1 + WRAPPER_PREFIX_LINES)?;
         let column = column.saturating_sub(1);
-        let idx = self.tokens.partition_point(|t| (t.0, t.1) <= (line, column));
-        let token = if idx > 0 { self.tokens[idx - 1] } else { *self.tokens.first()? };
+        let idx = self
+            .tokens
+            .partition_point(|t| (t.0, t.1) <= (line, column));
+        let token = if idx > 0 {
+            self.tokens[idx - 1]
+        } else {
+            *self.tokens.first()?
+        };
         // A position past the last token of its line still belongs to that line's code.
         if token.0 != line {
             let first_on_line = self.tokens.iter().find(|t| t.0 == line)?;
@@ -89,25 +95,48 @@ pub fn transpile(source: &str) -> Result<Transpiled, SourceProblem> {
     let (edited, shape) = recognise_shape(source)?;
     let allocator = Allocator::default();
     let source_type = SourceType::ts().with_module(true);
-    let options = ParseOptions { allow_return_outside_function: true, ..ParseOptions::default() };
-    let parsed = Parser::new(&allocator, &edited, source_type).with_options(options).parse();
+    let options = ParseOptions {
+        allow_return_outside_function: true,
+        ..ParseOptions::default()
+    };
+    let parsed = Parser::new(&allocator, &edited, source_type)
+        .with_options(options)
+        .parse();
     if let Some(problem) = first_error(source, parsed.diagnostics.errors()) {
         return Err(problem);
     }
     let mut program = parsed.program;
     let semantic = SemanticBuilder::new().with_enum_eval(true).build(&program);
     let scoping = semantic.semantic.into_scoping();
-    let transformed = Transformer::new(&allocator, Path::new("code.ts"), &TransformOptions::default())
-        .build_with_scoping(scoping, &mut program);
+    let transformed = Transformer::new(
+        &allocator,
+        Path::new("code.ts"),
+        &TransformOptions::default(),
+    )
+    .build_with_scoping(scoping, &mut program);
     if let Some(problem) = first_error(source, transformed.diagnostics.errors()) {
         return Err(problem);
     }
-    let codegen_options = CodegenOptions { source_map_path: Some("code.ts".into()), ..CodegenOptions::default() };
+    let codegen_options = CodegenOptions {
+        source_map_path: Some("code.ts".into()),
+        ..CodegenOptions::default()
+    };
     let generated = Codegen::new().with_options(codegen_options).build(&program);
     let mut tokens: Vec<(u32, u32, u32, u32)> = generated
         .map
         .as_ref()
-        .map(|map| map.get_tokens().map(|t| (t.get_dst_line(), t.get_dst_col(), t.get_src_line(), t.get_src_col())).collect())
+        .map(|map| {
+            map.get_tokens()
+                .map(|t| {
+                    (
+                        t.get_dst_line(),
+                        t.get_dst_col(),
+                        t.get_src_line(),
+                        t.get_src_col(),
+                    )
+                })
+                .collect()
+        })
         .unwrap_or_default();
     tokens.sort_unstable();
     let call_main = match shape {
@@ -116,7 +145,11 @@ pub fn transpile(source: &str) -> Result<Transpiled, SourceProblem> {
         CodeShape::NamedMain => "\nreturn await main();",
     };
     let js = format!("(async () => {{\n{}{call_main}\n}})()", generated.code);
-    Ok(Transpiled { js, shape, positions: PositionMap { tokens } })
+    Ok(Transpiled {
+        js,
+        shape,
+        positions: PositionMap { tokens },
+    })
 }
 
 /// Finds `import`s and the `main` shapes with a first parse, and rewrites the `export`
@@ -124,8 +157,13 @@ pub fn transpile(source: &str) -> Result<Transpiled, SourceProblem> {
 fn recognise_shape(source: &str) -> Result<(String, CodeShape), SourceProblem> {
     let allocator = Allocator::default();
     let source_type = SourceType::ts().with_module(true);
-    let options = ParseOptions { allow_return_outside_function: true, ..ParseOptions::default() };
-    let parsed = Parser::new(&allocator, source, source_type).with_options(options).parse();
+    let options = ParseOptions {
+        allow_return_outside_function: true,
+        ..ParseOptions::default()
+    };
+    let parsed = Parser::new(&allocator, source, source_type)
+        .with_options(options)
+        .parse();
     if let Some(problem) = first_error(source, parsed.diagnostics.errors()) {
         return Err(problem);
     }
@@ -134,19 +172,33 @@ fn recognise_shape(source: &str) -> Result<(String, CodeShape), SourceProblem> {
     for statement in &parsed.program.body {
         let at = |offset: u32, message: String, hint: &str| {
             let (line, column) = line_column(source, offset);
-            SourceProblem { message, line, column, hint: Some(hint.to_string()) }
+            SourceProblem {
+                message,
+                line,
+                column,
+                hint: Some(hint.to_string()),
+            }
         };
         match statement {
             Statement::ImportDeclaration(import) => {
                 return Err(at(
                     import.span.start,
-                    format!("`import` is not available in the sandbox (importing {:?})", import.source.value.as_str()),
+                    format!(
+                        "`import` is not available in the sandbox (importing {:?})",
+                        import.source.value.as_str()
+                    ),
                     "Backends are already globals: call them directly, e.g. `await github.create_issue({...})`. There are no modules to import; use search_tools to find tools.",
                 ));
             }
             Statement::ExportDefaultDeclaration(export) => {
-                let ExportDefaultDeclarationKind::FunctionDeclaration(function) = &export.declaration else {
-                    return Err(at(export.span.start, "only a function can be the default export".into(), "write `export default async function main() { ... }`, or plain statements with a top-level `return`"));
+                let ExportDefaultDeclarationKind::FunctionDeclaration(function) =
+                    &export.declaration
+                else {
+                    return Err(at(
+                        export.span.start,
+                        "only a function can be the default export".into(),
+                        "write `export default async function main() { ... }`, or plain statements with a top-level `return`",
+                    ));
                 };
                 // `export default ` → `var __sgmain = ` (same length), making it an expression.
                 let keyword_end = function.span.start as usize;
@@ -154,33 +206,53 @@ fn recognise_shape(source: &str) -> Result<(String, CodeShape), SourceProblem> {
                 let region = export.span.start as usize..keyword_end;
                 let width = region.len();
                 if width < replacement.len() {
-                    return Err(at(export.span.start, "could not read this `export default`".into(), "write `export default async function main() { ... }`"));
+                    return Err(at(
+                        export.span.start,
+                        "could not read this `export default`".into(),
+                        "write `export default async function main() { ... }`",
+                    ));
                 }
                 edited.replace_range(region, &format!("{replacement:<width$}"));
                 shape = CodeShape::DefaultMain;
             }
             Statement::ExportDeclaration(export) => {
                 let keep = match &export.declaration {
-                    Declaration::FunctionDeclaration(function) if function.id.as_ref().is_some_and(|id| id.name == "main") => {
+                    Declaration::FunctionDeclaration(function)
+                        if function.id.as_ref().is_some_and(|id| id.name == "main") =>
+                    {
                         shape = CodeShape::NamedMain;
                         true
                     }
                     // Exported types are harmless: drop the keyword, keep the type.
-                    Declaration::TSInterfaceDeclaration(_) | Declaration::TSTypeAliasDeclaration(_) => true,
+                    Declaration::TSInterfaceDeclaration(_)
+                    | Declaration::TSTypeAliasDeclaration(_) => true,
                     _ => false,
                 };
                 if !keep {
-                    return Err(at(export.span.start, "only `main` can be exported".into(), ONLY_MAIN));
+                    return Err(at(
+                        export.span.start,
+                        "only `main` can be exported".into(),
+                        ONLY_MAIN,
+                    ));
                 }
-                let region = export.span.start as usize..declaration_start(&export.declaration) as usize;
+                let region =
+                    export.span.start as usize..declaration_start(&export.declaration) as usize;
                 let width = region.len();
                 edited.replace_range(region, &" ".repeat(width));
             }
             Statement::ExportNamedDeclaration(export) => {
-                return Err(at(export.span.start, "`export { ... }` lists are not available in the sandbox".into(), ONLY_MAIN));
+                return Err(at(
+                    export.span.start,
+                    "`export { ... }` lists are not available in the sandbox".into(),
+                    ONLY_MAIN,
+                ));
             }
             Statement::ExportFromDeclaration(export) => {
-                return Err(at(export.span.start, "re-exports are not available in the sandbox".into(), "remove the export; return the value you want instead"));
+                return Err(at(
+                    export.span.start,
+                    "re-exports are not available in the sandbox".into(),
+                    "remove the export; return the value you want instead",
+                ));
             }
             _ => {}
         }
@@ -193,11 +265,19 @@ fn declaration_start(declaration: &Declaration) -> u32 {
     declaration.span().start
 }
 
-fn first_error<'a>(source: &str, mut errors: impl Iterator<Item = &'a oxc::diagnostics::OxcDiagnostic>) -> Option<SourceProblem> {
+fn first_error<'a>(
+    source: &str,
+    mut errors: impl Iterator<Item = &'a oxc::diagnostics::OxcDiagnostic>,
+) -> Option<SourceProblem> {
     let error = errors.next()?;
     let offset = error.labels.first().map(|l| l.offset()).unwrap_or(0);
     let (line, column) = line_column(source, offset);
-    Some(SourceProblem { message: error.message.to_string(), line, column, hint: error.help.as_ref().map(|h| h.to_string()) })
+    Some(SourceProblem {
+        message: error.message.to_string(),
+        line,
+        column,
+        hint: error.help.as_ref().map(|h| h.to_string()),
+    })
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -208,7 +288,12 @@ pub fn line_column(source: &str, offset: u32) -> (u32, u32) {
     }
     let before = &source[..end];
     let line = before.matches('\n').count() as u32 + 1;
-    let column = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) as u32 + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0) as u32
+        + 1;
     (line, column)
 }
 
@@ -218,9 +303,14 @@ mod tests {
 
     #[test]
     fn strips_types_and_wraps_a_script() {
-        let t = transpile("interface P { a: number }\nconst p: P = { a: 1 } as P;\nreturn p.a;").expect("valid");
+        let t = transpile("interface P { a: number }\nconst p: P = { a: 1 } as P;\nreturn p.a;")
+            .expect("valid");
         assert_eq!(t.shape, CodeShape::Script);
-        assert!(!t.js.contains("interface") && !t.js.contains(" as P"), "{}", t.js);
+        assert!(
+            !t.js.contains("interface") && !t.js.contains(" as P"),
+            "{}",
+            t.js
+        );
         assert!(t.js.starts_with("(async () => {\n"), "{}", t.js);
     }
 
@@ -232,7 +322,8 @@ mod tests {
         let default = transpile("export default async function () { return 2 }").expect("valid");
         assert_eq!(default.shape, CodeShape::DefaultMain);
         assert!(default.js.contains("__sgmain"), "{}", default.js);
-        let default_named = transpile("export default async function main() { return 3 }").expect("valid");
+        let default_named =
+            transpile("export default async function main() { return 3 }").expect("valid");
         assert_eq!(default_named.shape, CodeShape::DefaultMain);
     }
 
@@ -240,7 +331,11 @@ mod tests {
     fn import_is_refused_with_the_alternative() {
         let err = transpile("const x = 1;\nimport fs from 'fs';").expect_err("import");
         assert_eq!((err.line, err.column), (2, 1));
-        assert!(err.message.contains("\"fs\"") && err.hint.as_deref().is_some_and(|h| h.contains("globals")), "{err:?}");
+        assert!(
+            err.message.contains("\"fs\"")
+                && err.hint.as_deref().is_some_and(|h| h.contains("globals")),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -251,10 +346,23 @@ mod tests {
 
     #[test]
     fn runtime_positions_map_back() {
-        let source = "type T = { x: number };\nconst a: T = { x: 1 };\n\n    throw new Error('boom');";
+        let source =
+            "type T = { x: number };\nconst a: T = { x: 1 };\n\n    throw new Error('boom');";
         let t = transpile(source).expect("valid");
-        let generated_line = t.js.lines().position(|l| l.contains("throw")).expect("throw line") as u32 + 1;
-        let generated_col = t.js.lines().nth(generated_line as usize - 1).and_then(|l| l.find("throw")).expect("col") as u32 + 1;
-        assert_eq!(t.positions.to_source(generated_line, generated_col), Some((4, 5)));
+        let generated_line =
+            t.js.lines()
+                .position(|l| l.contains("throw"))
+                .expect("throw line") as u32
+                + 1;
+        let generated_col =
+            t.js.lines()
+                .nth(generated_line as usize - 1)
+                .and_then(|l| l.find("throw"))
+                .expect("col") as u32
+                + 1;
+        assert_eq!(
+            t.positions.to_source(generated_line, generated_col),
+            Some((4, 5))
+        );
     }
 }

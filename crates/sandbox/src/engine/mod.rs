@@ -1,0 +1,396 @@
+//! The engine: one execution in a fresh QuickJS runtime, inside the worker process.
+//!
+//! Each run gets a new `Runtime` and `Context` (limits apply per runtime), the preamble, and the
+//! user's wrapped script. A small synchronous event loop then drives it: run pending jobs, send
+//! calls the guest made, and block on the host link until a reply arrives or a timer is due.
+//! The wall deadline is enforced twice: by the QuickJS interrupt handler (which stops CPU-bound
+//! code, even after `await` and inside `try`/`catch`) and by the loop's waits.
+
+mod natives;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rquickjs::promise::PromiseState;
+use rquickjs::{
+    CatchResultExt, CaughtError, Context, Ctx, Function, Object, Persistent, Promise, Runtime,
+    Value,
+};
+
+use crate::Limits;
+use crate::protocol::{
+    CallFailure, Callee, GuestError, HostFrame, RunStats, ToolBinding, WorkerFrame,
+};
+
+/// The preamble, evaluated before the user's code.
+const PREAMBLE: &str = include_str!("preamble.js");
+/// Filename QuickJS reports for the user's code in stack traces.
+pub const USER_FILE: &str = "code.js";
+
+/// The worker's connection to the host.
+pub trait Link {
+    /// Sends a frame.
+    fn send(&mut self, frame: &WorkerFrame) -> std::io::Result<()>;
+    /// Waits up to `timeout` for a frame; `Ok(None)` on timeout.
+    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<HostFrame>>;
+}
+
+/// One run's request.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Wrapped JavaScript.
+    pub js: String,
+    /// Callable tools.
+    pub tools: Vec<ToolBinding>,
+    /// Host function names.
+    pub host_functions: Vec<String>,
+    /// The `context` global.
+    pub context: Option<serde_json::Value>,
+    /// Limits.
+    pub limits: Limits,
+}
+
+/// Mutable state shared between the loop and the native functions.
+#[derive(Default)]
+pub(crate) struct LoopState {
+    pub calls_made: u32,
+    pub in_flight: u32,
+    /// Calls waiting for a concurrency slot.
+    pub queued: VecDeque<(u64, Callee, String)>,
+    /// Frames to send once control returns to the loop.
+    pub outbox: Vec<WorkerFrame>,
+    /// Promise settlers by call id.
+    pub pending: HashMap<u64, (Persistent<Function<'static>>, Persistent<Function<'static>>)>,
+    /// Timers: due time → (id, callback).
+    pub timers: BTreeMap<(Instant, u64), Persistent<Function<'static>>>,
+    pub timer_ids: HashMap<u64, Instant>,
+    pub log_bytes: usize,
+    pub logs_truncated: bool,
+    pub limits: Limits,
+}
+
+pub(crate) type Shared = Rc<RefCell<LoopState>>;
+
+/// Ids of calls and timers, unique for the life of the worker process.
+pub(crate) fn next_call_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs one execution to completion and returns the `Done` frame to send.
+pub fn execute(request: RunRequest, link: &mut dyn Link) -> WorkerFrame {
+    let limits = request.limits;
+    let started = Instant::now();
+    let deadline = started + limits.wall_time();
+    let (outcome, stats) = match run(&request, link, deadline) {
+        Ok(result) => result,
+        Err(message) => (Err(internal(message)), RunStats::default()),
+    };
+    WorkerFrame::Done { outcome, stats }
+}
+
+fn internal(message: String) -> GuestError {
+    GuestError {
+        kind: Some("internal".into()),
+        name: "InternalError".into(),
+        message,
+        stack: String::new(),
+    }
+}
+
+type Outcome = (Result<String, GuestError>, RunStats);
+
+fn run(request: &RunRequest, link: &mut dyn Link, deadline: Instant) -> Result<Outcome, String> {
+    let limits = request.limits;
+    let runtime = Runtime::new().map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
+    runtime.set_memory_limit(limits.memory_bytes);
+    runtime.set_max_stack_size(limits.stack_bytes);
+    runtime.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
+    let context =
+        Context::full(&runtime).map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
+    let state: Shared = Rc::new(RefCell::new(LoopState {
+        limits,
+        ..LoopState::default()
+    }));
+
+    let started: Result<Persistent<Promise<'static>>, GuestError> = context.with(|ctx| {
+        natives::install(&ctx, &state, request)
+            .map_err(|e| internal(format!("preamble failed: {e}")))?;
+        let mut options = rquickjs::context::EvalOptions::default();
+        options.global = true;
+        options.strict = true;
+        options.filename = Some(USER_FILE.to_string());
+        let value: Value = ctx
+            .eval_with_options(request.js.as_bytes().to_vec(), options)
+            .catch(&ctx)
+            .map_err(|e| guest_error(&ctx, e, deadline))?;
+        let promise = value
+            .into_promise()
+            .ok_or_else(|| internal("the wrapped script did not produce a promise".into()))?;
+        Ok(Persistent::save(&ctx, promise))
+    });
+    let promise = match started {
+        Ok(p) => p,
+        Err(e) => return Ok((Err(e), stats(&runtime, &state))),
+    };
+
+    loop {
+        // Run every pending job (promise reactions), stopping on an uncaught job error.
+        loop {
+            match runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(job) => {
+                    let err = job.0.with(|ctx| {
+                        let caught = CaughtError::from_error(&ctx, rquickjs::Error::Exception);
+                        guest_error(&ctx, caught, deadline)
+                    });
+                    return Ok((Err(err), stats(&runtime, &state)));
+                }
+            }
+        }
+        flush(&state, link)?;
+
+        let settled = context.with(|ctx| -> Option<Result<String, GuestError>> {
+            let promise = promise.clone().restore(&ctx).ok()?;
+            match promise.state() {
+                PromiseState::Pending => None,
+                PromiseState::Resolved => Some(serialize(
+                    &ctx,
+                    promise.result::<Value>(),
+                    limits.max_output_chars,
+                    deadline,
+                )),
+                PromiseState::Rejected => {
+                    let err = match promise.result::<Value>() {
+                        Some(Err(e)) => {
+                            guest_error(&ctx, CaughtError::from_error(&ctx, e), deadline)
+                        }
+                        _ => internal("the promise was rejected without a reason".into()),
+                    };
+                    Some(Err(err))
+                }
+            }
+        });
+        if let Some(outcome) = settled {
+            return Ok((outcome, stats(&runtime, &state)));
+        }
+
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok((Err(timeout_error(&state, limits)), stats(&runtime, &state)));
+        }
+        let (waiting_calls, next_timer) = {
+            let s = state.borrow();
+            (s.in_flight > 0, s.timers.keys().next().map(|(due, _)| *due))
+        };
+        if !waiting_calls && next_timer.is_none() {
+            let err = GuestError {
+                kind: None,
+                name: "Error".into(),
+                message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves?)".into(),
+                stack: String::new(),
+            };
+            return Ok((Err(err), stats(&runtime, &state)));
+        }
+        let wake = next_timer.map_or(deadline, |t| t.min(deadline));
+        match link
+            .recv(wake.saturating_duration_since(now))
+            .map_err(|e| format!("host link failed: {e}"))?
+        {
+            Some(HostFrame::Reply { id, result }) => {
+                context.with(|ctx| settle(&ctx, &state, id, result))
+            }
+            Some(HostFrame::Run { .. }) => {
+                return Err("the host sent a new run while one was in progress".into());
+            }
+            #[cfg(any(test, feature = "test-probes"))]
+            Some(HostFrame::Probe { .. }) => {}
+            None => context.with(|ctx| fire_due_timers(&ctx, &state)),
+        }
+    }
+}
+
+fn stats(runtime: &Runtime, state: &Shared) -> RunStats {
+    RunStats {
+        memory_bytes: runtime.memory_usage().memory_used_size.max(0) as u64,
+        calls: state.borrow().calls_made,
+    }
+}
+
+fn timeout_error(state: &Shared, limits: Limits) -> GuestError {
+    let s = state.borrow();
+    GuestError {
+        kind: Some("timeout".into()),
+        name: "TimeoutError".into(),
+        message: format!(
+            "the execution ran out of time ({} ms) with {} call(s) still in flight",
+            limits.wall_ms, s.in_flight
+        ),
+        stack: String::new(),
+    }
+}
+
+/// Sends queued frames, first promoting queued calls into free concurrency slots.
+fn flush(state: &Shared, link: &mut dyn Link) -> Result<(), String> {
+    let frames = {
+        let mut s = state.borrow_mut();
+        while s.in_flight < s.limits.max_concurrent_calls {
+            let Some((id, callee, args)) = s.queued.pop_front() else {
+                break;
+            };
+            s.in_flight += 1;
+            s.outbox.push(WorkerFrame::Call { id, callee, args });
+        }
+        std::mem::take(&mut s.outbox)
+    };
+    for frame in &frames {
+        link.send(frame)
+            .map_err(|e| format!("host link failed: {e}"))?;
+    }
+    Ok(())
+}
+
+fn settle(ctx: &Ctx, state: &Shared, id: u64, result: Result<String, CallFailure>) {
+    let settlers = {
+        let mut s = state.borrow_mut();
+        let found = s.pending.remove(&id);
+        if found.is_some() {
+            s.in_flight = s.in_flight.saturating_sub(1);
+        }
+        found
+    };
+    // A reply to a call of an earlier run is ignored.
+    let Some((resolve, reject)) = settlers else {
+        return;
+    };
+    let outcome = match result {
+        Ok(json) => resolve.restore(ctx).and_then(|f| f.call::<_, ()>((json,))),
+        Err(failure) => reject.restore(ctx).and_then(|f| {
+            let error = natives::error_object(ctx, &failure.kind, &failure.message)?;
+            f.call::<_, ()>((error,))
+        }),
+    };
+    drop(outcome);
+}
+
+fn fire_due_timers(ctx: &Ctx, state: &Shared) {
+    let now = Instant::now();
+    loop {
+        let due = {
+            let mut s = state.borrow_mut();
+            match s.timers.keys().next().copied() {
+                Some(key) if key.0 <= now => {
+                    s.timer_ids.remove(&key.1);
+                    s.timers.remove(&key)
+                }
+                _ => None,
+            }
+        };
+        let Some(callback) = due else { return };
+        if let Ok(f) = callback.restore(ctx) {
+            // An exception in a timer callback is reported like an unhandled rejection would be.
+            if let Err(e) = f.call::<_, ()>(()).catch(ctx) {
+                let message = e.to_string();
+                let mut s = state.borrow_mut();
+                s.outbox.push(WorkerFrame::Log {
+                    level: "error".into(),
+                    message: format!("uncaught error in a setTimeout callback: {message}"),
+                });
+            }
+        }
+    }
+}
+
+/// JSON-serializes the result, enforcing the output limit and naming unserializable values.
+fn serialize<'js>(
+    ctx: &Ctx<'js>,
+    result: Option<rquickjs::Result<Value<'js>>>,
+    max_chars: usize,
+    deadline: Instant,
+) -> Result<String, GuestError> {
+    let value = match result {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => return Err(guest_error(ctx, CaughtError::from_error(ctx, e), deadline)),
+        None => return Err(internal("the result was read before it settled".into())),
+    };
+    if value.is_undefined() {
+        return Ok("null".into());
+    }
+    let json = match ctx.json_stringify(value).catch(ctx) {
+        Ok(Some(s)) => s.to_string().map_err(|e| internal(e.to_string()))?,
+        Ok(None) => "null".to_string(),
+        Err(e) => {
+            let mut err = guest_error(ctx, e, deadline);
+            err.message = format!("the result cannot be turned into JSON: {}", err.message);
+            return Err(err);
+        }
+    };
+    let chars = json.chars().count();
+    if chars > max_chars {
+        return Err(GuestError {
+            kind: Some("output_limit".into()),
+            name: "OutputLimitError".into(),
+            message: format!(
+                "the result is {chars} characters, over the {max_chars}-character limit"
+            ),
+            stack: String::new(),
+        });
+    }
+    Ok(json)
+}
+
+/// Turns a caught JavaScript error into a [`GuestError`], classifying limit hits.
+fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, deadline: Instant) -> GuestError {
+    let (name, message, stack) = match &error {
+        CaughtError::Exception(e) => {
+            let obj: &Object = e.as_object();
+            let name = obj
+                .get::<_, Option<String>>("name")
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "Error".into());
+            (
+                name,
+                e.message().unwrap_or_default(),
+                e.stack().unwrap_or_default(),
+            )
+        }
+        CaughtError::Value(v) => {
+            let text = ctx
+                .json_stringify(v.clone())
+                .ok()
+                .flatten()
+                .and_then(|s| s.to_string().ok())
+                .unwrap_or_else(|| "a non-Error value".into());
+            (
+                "Error".to_string(),
+                format!("uncaught {text}"),
+                String::new(),
+            )
+        }
+        CaughtError::Error(e) => ("InternalError".to_string(), e.to_string(), String::new()),
+    };
+    let lower = message.to_lowercase();
+    let kind = if Instant::now() >= deadline
+        && (lower.contains("interrupted") || name == "InternalError")
+    {
+        Some("timeout")
+    } else if lower.contains("out of memory")
+        || matches!(error, CaughtError::Error(rquickjs::Error::Allocation))
+    {
+        Some("memory")
+    } else if lower.contains("stack overflow") || lower.contains("maximum call stack") {
+        Some("stack")
+    } else {
+        None
+    };
+    GuestError {
+        kind: kind.map(str::to_string),
+        name,
+        message,
+        stack,
+    }
+}

@@ -1,0 +1,244 @@
+//! The native functions the preamble receives: the bridge to the host (calls, logs), timers,
+//! randomness and URL parsing. They are handed to the preamble as arguments, never put on the
+//! global object, so guest code can reach them only through the functions the preamble built.
+//! Every one enforces its limit here, in Rust, not in JavaScript the guest could tamper with.
+
+use std::time::{Duration, Instant};
+
+use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise, Value};
+
+use super::{PREAMBLE, RunRequest, Shared};
+use crate::protocol::{Callee, WorkerFrame};
+
+/// Installs the preamble with its natives and the run's data.
+pub(crate) fn install<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    request: &RunRequest,
+) -> rquickjs::Result<()> {
+    let natives = Object::new(ctx.clone())?;
+    natives.set(
+        "call",
+        bridge(ctx, state, |i| Callee::Tool(i), request.tools.len())?,
+    )?;
+    natives.set(
+        "callHost",
+        bridge(
+            ctx,
+            state,
+            |i| Callee::Host(i),
+            request.host_functions.len(),
+        )?,
+    )?;
+    let s = state.clone();
+    natives.set(
+        "log",
+        Function::new(ctx.clone(), move |level: String, message: String| {
+            log(&s, level, message)
+        })?,
+    )?;
+    let s = state.clone();
+    natives.set(
+        "setTimer",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, ms: f64, callback: Function<'js>| {
+                set_timer(&ctx, &s, ms, callback)
+            },
+        )?,
+    )?;
+    let s = state.clone();
+    natives.set(
+        "clearTimer",
+        Function::new(ctx.clone(), move |id: f64| clear_timer(&s, id as u64))?,
+    )?;
+    natives.set(
+        "randomBytes",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, n: usize| random_bytes(&ctx, n))?,
+    )?;
+    natives.set(
+        "parseUrl",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, href: String, base: Option<String>| {
+                parse_url(&ctx, &href, base.as_deref())
+            },
+        )?,
+    )?;
+
+    let tools = ctx.json_parse(
+        serde_json::to_string(&request.tools)
+            .map_err(|e| rquickjs::Error::new_from_js_message("tools", "json", e.to_string()))?,
+    )?;
+    let host_functions = ctx.json_parse(
+        serde_json::to_string(&request.host_functions).unwrap_or_else(|_| "[]".into()),
+    )?;
+    let context: Value = match &request.context {
+        Some(value) => ctx.json_parse(value.to_string())?,
+        None => Value::new_undefined(ctx.clone()),
+    };
+    let mut options = rquickjs::context::EvalOptions::default();
+    options.global = true;
+    options.strict = true;
+    options.filename = Some("sandgate:preamble".to_string());
+    let preamble: Function = ctx.eval_with_options(PREAMBLE, options)?;
+    preamble.call::<_, ()>((natives, tools, host_functions, context))
+}
+
+/// A native that starts a call: counts it against the limit, queues it, returns a promise.
+fn bridge<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    callee: fn(u32) -> Callee,
+    count: usize,
+) -> rquickjs::Result<Function<'js>> {
+    let s = state.clone();
+    Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, index: u32, args: String| -> rquickjs::Result<Promise<'js>> {
+            if index as usize >= count {
+                return Err(Exception::throw_range(&ctx, "no such callable"));
+            }
+            let mut st = s.borrow_mut();
+            if st.calls_made >= st.limits.max_tool_calls {
+                let limit = st.limits.max_tool_calls;
+                drop(st);
+                return Err(Exception::throw_range(
+                    &ctx,
+                    &format!(
+                        "tool call limit reached: an execution may make at most {limit} calls"
+                    ),
+                ));
+            }
+            st.calls_made += 1;
+            // Unique across every run of this worker, so a late reply to a finished run can
+            // never settle a call of the next one.
+            let id = super::next_call_id();
+            let (promise, resolve, reject) = Promise::new(&ctx)?;
+            st.pending.insert(
+                id,
+                (
+                    Persistent::save(&ctx, resolve),
+                    Persistent::save(&ctx, reject),
+                ),
+            );
+            st.queued.push_back((id, callee(index), args));
+            Ok(promise)
+        },
+    )
+}
+
+fn log(state: &Shared, level: String, message: String) {
+    let mut s = state.borrow_mut();
+    if s.logs_truncated {
+        return;
+    }
+    let level = match level.as_str() {
+        "log" | "info" | "warn" | "error" | "debug" => level,
+        _ => "log".to_string(),
+    };
+    if s.log_bytes + message.len() > s.limits.max_log_bytes {
+        s.logs_truncated = true;
+        let limit = s.limits.max_log_bytes;
+        s.outbox.push(WorkerFrame::Log { level: "warn".into(), message: format!("[logs truncated: the {limit}-byte log limit was reached; later console output was dropped]") });
+        return;
+    }
+    s.log_bytes += message.len();
+    s.outbox.push(WorkerFrame::Log { level, message });
+}
+
+fn set_timer<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    ms: f64,
+    callback: Function<'js>,
+) -> rquickjs::Result<f64> {
+    let mut s = state.borrow_mut();
+    if s.timers.len() as u32 >= s.limits.max_timers {
+        let limit = s.limits.max_timers;
+        drop(s);
+        return Err(Exception::throw_range(
+            ctx,
+            &format!("too many pending timers (limit {limit})"),
+        ));
+    }
+    let id = super::next_call_id();
+    let delay = if ms.is_finite() {
+        Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 86_400.0))
+    } else {
+        Duration::ZERO
+    };
+    let due = Instant::now() + delay;
+    s.timers.insert((due, id), Persistent::save(ctx, callback));
+    s.timer_ids.insert(id, due);
+    Ok(id as f64)
+}
+
+fn clear_timer(state: &Shared, id: u64) {
+    let mut s = state.borrow_mut();
+    if let Some(due) = s.timer_ids.remove(&id) {
+        s.timers.remove(&(due, id));
+    }
+}
+
+fn random_bytes<'js>(ctx: &Ctx<'js>, n: usize) -> rquickjs::Result<Vec<u8>> {
+    let mut bytes = vec![0u8; n.min(65_536)];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Exception::throw_internal(ctx, &format!("no randomness available: {e}")))?;
+    Ok(bytes)
+}
+
+fn parse_url<'js>(ctx: &Ctx<'js>, href: &str, base: Option<&str>) -> rquickjs::Result<Object<'js>> {
+    let parsed = match base {
+        Some(base) => url::Url::parse(base).and_then(|b| b.join(href)),
+        None => url::Url::parse(href),
+    }
+    .map_err(|e| Exception::throw_type(ctx, &format!("Invalid URL {href:?}: {e}")))?;
+    let parts = Object::new(ctx.clone())?;
+    let port = parsed.port().map(|p| p.to_string()).unwrap_or_default();
+    let hostname = parsed.host_str().unwrap_or("").to_string();
+    let host = if port.is_empty() {
+        hostname.clone()
+    } else {
+        format!("{hostname}:{port}")
+    };
+    parts.set("href", parsed.as_str())?;
+    parts.set("origin", parsed.origin().ascii_serialization())?;
+    parts.set("protocol", format!("{}:", parsed.scheme()))?;
+    parts.set("username", parsed.username())?;
+    parts.set("password", parsed.password().unwrap_or(""))?;
+    parts.set("host", host)?;
+    parts.set("hostname", hostname)?;
+    parts.set("port", port)?;
+    parts.set("pathname", parsed.path())?;
+    parts.set(
+        "search",
+        parsed.query().map(|q| format!("?{q}")).unwrap_or_default(),
+    )?;
+    parts.set(
+        "hash",
+        parsed
+            .fragment()
+            .map(|f| format!("#{f}"))
+            .unwrap_or_default(),
+    )?;
+    Ok(parts)
+}
+
+/// The Error a failed call rejects with.
+pub(crate) fn error_object<'js>(
+    ctx: &Ctx<'js>,
+    kind: &str,
+    message: &str,
+) -> rquickjs::Result<Value<'js>> {
+    let constructor: Function = ctx.globals().get("Error")?;
+    let error: Object = constructor.call((message,))?;
+    let name = match kind {
+        "tool_denied" => "ToolDeniedError",
+        "timeout" => "ToolTimeoutError",
+        _ => "ToolCallError",
+    };
+    error.set("name", name)?;
+    error.set("kind", kind)?;
+    Ok(error.into_value())
+}

@@ -1,0 +1,119 @@
+//! Resource limits of one execution. Every resource the guest can consume has a named default;
+//! a caller may lower any of them but never raise one above what the operator configured.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Default wall-clock time for one execution.
+pub const DEFAULT_WALL_TIME: Duration = Duration::from_secs(30);
+/// Default QuickJS heap limit.
+pub const DEFAULT_MEMORY_BYTES: usize = 64 * 1024 * 1024;
+/// Default JavaScript stack limit.
+pub const DEFAULT_STACK_BYTES: usize = 1024 * 1024;
+/// Default number of tool calls per execution.
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 1000;
+/// Default number of tool calls in flight at once.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 16;
+/// Default size of the serialized result, in characters.
+pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 200_000;
+/// Default total size of captured logs.
+pub const DEFAULT_MAX_LOG_BYTES: usize = 1024 * 1024;
+/// Default number of pending timers.
+pub const DEFAULT_MAX_TIMERS: u32 = 10_000;
+
+/// Limits for one execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Wall-clock time, in milliseconds.
+    pub wall_ms: u64,
+    /// QuickJS heap, in bytes.
+    pub memory_bytes: usize,
+    /// JavaScript stack, in bytes.
+    pub stack_bytes: usize,
+    /// Tool (and host function) calls.
+    pub max_tool_calls: u32,
+    /// Calls in flight at once; more wait in the worker.
+    pub max_concurrent_calls: u32,
+    /// Serialized result, in characters.
+    pub max_output_chars: usize,
+    /// Captured logs, in bytes.
+    pub max_log_bytes: usize,
+    /// Pending timers.
+    pub max_timers: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            wall_ms: DEFAULT_WALL_TIME.as_millis() as u64,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            stack_bytes: DEFAULT_STACK_BYTES,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
+            max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+            max_timers: DEFAULT_MAX_TIMERS,
+        }
+    }
+}
+
+/// A caller's request to lower some limits. Unset fields keep the operator's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitRequest {
+    /// Lower wall time.
+    pub wall_ms: Option<u64>,
+    /// Lower heap.
+    pub memory_bytes: Option<usize>,
+    /// Lower output size.
+    pub max_output_chars: Option<usize>,
+    /// Lower tool-call count.
+    pub max_tool_calls: Option<u32>,
+}
+
+impl Limits {
+    /// The wall time as a duration.
+    pub fn wall_time(&self) -> Duration {
+        Duration::from_millis(self.wall_ms)
+    }
+
+    /// These limits, lowered by a caller's request. A request above a limit is ignored for
+    /// that limit: a caller can only narrow.
+    pub fn lowered(&self, request: &LimitRequest) -> Limits {
+        Limits {
+            wall_ms: request
+                .wall_ms
+                .map_or(self.wall_ms, |v| v.min(self.wall_ms)),
+            memory_bytes: request
+                .memory_bytes
+                .map_or(self.memory_bytes, |v| v.min(self.memory_bytes)),
+            max_output_chars: request
+                .max_output_chars
+                .map_or(self.max_output_chars, |v| v.min(self.max_output_chars)),
+            max_tool_calls: request
+                .max_tool_calls
+                .map_or(self.max_tool_calls, |v| v.min(self.max_tool_calls)),
+            ..*self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callers_can_only_lower() {
+        let base = Limits::default();
+        let lowered = base.lowered(&LimitRequest {
+            wall_ms: Some(1000),
+            memory_bytes: Some(usize::MAX),
+            ..Default::default()
+        });
+        assert_eq!(lowered.wall_ms, 1000);
+        assert_eq!(
+            lowered.memory_bytes, DEFAULT_MEMORY_BYTES,
+            "a raise is ignored"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! The worker process: lock down, say ready, then run executions one at a time.
+//!
+//! The worker talks only over the stdin and stdout it was started with. It duplicates them
+//! into plain files before locking down (so no later syscall needs to open anything), applies
+//! [`crate::lockdown`], and only then reads its first frame. A clean end of stdin ends it.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use crate::engine::{self, Link, RunRequest};
+use crate::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
+
+/// Frames over the worker's own stdin and stdout.
+struct StdioLink {
+    reader: BufReader<File>,
+    writer: BufWriter<File>,
+}
+
+impl Link for StdioLink {
+    fn send(&mut self, frame: &WorkerFrame) -> std::io::Result<()> {
+        write_frame(&mut self.writer, frame)
+    }
+
+    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<HostFrame>> {
+        if self.reader.buffer().is_empty() && !readable(self.reader.get_ref(), timeout)? {
+            return Ok(None);
+        }
+        match read_frame(&mut self.reader)? {
+            Some(frame) => Ok(Some(frame)),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the host closed the connection",
+            )),
+        }
+    }
+}
+
+fn readable(file: &File, timeout: Duration) -> std::io::Result<bool> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let millis = PollTimeout::try_from(timeout.as_millis().min(i32::MAX as u128) as u64)
+        .unwrap_or(PollTimeout::MAX);
+    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+    loop {
+        match poll(&mut fds, millis) {
+            Ok(n) => return Ok(n > 0),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(std::io::Error::from(e)),
+        }
+    }
+}
+
+/// The worker's `main`. Returns the process exit code.
+pub fn main() -> i32 {
+    let (Ok(stdin), Ok(stdout)) = (
+        std::io::stdin().as_fd().try_clone_to_owned(),
+        std::io::stdout().as_fd().try_clone_to_owned(),
+    ) else {
+        return 70;
+    };
+    let protections = crate::lockdown::apply();
+    let mut link = StdioLink {
+        reader: BufReader::with_capacity(1 << 16, File::from(stdin)),
+        writer: BufWriter::with_capacity(1 << 16, File::from(stdout)),
+    };
+    if link
+        .send(&WorkerFrame::Ready {
+            protections: protections.active,
+        })
+        .is_err()
+    {
+        return 71;
+    }
+    loop {
+        let frame = match read_frame::<_, HostFrame>(&mut link.reader) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return 0,
+            Err(_) => return 72,
+        };
+        let reply = match frame {
+            HostFrame::Run {
+                js,
+                tools,
+                host_functions,
+                context,
+                limits,
+            } => engine::execute(
+                RunRequest {
+                    js,
+                    tools,
+                    host_functions,
+                    context,
+                    limits,
+                },
+                &mut link,
+            ),
+            HostFrame::Reply { .. } => continue,
+            #[cfg(any(test, feature = "test-probes"))]
+            HostFrame::Probe { what } => WorkerFrame::ProbeResult {
+                outcome: probe(&what),
+            },
+        };
+        if link.send(&reply).is_err() {
+            return 73;
+        }
+    }
+}
+
+/// Test builds only: tries something the lockdown must forbid, from native code.
+#[cfg(any(test, feature = "test-probes"))]
+fn probe(what: &str) -> Result<String, String> {
+    match what {
+        "open" => std::fs::File::open("/etc/hostname")
+            .map(|_| "opened /etc/hostname".to_string())
+            .map_err(|e| e.to_string()),
+        "create" => std::fs::File::create("/tmp/sandgate-probe")
+            .map(|_| "created a file".to_string())
+            .map_err(|e| e.to_string()),
+        "socket" => std::net::TcpStream::connect("127.0.0.1:9")
+            .map(|_| "connected".to_string())
+            .map_err(|e| e.to_string()),
+        "udp" => std::net::UdpSocket::bind("127.0.0.1:0")
+            .map(|_| "bound a UDP socket".to_string())
+            .map_err(|e| e.to_string()),
+        "exec" => std::process::Command::new("/bin/true")
+            .status()
+            .map(|s| format!("ran /bin/true: {s}"))
+            .map_err(|e| e.to_string()),
+        "env" => match std::env::vars_os().next() {
+            Some((k, _)) => Ok(format!("saw {k:?}")),
+            None => Err("the environment is empty".into()),
+        },
+        other => Err(format!("unknown probe {other}")),
+    }
+}
