@@ -1,10 +1,136 @@
-//! The sandbox: runs untrusted, model-written TypeScript that calls tools.
+//! The sandbox: runs untrusted, model-written TypeScript that calls tools, fast and locked down.
+//!
+//! The host side ([`Sandbox`]) strips TypeScript with oxc and hands the JavaScript to a pool
+//! of worker processes. Each worker locks itself down (rlimits, `no_new_privs`, Landlock,
+//! a seccomp allowlist, an empty environment) before it reads any code, and runs each
+//! execution in a fresh QuickJS runtime. The guest sees one object per backend with an async
+//! function per tool, `console`, timers and a few web basics, and nothing else. Every call it
+//! makes travels as a frame to the host, which maps it to the tools *it* chose for the
+//! execution and runs it through a [`Bridge`]; the guest can never name a tool outside that
+//! set.
+//!
+//! This crate does not know MCP: the gateway is one [`Bridge`]; a Rust service that wants a
+//! sandbox for its own async functions is another (see `examples/embed.rs`).
 
 pub mod engine;
+mod error;
+mod hints;
 pub mod limits;
 pub mod lockdown;
+mod pool;
 pub mod protocol;
+mod result;
 pub mod transpile;
 pub mod worker;
 
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use error::SandboxError;
 pub use limits::{LimitRequest, Limits};
+pub use lockdown::Protections;
+pub use pool::{Bridge, Pool, PoolConfig};
+pub use protocol::{CallFailure, ToolBinding};
+pub use result::{CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine};
+
+/// One execution to run.
+#[derive(Debug, Clone)]
+pub struct Execution {
+    /// The user's TypeScript (or JavaScript).
+    pub code: String,
+    /// Tools the code may call.
+    pub tools: Arc<Vec<ToolBinding>>,
+    /// Names of host functions exposed as globals (e.g. `addNumbers`).
+    pub host_functions: Arc<Vec<String>>,
+    /// Optional JSON exposed as the global `context`.
+    pub context: Option<serde_json::Value>,
+    /// Limits for this execution.
+    pub limits: Limits,
+}
+
+/// The sandbox: a worker pool plus the host-side steps (TypeScript, hints).
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    pool: Arc<Pool>,
+}
+
+impl Sandbox {
+    /// Starts a sandbox with a warm pool.
+    pub async fn start(config: PoolConfig) -> Result<Sandbox, SandboxError> {
+        Ok(Sandbox {
+            pool: Pool::start(config).await?,
+        })
+    }
+
+    /// Which protections the workers run with.
+    pub fn protections(&self) -> &Protections {
+        self.pool.protections()
+    }
+
+    /// Runs one execution. Failures of the code are in the result, never an `Err`.
+    pub async fn run(&self, execution: Execution, bridge: Arc<dyn Bridge>) -> ExecutionResult {
+        let started = Instant::now();
+        let transpiled = match transpile::transpile(&execution.code) {
+            Ok(t) => t,
+            Err(problem) => {
+                return ExecutionResult::failed(ExecError {
+                    kind: ErrorKind::Syntax,
+                    message: problem.message,
+                    line: Some(problem.line),
+                    column: Some(problem.column),
+                    hint: problem.hint,
+                });
+            }
+        };
+        let raw = self
+            .pool
+            .run(
+                transpiled.js,
+                execution.tools.clone(),
+                execution.host_functions.clone(),
+                execution.context,
+                execution.limits,
+                bridge,
+            )
+            .await;
+        let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let raw = match raw {
+            Ok(raw) => raw,
+            Err(error) => {
+                let mut result = ExecutionResult::failed(error);
+                result.stats.wall_ms = wall_ms;
+                return result;
+            }
+        };
+        let calls = raw.trace.len() as u32;
+        let stats = ExecStats {
+            wall_ms,
+            memory_bytes: raw.stats.memory_bytes,
+            calls: raw.stats.calls.max(calls),
+        };
+        match raw.outcome {
+            Ok(json) => ExecutionResult {
+                value: Some(serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))),
+                logs: raw.logs,
+                trace: raw.trace,
+                stats,
+                error: None,
+            },
+            Err(guest) => {
+                let cx = hints::HintContext {
+                    source: &execution.code,
+                    tools: &execution.tools,
+                    host_functions: &execution.host_functions,
+                    positions: &transpiled.positions,
+                };
+                ExecutionResult {
+                    value: None,
+                    logs: raw.logs,
+                    trace: raw.trace,
+                    stats,
+                    error: Some(hints::explain(&guest, &cx)),
+                }
+            }
+        }
+    }
+}

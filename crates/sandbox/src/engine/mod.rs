@@ -352,11 +352,11 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, deadline: Instant) 
                 .ok()
                 .flatten()
                 .unwrap_or_else(|| "Error".into());
-            (
-                name,
-                e.message().unwrap_or_default(),
-                e.stack().unwrap_or_default(),
-            )
+            let mut stack = e.stack().unwrap_or_default();
+            if let Ok(Some(caller)) = obj.get::<_, Option<String>>("callerStack") {
+                stack.push_str(&caller);
+            }
+            (name, e.message().unwrap_or_default(), stack)
         }
         CaughtError::Value(v) => {
             let text = ctx

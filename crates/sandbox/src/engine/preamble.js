@@ -56,13 +56,27 @@
   // ---- backends and tools -------------------------------------------------------------
   const backends = new Map();
   const interfaces = Object.create(null);
+  // Errors raised after an await have lost the caller's stack; remember where the call was
+  // made so the host can point at the user's line.
+  const withSite = (error, site) => {
+    if (error !== null && typeof error === "object" && site.stack) {
+      Object.defineProperty(error, "callerStack", { value: site.stack, enumerable: false });
+    }
+    return error;
+  };
   tools.forEach((t, index) => {
     const qualified = `${t.backend}.${t.name}`;
-    const raw = (args) => call(index, argsJson(qualified, args)).then((text) => JSON.parse(text));
+    const send = (args, site) =>
+      call(index, argsJson(qualified, args)).then(
+        (text) => JSON.parse(text),
+        (error) => { throw withSite(error, site); },
+      );
+    const raw = (args) => send(args, new Error());
     const fn = async (args) => {
-      const result = await raw(args);
+      const site = new Error();
+      const result = await send(args, site);
       if (result && result.isError) {
-        throw new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content);
+        throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
       }
       return mapResult(result);
     };

@@ -1,0 +1,297 @@
+//! Turning a guest error into something a model can act on: the kind, the position in its own
+//! code, and a hint for the mistakes models make most (a variable shadowing a backend, a
+//! misspelled tool, a bare tool name, a meta-tool called from code, `fetch`/`require`/`import`,
+//! a result that cannot be serialized, and limit hits).
+
+use crate::protocol::{GuestError, ToolBinding};
+use crate::result::{ErrorKind, ExecError};
+use crate::transpile::PositionMap;
+
+/// Names of sandgate's own meta-tools, which exist only outside the sandbox.
+const META_TOOLS: &[&str] = &[
+    "search_tools",
+    "tool_info",
+    "list_tools_meta",
+    "call_tool_chain",
+];
+
+/// What the hint builder knows about the execution.
+pub struct HintContext<'a> {
+    /// The user's source.
+    pub source: &'a str,
+    /// The tools the code could call.
+    pub tools: &'a [ToolBinding],
+    /// Host function names.
+    pub host_functions: &'a [String],
+    /// Generated → source positions.
+    pub positions: &'a PositionMap,
+}
+
+/// Classifies a guest error and attaches position and hint.
+pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
+    let kind = match error.kind.as_deref() {
+        Some("timeout") => ErrorKind::Timeout,
+        Some("memory") => ErrorKind::Memory,
+        Some("stack") => ErrorKind::Stack,
+        Some("output_limit") => ErrorKind::OutputLimit,
+        Some("internal") => ErrorKind::Internal,
+        _ => match error.name.as_str() {
+            "ToolError" | "ToolCallError" | "ToolTimeoutError" => ErrorKind::ToolFailed,
+            "ToolDeniedError" => ErrorKind::ToolDenied,
+            "SyntaxError" => ErrorKind::Syntax,
+            _ => ErrorKind::Runtime,
+        },
+    };
+    let (line, column) =
+        user_position(&error.stack, cx.positions).map_or((None, None), |(l, c)| (Some(l), Some(c)));
+    let message = match kind {
+        ErrorKind::Runtime | ErrorKind::Syntax | ErrorKind::ToolFailed | ErrorKind::ToolDenied => {
+            format!("{}: {}", error.name, error.message)
+        }
+        _ => error.message.clone(),
+    };
+    ExecError {
+        kind,
+        message,
+        line,
+        column,
+        hint: hint(kind, error, cx),
+    }
+}
+
+/// The first position in the user's code named by a QuickJS stack, mapped to the source.
+fn user_position(stack: &str, positions: &PositionMap) -> Option<(u32, u32)> {
+    let marker = format!("({}:", crate::engine::USER_FILE);
+    stack.lines().find_map(|frame| {
+        let start = frame.find(&marker)? + marker.len();
+        let rest = frame[start..].trim_end_matches(')');
+        let (line, column) = rest.split_once(':')?;
+        positions.to_source(line.parse().ok()?, column.parse().ok()?)
+    })
+}
+
+fn hint(kind: ErrorKind, error: &GuestError, cx: &HintContext) -> Option<String> {
+    let message = error.message.as_str();
+    match kind {
+        ErrorKind::Timeout => Some("The code ran out of time. Look for an endless loop; run independent calls together with Promise.all; or ask for fewer items per call.".into()),
+        ErrorKind::Memory => Some("The code used too much memory. Process data in smaller pieces and keep only the fields you need instead of building large arrays or strings.".into()),
+        ErrorKind::Stack => Some("The call stack overflowed, usually from recursion without an end. Check the base case, or use a loop.".into()),
+        ErrorKind::OutputLimit => Some("Return less: pick the fields you need (e.g. items.map(i => ({ id: i.id, title: i.title }))) or a count, not whole objects.".into()),
+        ErrorKind::ToolDenied => Some("This execution is not allowed to call that tool. Use only tools listed by search_tools for this session.".into()),
+        ErrorKind::ToolFailed => tool_failed_hint(message),
+        ErrorKind::Runtime => runtime_hint(error, cx),
+        _ => None,
+    }
+}
+
+fn tool_failed_hint(message: &str) -> Option<String> {
+    if message.contains("still starting") || message.contains("is restarting") {
+        return Some("The backend is not ready yet. Retry in a few seconds; its status is in sandgate://backend/<name>.".into());
+    }
+    if message.contains("unavailable") {
+        return Some("The backend is down. Its status and last error are in sandgate://backend/<name>; use another tool meanwhile.".into());
+    }
+    Some("Catch it with try { ... } catch (e) { if (e instanceof ToolError) ... } to handle the failure in code; e.tool names the tool and e.content has its output.".into())
+}
+
+fn runtime_hint(error: &GuestError, cx: &HintContext) -> Option<String> {
+    let message = error.message.as_str();
+    if let Some(name) = message.strip_suffix(" is not initialized") {
+        if backend_names(cx).any(|b| b == name) {
+            return Some(format!(
+                "`{name}` is a backend, but this code also declares a variable named `{name}`, which hides it (and is not ready yet where it is used). Rename the variable, e.g. `const {name}Result = await {name}.some_tool(...)`."
+            ));
+        }
+        return Some(format!(
+            "`{name}` is used before its declaration runs; move the declaration up."
+        ));
+    }
+    if let Some(name) = message.strip_suffix(" is not defined") {
+        return Some(not_defined_hint(name, cx));
+    }
+    if message.contains("circular") {
+        return Some("The returned value refers to itself, which JSON cannot express. Return a plain copy of the fields you need.".into());
+    }
+    if message.contains("BigInt") {
+        return Some(
+            "JSON has no BigInt. Convert it first: String(value), or Number(value) if it fits."
+                .into(),
+        );
+    }
+    if message == "not a function" || message.starts_with("cannot read property") {
+        return unknown_member_hint(cx);
+    }
+    None
+}
+
+fn not_defined_hint(name: &str, cx: &HintContext) -> String {
+    match name {
+        "fetch" | "XMLHttpRequest" | "WebSocket" => return "There is no network access in the sandbox. Use a backend tool that fetches (search_tools with \"fetch url\" or \"http request\").".into(),
+        "require" | "module" | "exports" => return "There are no modules in the sandbox. Backends are globals: call them directly, e.g. `await backend.tool({...})`.".into(),
+        "process" | "Deno" | "Bun" => return "There is no process or runtime object: no environment, files or arguments. Pass data in through tool calls or the `context` global.".into(),
+        _ => {}
+    }
+    if META_TOOLS.contains(&name) {
+        return format!(
+            "`{name}` is one of sandgate's meta-tools, callable only by the model, not from code. In code, use __interfaces or __getToolInterface(\"backend.tool\") to inspect tools, and call backend tools directly."
+        );
+    }
+    let owners: Vec<&ToolBinding> = cx
+        .tools
+        .iter()
+        .filter(|t| t.js_tool == name || t.name == name)
+        .collect();
+    if !owners.is_empty() {
+        let calls: Vec<String> = owners
+            .iter()
+            .map(|t| format!("{}.{}(...)", t.js_backend, t.js_tool))
+            .collect();
+        return format!(
+            "`{name}` is a tool, not a global: call it through its backend, as {}.",
+            calls.join(" or ")
+        );
+    }
+    let known: Vec<String> = backend_names(cx)
+        .map(str::to_string)
+        .chain(cx.host_functions.iter().cloned())
+        .collect();
+    match closest(name, known.iter().map(String::as_str)) {
+        Some(best) => format!(
+            "Did you mean `{best}`? Available backends: {}.",
+            list(backend_names(cx))
+        ),
+        None if known.is_empty() => "No backends are available to this execution.".into(),
+        None => format!(
+            "No backend or global is named `{name}`. Available backends: {}.",
+            list(backend_names(cx))
+        ),
+    }
+}
+
+/// For `backend.misspelled(...)` or `mcp.nobackend.tool(...)`: finds the member in the source
+/// that names nothing, and suggests the closest real name.
+fn unknown_member_hint(cx: &HintContext) -> Option<String> {
+    for (object, member) in member_accesses(cx.source) {
+        if object == "mcp" || object == "tools" {
+            if !backend_names(cx).any(|b| b == member) {
+                let best = closest(member, backend_names(cx))
+                    .map(|b| format!(" Did you mean `{object}.{b}`?"))
+                    .unwrap_or_default();
+                return Some(format!(
+                    "`{object}.{member}` is not a backend.{best} Backends: {}.",
+                    list(backend_names(cx))
+                ));
+            }
+            continue;
+        }
+        let tools: Vec<&ToolBinding> = cx
+            .tools
+            .iter()
+            .filter(|t| t.js_backend == object || t.backend == object)
+            .collect();
+        if tools.is_empty()
+            || tools
+                .iter()
+                .any(|t| t.js_tool == member || t.name == member)
+            || member == "raw"
+        {
+            continue;
+        }
+        let best = closest(member, tools.iter().map(|t| t.js_tool.as_str()));
+        return Some(match best {
+            Some(best) => {
+                format!("`{object}` has no tool `{member}`. Did you mean `{object}.{best}`?")
+            }
+            None => format!(
+                "`{object}` has no tool `{member}`. Its tools: {}.",
+                list(tools.iter().map(|t| t.js_tool.as_str()))
+            ),
+        });
+    }
+    None
+}
+
+/// Every `a.b` in the source where both sides are identifiers.
+fn member_accesses(source: &str) -> Vec<(&str, &str)> {
+    let bytes = source.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if is_ident(bytes[i]) && (i == 0 || (!is_ident(bytes[i - 1]) && bytes[i - 1] != b'.')) {
+            let start = i;
+            while i < bytes.len() && is_ident(bytes[i]) {
+                i += 1;
+            }
+            let mut object = &source[start..i];
+            while i < bytes.len()
+                && bytes[i] == b'.'
+                && i + 1 < bytes.len()
+                && is_ident(bytes[i + 1])
+            {
+                let member_start = i + 1;
+                i += 1;
+                while i < bytes.len() && is_ident(bytes[i]) {
+                    i += 1;
+                }
+                let member = &source[member_start..i];
+                found.push((object, member));
+                object = member;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+fn backend_names<'a>(cx: &'a HintContext) -> impl Iterator<Item = &'a str> + 'a {
+    let mut seen: Vec<&str> = Vec::new();
+    cx.tools.iter().filter_map(move |t| {
+        if seen.contains(&t.js_backend.as_str()) {
+            None
+        } else {
+            seen.push(&t.js_backend);
+            Some(t.js_backend.as_str())
+        }
+    })
+}
+
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| {
+            (
+                strsim::jaro_winkler(&name.to_lowercase(), &c.to_lowercase()),
+                c,
+            )
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_member_accesses() {
+        assert_eq!(
+            member_accesses("await github.create_issue({a: x.y})"),
+            [("github", "create_issue"), ("x", "y")]
+        );
+        assert_eq!(
+            member_accesses("mcp.gh.list()"),
+            [("mcp", "gh"), ("gh", "list")]
+        );
+    }
+}

@@ -1,0 +1,435 @@
+//! The worker pool: warm, locked-down worker processes, one execution each at a time.
+//!
+//! Workers are spawned ahead of time. An execution takes an idle worker (waiting in a bounded
+//! FIFO queue when all are busy, answering `busy` when the queue is full), sends it the run,
+//! and serves its calls through the [`Bridge`] concurrently while logs and finished calls
+//! stream back. The host kills a worker that passes the wall deadline plus a grace period, so
+//! even a worker stuck in native code cannot hold an execution. A worker is recycled after a
+//! number of runs and replaced at once after any fault.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
+
+use crate::lockdown::Protections;
+use crate::protocol::{
+    CallFailure, Callee, GuestError, HostFrame, MAX_FRAME_BYTES, RunStats, ToolBinding,
+    WorkerFrame, encode_frame,
+};
+use crate::result::{CallRecord, ErrorKind, ExecError, LogLine};
+use crate::{Limits, SandboxError};
+
+/// How long a new worker has to lock down and report ready.
+const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where calls from the guest go. The gateway implements it over its backends; an embedding
+/// service implements it over its own functions.
+pub trait Bridge: Send + Sync + 'static {
+    /// Calls a tool; `args` is JSON text. Returns the raw MCP result as JSON text.
+    fn call_tool(
+        &self,
+        tool: &ToolBinding,
+        args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>>;
+    /// Calls a named host function; `args` is a JSON array. Returns JSON text.
+    fn call_host(
+        &self,
+        name: &str,
+        _args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+        let message = format!("host function `{name}` is not implemented");
+        Box::pin(async move {
+            Err(CallFailure {
+                kind: "internal".into(),
+                message,
+            })
+        })
+    }
+}
+
+/// How the pool runs workers.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// The worker executable.
+    pub program: PathBuf,
+    /// Its arguments (e.g. a hidden subcommand when the gateway binary re-executes itself).
+    pub args: Vec<String>,
+    /// Warm workers (and the most executions at once).
+    pub workers: usize,
+    /// Executions that may wait for a worker before callers get `busy`.
+    pub max_queue: usize,
+    /// Runs after which a worker is replaced.
+    pub recycle_after: u32,
+    /// Time past the wall deadline before the host kills the worker.
+    pub kill_grace: Duration,
+    /// Refuse to start unless every lockdown protection is active.
+    pub require_lockdown: bool,
+}
+
+impl PoolConfig {
+    /// Defaults for a worker program: one worker per core, a queue of 1024, recycling after
+    /// 500 runs, 100 ms grace.
+    pub fn new(program: impl Into<PathBuf>) -> PoolConfig {
+        PoolConfig {
+            program: program.into(),
+            args: vec![],
+            workers: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            max_queue: 1024,
+            recycle_after: 500,
+            kill_grace: Duration::from_millis(100),
+            require_lockdown: false,
+        }
+    }
+}
+
+/// A worker process and the frames it has sent.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    frames: mpsc::UnboundedReceiver<Result<WorkerFrame, String>>,
+    runs: u32,
+}
+
+/// A pool of worker processes.
+pub struct Pool {
+    config: PoolConfig,
+    idle: Mutex<Vec<Worker>>,
+    slots: Semaphore,
+    waiting: AtomicUsize,
+    protections: Protections,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("config", &self.config)
+            .field("protections", &self.protections)
+            .finish()
+    }
+}
+
+/// What a run on a worker produced, before hints.
+pub(crate) struct RawRun {
+    pub outcome: Result<String, GuestError>,
+    pub logs: Vec<LogLine>,
+    pub trace: Vec<CallRecord>,
+    pub stats: RunStats,
+    /// Whether the worker can take another run.
+    pub worker_ok: bool,
+}
+
+impl Pool {
+    /// Starts the pool with all its workers warm.
+    pub async fn start(config: PoolConfig) -> Result<Arc<Pool>, SandboxError> {
+        let mut workers = Vec::with_capacity(config.workers);
+        let mut protections = Protections::default();
+        for _ in 0..config.workers.max(1) {
+            let (worker, reported) = spawn(&config).await?;
+            protections = reported;
+            workers.push(worker);
+        }
+        if config.require_lockdown && !protections.all_active() {
+            return Err(SandboxError::LockdownUnavailable {
+                missing: protections.missing(),
+            });
+        }
+        Ok(Arc::new(Pool {
+            slots: Semaphore::new(config.workers.max(1)),
+            idle: Mutex::new(workers),
+            waiting: AtomicUsize::new(0),
+            config,
+            protections,
+        }))
+    }
+
+    /// Which protections the workers run with.
+    pub fn protections(&self) -> &Protections {
+        &self.protections
+    }
+
+    /// Runs wrapped JavaScript on a worker.
+    pub(crate) async fn run(
+        self: &Arc<Self>,
+        js: String,
+        tools: Arc<Vec<ToolBinding>>,
+        host_functions: Arc<Vec<String>>,
+        context: Option<serde_json::Value>,
+        limits: Limits,
+        bridge: Arc<dyn Bridge>,
+    ) -> Result<RawRun, ExecError> {
+        if self.waiting.fetch_add(1, Ordering::SeqCst)
+            >= self.config.max_queue + self.config.workers
+        {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(ExecError {
+                kind: ErrorKind::Busy,
+                message: format!(
+                    "the sandbox is busy: {} executions are running and {} waiting",
+                    self.config.workers, self.config.max_queue
+                ),
+                line: None,
+                column: None,
+                hint: Some("Retry shortly.".into()),
+            });
+        }
+        let permit = self.slots.acquire().await;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        let _permit = permit.map_err(|_| internal("the sandbox pool is shut down"))?;
+        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let mut worker = match idle {
+            Some(worker) => worker,
+            None => spawn(&self.config)
+                .await
+                .map(|(w, _)| w)
+                .map_err(|e| internal(&e.to_string()))?,
+        };
+        let run = HostFrame::Run {
+            js,
+            tools: tools.as_ref().clone(),
+            host_functions: host_functions.as_ref().clone(),
+            context,
+            limits,
+        };
+        let outcome = drive(
+            &mut worker,
+            &run,
+            &tools,
+            &host_functions,
+            limits.wall_time() + self.config.kill_grace,
+            bridge,
+        )
+        .await;
+        worker.runs += 1;
+        let healthy = outcome.as_ref().is_ok_and(|r| r.worker_ok);
+        if healthy && worker.runs < self.config.recycle_after {
+            if let Ok(mut idle) = self.idle.lock() {
+                idle.push(worker);
+            }
+        } else {
+            let _ = worker.child.start_kill();
+            let pool = self.clone();
+            tokio::spawn(async move {
+                if let Ok((fresh, _)) = spawn(&pool.config).await
+                    && let Ok(mut idle) = pool.idle.lock()
+                {
+                    idle.push(fresh);
+                }
+            });
+        }
+        outcome
+    }
+}
+
+fn internal(message: &str) -> ExecError {
+    ExecError {
+        kind: ErrorKind::Internal,
+        message: message.to_string(),
+        line: None,
+        column: None,
+        hint: None,
+    }
+}
+
+/// Starts one worker and waits for it to report ready.
+async fn spawn(config: &PoolConfig) -> Result<(Worker, Protections), SandboxError> {
+    let mut child = Command::new(&config.program)
+        .args(&config.args)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| SandboxError::Spawn {
+            program: config.program.clone(),
+            source,
+        })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(SandboxError::Spawn {
+            program: config.program.clone(),
+            source: std::io::Error::other("no pipes"),
+        });
+    };
+    let (tx, mut frames) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut reader = BufReader::with_capacity(1 << 16, stdout);
+        loop {
+            let frame = read_frame(&mut reader).await;
+            let stop = frame.is_err();
+            if tx.send(frame).is_err() || stop {
+                return;
+            }
+        }
+    });
+    let ready = tokio::time::timeout(SPAWN_TIMEOUT, frames.recv()).await;
+    match ready {
+        Ok(Some(Ok(WorkerFrame::Ready { protections }))) => Ok((
+            Worker {
+                child,
+                stdin,
+                frames,
+                runs: 0,
+            },
+            Protections {
+                active: protections,
+            },
+        )),
+        Ok(other) => Err(SandboxError::WorkerStart(format!(
+            "expected a Ready frame, got {other:?}"
+        ))),
+        Err(_) => Err(SandboxError::WorkerStart(format!(
+            "no Ready frame within {SPAWN_TIMEOUT:?}"
+        ))),
+    }
+}
+
+async fn read_frame<R: AsyncReadExt + Unpin>(reader: &mut R) -> Result<WorkerFrame, String> {
+    let mut len = [0u8; 4];
+    reader
+        .read_exact(&mut len)
+        .await
+        .map_err(|e| format!("the worker's output ended: {e}"))?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME_BYTES {
+        return Err(format!("the worker sent a {len}-byte frame"));
+    }
+    let mut body = vec![0u8; len];
+    reader
+        .read_exact(&mut body)
+        .await
+        .map_err(|e| format!("the worker's output ended: {e}"))?;
+    serde_json::from_slice(&body).map_err(|e| format!("the worker sent a malformed frame: {e}"))
+}
+
+type CallDone = (u64, usize, String, f64, f64, Result<String, CallFailure>);
+
+/// Sends a run and serves it until the worker says it is done or the deadline passes.
+async fn drive(
+    worker: &mut Worker,
+    run: &HostFrame,
+    tools: &[ToolBinding],
+    host_functions: &[String],
+    hard_limit: Duration,
+    bridge: Arc<dyn Bridge>,
+) -> Result<RawRun, ExecError> {
+    let started = Instant::now();
+    let deadline = started + hard_limit;
+    let body = encode_frame(run).map_err(|e| internal(&e.to_string()))?;
+    worker
+        .stdin
+        .write_all(&body)
+        .await
+        .map_err(|e| internal(&format!("cannot reach the sandbox worker: {e}")))?;
+    let mut logs = Vec::new();
+    let mut trace = Vec::new();
+    let mut in_flight: Vec<(u64, String, usize, f64)> = Vec::new();
+    let mut calls: FuturesUnordered<BoxFuture<'static, CallDone>> = FuturesUnordered::new();
+    let elapsed_ms = |at: Instant| at.duration_since(started).as_secs_f64() * 1000.0;
+    loop {
+        tokio::select! {
+            frame = worker.frames.recv() => match frame {
+                Some(Ok(WorkerFrame::Call { id, callee, args })) => {
+                    let (name, future) = match callee {
+                        Callee::Tool(i) => match tools.get(i as usize) {
+                            Some(tool) => (format!("{}.{}", tool.backend, tool.name), bridge.call_tool(tool, args.clone())),
+                            None => (format!("tool #{i}"), refused(format!("no tool #{i} in this execution"))),
+                        },
+                        Callee::Host(i) => match host_functions.get(i as usize) {
+                            Some(name) => (name.clone(), bridge.call_host(name, args.clone())),
+                            None => (format!("host function #{i}"), refused(format!("no host function #{i} in this execution"))),
+                        },
+                    };
+                    let at = elapsed_ms(Instant::now());
+                    in_flight.push((id, name.clone(), args.len(), at));
+                    let args_bytes = args.len();
+                    calls.push(Box::pin(async move {
+                        let result = future.await;
+                        let end = Instant::now();
+                        (id, args_bytes, name, at, end.duration_since(started).as_secs_f64() * 1000.0, result)
+                    }));
+                }
+                Some(Ok(WorkerFrame::Log { level, message })) => logs.push(LogLine { level, message }),
+                Some(Ok(WorkerFrame::Done { outcome, stats })) => {
+                    unfinished(&mut trace, in_flight);
+                    // A run that hit the memory limit leaves a fragmented heap: replace the worker.
+                    let worker_ok = outcome.as_ref().err().and_then(|e| e.kind.as_deref()) != Some("memory");
+                    return Ok(RawRun { outcome, logs, trace, stats, worker_ok });
+                }
+                other => {
+                    let problem = match other {
+                        Some(Ok(frame)) => format!("it sent an unexpected frame {frame:?}"),
+                        Some(Err(e)) => e,
+                        None => "its output closed".to_string(),
+                    };
+                    let _ = worker.child.start_kill();
+                    let status = worker.child.wait().await.map(|s| format!(" ({s})")).unwrap_or_default();
+                    unfinished(&mut trace, in_flight);
+                    return Ok(RawRun {
+                        outcome: Err(GuestError { kind: Some("internal".into()), name: "InternalError".into(), message: format!("the sandbox worker failed{status}: {problem}"), stack: String::new() }),
+                        logs,
+                        trace,
+                        stats: RunStats::default(),
+                        worker_ok: false,
+                    });
+                }
+            },
+            Some((id, args_bytes, name, at, end, result)) = calls.next(), if !calls.is_empty() => {
+                in_flight.retain(|c| c.0 != id);
+                let (ok, result_bytes, error) = match &result {
+                    Ok(json) => (true, json.len(), None),
+                    Err(f) => (false, 0, Some(f.message.clone())),
+                };
+                trace.push(CallRecord { name, args_bytes, started_ms: at, duration_ms: Some(end - at), ok, result_bytes, error });
+                let reply = encode_frame(&HostFrame::Reply { id, result }).map_err(|e| internal(&e.to_string()))?;
+                if worker.stdin.write_all(&reply).await.is_err() {
+                    // The worker is gone; the frame reader reports why on the next turn.
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                let _ = worker.child.start_kill();
+                unfinished(&mut trace, in_flight);
+                return Ok(RawRun {
+                    outcome: Err(GuestError { kind: Some("timeout".into()), name: "TimeoutError".into(), message: format!("the execution did not finish within its time limit and was stopped (worker killed after {hard_limit:?})"), stack: String::new() }),
+                    logs,
+                    trace,
+                    stats: RunStats::default(),
+                    worker_ok: false,
+                });
+            }
+        }
+    }
+}
+
+fn refused(message: String) -> BoxFuture<'static, Result<String, CallFailure>> {
+    Box::pin(async move {
+        Err(CallFailure {
+            kind: "tool_denied".into(),
+            message,
+        })
+    })
+}
+
+fn unfinished(trace: &mut Vec<CallRecord>, in_flight: Vec<(u64, String, usize, f64)>) {
+    for (_, name, args_bytes, at) in in_flight {
+        trace.push(CallRecord {
+            name,
+            args_bytes,
+            started_ms: at,
+            duration_ms: None,
+            ok: false,
+            result_bytes: 0,
+            error: Some("unfinished when the execution ended".into()),
+        });
+    }
+}

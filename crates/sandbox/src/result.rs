@@ -1,0 +1,113 @@
+//! What an execution returns: the value, the logs, a call trace, stats, and an error that
+//! says what kind of failure it was, where in the user's code, and how to fix it.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The kinds of failure an execution can end in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The code does not parse, or uses `import`/exports the sandbox does not support.
+    Syntax,
+    /// An exception thrown by the code.
+    Runtime,
+    /// The wall-time limit.
+    Timeout,
+    /// The memory limit.
+    Memory,
+    /// The stack limit (runaway recursion).
+    Stack,
+    /// A call the policy refused.
+    ToolDenied,
+    /// A tool call that failed (error result, backend down, timeout) and was not caught.
+    ToolFailed,
+    /// The result is larger than the output limit.
+    OutputLimit,
+    /// No worker is free and the queue is full.
+    Busy,
+    /// A fault of sandgate itself (a worker died, a broken pipe).
+    Internal,
+}
+
+/// Why an execution failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExecError {
+    /// The kind of failure.
+    pub kind: ErrorKind,
+    /// What happened.
+    pub message: String,
+    /// 1-based line in the user's code, when known.
+    pub line: Option<u32>,
+    /// 1-based column in the user's code, when known.
+    pub column: Option<u32>,
+    /// How to fix it, when we know.
+    pub hint: Option<String>,
+}
+
+/// One console line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogLine {
+    /// `log`, `info`, `warn`, `error` or `debug`.
+    pub level: String,
+    /// The formatted message.
+    pub message: String,
+}
+
+/// One call the code made, in the order calls finished (unfinished ones last).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    /// `backend.tool`, or the host function's name.
+    pub name: String,
+    /// Size of the JSON arguments.
+    pub args_bytes: usize,
+    /// Milliseconds from the start of the execution to the call.
+    pub started_ms: f64,
+    /// How long it took, or `None` if it never finished.
+    pub duration_ms: Option<f64>,
+    /// Whether it produced a result (an `isError` tool result still counts as produced).
+    pub ok: bool,
+    /// Size of the JSON result.
+    pub result_bytes: usize,
+    /// The failure, for calls that failed.
+    pub error: Option<String>,
+}
+
+/// Resource use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ExecStats {
+    /// Wall time, in milliseconds, including queueing.
+    pub wall_ms: f64,
+    /// QuickJS heap in use at the end, in bytes (0 if the worker was killed).
+    pub memory_bytes: u64,
+    /// Calls made.
+    pub calls: u32,
+}
+
+/// The whole outcome of one execution.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExecutionResult {
+    /// The returned value (`null` for none), when the execution succeeded.
+    pub value: Option<Value>,
+    /// Console output, in order.
+    pub logs: Vec<LogLine>,
+    /// Every call, finished or not.
+    pub trace: Vec<CallRecord>,
+    /// Resource use.
+    pub stats: ExecStats,
+    /// The failure, if any.
+    pub error: Option<ExecError>,
+}
+
+impl ExecutionResult {
+    /// A result that failed before any code ran.
+    pub fn failed(error: ExecError) -> Self {
+        ExecutionResult {
+            value: None,
+            logs: vec![],
+            trace: vec![],
+            stats: ExecStats::default(),
+            error: Some(error),
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Shared test fixtures: a sandbox over the real worker binary, and an in-process bridge with
+//! a few tools whose behaviour the tests control.
+
+#![allow(dead_code, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use sandgate_sandbox::{
+    Bridge, CallFailure, Execution, ExecutionResult, Limits, PoolConfig, Sandbox, ToolBinding,
+};
+use serde_json::{Value, json};
+
+/// The worker binary cargo built for these tests.
+pub fn worker_program() -> &'static str {
+    env!("CARGO_BIN_EXE_sandgate-worker")
+}
+
+pub async fn sandbox(workers: usize) -> Sandbox {
+    let mut config = PoolConfig::new(worker_program());
+    config.workers = workers;
+    Sandbox::start(config).await.expect("sandbox starts")
+}
+
+pub fn tool(backend: &str, name: &str) -> ToolBinding {
+    ToolBinding {
+        backend: backend.into(),
+        name: name.into(),
+        js_backend: sandgate_catalog_ident(backend),
+        js_tool: sandgate_catalog_ident(name),
+        declaration: format!(
+            "function {}(args: object): Promise<unknown>",
+            sandgate_catalog_ident(name)
+        ),
+    }
+}
+
+/// The catalog's rule, restated for tests (the sandbox crate does not depend on the catalog).
+fn sandgate_catalog_ident(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    s
+}
+
+/// Tools: `test.echo` (structuredContent echo), `test.text` (one text item), `test.json_text`
+/// (text that is JSON), `test.multi` (two items), `test.fail` (isError), `test.slow` (sleeps
+/// `ms`), `my-server.get-sum` (hyphenated), and host function `addNumbers`.
+pub fn tools() -> Arc<Vec<ToolBinding>> {
+    Arc::new(vec![
+        tool("test", "echo"),
+        tool("test", "text"),
+        tool("test", "json_text"),
+        tool("test", "multi"),
+        tool("test", "fail"),
+        tool("test", "slow"),
+        tool("my-server", "get-sum"),
+    ])
+}
+
+#[derive(Default)]
+pub struct TestBridge {
+    pub calls: AtomicU32,
+    pub in_flight: Arc<AtomicU32>,
+    pub max_in_flight: AtomicU32,
+}
+
+impl Bridge for TestBridge {
+    fn call_tool(
+        &self,
+        tool: &ToolBinding,
+        args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let args: Value = serde_json::from_str(&args).unwrap_or(Value::Null);
+        let name = format!("{}.{}", tool.backend, tool.name);
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let in_flight = self.in_flight.clone();
+        Box::pin(async move {
+            let result = respond(&name, &args).await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            result
+        })
+    }
+
+    fn call_host(
+        &self,
+        name: &str,
+        args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+        let name = name.to_string();
+        Box::pin(async move {
+            let args: Vec<Value> = serde_json::from_str(&args).unwrap_or_default();
+            match name.as_str() {
+                "addNumbers" => {
+                    Ok(json!(args.iter().filter_map(Value::as_f64).sum::<f64>()).to_string())
+                }
+                _ => Err(CallFailure {
+                    kind: "internal".into(),
+                    message: format!("no host function {name}"),
+                }),
+            }
+        })
+    }
+}
+
+async fn respond(name: &str, args: &Value) -> Result<String, CallFailure> {
+    let result = match name {
+        "test.echo" => {
+            json!({"content": [{"type": "text", "text": "ignored"}], "structuredContent": {"echo": args}})
+        }
+        "test.text" => json!({"content": [{"type": "text", "text": "plain text"}]}),
+        "test.json_text" => json!({"content": [{"type": "text", "text": "{\"parsed\": true}"}]}),
+        "test.multi" => {
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
+        }
+        "test.fail" => json!({"content": [{"type": "text", "text": "it broke"}], "isError": true}),
+        "test.slow" => {
+            let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(100);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            json!({"content": [{"type": "text", "text": "slept"}]})
+        }
+        "my-server.get-sum" => {
+            let sum = args.get("a").and_then(Value::as_f64).unwrap_or(0.0)
+                + args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
+            json!({"content": [{"type": "text", "text": format!("The sum is {sum}")}]})
+        }
+        _ => {
+            return Err(CallFailure {
+                kind: "tool_failed".into(),
+                message: format!("unknown tool {name}"),
+            });
+        }
+    };
+    Ok(result.to_string())
+}
+
+pub fn execution(code: &str) -> Execution {
+    Execution {
+        code: code.to_string(),
+        tools: tools(),
+        host_functions: Arc::new(vec!["addNumbers".into()]),
+        context: Some(json!({"user": "ada"})),
+        limits: Limits::default(),
+    }
+}
+
+pub async fn run(sandbox: &Sandbox, code: &str) -> ExecutionResult {
+    sandbox
+        .run(execution(code), Arc::new(TestBridge::default()))
+        .await
+}
+
+pub async fn run_with(sandbox: &Sandbox, code: &str, limits: Limits) -> ExecutionResult {
+    let mut e = execution(code);
+    e.limits = limits;
+    sandbox.run(e, Arc::new(TestBridge::default())).await
+}
+
+pub fn value(result: &ExecutionResult) -> Value {
+    assert!(
+        result.error.is_none(),
+        "unexpected error: {:?}\nlogs: {:?}",
+        result.error,
+        result.logs
+    );
+    result.value.clone().expect("a value")
+}

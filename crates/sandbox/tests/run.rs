@@ -1,0 +1,243 @@
+//! Scripts through real, locked-down worker processes: code shapes, TypeScript, result
+//! mapping, fan-out, ToolError, hyphenated names, `.raw()`, console, timers, host functions.
+
+#![allow(clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use common::*;
+use sandgate_sandbox::ErrorKind;
+use serde_json::json;
+
+#[tokio::test]
+async fn every_code_shape_runs() {
+    let sb = sandbox(1).await;
+    assert_eq!(
+        value(&run(&sb, "const x = await test.echo({a: 1});\nreturn x;").await),
+        json!({"echo": {"a": 1}})
+    );
+    assert_eq!(
+        value(
+            &run(
+                &sb,
+                "export default async function main() { return 1 + 1; }"
+            )
+            .await
+        ),
+        json!(2)
+    );
+    assert_eq!(
+        value(&run(&sb, "export default async function () { return 'anon'; }").await),
+        json!("anon")
+    );
+    assert_eq!(
+        value(&run(&sb, "export async function main() { return [1, 2]; }").await),
+        json!([1, 2])
+    );
+    assert_eq!(
+        value(&run(&sb, "1 + 1;").await),
+        json!(null),
+        "no return gives null"
+    );
+}
+
+#[tokio::test]
+async fn typescript_syntax_is_accepted() {
+    let sb = sandbox(1).await;
+    let code = r#"
+        interface Item { id: number; tags?: string[] }
+        type Pair<T> = [T, T];
+        enum Color { Red = "red", Green = "green" }
+        function first<T>(xs: T[]): T | undefined { return xs[0]; }
+        const items = [{ id: 1 }, { id: 2, tags: ["a"] }] as Item[];
+        const pair: Pair<number> = [items[0].id, items[1]?.id ?? 0];
+        const missing = (items[0] as Item).tags?.length ?? "none";
+        return { pair, color: Color.Green, first: first(items)!.id, missing };
+    "#;
+    assert_eq!(
+        value(&run(&sb, code).await),
+        json!({"pair": [1, 2], "color": "green", "first": 1, "missing": "none"})
+    );
+}
+
+#[tokio::test]
+async fn results_map_as_the_contract_says() {
+    let sb = sandbox(1).await;
+    let code = "return { s: await test.echo({x: 1}), t: await test.text(), j: await test.json_text(), m: await test.multi(), raw: await test.text.raw() };";
+    assert_eq!(
+        value(&run(&sb, code).await),
+        json!({
+            "s": {"echo": {"x": 1}},
+            "t": "plain text",
+            "j": {"parsed": true},
+            "m": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            "raw": {"content": [{"type": "text", "text": "plain text"}]}
+        })
+    );
+}
+
+#[tokio::test]
+async fn tool_errors_are_catchable() {
+    let sb = sandbox(1).await;
+    let code = r#"
+        try { await test.fail({}); return "not thrown"; }
+        catch (e) { return { isToolError: e instanceof ToolError, name: e.name, tool: e.tool, message: e.message, content: e.content }; }
+    "#;
+    assert_eq!(
+        value(&run(&sb, code).await),
+        json!({"isToolError": true, "name": "ToolError", "tool": "test.fail", "message": "it broke", "content": [{"type": "text", "text": "it broke"}]})
+    );
+    let uncaught = run(&sb, "await test.fail({});").await;
+    let error = uncaught.error.expect("uncaught tool error");
+    assert_eq!(error.kind, ErrorKind::ToolFailed);
+    assert!(error.message.contains("it broke"), "{error:?}");
+    assert_eq!(error.line, Some(1));
+}
+
+#[tokio::test]
+async fn fan_out_runs_concurrently_up_to_the_cap() {
+    let sb = sandbox(1).await;
+    let bridge = Arc::new(TestBridge::default());
+    let started = Instant::now();
+    let result = sb
+        .run(execution("const r = await Promise.all([1,2,3,4,5,6,7,8].map(() => test.slow({ms: 200}))); return r.length;"), bridge.clone())
+        .await;
+    assert_eq!(value(&result), json!(8));
+    assert!(
+        started.elapsed().as_millis() < 700,
+        "8 × 200 ms ran concurrently, took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(bridge.max_in_flight.load(Ordering::SeqCst), 8);
+    assert_eq!(result.trace.len(), 8);
+    assert!(result.trace.iter().all(|c| c.ok && c.name == "test.slow"));
+
+    let mut limits = sandgate_sandbox::Limits::default();
+    limits.max_concurrent_calls = 2;
+    let bridge = Arc::new(TestBridge::default());
+    let mut e =
+        execution("await Promise.all([1,2,3,4,5,6].map(() => test.slow({ms: 50}))); return 'ok';");
+    e.limits = limits;
+    assert_eq!(value(&sb.run(e, bridge.clone()).await), json!("ok"));
+    assert_eq!(
+        bridge.max_in_flight.load(Ordering::SeqCst),
+        2,
+        "the per-execution cap holds"
+    );
+}
+
+#[tokio::test]
+async fn hyphenated_and_original_names_work() {
+    let sb = sandbox(1).await;
+    let code = r#"return [await my_server.get_sum({a: 1, b: 2}), await globalThis["my-server"]["get-sum"]({a: 2, b: 2}), await mcp.my_server.get_sum({a: 3, b: 3}), await tools["my-server"].get_sum({a: 1, b: 0})];"#;
+    assert_eq!(
+        value(&run(&sb, code).await),
+        json!([
+            "The sum is 3",
+            "The sum is 4",
+            "The sum is 6",
+            "The sum is 1"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn console_timers_context_and_host_functions() {
+    let sb = sandbox(1).await;
+    let code = r#"
+        console.log("hello", { n: 1 }, [1, 2]);
+        console.warn("careful");
+        console.error(new Error("shown"));
+        const order: string[] = [];
+        setTimeout(() => order.push("late"), 30);
+        const t = setTimeout(() => order.push("cancelled"), 10);
+        clearTimeout(t);
+        await new Promise((r) => setTimeout(r, 60));
+        const sum = await addNumbers(2, 3, 4);
+        return { order, user: context.user, sum };
+    "#;
+    let result = run(&sb, code).await;
+    assert_eq!(
+        value(&result),
+        json!({"order": ["late"], "user": "ada", "sum": 9})
+    );
+    let logs: Vec<(String, String)> = result
+        .logs
+        .iter()
+        .map(|l| (l.level.clone(), l.message.clone()))
+        .collect();
+    assert_eq!(logs[0], ("log".into(), "hello {\"n\":1} [1,2]".into()));
+    assert_eq!(logs[1], ("warn".into(), "careful".into()));
+    assert!(
+        logs[2].0 == "error" && logs[2].1.starts_with("Error: shown"),
+        "{logs:?}"
+    );
+}
+
+#[tokio::test]
+async fn web_basics_are_there_and_nothing_else() {
+    let sb = sandbox(1).await;
+    let code = r#"
+        const u = new URL("/a/b?x=1#h", "https://example.com:8443");
+        u.searchParams.append("y", "two words");
+        const q = new URLSearchParams({ a: "1", b: "é" });
+        const bytes = new TextEncoder().encode("héllo");
+        const uuid = crypto.randomUUID();
+        const rnd = crypto.getRandomValues(new Uint8Array(8));
+        const clone = structuredClone({ d: new Date(0), m: new Map([["k", 1]]), s: new Set([1]) });
+        return {
+            href: u.href, host: u.host, path: u.pathname, q: q.toString(),
+            len: bytes.length, text: new TextDecoder().decode(bytes),
+            b64: btoa("hi"), unb64: atob("aGk="),
+            uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(uuid),
+            rnd: rnd.length, clone: [clone.d instanceof Date, clone.m.get("k"), clone.s.has(1)],
+            absent: [typeof fetch, typeof require, typeof process, typeof Deno, typeof XMLHttpRequest],
+        };
+    "#;
+    assert_eq!(
+        value(&run(&sb, code).await),
+        json!({
+            "href": "https://example.com:8443/a/b?x=1&y=two+words#h", "host": "example.com:8443", "path": "/a/b", "q": "a=1&b=%C3%A9",
+            "len": 6, "text": "héllo", "b64": "aGk=", "unb64": "hi", "uuid": true, "rnd": 8, "clone": [true, 1, true],
+            "absent": ["undefined", "undefined", "undefined", "undefined", "undefined"]
+        })
+    );
+}
+
+#[tokio::test]
+async fn interfaces_are_introspectable() {
+    let sb = sandbox(1).await;
+    let code = r#"return [typeof __interfaces.test.echo, __getToolInterface("test.echo"), __getToolInterface("get-sum").length > 0, Object.keys(__interfaces).sort()];"#;
+    assert_eq!(
+        value(&run(&sb, code).await),
+        json!([
+            "string",
+            "function echo(args: object): Promise<unknown>",
+            true,
+            ["my_server", "test"]
+        ])
+    );
+}
+
+#[tokio::test]
+async fn every_run_gets_a_fresh_runtime() {
+    let sb = sandbox(1).await;
+    assert_eq!(
+        value(
+            &run(
+                &sb,
+                "globalThis.leak = 42; Object.prototype.polluted = true; return 1;"
+            )
+            .await
+        ),
+        json!(1)
+    );
+    assert_eq!(
+        value(&run(&sb, "return [typeof leak, ({}).polluted === undefined];").await),
+        json!(["undefined", true])
+    );
+}
