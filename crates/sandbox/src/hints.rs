@@ -29,6 +29,16 @@ pub struct HintContext<'a> {
 
 /// Classifies a guest error and attaches position and hint.
 pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
+    if out_of_memory_without_error_object(error, cx.source) {
+        let message = "out of memory: the execution exhausted its heap (so completely that not even an error object could be made)".to_string();
+        return ExecError {
+            kind: ErrorKind::Memory,
+            message,
+            line: None,
+            column: None,
+            hint: hint(ErrorKind::Memory, error, cx),
+        };
+    }
     let kind = match error.kind.as_deref() {
         Some("timeout") => ErrorKind::Timeout,
         Some("memory") => ErrorKind::Memory,
@@ -57,6 +67,26 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         column,
         hint: hint(kind, error, cx),
     }
+}
+
+/// QuickJS reports an exhausted heap as `null` being thrown when it cannot even allocate the
+/// error object. The user's own `throw null` looks the same, so code that could throw or
+/// reject with nothing is given the benefit of the doubt.
+fn out_of_memory_without_error_object(error: &GuestError, source: &str) -> bool {
+    let bare = error.kind.is_none()
+        && error.stack.is_empty()
+        && (error.message == "uncaught null" || error.message == "uncaught undefined");
+    let user_could_throw_nothing = [
+        "throw null",
+        "throw undefined",
+        "throw void",
+        "throw;",
+        "reject(",
+        "Promise.reject",
+    ]
+    .iter()
+    .any(|pattern| source.contains(pattern));
+    bare && !user_could_throw_nothing
 }
 
 /// The first position in the user's code named by a QuickJS stack, mapped to the source.

@@ -4,12 +4,14 @@
 //! into plain files before locking down (so no later syscall needs to open anything), applies
 //! [`crate::lockdown`], and only then reads its first frame. A clean end of stdin ends it.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::os::fd::AsFd;
+use std::rc::Rc;
 use std::time::Duration;
 
-use crate::engine::{self, Link, RunRequest};
+use crate::engine::{self, Link, RunRequest, SharedLink};
 use crate::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
 
 /// Frames over the worker's own stdin and stdout.
@@ -60,11 +62,13 @@ pub fn main() -> i32 {
         return 70;
     };
     let protections = crate::lockdown::apply();
-    let mut link = StdioLink {
+    let link = Rc::new(RefCell::new(StdioLink {
         reader: BufReader::with_capacity(1 << 16, File::from(stdin)),
         writer: BufWriter::with_capacity(1 << 16, File::from(stdout)),
-    };
+    }));
+    let shared: SharedLink = link.clone();
     if link
+        .borrow_mut()
         .send(&WorkerFrame::Ready {
             protections: protections.active,
         })
@@ -73,7 +77,8 @@ pub fn main() -> i32 {
         return 71;
     }
     loop {
-        let frame = match read_frame::<_, HostFrame>(&mut link.reader) {
+        let next = read_frame::<_, HostFrame>(&mut link.borrow_mut().reader);
+        let frame = match next {
             Ok(Some(frame)) => frame,
             Ok(None) => return 0,
             Err(_) => return 72,
@@ -93,7 +98,7 @@ pub fn main() -> i32 {
                     context,
                     limits,
                 },
-                &mut link,
+                &shared,
             ),
             HostFrame::Reply { .. } => continue,
             #[cfg(any(test, feature = "test-probes"))]
@@ -101,7 +106,7 @@ pub fn main() -> i32 {
                 outcome: probe(&what),
             },
         };
-        if link.send(&reply).is_err() {
+        if link.borrow_mut().send(&reply).is_err() {
             return 73;
         }
     }

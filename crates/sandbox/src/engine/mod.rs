@@ -29,6 +29,10 @@ const PREAMBLE: &str = include_str!("preamble.js");
 /// Filename QuickJS reports for the user's code in stack traces.
 pub const USER_FILE: &str = "code.js";
 
+/// The worker's connection to the host, shared by the loop and the natives (logs are sent the
+/// moment they are written, so a run that is killed still reports them).
+pub type SharedLink = Rc<RefCell<dyn Link>>;
+
 /// The worker's connection to the host.
 pub trait Link {
     /// Sends a frame.
@@ -61,6 +65,8 @@ pub(crate) struct LoopState {
     pub queued: VecDeque<(u64, Callee, String)>,
     /// Frames to send once control returns to the loop.
     pub outbox: Vec<WorkerFrame>,
+    /// Where logs go, at once.
+    pub link: Option<SharedLink>,
     /// Promise settlers by call id.
     pub pending: HashMap<u64, (Persistent<Function<'static>>, Persistent<Function<'static>>)>,
     /// Timers: due time → (id, callback).
@@ -73,6 +79,17 @@ pub(crate) struct LoopState {
 
 pub(crate) type Shared = Rc<RefCell<LoopState>>;
 
+impl LoopState {
+    /// Drops every JavaScript value held from Rust.
+    fn release(&mut self) {
+        self.pending.clear();
+        self.timers.clear();
+        self.timer_ids.clear();
+        self.queued.clear();
+        self.link = None;
+    }
+}
+
 /// Ids of calls and timers, unique for the life of the worker process.
 pub(crate) fn next_call_id() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -80,7 +97,7 @@ pub(crate) fn next_call_id() -> u64 {
 }
 
 /// Runs one execution to completion and returns the `Done` frame to send.
-pub fn execute(request: RunRequest, link: &mut dyn Link) -> WorkerFrame {
+pub fn execute(request: RunRequest, link: &SharedLink) -> WorkerFrame {
     let limits = request.limits;
     let started = Instant::now();
     let deadline = started + limits.wall_time();
@@ -102,7 +119,7 @@ fn internal(message: String) -> GuestError {
 
 type Outcome = (Result<String, GuestError>, RunStats);
 
-fn run(request: &RunRequest, link: &mut dyn Link, deadline: Instant) -> Result<Outcome, String> {
+fn run(request: &RunRequest, link: &SharedLink, deadline: Instant) -> Result<Outcome, String> {
     let limits = request.limits;
     let runtime = Runtime::new().map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
     runtime.set_memory_limit(limits.memory_bytes);
@@ -112,11 +129,28 @@ fn run(request: &RunRequest, link: &mut dyn Link, deadline: Instant) -> Result<O
         Context::full(&runtime).map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
     let state: Shared = Rc::new(RefCell::new(LoopState {
         limits,
+        link: Some(link.clone()),
         ..LoopState::default()
     }));
+    let outcome = run_loop(&runtime, &context, &state, request, link, deadline);
+    // Pending settlers and timers are JavaScript values held from Rust. Release them while the
+    // runtime is alive: QuickJS aborts if a runtime is freed with values still referenced.
+    state.borrow_mut().release();
+    outcome
+}
+
+fn run_loop(
+    runtime: &Runtime,
+    context: &Context,
+    state: &Shared,
+    request: &RunRequest,
+    link: &SharedLink,
+    deadline: Instant,
+) -> Result<Outcome, String> {
+    let limits = request.limits;
 
     let started: Result<Persistent<Promise<'static>>, GuestError> = context.with(|ctx| {
-        natives::install(&ctx, &state, request)
+        natives::install(&ctx, state, request)
             .map_err(|e| internal(format!("preamble failed: {e}")))?;
         let mut options = rquickjs::context::EvalOptions::default();
         options.global = true;
@@ -133,12 +167,19 @@ fn run(request: &RunRequest, link: &mut dyn Link, deadline: Instant) -> Result<O
     });
     let promise = match started {
         Ok(p) => p,
-        Err(e) => return Ok((Err(e), stats(&runtime, &state))),
+        Err(e) => return Ok((Err(e), stats(runtime, state))),
     };
 
     loop {
         // Run every pending job (promise reactions), stopping on an uncaught job error.
+        let mut jobs = 0u32;
         loop {
+            // A chain of microtasks never returns to this loop's wait, so check the deadline
+            // here too: each job is short, but an endless chain of them is not.
+            jobs = jobs.wrapping_add(1);
+            if jobs % 256 == 0 && Instant::now() >= deadline {
+                return Ok((Err(timeout_error(state, limits)), stats(runtime, state)));
+            }
             match runtime.execute_pending_job() {
                 Ok(true) => {}
                 Ok(false) => break,
@@ -147,11 +188,11 @@ fn run(request: &RunRequest, link: &mut dyn Link, deadline: Instant) -> Result<O
                         let caught = CaughtError::from_error(&ctx, rquickjs::Error::Exception);
                         guest_error(&ctx, caught, deadline)
                     });
-                    return Ok((Err(err), stats(&runtime, &state)));
+                    return Ok((Err(err), stats(runtime, state)));
                 }
             }
         }
-        flush(&state, link)?;
+        flush(state, link)?;
 
         let settled = context.with(|ctx| -> Option<Result<String, GuestError>> {
             let promise = promise.clone().restore(&ctx).ok()?;
@@ -175,12 +216,12 @@ fn run(request: &RunRequest, link: &mut dyn Link, deadline: Instant) -> Result<O
             }
         });
         if let Some(outcome) = settled {
-            return Ok((outcome, stats(&runtime, &state)));
+            return Ok((outcome, stats(runtime, state)));
         }
 
         let now = Instant::now();
         if now >= deadline {
-            return Ok((Err(timeout_error(&state, limits)), stats(&runtime, &state)));
+            return Ok((Err(timeout_error(state, limits)), stats(runtime, state)));
         }
         let (waiting_calls, next_timer) = {
             let s = state.borrow();
@@ -193,22 +234,20 @@ fn run(request: &RunRequest, link: &mut dyn Link, deadline: Instant) -> Result<O
                 message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves?)".into(),
                 stack: String::new(),
             };
-            return Ok((Err(err), stats(&runtime, &state)));
+            return Ok((Err(err), stats(runtime, state)));
         }
         let wake = next_timer.map_or(deadline, |t| t.min(deadline));
-        match link
-            .recv(wake.saturating_duration_since(now))
-            .map_err(|e| format!("host link failed: {e}"))?
-        {
+        let received = link.borrow_mut().recv(wake.saturating_duration_since(now));
+        match received.map_err(|e| format!("host link failed: {e}"))? {
             Some(HostFrame::Reply { id, result }) => {
-                context.with(|ctx| settle(&ctx, &state, id, result))
+                context.with(|ctx| settle(&ctx, state, id, result))
             }
             Some(HostFrame::Run { .. }) => {
                 return Err("the host sent a new run while one was in progress".into());
             }
             #[cfg(any(test, feature = "test-probes"))]
             Some(HostFrame::Probe { .. }) => {}
-            None => context.with(|ctx| fire_due_timers(&ctx, &state)),
+            None => context.with(|ctx| fire_due_timers(&ctx, state)),
         }
     }
 }
@@ -234,7 +273,7 @@ fn timeout_error(state: &Shared, limits: Limits) -> GuestError {
 }
 
 /// Sends queued frames, first promoting queued calls into free concurrency slots.
-fn flush(state: &Shared, link: &mut dyn Link) -> Result<(), String> {
+fn flush(state: &Shared, link: &SharedLink) -> Result<(), String> {
     let frames = {
         let mut s = state.borrow_mut();
         while s.in_flight < s.limits.max_concurrent_calls {
@@ -247,7 +286,8 @@ fn flush(state: &Shared, link: &mut dyn Link) -> Result<(), String> {
         std::mem::take(&mut s.outbox)
     };
     for frame in &frames {
-        link.send(frame)
+        link.borrow_mut()
+            .send(frame)
             .map_err(|e| format!("host link failed: {e}"))?;
     }
     Ok(())

@@ -140,11 +140,26 @@ fn log(state: &Shared, level: String, message: String) {
     if s.log_bytes + message.len() > s.limits.max_log_bytes {
         s.logs_truncated = true;
         let limit = s.limits.max_log_bytes;
-        s.outbox.push(WorkerFrame::Log { level: "warn".into(), message: format!("[logs truncated: the {limit}-byte log limit was reached; later console output was dropped]") });
+        let frame = WorkerFrame::Log {
+            level: "warn".into(),
+            message: format!(
+                "[logs truncated: the {limit}-byte log limit was reached; later console output was dropped]"
+            ),
+        };
+        send_now(&s, frame);
         return;
     }
     s.log_bytes += message.len();
-    s.outbox.push(WorkerFrame::Log { level, message });
+    send_now(&s, WorkerFrame::Log { level, message });
+}
+
+/// Sends a frame immediately, so the host has it even if the run is killed later.
+fn send_now(state: &super::LoopState, frame: WorkerFrame) {
+    if let Some(link) = &state.link
+        && let Ok(mut link) = link.try_borrow_mut()
+    {
+        let _ = link.send(&frame);
+    }
 }
 
 fn set_timer<'js>(

@@ -7,6 +7,10 @@
   const G = globalThis;
   const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl } = natives;
   const freeze = Object.freeze;
+  // Captured now, so code that replaces JSON.parse or JSON.stringify cannot change what the
+  // bridge sends or how results are read.
+  const parseJson = JSON.parse;
+  const stringifyJson = JSON.stringify;
   const fixed = (obj, key, value, enumerable = true) =>
     Object.defineProperty(obj, key, { value, enumerable, writable: false, configurable: false });
 
@@ -35,7 +39,7 @@
       const first = text.trimStart()[0];
       if (first === "{" || first === "[") {
         try {
-          return JSON.parse(text);
+          return parseJson(text);
         } catch (_) {
           /* not JSON: the string itself */
         }
@@ -50,7 +54,7 @@
     if (args === null || typeof args !== "object" || Array.isArray(args)) {
       throw new TypeError(`${qualified} takes one object of named arguments, e.g. ${qualified}({ ... }); got ${Array.isArray(args) ? "an array" : typeof args}`);
     }
-    return JSON.stringify(args);
+    return stringifyJson(args);
   }
 
   // ---- backends and tools -------------------------------------------------------------
@@ -68,7 +72,7 @@
     const qualified = `${t.backend}.${t.name}`;
     const send = (args, site) =>
       call(index, argsJson(qualified, args)).then(
-        (text) => JSON.parse(text),
+        (text) => parseJson(text),
         (error) => { throw withSite(error, site); },
       );
     const raw = (args) => send(args, new Error());
@@ -126,7 +130,7 @@
 
   // ---- host functions and context -----------------------------------------------------
   hostFunctions.forEach((name, index) => {
-    fixed(G, name, async (...args) => JSON.parse(await callHost(index, JSON.stringify(args))), false);
+    fixed(G, name, async (...args) => parseJson(await callHost(index, stringifyJson(args))), false);
   });
   if (context !== undefined) fixed(G, "context", context, false);
 
