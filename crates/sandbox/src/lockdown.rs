@@ -40,18 +40,19 @@ pub const WORKER_CPU_SECONDS: u64 = 900;
 /// Applies every protection this host supports and reports which took effect.
 #[cfg(target_os = "linux")]
 pub fn apply() -> Protections {
-    let mut active = Vec::new();
-    active.push(("rlimits".to_string(), rlimits().is_ok()));
-    active.push((
-        "no_new_privs".to_string(),
-        nix::sys::prctl::set_no_new_privs().is_ok(),
-    ));
-    active.push(("landlock".to_string(), landlock_deny_all()));
-    active.push((
-        "empty_environment".to_string(),
-        std::env::vars_os().next().is_none(),
-    ));
-    active.push(("seccomp".to_string(), seccomp_allowlist().is_ok()));
+    // Order matters: seccomp comes last, because the steps before it need syscalls it forbids.
+    let rlimits = rlimits().is_ok();
+    let no_new_privs = nix::sys::prctl::set_no_new_privs().is_ok();
+    let landlock = landlock_deny_all();
+    let empty_environment = std::env::vars_os().next().is_none();
+    let seccomp = seccomp_allowlist().is_ok();
+    let active = vec![
+        ("rlimits".to_string(), rlimits),
+        ("no_new_privs".to_string(), no_new_privs),
+        ("landlock".to_string(), landlock),
+        ("empty_environment".to_string(), empty_environment),
+        ("seccomp".to_string(), seccomp),
+    ];
     Protections { active }
 }
 

@@ -116,8 +116,10 @@ async fn fan_out_runs_concurrently_up_to_the_cap() {
     assert_eq!(result.trace.len(), 8);
     assert!(result.trace.iter().all(|c| c.ok && c.name == "test.slow"));
 
-    let mut limits = sandgate_sandbox::Limits::default();
-    limits.max_concurrent_calls = 2;
+    let limits = sandgate_sandbox::Limits {
+        max_concurrent_calls: 2,
+        ..Default::default()
+    };
     let bridge = Arc::new(TestBridge::default());
     let mut e =
         execution("await Promise.all([1,2,3,4,5,6].map(() => test.slow({ms: 50}))); return 'ok';");

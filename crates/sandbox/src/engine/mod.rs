@@ -177,7 +177,7 @@ fn run_loop(
             // A chain of microtasks never returns to this loop's wait, so check the deadline
             // here too: each job is short, but an endless chain of them is not.
             jobs = jobs.wrapping_add(1);
-            if jobs % 256 == 0 && Instant::now() >= deadline {
+            if jobs.is_multiple_of(256) && Instant::now() >= deadline {
                 return Ok((Err(timeout_error(state, limits)), stats(runtime, state)));
             }
             match runtime.execute_pending_job() {
@@ -228,13 +228,28 @@ fn run_loop(
             (s.in_flight > 0, s.timers.keys().next().map(|(due, _)| *due))
         };
         if !waiting_calls && next_timer.is_none() {
-            let err = GuestError {
-                kind: None,
-                name: "Error".into(),
-                message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves?)".into(),
-                stack: String::new(),
+            let used = stats(runtime, state);
+            // A promise chain can also stall because an allocation inside a job failed and
+            // took the rejection with it; a nearly full heap says that is what happened.
+            let err = if used.memory_bytes as f64 >= 0.75 * limits.memory_bytes as f64 {
+                GuestError {
+                    kind: Some("memory".into()),
+                    name: "InternalError".into(),
+                    message: format!(
+                        "out of memory: the execution used up its {} MiB heap",
+                        limits.memory_bytes >> 20
+                    ),
+                    stack: String::new(),
+                }
+            } else {
+                GuestError {
+                    kind: None,
+                    name: "Error".into(),
+                    message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)".into(),
+                    stack: String::new(),
+                }
             };
-            return Ok((Err(err), stats(runtime, state)));
+            return Ok((Err(err), used));
         }
         let wake = next_timer.map_or(deadline, |t| t.min(deadline));
         let received = link.borrow_mut().recv(wake.saturating_duration_since(now));

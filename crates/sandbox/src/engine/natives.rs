@@ -19,16 +19,11 @@ pub(crate) fn install<'js>(
     let natives = Object::new(ctx.clone())?;
     natives.set(
         "call",
-        bridge(ctx, state, |i| Callee::Tool(i), request.tools.len())?,
+        bridge(ctx, state, Callee::Tool, request.tools.len())?,
     )?;
     natives.set(
         "callHost",
-        bridge(
-            ctx,
-            state,
-            |i| Callee::Host(i),
-            request.host_functions.len(),
-        )?,
+        bridge(ctx, state, Callee::Host, request.host_functions.len())?,
     )?;
     let s = state.clone();
     natives.set(

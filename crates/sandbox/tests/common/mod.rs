@@ -67,6 +67,7 @@ pub fn tools() -> Arc<Vec<ToolBinding>> {
         tool("test", "fail"),
         tool("test", "slow"),
         tool("my-server", "get-sum"),
+        tool("test", "starting"),
     ])
 }
 
@@ -137,6 +138,12 @@ async fn respond(name: &str, args: &Value) -> Result<String, CallFailure> {
             let sum = args.get("a").and_then(Value::as_f64).unwrap_or(0.0)
                 + args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
             json!({"content": [{"type": "text", "text": format!("The sum is {sum}")}]})
+        }
+        "test.starting" => {
+            return Err(CallFailure {
+                kind: "tool_failed".into(),
+                message: "backend `test` is still starting (waited 1s). Retry in a few seconds; sandgate://backend/test shows its status.".into(),
+            });
         }
         _ => {
             return Err(CallFailure {

@@ -1,0 +1,115 @@
+//! Error hints for the mistakes models make, each with the exact bad code.
+
+#![allow(clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use sandgate_sandbox::{ErrorKind, ExecError};
+
+async fn error_of(code: &str) -> ExecError {
+    let sb = sandbox(1).await;
+    run(&sb, code).await.error.expect("this code must fail")
+}
+
+fn hint(error: &ExecError) -> &str {
+    error
+        .hint
+        .as_deref()
+        .unwrap_or_else(|| panic!("no hint for {error:?}"))
+}
+
+#[tokio::test]
+async fn a_variable_shadowing_a_backend() {
+    let e = error_of("const x = 1;\nconst test = await test.echo({ a: 1 });\nreturn test;").await;
+    assert_eq!((e.kind, e.line), (ErrorKind::Runtime, Some(2)));
+    assert!(
+        hint(&e).contains("`test` is a backend") && hint(&e).contains("testResult"),
+        "{e:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_misspelled_backend() {
+    let e = error_of("return await tset.echo({});").await;
+    assert!(hint(&e).contains("Did you mean `test`?"), "{e:?}");
+    assert_eq!((e.line, e.column), (Some(1), Some(14)));
+}
+
+#[tokio::test]
+async fn a_misspelled_tool() {
+    let e = error_of("const r = await test.ecko({ a: 1 });\nreturn r;").await;
+    assert!(
+        hint(&e).contains("`test` has no tool `ecko`. Did you mean `test.echo`?"),
+        "{e:?}"
+    );
+    let e = error_of("return await mcp.tets.echo({});").await;
+    assert!(
+        hint(&e).contains("`mcp.tets` is not a backend. Did you mean `mcp.test`?"),
+        "{e:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bare_tool_name() {
+    let e = error_of("return await echo({ a: 1 });").await;
+    assert!(
+        hint(&e).contains("`echo` is a tool, not a global") && hint(&e).contains("test.echo(...)"),
+        "{e:?}"
+    );
+    let e = error_of("return await get_sum({ a: 1, b: 2 });").await;
+    assert!(hint(&e).contains("my_server.get_sum(...)"), "{e:?}");
+}
+
+#[tokio::test]
+async fn a_meta_tool_called_in_the_sandbox() {
+    let e = error_of("const found = await search_tools({ query: 'sum' });").await;
+    assert!(
+        hint(&e).contains("meta-tools") && hint(&e).contains("__getToolInterface"),
+        "{e:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_backend_that_is_still_starting() {
+    let e = error_of("return await test.starting({});").await;
+    assert_eq!(e.kind, ErrorKind::ToolFailed);
+    assert!(e.message.contains("still starting"), "{e:?}");
+    assert!(hint(&e).contains("not ready yet"), "{e:?}");
+}
+
+#[tokio::test]
+async fn fetch_require_import_and_process() {
+    assert!(
+        hint(&error_of("const r = await fetch('https://example.com');").await)
+            .contains("no network access")
+    );
+    assert!(hint(&error_of("const fs = require('fs');").await).contains("no modules"));
+    assert!(hint(&error_of("return process.env.HOME;").await).contains("no process"));
+    let e = error_of("import x from 'lodash';\nreturn x;").await;
+    assert_eq!((e.kind, e.line), (ErrorKind::Syntax, Some(1)));
+    assert!(hint(&e).contains("Backends are already globals"), "{e:?}");
+}
+
+#[tokio::test]
+async fn results_that_cannot_be_serialized() {
+    let e = error_of("const a: any = { name: 'a' };\na.self = a;\nreturn a;").await;
+    assert!(
+        e.message.contains("cannot be turned into JSON") && hint(&e).contains("refers to itself"),
+        "{e:?}"
+    );
+    let e = error_of("return { big: 2n ** 64n };").await;
+    assert!(hint(&e).contains("String(value)"), "{e:?}");
+}
+
+#[tokio::test]
+async fn syntax_errors_point_at_the_users_line() {
+    let e = error_of("const a = 1;\nconst b = {;\n").await;
+    assert_eq!((e.kind, e.line), (ErrorKind::Syntax, Some(2)));
+}
+
+#[tokio::test]
+async fn runtime_errors_point_at_the_users_line_through_typescript() {
+    let e = error_of("interface A { x: number }\nconst a: A = { x: 1 };\nconst b = (a as any).missing.deep;\nreturn b;").await;
+    assert_eq!((e.kind, e.line), (ErrorKind::Runtime, Some(3)), "{e:?}");
+}
