@@ -18,7 +18,7 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 16;
 
 /// A whole, validated sandgate configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
     /// The file this was loaded from, if any (used in messages and for the cache location).
     pub source: Option<PathBuf>,
@@ -28,6 +28,18 @@ pub struct Config {
     pub http: HttpConfig,
     /// Where the tool cache lives; `None` lets the binary choose a default.
     pub cache_file: Option<PathBuf>,
+    /// The code sandbox.
+    pub sandbox: SandboxConfig,
+}
+
+/// Settings of the code sandbox.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SandboxConfig {
+    /// Refuse to start unless every worker protection (seccomp, Landlock, rlimits,
+    /// `no_new_privs`, empty environment) is active on this host.
+    pub require_lockdown: bool,
+    /// Warm worker processes; `None` means one per CPU.
+    pub workers: Option<usize>,
 }
 
 impl Config {

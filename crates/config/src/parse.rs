@@ -81,7 +81,8 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
     }
 }
 
-const TOML_ROOT_KEYS: &[&str] = &["servers", "http", "gateway"];
+const TOML_ROOT_KEYS: &[&str] = &["servers", "http", "gateway", "sandbox"];
+const SANDBOX_KEYS: &[&str] = &["require_lockdown", "workers"];
 const GATEWAY_KEYS: &[&str] = &["cache_file"];
 const HTTP_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins"];
 const JSON_ROOT_KEYS: &[&str] = &["mcpServers", "sandgate"];
@@ -162,6 +163,7 @@ impl Walker<'_> {
         self.check_keys("", root, TOML_ROOT_KEYS, &[])?;
         let mut config = self.gateway_section(root.get("gateway"))?;
         config.http = self.http_section(root.get("http"))?;
+        config.sandbox = self.sandbox_section("sandbox", root.get("sandbox"))?;
         if let Some(servers) = root.get("servers") {
             config.backends = self.backends("servers", servers)?;
         }
@@ -179,12 +181,7 @@ impl Walker<'_> {
             )
         })?;
         // Optional sandgate-only settings ride along in a `sandgate` object that other clients ignore.
-        let mut config = Config {
-            source: None,
-            backends: vec![],
-            http: HttpConfig::default(),
-            cache_file: None,
-        };
+        let mut config = Config::default();
         if let Some(extra) = root.get("sandgate") {
             let extra = self.table("sandgate", extra)?;
             self.check_keys("sandgate", extra, &["http", "gateway"], &[])?;
@@ -196,12 +193,7 @@ impl Walker<'_> {
     }
 
     fn gateway_section(&self, value: Option<&Value>) -> Result<Config, ConfigError> {
-        let mut config = Config {
-            source: None,
-            backends: vec![],
-            http: HttpConfig::default(),
-            cache_file: None,
-        };
+        let mut config = Config::default();
         if let Some(value) = value {
             let table = self.table("gateway", value)?;
             self.check_keys("gateway", table, GATEWAY_KEYS, &[])?;
@@ -209,6 +201,40 @@ impl Walker<'_> {
                 opt_string(self, "gateway.cache_file", table.get("cache_file"))?.map(PathBuf::from);
         }
         Ok(config)
+    }
+
+    fn sandbox_section(
+        &self,
+        key: &str,
+        value: Option<&Value>,
+    ) -> Result<SandboxConfig, ConfigError> {
+        let Some(value) = value else {
+            return Ok(SandboxConfig::default());
+        };
+        let table = self.table(key, value)?;
+        self.check_keys(key, table, SANDBOX_KEYS, &[])?;
+        let workers = match table.get("workers") {
+            None => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=256).contains(&n) => Some(n as usize),
+                _ => {
+                    return Err(self.invalid(
+                        &format!("{key}.workers"),
+                        format!("is {v}"),
+                        "use a whole number from 1 to 256",
+                    ));
+                }
+            },
+        };
+        Ok(SandboxConfig {
+            require_lockdown: opt_bool(
+                self,
+                &format!("{key}.require_lockdown"),
+                table.get("require_lockdown"),
+            )?
+            .unwrap_or(false),
+            workers,
+        })
     }
 
     fn http_section(&self, value: Option<&Value>) -> Result<HttpConfig, ConfigError> {

@@ -6,6 +6,7 @@
 //! when the tool set changed. Every backend tool call the gateway makes goes through the
 //! policy first (see [`Gateway::authorize`]).
 
+mod bridge;
 mod error;
 mod handler;
 mod http;
@@ -13,6 +14,7 @@ mod meta_tools;
 mod resources;
 mod state;
 
+pub use bridge::{UpstreamBridge, tool_bindings};
 pub use error::GatewayError;
 pub use handler::SandgateServer;
 pub use http::{HttpOptions, serve_http};

@@ -149,7 +149,9 @@ fn runtime_hint(error: &GuestError, cx: &HintContext) -> Option<String> {
         );
     }
     if message == "not a function" || message.starts_with("cannot read property") {
-        return unknown_member_hint(cx);
+        return unknown_member_hint(cx).or_else(|| {
+            Some("A value is not what the code expects. If it came from a tool, check the shape of its result: results follow the tool's declared output type (tool_info, or __getToolInterface(\"backend.tool\") in code); a tool without one returns text or its content array.".into())
+        });
     }
     None
 }

@@ -332,7 +332,8 @@ async fn drive(
         .await
         .map_err(|e| internal(&format!("cannot reach the sandbox worker: {e}")))?;
     let mut logs = Vec::new();
-    let mut trace = Vec::new();
+    // (call id, record): ids grow in the order the code made the calls.
+    let mut trace: Vec<(u64, CallRecord)> = Vec::new();
     let mut in_flight: Vec<(u64, String, usize, f64)> = Vec::new();
     let mut calls: FuturesUnordered<BoxFuture<'static, CallDone>> = FuturesUnordered::new();
     let elapsed_ms = |at: Instant| at.duration_since(started).as_secs_f64() * 1000.0;
@@ -361,7 +362,7 @@ async fn drive(
                 }
                 Some(Ok(WorkerFrame::Log { level, message })) => logs.push(LogLine { level, message }),
                 Some(Ok(WorkerFrame::Done { outcome, stats })) => {
-                    unfinished(&mut trace, in_flight);
+                    let trace = unfinished(trace, in_flight);
                     // A run that hit the memory limit leaves a fragmented heap: replace the worker.
                     let worker_ok = outcome.as_ref().err().and_then(|e| e.kind.as_deref()) != Some("memory");
                     return Ok(RawRun { outcome, logs, trace, stats, worker_ok });
@@ -374,7 +375,7 @@ async fn drive(
                     };
                     let _ = worker.child.start_kill();
                     let status = worker.child.wait().await.map(|s| format!(" ({s})")).unwrap_or_default();
-                    unfinished(&mut trace, in_flight);
+                    let trace = unfinished(trace, in_flight);
                     return Ok(RawRun {
                         outcome: Err(GuestError { kind: Some("internal".into()), name: "InternalError".into(), message: format!("the sandbox worker failed{status}: {problem}"), stack: String::new() }),
                         logs,
@@ -387,10 +388,12 @@ async fn drive(
             Some((id, args_bytes, name, at, end, result)) = calls.next(), if !calls.is_empty() => {
                 in_flight.retain(|c| c.0 != id);
                 let (ok, result_bytes, error) = match &result {
+                    // A tool that answered with `isError` failed, even though the call went through.
+                    Ok(json) if json.contains("\"isError\":true") => (false, json.len(), Some("the tool returned an error result".to_string())),
                     Ok(json) => (true, json.len(), None),
                     Err(f) => (false, 0, Some(f.message.clone())),
                 };
-                trace.push(CallRecord { name, args_bytes, started_ms: at, duration_ms: Some(end - at), ok, result_bytes, error });
+                trace.push((id, CallRecord { name, args_bytes, started_ms: at, duration_ms: Some(end - at), ok, result_bytes, error }));
                 let reply = encode_frame(&HostFrame::Reply { id, result }).map_err(|e| internal(&e.to_string()))?;
                 if worker.stdin.write_all(&reply).await.is_err() {
                     // The worker is gone; the frame reader reports why on the next turn.
@@ -398,7 +401,7 @@ async fn drive(
             }
             _ = tokio::time::sleep_until(deadline) => {
                 let _ = worker.child.start_kill();
-                unfinished(&mut trace, in_flight);
+                let trace = unfinished(trace, in_flight);
                 return Ok(RawRun {
                     outcome: Err(GuestError { kind: Some("timeout".into()), name: "TimeoutError".into(), message: format!("the execution did not finish within its time limit and was stopped (worker killed after {hard_limit:?})"), stack: String::new() }),
                     logs,
@@ -420,16 +423,26 @@ fn refused(message: String) -> BoxFuture<'static, Result<String, CallFailure>> {
     })
 }
 
-fn unfinished(trace: &mut Vec<CallRecord>, in_flight: Vec<(u64, String, usize, f64)>) {
-    for (_, name, args_bytes, at) in in_flight {
-        trace.push(CallRecord {
-            name,
-            args_bytes,
-            started_ms: at,
-            duration_ms: None,
-            ok: false,
-            result_bytes: 0,
-            error: Some("unfinished when the execution ended".into()),
-        });
+/// Adds the calls still in flight and orders the trace the way the code made the calls.
+fn unfinished(
+    mut trace: Vec<(u64, CallRecord)>,
+    in_flight: Vec<(u64, String, usize, f64)>,
+) -> Vec<CallRecord> {
+    for (id, name, args_bytes, at) in in_flight {
+        let error = Some("unfinished when the execution ended".to_string());
+        trace.push((
+            id,
+            CallRecord {
+                name,
+                args_bytes,
+                started_ms: at,
+                duration_ms: None,
+                ok: false,
+                result_bytes: 0,
+                error,
+            },
+        ));
     }
+    trace.sort_by_key(|(id, _)| *id);
+    trace.into_iter().map(|(_, record)| record).collect()
 }

@@ -54,7 +54,7 @@ pub struct LogLine {
     pub message: String,
 }
 
-/// One call the code made, in the order calls finished (unfinished ones last).
+/// One call the code made; the trace lists them in the order the code made them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallRecord {
     /// `backend.tool`, or the host function's name.
@@ -65,7 +65,7 @@ pub struct CallRecord {
     pub started_ms: f64,
     /// How long it took, or `None` if it never finished.
     pub duration_ms: Option<f64>,
-    /// Whether it produced a result (an `isError` tool result still counts as produced).
+    /// Whether it succeeded (a tool result with `isError` is a failure).
     pub ok: bool,
     /// Size of the JSON result.
     pub result_bytes: usize,

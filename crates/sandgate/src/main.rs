@@ -8,7 +8,16 @@ mod setup;
 
 use clap::Parser;
 
+/// The hidden first argument that turns this binary into a sandbox worker process.
+pub const WORKER_ARG: &str = "__sandbox-worker";
+
 fn main() -> std::process::ExitCode {
+    // A sandbox worker must lock itself down before anything else runs: no logging, no async
+    // runtime, no threads. So it is dispatched before argument parsing.
+    if std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG) {
+        let code = sandgate_sandbox::worker::main();
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args = cli::Cli::parse();
     setup::init_logging(&args);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

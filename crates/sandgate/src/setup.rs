@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use sandgate_config::Config;
+use sandgate_sandbox::{PoolConfig, Sandbox};
 use sandgate_upstream::{BackendManager, BackendState, ManagerOptions, ToolCache};
 
 use crate::cli::Cli;
@@ -87,6 +88,20 @@ pub fn start_backends(config: &Config) -> Arc<BackendManager> {
             restart: Default::default(),
         },
     )
+}
+
+/// Starts the sandbox: a pool of workers that are this very binary, re-executed with
+/// [`crate::WORKER_ARG`], so no second executable has to be installed.
+pub async fn start_sandbox(config: &Config) -> anyhow::Result<Sandbox> {
+    let program = std::env::current_exe()
+        .context("cannot find the sandgate executable to start sandbox workers")?;
+    let mut pool = PoolConfig::new(program);
+    pool.args = vec![crate::WORKER_ARG.to_string()];
+    if let Some(workers) = config.sandbox.workers {
+        pool.workers = workers;
+    }
+    pool.require_lockdown = config.sandbox.require_lockdown;
+    Ok(Sandbox::start(pool).await?)
 }
 
 /// Waits for the first connection attempt of every backend, showing progress on a TTY.

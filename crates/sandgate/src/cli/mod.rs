@@ -1,6 +1,7 @@
 //! Command-line interface: `serve`, `check`, `tools`, `status`.
 
 mod check;
+mod run;
 mod serve;
 mod tools;
 
@@ -27,6 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve MCP over stdio (default) and/or streamable HTTP.
     Serve(serve::ServeArgs),
+    /// Run a TypeScript file in the sandbox against the configured backends.
+    Run(run::RunArgs),
     /// Validate the config, connect to every backend and print a table of them.
     Check(ConfigArg),
     /// List, search and inspect backend tools from the command line.
@@ -54,6 +57,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Check(args) => check::run(args, false).await,
+        Command::Run(args) => run::run(args).await,
         Command::Status(args) => check::run(args, true).await,
         Command::Tools { command } => tools::run(command).await,
     }

@@ -1,0 +1,85 @@
+//! The sandbox's door to the backends: every call a guest makes arrives here, is checked by
+//! the policy, and only then reaches the backend manager. The sandbox names tools by index into
+//! the list the gateway gave it, so the guest can never ask for a tool outside that list.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use sandgate_catalog::{Catalog, TsDecl};
+use sandgate_policy::ToolCall;
+use sandgate_sandbox::{Bridge, CallFailure, ToolBinding};
+
+use crate::Gateway;
+
+/// Routes sandbox tool calls to the backends, through the policy.
+#[derive(Debug, Clone)]
+pub struct UpstreamBridge {
+    gateway: Arc<Gateway>,
+    /// The longest any single call may take (the execution's own deadline still applies).
+    call_limit: Option<Duration>,
+}
+
+impl UpstreamBridge {
+    /// A bridge over the gateway's backends.
+    pub fn new(gateway: Arc<Gateway>, call_limit: Option<Duration>) -> Self {
+        UpstreamBridge {
+            gateway,
+            call_limit,
+        }
+    }
+}
+
+impl Bridge for UpstreamBridge {
+    fn call_tool(
+        &self,
+        tool: &ToolBinding,
+        args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+        let call = ToolCall::new(tool.backend.clone(), tool.name.clone());
+        let gateway = self.gateway.clone();
+        let limit = self.call_limit;
+        Box::pin(async move {
+            let authorized = gateway.authorize(call).map_err(|e| CallFailure {
+                kind: "tool_denied".into(),
+                message: e.to_string(),
+            })?;
+            let arguments = match serde_json::from_str::<serde_json::Value>(&args) {
+                Ok(serde_json::Value::Object(map)) => Some(map),
+                Ok(_) | Err(_) => {
+                    return Err(CallFailure {
+                        kind: "tool_failed".into(),
+                        message: "tool arguments must be one JSON object".into(),
+                    });
+                }
+            };
+            let result = gateway
+                .manager()
+                .call(&authorized, arguments, limit)
+                .await
+                .map_err(|e| CallFailure {
+                    kind: "tool_failed".into(),
+                    message: e.to_string(),
+                })?;
+            serde_json::to_string(&result).map_err(|e| CallFailure {
+                kind: "internal".into(),
+                message: e.to_string(),
+            })
+        })
+    }
+}
+
+/// The sandbox's view of every tool in a catalog, with TypeScript declarations.
+pub fn tool_bindings(catalog: &Catalog) -> Vec<ToolBinding> {
+    catalog
+        .entries()
+        .iter()
+        .map(|entry| ToolBinding {
+            backend: entry.spec.backend.clone(),
+            name: entry.spec.name.clone(),
+            js_backend: entry.js_backend.clone(),
+            js_tool: entry.js_tool.clone(),
+            declaration: TsDecl::for_entry(entry).declaration,
+        })
+        .collect()
+}

@@ -1,0 +1,137 @@
+//! `sandgate run FILE.ts`: run a script in the sandbox against the configured backends and
+//! print its result, logs, calls and any error. The first thing a new user tries.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use futures::FutureExt;
+use sandgate_gateway::{Gateway, UpstreamBridge, tool_bindings};
+use sandgate_policy::Grant;
+use sandgate_sandbox::{Execution, ExecutionResult, Limits};
+
+use super::ConfigArg;
+use crate::setup;
+
+/// Options of `sandgate run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The TypeScript (or JavaScript) file to run; `-` reads standard input.
+    file: PathBuf,
+    #[command(flatten)]
+    config: ConfigArg,
+    /// Print the whole result as JSON (result, logs, trace, stats, error).
+    #[arg(long)]
+    json: bool,
+    /// Wall-time limit in milliseconds (at most the default of 30000).
+    #[arg(long, value_name = "MS")]
+    timeout: Option<u64>,
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let code = if args.file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .context("cannot read the script from standard input")?
+    } else {
+        std::fs::read_to_string(&args.file)
+            .with_context(|| format!("cannot read {}", args.file.display()))?
+    };
+    let config = setup::load_config(args.config.config.as_deref())?;
+    let manager = setup::start_backends(&config);
+    let (sandbox, ()) = tokio::join!(
+        setup::start_sandbox(&config),
+        setup::wait_for_backends(&config, &manager).map(|_| ())
+    );
+    let sandbox = sandbox?;
+    let gateway = Gateway::new(manager.clone(), Grant::all_tools());
+    let catalog = gateway.settled_catalog().await;
+    let defaults = Limits::default();
+    let limits = Limits {
+        wall_ms: args
+            .timeout
+            .map_or(defaults.wall_ms, |t| t.min(defaults.wall_ms)),
+        ..defaults
+    };
+    let execution = Execution {
+        code,
+        tools: Arc::new(tool_bindings(&catalog)),
+        host_functions: Arc::new(vec![]),
+        context: None,
+        limits,
+    };
+    let result = sandbox
+        .run(
+            execution,
+            Arc::new(UpstreamBridge::new(gateway.clone(), None)),
+        )
+        .await;
+    manager.shutdown();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", render(&result));
+    }
+    Ok(if result.error.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The human-readable form: result, logs, calls, error.
+pub fn render(result: &ExecutionResult) -> String {
+    let mut out = String::new();
+    if let Some(value) = &result.value {
+        let _ = writeln!(
+            out,
+            "result:\n{}",
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        );
+    }
+    if !result.logs.is_empty() {
+        let _ = writeln!(out, "\nlogs:");
+        for log in &result.logs {
+            let _ = writeln!(out, "  [{}] {}", log.level, log.message);
+        }
+    }
+    if !result.trace.is_empty() {
+        let _ = writeln!(out, "\ncalls:");
+        for call in &result.trace {
+            let status = match (&call.error, call.duration_ms) {
+                (None, Some(ms)) => format!("ok in {ms:.1} ms"),
+                (Some(e), _) => format!("failed: {e}"),
+                (None, None) => "unfinished".into(),
+            };
+            let _ = writeln!(
+                out,
+                "  {} ({} bytes in, {} bytes out): {status}",
+                call.name, call.args_bytes, call.result_bytes
+            );
+        }
+    }
+    if let Some(error) = &result.error {
+        let at = match (error.line, error.column) {
+            (Some(l), Some(c)) => format!(" at line {l}, column {c}"),
+            (Some(l), None) => format!(" at line {l}"),
+            _ => String::new(),
+        };
+        let kind = serde_json::to_value(error.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let _ = writeln!(out, "\nerror ({kind}){at}: {}", error.message);
+        if let Some(hint) = &error.hint {
+            let _ = writeln!(out, "  hint: {hint}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{:.1} ms, {} call(s), {} KiB heap",
+        result.stats.wall_ms,
+        result.stats.calls,
+        result.stats.memory_bytes / 1024
+    );
+    out
+}
