@@ -88,6 +88,7 @@ fn bench(c: &mut Criterion) {
     );
     let bridge: Arc<dyn Bridge> = Arc::new(Echo);
 
+    let runtime = &runtime;
     let run = |code: &'static str| {
         let sandbox = sandbox.clone();
         let bridge = bridge.clone();
