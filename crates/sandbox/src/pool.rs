@@ -7,6 +7,7 @@
 //! even a worker stuck in native code cannot hold an execution. A worker is recycled after a
 //! number of runs and replaced at once after any fault.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -104,7 +105,9 @@ struct Worker {
 /// A pool of worker processes.
 pub struct Pool {
     config: PoolConfig,
-    idle: Mutex<Vec<Worker>>,
+    /// Idle workers, longest idle first: a worker prepares its next fresh runtime right after a
+    /// run, so the one that has waited longest is the most likely to have it ready.
+    idle: Mutex<VecDeque<Worker>>,
     slots: Semaphore,
     waiting: AtomicUsize,
     protections: Protections,
@@ -146,7 +149,7 @@ impl Pool {
         }
         Ok(Arc::new(Pool {
             slots: Semaphore::new(config.workers.max(1)),
-            idle: Mutex::new(workers),
+            idle: Mutex::new(workers.into()),
             waiting: AtomicUsize::new(0),
             config,
             protections,
@@ -186,7 +189,7 @@ impl Pool {
         let permit = self.slots.acquire().await;
         self.waiting.fetch_sub(1, Ordering::SeqCst);
         let _permit = permit.map_err(|_| internal("the sandbox pool is shut down"))?;
-        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop_front());
         let mut worker = match idle {
             Some(worker) => worker,
             None => spawn(&self.config)
@@ -214,7 +217,7 @@ impl Pool {
         let healthy = outcome.as_ref().is_ok_and(|r| r.worker_ok);
         if healthy && worker.runs < self.config.recycle_after {
             if let Ok(mut idle) = self.idle.lock() {
-                idle.push(worker);
+                idle.push_back(worker);
             }
         } else {
             let _ = worker.child.start_kill();
@@ -223,7 +226,7 @@ impl Pool {
                 if let Ok((fresh, _)) = spawn(&pool.config).await
                     && let Ok(mut idle) = pool.idle.lock()
                 {
-                    idle.push(fresh);
+                    idle.push_back(fresh);
                 }
             });
         }

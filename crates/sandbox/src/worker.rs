@@ -62,6 +62,11 @@ pub fn main() -> i32 {
         return 70;
     };
     let protections = crate::lockdown::apply();
+    // Compile the preamble once, and keep a fresh runtime ready for the first run.
+    if engine::warm_up().is_err() {
+        return 74;
+    }
+    let mut ready = engine::fresh().ok();
     let link = Rc::new(RefCell::new(StdioLink {
         reader: BufReader::with_capacity(1 << 16, File::from(stdin)),
         writer: BufWriter::with_capacity(1 << 16, File::from(stdout)),
@@ -90,16 +95,23 @@ pub fn main() -> i32 {
                 host_functions,
                 context,
                 limits,
-            } => engine::execute(
-                RunRequest {
-                    js,
-                    tools,
-                    host_functions,
-                    context,
-                    limits,
-                },
-                &shared,
-            ),
+            } => {
+                let fresh = match ready.take().map_or_else(engine::fresh, Ok) {
+                    Ok(fresh) => fresh,
+                    Err(_) => return 75,
+                };
+                engine::execute(
+                    fresh,
+                    RunRequest {
+                        js,
+                        tools,
+                        host_functions,
+                        context,
+                        limits,
+                    },
+                    &shared,
+                )
+            }
             HostFrame::Reply { .. } => continue,
             #[cfg(any(test, feature = "test-probes"))]
             HostFrame::Probe { what } => WorkerFrame::ProbeResult {
@@ -108,6 +120,10 @@ pub fn main() -> i32 {
         };
         if link.borrow_mut().send(&reply).is_err() {
             return 73;
+        }
+        // Make the next run's runtime now, while the host is busy with this run's result.
+        if ready.is_none() {
+            ready = engine::fresh().ok();
         }
     }
 }

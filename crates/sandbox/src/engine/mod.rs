@@ -6,7 +6,10 @@
 //! The wall deadline is enforced twice: by the QuickJS interrupt handler (which stops CPU-bound
 //! code, even after `await` and inside `try`/`catch`) and by the loop's waits.
 
+mod bytecode;
 mod natives;
+
+pub use bytecode::warm_up;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -24,8 +27,6 @@ use crate::protocol::{
     CallFailure, Callee, GuestError, HostFrame, RunStats, ToolBinding, WorkerFrame,
 };
 
-/// The preamble, evaluated before the user's code.
-const PREAMBLE: &str = include_str!("preamble.js");
 /// Filename QuickJS reports for the user's code in stack traces.
 pub const USER_FILE: &str = "code.js";
 
@@ -96,12 +97,27 @@ pub(crate) fn next_call_id() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Runs one execution to completion and returns the `Done` frame to send.
-pub fn execute(request: RunRequest, link: &SharedLink) -> WorkerFrame {
+/// A fresh runtime and context, made ahead of time so an execution does not wait for them.
+/// Nothing has run in it yet: it is exactly as fresh as one made on demand.
+pub struct Fresh {
+    runtime: Runtime,
+    context: Context,
+}
+
+/// Makes a fresh runtime and context.
+pub fn fresh() -> Result<Fresh, String> {
+    let runtime = Runtime::new().map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
+    let context =
+        Context::full(&runtime).map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
+    Ok(Fresh { runtime, context })
+}
+
+/// Runs one execution to completion in `fresh` and returns the `Done` frame to send.
+pub fn execute(fresh: Fresh, request: RunRequest, link: &SharedLink) -> WorkerFrame {
     let limits = request.limits;
     let started = Instant::now();
     let deadline = started + limits.wall_time();
-    let (outcome, stats) = match run(&request, link, deadline) {
+    let (outcome, stats) = match run(fresh, &request, link, deadline) {
         Ok(result) => result,
         Err(message) => (Err(internal(message)), RunStats::default()),
     };
@@ -119,14 +135,17 @@ fn internal(message: String) -> GuestError {
 
 type Outcome = (Result<String, GuestError>, RunStats);
 
-fn run(request: &RunRequest, link: &SharedLink, deadline: Instant) -> Result<Outcome, String> {
+fn run(
+    fresh: Fresh,
+    request: &RunRequest,
+    link: &SharedLink,
+    deadline: Instant,
+) -> Result<Outcome, String> {
     let limits = request.limits;
-    let runtime = Runtime::new().map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
+    let Fresh { runtime, context } = fresh;
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
     runtime.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
-    let context =
-        Context::full(&runtime).map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
     let state: Shared = Rc::new(RefCell::new(LoopState {
         limits,
         link: Some(link.clone()),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise, Value};
 
-use super::{PREAMBLE, RunRequest, Shared};
+use super::{RunRequest, Shared};
 use crate::protocol::{Callee, WorkerFrame};
 
 /// Installs the preamble with its natives and the run's data.
@@ -52,6 +52,15 @@ pub(crate) fn install<'js>(
         Function::new(ctx.clone(), |ctx: Ctx<'js>, n: usize| random_bytes(&ctx, n))?,
     )?;
     natives.set(
+        "loadWeb",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, natives: Object<'js>| -> rquickjs::Result<Value<'js>> {
+                super::bytecode::web(&ctx)?.call((natives,))
+            },
+        )?,
+    )?;
+    natives.set(
         "parseUrl",
         Function::new(
             ctx.clone(),
@@ -72,11 +81,7 @@ pub(crate) fn install<'js>(
         Some(value) => ctx.json_parse(value.to_string())?,
         None => Value::new_undefined(ctx.clone()),
     };
-    let mut options = rquickjs::context::EvalOptions::default();
-    options.global = true;
-    options.strict = true;
-    options.filename = Some("sandgate:preamble".to_string());
-    let preamble: Function = ctx.eval_with_options(PREAMBLE, options)?;
+    let preamble = super::bytecode::preamble(ctx)?;
     preamble.call::<_, ()>((natives, tools, host_functions, context))
 }
 
