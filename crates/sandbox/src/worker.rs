@@ -88,7 +88,7 @@ pub fn main() -> i32 {
             Ok(None) => return 0,
             Err(_) => return 72,
         };
-        let reply = match frame {
+        match frame {
             HostFrame::Run {
                 js,
                 tools,
@@ -100,30 +100,38 @@ pub fn main() -> i32 {
                     Ok(fresh) => fresh,
                     Err(_) => return 75,
                 };
-                engine::execute(
-                    fresh,
-                    RunRequest {
-                        js,
-                        tools,
-                        host_functions,
-                        context,
-                        limits,
-                    },
-                    &shared,
-                )
+                let request = RunRequest {
+                    js,
+                    tools,
+                    host_functions,
+                    context,
+                    limits,
+                };
+                let (done, spent) = engine::execute(fresh, request, &shared);
+                if link.borrow_mut().send(&done).is_err() {
+                    return 73;
+                }
+                // Only now, with the result on its way, tear the used runtime down and make
+                // the next one.
+                drop(spent);
+                if ready.is_none() {
+                    ready = engine::fresh().ok();
+                }
             }
-            HostFrame::Reply { .. } => continue,
+            // A late reply to a call of a finished run.
+            HostFrame::Reply { .. } => {}
             #[cfg(any(test, feature = "test-probes"))]
-            HostFrame::Probe { what } => WorkerFrame::ProbeResult {
-                outcome: probe(&what),
-            },
-        };
-        if link.borrow_mut().send(&reply).is_err() {
-            return 73;
-        }
-        // Make the next run's runtime now, while the host is busy with this run's result.
-        if ready.is_none() {
-            ready = engine::fresh().ok();
+            HostFrame::Probe { what } => {
+                if link
+                    .borrow_mut()
+                    .send(&WorkerFrame::ProbeResult {
+                        outcome: probe(&what),
+                    })
+                    .is_err()
+                {
+                    return 73;
+                }
+            }
         }
     }
 }

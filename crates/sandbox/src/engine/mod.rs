@@ -99,29 +99,59 @@ pub(crate) fn next_call_id() -> u64 {
 
 /// A fresh runtime and context, made ahead of time so an execution does not wait for them.
 /// Nothing has run in it yet: it is exactly as fresh as one made on demand.
+///
+/// The preamble module is loaded too (it only defines a function; nothing runs until an
+/// execution calls it with its tools).
 pub struct Fresh {
-    runtime: Runtime,
+    preamble: Persistent<Function<'static>>,
     context: Context,
+    runtime: Runtime,
 }
 
-/// Makes a fresh runtime and context.
+/// A used runtime, to be dropped after the result is sent: tearing a QuickJS runtime down
+/// takes a while, and the caller should not wait for it.
+pub struct Spent {
+    _context: Context,
+    _runtime: Runtime,
+}
+
+/// Makes a fresh runtime and context with the preamble loaded.
 pub fn fresh() -> Result<Fresh, String> {
     let runtime = Runtime::new().map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
     let context =
         Context::full(&runtime).map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
-    Ok(Fresh { runtime, context })
+    let preamble = context
+        .with(|ctx| bytecode::preamble(&ctx).map(|f| Persistent::save(&ctx, f)))
+        .map_err(|e| format!("cannot load the preamble: {e}"))?;
+    Ok(Fresh {
+        preamble,
+        context,
+        runtime,
+    })
 }
 
-/// Runs one execution to completion in `fresh` and returns the `Done` frame to send.
-pub fn execute(fresh: Fresh, request: RunRequest, link: &SharedLink) -> WorkerFrame {
+/// Runs one execution to completion in `fresh`. Returns the `Done` frame to send, and the
+/// spent runtime to drop once it is sent.
+pub fn execute(fresh: Fresh, request: RunRequest, link: &SharedLink) -> (WorkerFrame, Spent) {
     let limits = request.limits;
     let started = Instant::now();
     let deadline = started + limits.wall_time();
-    let (outcome, stats) = match run(fresh, &request, link, deadline) {
+    let Fresh {
+        preamble,
+        context,
+        runtime,
+    } = fresh;
+    let (outcome, stats) = match run(&runtime, &context, preamble, &request, link, deadline) {
         Ok(result) => result,
         Err(message) => (Err(internal(message)), RunStats::default()),
     };
-    WorkerFrame::Done { outcome, stats }
+    (
+        WorkerFrame::Done { outcome, stats },
+        Spent {
+            _context: context,
+            _runtime: runtime,
+        },
+    )
 }
 
 fn internal(message: String) -> GuestError {
@@ -136,13 +166,14 @@ fn internal(message: String) -> GuestError {
 type Outcome = (Result<String, GuestError>, RunStats);
 
 fn run(
-    fresh: Fresh,
+    runtime: &Runtime,
+    context: &Context,
+    preamble: Persistent<Function<'static>>,
     request: &RunRequest,
     link: &SharedLink,
     deadline: Instant,
 ) -> Result<Outcome, String> {
     let limits = request.limits;
-    let Fresh { runtime, context } = fresh;
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
     runtime.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
@@ -151,7 +182,7 @@ fn run(
         link: Some(link.clone()),
         ..LoopState::default()
     }));
-    let outcome = run_loop(&runtime, &context, &state, request, link, deadline);
+    let outcome = run_loop(runtime, context, &state, preamble, request, link, deadline);
     // Pending settlers and timers are JavaScript values held from Rust. Release them while the
     // runtime is alive: QuickJS aborts if a runtime is freed with values still referenced.
     state.borrow_mut().release();
@@ -162,6 +193,7 @@ fn run_loop(
     runtime: &Runtime,
     context: &Context,
     state: &Shared,
+    preamble: Persistent<Function<'static>>,
     request: &RunRequest,
     link: &SharedLink,
     deadline: Instant,
@@ -169,7 +201,10 @@ fn run_loop(
     let limits = request.limits;
 
     let started: Result<Persistent<Promise<'static>>, GuestError> = context.with(|ctx| {
-        natives::install(&ctx, state, request)
+        let preamble = preamble
+            .restore(&ctx)
+            .map_err(|e| internal(format!("preamble failed: {e}")))?;
+        natives::install(&ctx, state, request, preamble)
             .map_err(|e| internal(format!("preamble failed: {e}")))?;
         let mut options = rquickjs::context::EvalOptions::default();
         options.global = true;

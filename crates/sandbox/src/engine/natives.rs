@@ -15,6 +15,7 @@ pub(crate) fn install<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
     request: &RunRequest,
+    preamble: Function<'js>,
 ) -> rquickjs::Result<()> {
     let natives = Object::new(ctx.clone())?;
     natives.set(
@@ -81,7 +82,6 @@ pub(crate) fn install<'js>(
         Some(value) => ctx.json_parse(value.to_string())?,
         None => Value::new_undefined(ctx.clone()),
     };
-    let preamble = super::bytecode::preamble(ctx)?;
     preamble.call::<_, ()>((natives, tools, host_functions, context))
 }
 
