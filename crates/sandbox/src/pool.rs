@@ -16,10 +16,11 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 
 use crate::lockdown::Protections;
 use crate::protocol::{
@@ -94,12 +95,26 @@ impl PoolConfig {
     }
 }
 
-/// A worker process and the frames it has sent.
+/// A worker process and the frames it sends (read in place: no extra task or channel hop).
 struct Worker {
     child: Child,
     stdin: ChildStdin,
-    frames: mpsc::UnboundedReceiver<Result<WorkerFrame, String>>,
+    frames: FramedRead<ChildStdout, LengthDelimitedCodec>,
     runs: u32,
+}
+
+impl Worker {
+    /// The next frame. Cancel-safe, so it can sit in a `select!`.
+    async fn next_frame(&mut self) -> Option<Result<WorkerFrame, String>> {
+        let bytes = match self.frames.next().await? {
+            Ok(bytes) => bytes,
+            Err(e) => return Some(Err(format!("the worker's output ended: {e}"))),
+        };
+        Some(
+            serde_json::from_slice(&bytes)
+                .map_err(|e| format!("the worker sent a malformed frame: {e}")),
+        )
+    }
 }
 
 /// A pool of worker processes.
@@ -264,26 +279,21 @@ async fn spawn(config: &PoolConfig) -> Result<(Worker, Protections), SandboxErro
             source: std::io::Error::other("no pipes"),
         });
     };
-    let (tx, mut frames) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut reader = BufReader::with_capacity(1 << 16, stdout);
-        loop {
-            let frame = read_frame(&mut reader).await;
-            let stop = frame.is_err();
-            if tx.send(frame).is_err() || stop {
-                return;
-            }
-        }
-    });
-    let ready = tokio::time::timeout(SPAWN_TIMEOUT, frames.recv()).await;
+    let frames = LengthDelimitedCodec::builder()
+        .little_endian()
+        .length_field_length(4)
+        .max_frame_length(MAX_FRAME_BYTES)
+        .new_read(stdout);
+    let mut worker = Worker {
+        child,
+        stdin,
+        frames,
+        runs: 0,
+    };
+    let ready = tokio::time::timeout(SPAWN_TIMEOUT, worker.next_frame()).await;
     match ready {
         Ok(Some(Ok(WorkerFrame::Ready { protections }))) => Ok((
-            Worker {
-                child,
-                stdin,
-                frames,
-                runs: 0,
-            },
+            worker,
             Protections {
                 active: protections,
             },
@@ -295,24 +305,6 @@ async fn spawn(config: &PoolConfig) -> Result<(Worker, Protections), SandboxErro
             "no Ready frame within {SPAWN_TIMEOUT:?}"
         ))),
     }
-}
-
-async fn read_frame<R: AsyncReadExt + Unpin>(reader: &mut R) -> Result<WorkerFrame, String> {
-    let mut len = [0u8; 4];
-    reader
-        .read_exact(&mut len)
-        .await
-        .map_err(|e| format!("the worker's output ended: {e}"))?;
-    let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_FRAME_BYTES {
-        return Err(format!("the worker sent a {len}-byte frame"));
-    }
-    let mut body = vec![0u8; len];
-    reader
-        .read_exact(&mut body)
-        .await
-        .map_err(|e| format!("the worker's output ended: {e}"))?;
-    serde_json::from_slice(&body).map_err(|e| format!("the worker sent a malformed frame: {e}"))
 }
 
 type CallDone = (u64, usize, String, f64, f64, Result<String, CallFailure>);
@@ -342,7 +334,7 @@ async fn drive(
     let elapsed_ms = |at: Instant| at.duration_since(started).as_secs_f64() * 1000.0;
     loop {
         tokio::select! {
-            frame = worker.frames.recv() => match frame {
+            frame = worker.next_frame() => match frame {
                 Some(Ok(WorkerFrame::Call { id, callee, args })) => {
                     let (name, future) = match callee {
                         Callee::Tool(i) => match tools.get(i as usize) {
