@@ -111,6 +111,22 @@ impl Catalog {
             backend_idents.insert(backend, ident);
         }
 
+        // The sandbox also offers `mcp.<backend>` and `tools.<backend>` as aliases; a backend that
+        // is itself named so keeps the name, and the alias is not available.
+        for (backend, ident) in &backend_idents {
+            if ident == "mcp" || ident == "tools" {
+                collisions.push(Collision {
+                    backend: None,
+                    names: vec![
+                        backend.clone(),
+                        format!("the `{ident}.<backend>.<tool>` alias"),
+                    ],
+                    identifier: ident.clone(),
+                    assigned: format!("{ident} (the backend; the alias is off)"),
+                });
+            }
+        }
+
         let mut entries = Vec::with_capacity(tools.len());
         let mut taken_tools: HashMap<String, HashMap<String, String>> = HashMap::new();
         for spec in tools {
@@ -329,6 +345,14 @@ mod tests {
                 .contains("did you mean `memory.create_entities`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_backend_named_like_an_alias_is_reported() {
+        let c = Catalog::new(vec![tool("mcp", "x"), tool("other", "y")]);
+        assert_eq!(c.collisions().len(), 1);
+        assert_eq!(c.collisions()[0].identifier, "mcp");
+        assert_eq!(c.resolve("mcp.x").map(|e| e.js_backend.as_str()), Ok("mcp"));
     }
 
     #[test]

@@ -124,7 +124,7 @@ pub struct Pool {
     /// run, so the one that has waited longest is the most likely to have it ready.
     idle: Mutex<VecDeque<Worker>>,
     slots: Semaphore,
-    waiting: AtomicUsize,
+    admitted: AtomicUsize,
     protections: Protections,
 }
 
@@ -165,7 +165,7 @@ impl Pool {
         Ok(Arc::new(Pool {
             slots: Semaphore::new(config.workers.max(1)),
             idle: Mutex::new(workers.into()),
-            waiting: AtomicUsize::new(0),
+            admitted: AtomicUsize::new(0),
             config,
             protections,
         }))
@@ -186,10 +186,10 @@ impl Pool {
         limits: Limits,
         bridge: Arc<dyn Bridge>,
     ) -> Result<RawRun, ExecError> {
-        if self.waiting.fetch_add(1, Ordering::SeqCst)
-            >= self.config.max_queue + self.config.workers
-        {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        // Executions admitted (running or queued); the guard gives the place back however this
+        // function ends.
+        let admitted = Admission::enter(&self.admitted);
+        if admitted.count > self.config.max_queue + self.config.workers {
             return Err(ExecError {
                 kind: ErrorKind::Busy,
                 message: format!(
@@ -202,7 +202,6 @@ impl Pool {
             });
         }
         let permit = self.slots.acquire().await;
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
         let _permit = permit.map_err(|_| internal("the sandbox pool is shut down"))?;
         let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop_front());
         let mut worker = match idle {
@@ -246,6 +245,26 @@ impl Pool {
             });
         }
         outcome
+    }
+}
+
+/// A place among the admitted executions, given back on drop.
+struct Admission<'a> {
+    counter: &'a AtomicUsize,
+    /// How many are admitted, this one included.
+    count: usize,
+}
+
+impl<'a> Admission<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Self {
+        let count = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        Admission { counter, count }
+    }
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
