@@ -5,7 +5,8 @@
 
 #![allow(missing_docs, clippy::expect_used)] // criterion_group! generates undocumented items
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -91,21 +92,35 @@ fn bench(c: &mut Criterion) {
     let runtime = &runtime;
     // Each measurement runs inside a task on the runtime, the way the gateway calls the sandbox
     // (a request handler awaiting `Sandbox::run`), not from a thread outside it.
-    let timed = |code: &'static str| {
+    // Every execution's own time is also kept, so the report can give true percentiles
+    // (criterion's estimates are of the mean).
+    let samples: Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>> = Arc::default();
+    let timed = |name: &'static str, code: &'static str| {
         let sandbox = sandbox.clone();
         let bridge = bridge.clone();
+        let samples = samples.clone();
         move |iterations: u64| -> Duration {
             let sandbox = sandbox.clone();
             let bridge = bridge.clone();
+            let samples = samples.clone();
             runtime
                 .block_on(runtime.spawn(async move {
                     let mut total = Duration::ZERO;
+                    let mut each = Vec::with_capacity(iterations as usize);
                     for _ in 0..iterations {
                         let started = Instant::now();
                         let result = sandbox.run(execution(code), bridge.clone()).await;
-                        total += started.elapsed();
+                        let took = started.elapsed();
+                        total += took;
+                        each.push(took);
                         assert!(result.error.is_none(), "{:?}", result.error);
                     }
+                    samples
+                        .lock()
+                        .expect("samples")
+                        .entry(name)
+                        .or_default()
+                        .extend(each);
                     total
                 }))
                 .expect("bench task")
@@ -135,7 +150,7 @@ fn bench(c: &mut Criterion) {
         ),
         ("execute/30_line_ts_with_3_parallel_calls", SCRIPT_30_LINES),
     ] {
-        let measure = timed(code);
+        let measure = timed(name, code);
         c.bench_function(name, |b| b.iter_custom(&measure));
     }
 
@@ -196,6 +211,19 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    println!("\nper-execution percentiles (all timed executions, warm-up included):");
+    for (name, mut times) in std::mem::take(&mut *samples.lock().expect("samples")) {
+        times.sort();
+        let at = |q: f64| times[((times.len() as f64 - 1.0) * q) as usize];
+        println!(
+            "  {name:45} n={:6}  p50 {:>9.1?}  p95 {:>9.1?}  p99 {:>9.1?}",
+            times.len(),
+            at(0.5),
+            at(0.95),
+            at(0.99)
+        );
+    }
 }
 
 criterion_group!(benches, bench);
