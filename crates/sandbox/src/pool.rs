@@ -147,6 +147,31 @@ pub(crate) struct RawRun {
     pub worker_ok: bool,
 }
 
+impl RawRun {
+    /// A run whose worker is gone (killed or failed): what it reported so far, and why.
+    fn lost(
+        kind: &str,
+        name: &str,
+        message: String,
+        logs: Vec<LogLine>,
+        trace: Vec<CallRecord>,
+    ) -> RawRun {
+        let error = GuestError {
+            kind: Some(kind.into()),
+            name: name.into(),
+            message,
+            stack: String::new(),
+        };
+        RawRun {
+            outcome: Err(error),
+            logs,
+            trace,
+            stats: RunStats::default(),
+            worker_ok: false,
+        }
+    }
+}
+
 impl Pool {
     /// Starts the pool with all its workers warm.
     pub async fn start(config: PoolConfig) -> Result<Arc<Pool>, SandboxError> {
@@ -389,14 +414,8 @@ async fn drive(
                     };
                     let _ = worker.child.start_kill();
                     let status = worker.child.wait().await.map(|s| format!(" ({s})")).unwrap_or_default();
-                    let trace = unfinished(trace, in_flight);
-                    return Ok(RawRun {
-                        outcome: Err(GuestError { kind: Some("internal".into()), name: "InternalError".into(), message: format!("the sandbox worker failed{status}: {problem}"), stack: String::new() }),
-                        logs,
-                        trace,
-                        stats: RunStats::default(),
-                        worker_ok: false,
-                    });
+                    let message = format!("the sandbox worker failed{status}: {problem}");
+                    return Ok(RawRun::lost("internal", "InternalError", message, logs, unfinished(trace, in_flight)));
                 }
             },
             Some((id, args_bytes, name, at, end, result)) = calls.next(), if !calls.is_empty() => {
@@ -415,14 +434,8 @@ async fn drive(
             }
             _ = tokio::time::sleep_until(deadline) => {
                 let _ = worker.child.start_kill();
-                let trace = unfinished(trace, in_flight);
-                return Ok(RawRun {
-                    outcome: Err(GuestError { kind: Some("timeout".into()), name: "TimeoutError".into(), message: format!("the execution did not finish within its time limit and was stopped (worker killed after {hard_limit:?})"), stack: String::new() }),
-                    logs,
-                    trace,
-                    stats: RunStats::default(),
-                    worker_ok: false,
-                });
+                let message = format!("the execution did not finish within its time limit and was stopped (worker killed after {hard_limit:?})");
+                return Ok(RawRun::lost("timeout", "TimeoutError", message, logs, unfinished(trace, in_flight)));
             }
         }
     }
