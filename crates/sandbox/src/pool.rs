@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::io::AsyncWriteExt;
@@ -418,17 +419,23 @@ async fn drive(
                     return Ok(RawRun::lost("internal", "InternalError", message, logs, unfinished(trace, in_flight)));
                 }
             },
-            Some((id, args_bytes, name, at, end, result)) = calls.next(), if !calls.is_empty() => {
-                in_flight.retain(|c| c.0 != id);
-                let (ok, result_bytes, error) = match &result {
-                    // A tool that answered with `isError` failed, even though the call went through.
-                    Ok(json) if json.contains("\"isError\":true") => (false, json.len(), Some("the tool returned an error result".to_string())),
-                    Ok(json) => (true, json.len(), None),
-                    Err(f) => (false, 0, Some(f.message.clone())),
-                };
-                trace.push((id, CallRecord { name, args_bytes, started_ms: at, duration_ms: Some(end - at), ok, result_bytes, error }));
-                let reply = encode_frame(&HostFrame::Reply { id, result }).map_err(|e| internal(&e.to_string()))?;
-                if worker.stdin.write_all(&reply).await.is_err() {
+            Some(first) = calls.next(), if !calls.is_empty() => {
+                // Answer every call that is already done in one write.
+                let mut replies = Vec::new();
+                let mut done = Some(first);
+                while let Some((id, args_bytes, name, at, end, result)) = done {
+                    in_flight.retain(|c| c.0 != id);
+                    let (ok, result_bytes, error) = match &result {
+                        // A tool that answered with `isError` failed, even though the call went through.
+                        Ok(json) if json.contains("\"isError\":true") => (false, json.len(), Some("the tool returned an error result".to_string())),
+                        Ok(json) => (true, json.len(), None),
+                        Err(f) => (false, 0, Some(f.message.clone())),
+                    };
+                    trace.push((id, CallRecord { name, args_bytes, started_ms: at, duration_ms: Some(end - at), ok, result_bytes, error }));
+                    replies.extend(encode_frame(&HostFrame::Reply { id, result }).map_err(|e| internal(&e.to_string()))?);
+                    done = calls.next().now_or_never().flatten();
+                }
+                if worker.stdin.write_all(&replies).await.is_err() {
                     // The worker is gone; the frame reader reports why on the next turn.
                 }
             }

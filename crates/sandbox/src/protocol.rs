@@ -145,13 +145,12 @@ pub struct RunStats {
     pub calls: u32,
 }
 
-/// Writes one frame.
+/// Writes one frame. Buffered writers are not flushed: the caller decides when frames go out.
 pub fn write_frame<W: Write, T: Serialize>(writer: &mut W, frame: &T) -> io::Result<()> {
     let body = serde_json::to_vec(frame).map_err(io::Error::other)?;
     let len = u32::try_from(body.len()).map_err(|_| io::Error::other("frame too large"))?;
     writer.write_all(&len.to_le_bytes())?;
-    writer.write_all(&body)?;
-    writer.flush()
+    writer.write_all(&body)
 }
 
 /// Reads one frame, or `None` at a clean end of stream.

@@ -92,24 +92,50 @@ impl PositionMap {
 
 /// Turns the user's TypeScript into a runnable wrapped script.
 pub fn transpile(source: &str) -> Result<Transpiled, SourceProblem> {
-    let (edited, shape) = recognise_shape(source)?;
     let allocator = Allocator::default();
-    let source_type = SourceType::ts().with_module(true);
+    let program = parse(&allocator, source, source)?;
+    let (edited, shape) = recognise_shape(source, &program)?;
+    match edited {
+        // Most scripts have no exports to rewrite: one parse is enough.
+        None => finish(source, &allocator, program, shape),
+        Some(text) => {
+            let allocator = Allocator::default();
+            let program = parse(&allocator, &text, source)?;
+            finish(source, &allocator, program, shape)
+        }
+    }
+}
+
+/// Parses TypeScript with top-level `await` and `return` allowed; errors point into `original`.
+fn parse<'a>(
+    allocator: &'a Allocator,
+    text: &'a str,
+    original: &str,
+) -> Result<oxc::ast::ast::Program<'a>, SourceProblem> {
     let options = ParseOptions {
         allow_return_outside_function: true,
         ..ParseOptions::default()
     };
-    let parsed = Parser::new(&allocator, &edited, source_type)
+    let parsed = Parser::new(allocator, text, SourceType::ts().with_module(true))
         .with_options(options)
         .parse();
-    if let Some(problem) = first_error(source, parsed.diagnostics.errors()) {
-        return Err(problem);
+    match first_error(original, parsed.diagnostics.errors()) {
+        Some(problem) => Err(problem),
+        None => Ok(parsed.program),
     }
-    let mut program = parsed.program;
+}
+
+/// Strips types, prints JavaScript with a source map, and wraps it.
+fn finish<'a>(
+    source: &str,
+    allocator: &'a Allocator,
+    mut program: oxc::ast::ast::Program<'a>,
+    shape: CodeShape,
+) -> Result<Transpiled, SourceProblem> {
     let semantic = SemanticBuilder::new().with_enum_eval(true).build(&program);
     let scoping = semantic.semantic.into_scoping();
     let transformed = Transformer::new(
-        &allocator,
+        allocator,
         Path::new("code.ts"),
         &TransformOptions::default(),
     )
@@ -154,22 +180,13 @@ pub fn transpile(source: &str) -> Result<Transpiled, SourceProblem> {
 
 /// Finds `import`s and the `main` shapes with a first parse, and rewrites the `export`
 /// keywords in place with text of the same length, so every position stays where it was.
-fn recognise_shape(source: &str) -> Result<(String, CodeShape), SourceProblem> {
-    let allocator = Allocator::default();
-    let source_type = SourceType::ts().with_module(true);
-    let options = ParseOptions {
-        allow_return_outside_function: true,
-        ..ParseOptions::default()
-    };
-    let parsed = Parser::new(&allocator, source, source_type)
-        .with_options(options)
-        .parse();
-    if let Some(problem) = first_error(source, parsed.diagnostics.errors()) {
-        return Err(problem);
-    }
+fn recognise_shape(
+    source: &str,
+    program: &oxc::ast::ast::Program,
+) -> Result<(Option<String>, CodeShape), SourceProblem> {
     let mut edited = source.to_string();
     let mut shape = CodeShape::Script;
-    for statement in &parsed.program.body {
+    for statement in &program.body {
         let at = |offset: u32, message: String, hint: &str| {
             let (line, column) = line_column(source, offset);
             SourceProblem {
@@ -257,7 +274,7 @@ fn recognise_shape(source: &str) -> Result<(String, CodeShape), SourceProblem> {
             _ => {}
         }
     }
-    Ok((edited, shape))
+    Ok(((edited != source).then_some(edited), shape))
 }
 
 fn declaration_start(declaration: &Declaration) -> u32 {

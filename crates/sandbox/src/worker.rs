@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::{BufReader, BufWriter, Write};
 use std::os::fd::AsFd;
 use std::rc::Rc;
 use std::time::Duration;
@@ -22,7 +22,16 @@ struct StdioLink {
 
 impl Link for StdioLink {
     fn send(&mut self, frame: &WorkerFrame) -> std::io::Result<()> {
-        write_frame(&mut self.writer, frame)
+        write_frame(&mut self.writer, frame)?;
+        self.writer.flush()
+    }
+
+    fn send_all(&mut self, frames: &[WorkerFrame]) -> std::io::Result<()> {
+        // Several calls started in one turn go out in a single write.
+        for frame in frames {
+            write_frame(&mut self.writer, frame)?;
+        }
+        self.writer.flush()
     }
 
     fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<HostFrame>> {

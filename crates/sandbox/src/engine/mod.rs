@@ -38,6 +38,10 @@ pub type SharedLink = Rc<RefCell<dyn Link>>;
 pub trait Link {
     /// Sends a frame.
     fn send(&mut self, frame: &WorkerFrame) -> std::io::Result<()>;
+    /// Sends several frames; a link may write them in one go.
+    fn send_all(&mut self, frames: &[WorkerFrame]) -> std::io::Result<()> {
+        frames.iter().try_for_each(|frame| self.send(frame))
+    }
     /// Waits up to `timeout` for a frame; `Ok(None)` on timeout.
     fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<HostFrame>>;
 }
@@ -61,6 +65,9 @@ pub struct RunRequest {
 #[derive(Default)]
 pub(crate) struct LoopState {
     pub calls_made: u32,
+    /// How many tools and host functions this execution may call (by index).
+    pub tool_count: usize,
+    pub host_count: usize,
     pub in_flight: u32,
     /// Calls waiting for a concurrency slot.
     pub queued: VecDeque<(u64, Callee, String)>,
@@ -100,10 +107,11 @@ pub(crate) fn next_call_id() -> u64 {
 /// A fresh runtime and context, made ahead of time so an execution does not wait for them.
 /// Nothing has run in it yet: it is exactly as fresh as one made on demand.
 ///
-/// The preamble module is loaded too (it only defines a function; nothing runs until an
-/// execution calls it with its tools).
+/// The preamble's first step has run too (console, timers, `ToolError`, web basics); its
+/// second step, `bind`, waits for an execution's tools. No user code has run in it.
 pub struct Fresh {
-    preamble: Persistent<Function<'static>>,
+    bind: Persistent<Function<'static>>,
+    state: Shared,
     context: Context,
     runtime: Runtime,
 }
@@ -120,11 +128,16 @@ pub fn fresh() -> Result<Fresh, String> {
     let runtime = Runtime::new().map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
     let context =
         Context::full(&runtime).map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
-    let preamble = context
-        .with(|ctx| bytecode::preamble(&ctx).map(|f| Persistent::save(&ctx, f)))
+    let state: Shared = Rc::default();
+    let bind = context
+        .with(|ctx| {
+            let preamble = bytecode::preamble(&ctx)?;
+            natives::prepare(&ctx, &state, preamble).map(|f| Persistent::save(&ctx, f))
+        })
         .map_err(|e| format!("cannot load the preamble: {e}"))?;
     Ok(Fresh {
-        preamble,
+        bind,
+        state,
         context,
         runtime,
     })
@@ -137,11 +150,12 @@ pub fn execute(fresh: Fresh, request: RunRequest, link: &SharedLink) -> (WorkerF
     let started = Instant::now();
     let deadline = started + limits.wall_time();
     let Fresh {
-        preamble,
+        bind,
+        state,
         context,
         runtime,
     } = fresh;
-    let (outcome, stats) = match run(&runtime, &context, preamble, &request, link, deadline) {
+    let (outcome, stats) = match run(&runtime, &context, &state, bind, &request, link, deadline) {
         Ok(result) => result,
         Err(message) => (Err(internal(message)), RunStats::default()),
     };
@@ -168,7 +182,8 @@ type Outcome = (Result<String, GuestError>, RunStats);
 fn run(
     runtime: &Runtime,
     context: &Context,
-    preamble: Persistent<Function<'static>>,
+    state: &Shared,
+    bind: Persistent<Function<'static>>,
     request: &RunRequest,
     link: &SharedLink,
     deadline: Instant,
@@ -177,12 +192,14 @@ fn run(
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
     runtime.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
-    let state: Shared = Rc::new(RefCell::new(LoopState {
-        limits,
-        link: Some(link.clone()),
-        ..LoopState::default()
-    }));
-    let outcome = run_loop(runtime, context, &state, preamble, request, link, deadline);
+    {
+        let mut s = state.borrow_mut();
+        s.limits = limits;
+        s.link = Some(link.clone());
+        s.tool_count = request.tools.len();
+        s.host_count = request.host_functions.len();
+    }
+    let outcome = run_loop(runtime, context, state, bind, request, link, deadline);
     // Pending settlers and timers are JavaScript values held from Rust. Release them while the
     // runtime is alive: QuickJS aborts if a runtime is freed with values still referenced.
     state.borrow_mut().release();
@@ -193,7 +210,7 @@ fn run_loop(
     runtime: &Runtime,
     context: &Context,
     state: &Shared,
-    preamble: Persistent<Function<'static>>,
+    bind: Persistent<Function<'static>>,
     request: &RunRequest,
     link: &SharedLink,
     deadline: Instant,
@@ -201,10 +218,10 @@ fn run_loop(
     let limits = request.limits;
 
     let started: Result<Persistent<Promise<'static>>, GuestError> = context.with(|ctx| {
-        let preamble = preamble
+        let bind = bind
             .restore(&ctx)
             .map_err(|e| internal(format!("preamble failed: {e}")))?;
-        natives::install(&ctx, state, request, preamble)
+        natives::bind(&ctx, request, bind)
             .map_err(|e| internal(format!("preamble failed: {e}")))?;
         let mut options = rquickjs::context::EvalOptions::default();
         options.global = true;
@@ -354,12 +371,12 @@ fn flush(state: &Shared, link: &SharedLink) -> Result<(), String> {
         }
         std::mem::take(&mut s.outbox)
     };
-    for frame in &frames {
-        link.borrow_mut()
-            .send(frame)
-            .map_err(|e| format!("host link failed: {e}"))?;
+    if frames.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    link.borrow_mut()
+        .send_all(&frames)
+        .map_err(|e| format!("host link failed: {e}"))
 }
 
 fn settle(ctx: &Ctx, state: &Shared, id: u64, result: Result<String, CallFailure>) {

@@ -10,22 +10,16 @@ use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise, Value};
 use super::{RunRequest, Shared};
 use crate::protocol::{Callee, WorkerFrame};
 
-/// Installs the preamble with its natives and the run's data.
-pub(crate) fn install<'js>(
+/// Runs the first, ahead-of-time step of the preamble with every native, in a fresh context.
+/// Returns the preamble's `bind` function for the execution to call.
+pub(crate) fn prepare<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
-    request: &RunRequest,
     preamble: Function<'js>,
-) -> rquickjs::Result<()> {
+) -> rquickjs::Result<Function<'js>> {
     let natives = Object::new(ctx.clone())?;
-    natives.set(
-        "call",
-        bridge(ctx, state, Callee::Tool, request.tools.len())?,
-    )?;
-    natives.set(
-        "callHost",
-        bridge(ctx, state, Callee::Host, request.host_functions.len())?,
-    )?;
+    natives.set("call", bridge(ctx, state, Callee::Tool)?)?;
+    natives.set("callHost", bridge(ctx, state, Callee::Host)?)?;
     let s = state.clone();
     natives.set(
         "log",
@@ -70,7 +64,15 @@ pub(crate) fn install<'js>(
             },
         )?,
     )?;
+    preamble.call((natives,))
+}
 
+/// The second step: gives the guest the execution's tools, host functions and context.
+pub(crate) fn bind<'js>(
+    ctx: &Ctx<'js>,
+    request: &RunRequest,
+    bind: Function<'js>,
+) -> rquickjs::Result<()> {
     let tools = ctx.json_parse(
         serde_json::to_string(&request.tools)
             .map_err(|e| rquickjs::Error::new_from_js_message("tools", "json", e.to_string()))?,
@@ -82,7 +84,7 @@ pub(crate) fn install<'js>(
         Some(value) => ctx.json_parse(value.to_string())?,
         None => Value::new_undefined(ctx.clone()),
     };
-    preamble.call::<_, ()>((natives, tools, host_functions, context))
+    bind.call::<_, ()>((tools, host_functions, context))
 }
 
 /// A native that starts a call: counts it against the limit, queues it, returns a promise.
@@ -90,12 +92,15 @@ fn bridge<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
     callee: fn(u32) -> Callee,
-    count: usize,
 ) -> rquickjs::Result<Function<'js>> {
     let s = state.clone();
     Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, index: u32, args: String| -> rquickjs::Result<Promise<'js>> {
+            let count = match callee(0) {
+                Callee::Tool(_) => s.borrow().tool_count,
+                Callee::Host(_) => s.borrow().host_count,
+            };
             if index as usize >= count {
                 return Err(Exception::throw_range(&ctx, "no such callable"));
             }

@@ -1,8 +1,10 @@
 // sandgate preamble: builds the guest's world from data passed in by the worker, never from
-// generated code, so no tool or backend name can inject anything. It runs once per execution,
-// before the user's code, in a fresh QuickJS context. The native functions it receives stay in
-// this closure; none is put on the global object. The worker compiles it to bytecode once.
-export default function (natives, tools, hostFunctions, context) {
+// generated code, so no tool or backend name can inject anything. The worker compiles it to
+// bytecode once. In each fresh QuickJS context it runs in two steps: this function, ahead of
+// time (console, timers, ToolError, web basics), and the `bind` function it returns, when an
+// execution arrives with its tools, host functions and context. No user code runs before
+// both. The native functions stay in these closures; none is put on the global object.
+export default function (natives) {
   "use strict";
   const G = globalThis;
   const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl, loadWeb } = natives;
@@ -57,83 +59,6 @@ export default function (natives, tools, hostFunctions, context) {
     return stringifyJson(args);
   }
 
-  // ---- backends and tools -------------------------------------------------------------
-  const backends = new Map();
-  const interfaces = Object.create(null);
-  // Errors raised after an await have lost the caller's stack; remember where the call was
-  // made so the host can point at the user's line.
-  const withSite = (error, site) => {
-    if (error !== null && typeof error === "object" && site.stack) {
-      Object.defineProperty(error, "callerStack", { value: site.stack, enumerable: false });
-    }
-    return error;
-  };
-  tools.forEach((t, index) => {
-    const qualified = `${t.backend}.${t.name}`;
-    const send = (args, site) =>
-      call(index, argsJson(qualified, args)).then(
-        (text) => parseJson(text),
-        (error) => { throw withSite(error, site); },
-      );
-    const raw = (args) => send(args, new Error());
-    const fn = async (args) => {
-      const site = new Error();
-      const result = await send(args, site);
-      if (result && result.isError) {
-        throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
-      }
-      return mapResult(result);
-    };
-    fixed(fn, "raw", raw);
-    fixed(fn, "toolName", qualified, false);
-    let entry = backends.get(t.backend);
-    if (!entry) {
-      entry = { js: t.jsBackend, obj: Object.create(null), types: Object.create(null) };
-      backends.set(t.backend, entry);
-    }
-    fixed(entry.obj, t.jsTool, fn);
-    if (t.name !== t.jsTool) fixed(entry.obj, t.name, fn, false);
-    fixed(entry.types, t.jsTool, t.declaration || "");
-    if (t.name !== t.jsTool) fixed(entry.types, t.name, t.declaration || "", false);
-  });
-  const aliases = Object.create(null);
-  for (const [name, entry] of backends) {
-    freeze(entry.obj);
-    freeze(entry.types);
-    fixed(G, entry.js, entry.obj);
-    if (name !== entry.js && !(name in G)) fixed(G, name, entry.obj, false);
-    fixed(aliases, entry.js, entry.obj);
-    if (name !== entry.js) fixed(aliases, name, entry.obj, false);
-    fixed(interfaces, entry.js, entry.types);
-    if (name !== entry.js) fixed(interfaces, name, entry.types, false);
-  }
-  freeze(aliases);
-  freeze(interfaces);
-  // Habits of other code-mode systems: mcp.<backend>.<tool> (PML) and tools.<backend>.<tool>.
-  // A backend actually named `mcp` or `tools` keeps its name (the host reports the collision).
-  for (const alias of ["mcp", "tools"]) if (!(alias in G)) fixed(G, alias, aliases, false);
-  fixed(G, "__interfaces", interfaces, false);
-  fixed(G, "__getToolInterface", (name) => {
-    const text = String(name);
-    const dot = text.indexOf(".");
-    if (dot > 0) {
-      const types = interfaces[text.slice(0, dot)];
-      const found = types && types[text.slice(dot + 1)];
-      if (found !== undefined) return found;
-    } else {
-      for (const backend of Object.keys(interfaces)) {
-        if (interfaces[backend][text] !== undefined) return interfaces[backend][text];
-      }
-    }
-    throw new ReferenceError(`no tool named ${JSON.stringify(text)}; use backend.tool, e.g. ${Object.keys(interfaces)[0] || "backend"}.some_tool`);
-  }, false);
-
-  // ---- host functions and context -----------------------------------------------------
-  hostFunctions.forEach((name, index) => {
-    fixed(G, name, async (...args) => parseJson(await callHost(index, stringifyJson(args))), false);
-  });
-  if (context !== undefined) fixed(G, "context", context, false);
-
   // ---- console ------------------------------------------------------------------------
   function show(value, seen) {
     if (typeof value === "string") return value;
@@ -185,4 +110,85 @@ export default function (natives, tools, hostFunctions, context) {
       },
     });
   ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto"].forEach(lazyWeb);
+
+  // ---- per execution: the tools, host functions and context it was given -------------
+  return function bind(tools, hostFunctions, context) {
+    // ---- backends and tools -------------------------------------------------------------
+    const backends = new Map();
+    const interfaces = Object.create(null);
+    // Errors raised after an await have lost the caller's stack; remember where the call was
+    // made so the host can point at the user's line.
+    const withSite = (error, site) => {
+      if (error !== null && typeof error === "object" && site.stack) {
+        Object.defineProperty(error, "callerStack", { value: site.stack, enumerable: false });
+      }
+      return error;
+    };
+    tools.forEach((t, index) => {
+      const qualified = `${t.backend}.${t.name}`;
+      const send = (args, site) =>
+        call(index, argsJson(qualified, args)).then(
+          (text) => parseJson(text),
+          (error) => { throw withSite(error, site); },
+        );
+      const raw = (args) => send(args, new Error());
+      const fn = async (args) => {
+        const site = new Error();
+        const result = await send(args, site);
+        if (result && result.isError) {
+          throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
+        }
+        return mapResult(result);
+      };
+      fixed(fn, "raw", raw);
+      fixed(fn, "toolName", qualified, false);
+      let entry = backends.get(t.backend);
+      if (!entry) {
+        entry = { js: t.jsBackend, obj: Object.create(null), types: Object.create(null) };
+        backends.set(t.backend, entry);
+      }
+      fixed(entry.obj, t.jsTool, fn);
+      if (t.name !== t.jsTool) fixed(entry.obj, t.name, fn, false);
+      fixed(entry.types, t.jsTool, t.declaration || "");
+      if (t.name !== t.jsTool) fixed(entry.types, t.name, t.declaration || "", false);
+    });
+    const aliases = Object.create(null);
+    for (const [name, entry] of backends) {
+      freeze(entry.obj);
+      freeze(entry.types);
+      fixed(G, entry.js, entry.obj);
+      if (name !== entry.js && !(name in G)) fixed(G, name, entry.obj, false);
+      fixed(aliases, entry.js, entry.obj);
+      if (name !== entry.js) fixed(aliases, name, entry.obj, false);
+      fixed(interfaces, entry.js, entry.types);
+      if (name !== entry.js) fixed(interfaces, name, entry.types, false);
+    }
+    freeze(aliases);
+    freeze(interfaces);
+    // Habits of other code-mode systems: mcp.<backend>.<tool> (PML) and tools.<backend>.<tool>.
+    // A backend actually named `mcp` or `tools` keeps its name (the host reports the collision).
+    for (const alias of ["mcp", "tools"]) if (!(alias in G)) fixed(G, alias, aliases, false);
+    fixed(G, "__interfaces", interfaces, false);
+    fixed(G, "__getToolInterface", (name) => {
+      const text = String(name);
+      const dot = text.indexOf(".");
+      if (dot > 0) {
+        const types = interfaces[text.slice(0, dot)];
+        const found = types && types[text.slice(dot + 1)];
+        if (found !== undefined) return found;
+      } else {
+        for (const backend of Object.keys(interfaces)) {
+          if (interfaces[backend][text] !== undefined) return interfaces[backend][text];
+        }
+      }
+      throw new ReferenceError(`no tool named ${JSON.stringify(text)}; use backend.tool, e.g. ${Object.keys(interfaces)[0] || "backend"}.some_tool`);
+    }, false);
+
+    // ---- host functions and context -----------------------------------------------------
+    hostFunctions.forEach((name, index) => {
+      fixed(G, name, async (...args) => parseJson(await callHost(index, stringifyJson(args))), false);
+    });
+    if (context !== undefined) fixed(G, "context", context, false);
+
+  };
 }
