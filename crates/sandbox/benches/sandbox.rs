@@ -81,7 +81,10 @@ fn bench(c: &mut Criterion) {
         .expect("runtime");
     let program = env!("CARGO_BIN_EXE_sandgate-worker");
     let mut config = PoolConfig::new(program);
-    config.workers = std::env::var("BENCH_WORKERS").ok().and_then(|w| w.parse().ok()).unwrap_or(2);
+    config.workers = std::env::var("BENCH_WORKERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(2);
     let sandbox = runtime.block_on(Sandbox::start(config)).expect("sandbox");
     assert!(
         sandbox.protections().all_active(),
