@@ -1,0 +1,101 @@
+//! JSON summaries: a large JSON value becomes an outline a model can act on.
+//!
+//! A uniform array (objects sharing their keys) is described by its length, its keys, the
+//! first few items in full, and the identities of the rest (`id`, `name`, `title`, `slug`,
+//! `key` or `label`, whichever the items have). Any other value becomes a key-path outline:
+//! each path with its type and size. Both are valid JSON, so code can still parse them.
+
+use serde_json::{Map, Value, json};
+
+/// Fields that identify an item, in order of preference.
+const IDENTITY_FIELDS: &[&str] = &["id", "name", "title", "slug", "key", "label"];
+/// Deepest level the outline descends to.
+const OUTLINE_DEPTH: usize = 4;
+/// Most entries the outline lists per object or array.
+const OUTLINE_WIDTH: usize = 50;
+
+/// A summary of `value` as pretty JSON text.
+pub fn summarize_json(value: &Value, sample_items: usize) -> String {
+    let summary = match value {
+        Value::Array(items) if uniform_keys(items).is_some() => uniform_array(items, sample_items),
+        _ => {
+            json!({"summary": "JSON outline: each path with its type and size in bytes", "outline": outline(value, 0)})
+        }
+    };
+    serde_json::to_string_pretty(&summary).unwrap_or_default()
+}
+
+/// The shared key set of an array of objects, if every item is an object with the same keys.
+fn uniform_keys(items: &[Value]) -> Option<Vec<String>> {
+    let first = items.first()?.as_object()?;
+    let keys: Vec<String> = first.keys().cloned().collect();
+    items
+        .iter()
+        .all(|item| {
+            item.as_object()
+                .is_some_and(|o| o.len() == keys.len() && keys.iter().all(|k| o.contains_key(k)))
+        })
+        .then_some(keys)
+}
+
+fn uniform_array(items: &[Value], sample_items: usize) -> Value {
+    let keys = uniform_keys(items).unwrap_or_default();
+    let identity = IDENTITY_FIELDS
+        .iter()
+        .find(|f| keys.iter().any(|k| k == *f));
+    let rest: Vec<Value> = match identity {
+        Some(field) => items
+            .iter()
+            .skip(sample_items)
+            .map(|item| item[*field].clone())
+            .collect(),
+        None => vec![],
+    };
+    let mut summary = Map::new();
+    summary.insert(
+        "summary".into(),
+        json!(format!(
+            "array of {} objects with the same keys; the first {} in full",
+            items.len(),
+            sample_items.min(items.len())
+        )),
+    );
+    summary.insert("count".into(), json!(items.len()));
+    summary.insert("keys".into(), json!(keys));
+    summary.insert(
+        "first".into(),
+        Value::Array(items.iter().take(sample_items).cloned().collect()),
+    );
+    if let Some(field) = identity {
+        summary.insert(format!("rest_by_{field}"), Value::Array(rest));
+    }
+    Value::Object(summary)
+}
+
+fn outline(value: &Value, depth: usize) -> Value {
+    let size = value.to_string().len();
+    match value {
+        Value::Object(map) if depth < OUTLINE_DEPTH => {
+            let mut out = Map::new();
+            for (key, child) in map.iter().take(OUTLINE_WIDTH) {
+                out.insert(key.clone(), outline(child, depth + 1));
+            }
+            if map.len() > OUTLINE_WIDTH {
+                out.insert(
+                    "…".into(),
+                    json!(format!("{} more keys", map.len() - OUTLINE_WIDTH)),
+                );
+            }
+            json!({"type": "object", "bytes": size, "keys": out})
+        }
+        Value::Array(items) if depth < OUTLINE_DEPTH => {
+            json!({"type": "array", "bytes": size, "length": items.len(), "first": items.first().map(|f| outline(f, depth + 1))})
+        }
+        Value::Object(map) => json!({"type": "object", "bytes": size, "key_count": map.len()}),
+        Value::Array(items) => json!({"type": "array", "bytes": size, "length": items.len()}),
+        Value::String(s) => json!({"type": "string", "bytes": size, "chars": s.chars().count()}),
+        Value::Number(_) => json!({"type": "number", "bytes": size}),
+        Value::Bool(_) => json!({"type": "boolean", "bytes": size}),
+        Value::Null => json!({"type": "null"}),
+    }
+}
