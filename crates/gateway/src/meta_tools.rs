@@ -89,9 +89,8 @@ pub async fn call(
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Option<CallToolResult> {
-    if !META_TOOLS.contains(&name) {
-        return None;
-    }
+    // The counter key must be 'static, so take it from the table rather than the request.
+    let counter = *META_TOOLS.iter().find(|n| **n == name)?;
     let args = Value::Object(arguments.unwrap_or_default());
     let catalog = gateway.settled_catalog().await;
     let result = match name {
@@ -99,15 +98,7 @@ pub async fn call(
         "tool_info" => parse(name, args).and_then(|a| tool_info(&catalog, a)),
         _ => parse(name, args).and_then(|a| list_tools_meta(&catalog, a)),
     };
-    if META_TOOLS.contains(&name) {
-        gateway.count(
-            META_TOOLS
-                .iter()
-                .find(|n| **n == name)
-                .copied()
-                .unwrap_or("other"),
-        );
-    }
+    gateway.count(counter);
     Some(result.unwrap_or_else(|message| CallToolResult::error(vec![ContentBlock::text(message)])))
 }
 

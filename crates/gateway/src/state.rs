@@ -83,11 +83,7 @@ impl Gateway {
             return self.catalog();
         }
         self.manager.wait_settled(STARTUP_WAIT).await;
-        let catalog = Arc::new(Catalog::new(self.manager.tools()));
-        if let Ok(mut slot) = self.catalog.write() {
-            *slot = catalog.clone();
-        }
-        catalog
+        self.rebuild()
     }
 
     /// Checks a backend tool call against this gateway's grant. This is the one door to
@@ -130,8 +126,18 @@ impl Gateway {
     }
 
     /// Rebuilds the catalog from the manager and tells every client.
-    async fn refresh(&self) {
+    /// Builds a catalog from the manager's current tools and makes it the current snapshot.
+    fn rebuild(&self) -> Arc<Catalog> {
         let catalog = Arc::new(Catalog::new(self.manager.tools()));
+        if let Ok(mut slot) = self.catalog.write() {
+            *slot = catalog.clone();
+        }
+        self.catalog_builds.fetch_add(1, Ordering::Relaxed);
+        catalog
+    }
+
+    async fn refresh(&self) {
+        let catalog = self.rebuild();
         for collision in catalog.collisions() {
             tracing::warn!(
                 backend = collision.backend.as_deref().unwrap_or("<backends>"),
@@ -142,10 +148,6 @@ impl Gateway {
                 collision.assigned
             );
         }
-        if let Ok(mut slot) = self.catalog.write() {
-            *slot = catalog;
-        }
-        self.catalog_builds.fetch_add(1, Ordering::Relaxed);
         let _ = self.changes.send(());
         let peers: Vec<Peer<RoleServer>> = self
             .legacy_peers

@@ -33,9 +33,10 @@ fn mask(output: &str) -> String {
         .join("\n")
 }
 
-fn run_example(name: &str) -> (String, i32) {
+/// `sandgate run examples/NAME.ts` with the example config and a private memory file.
+fn sandgate_run(name: &str, extra: &[&str]) -> std::process::Output {
     let memory = tempfile::NamedTempFile::new().expect("temp file");
-    let output = Command::new(env!("CARGO_BIN_EXE_sandgate"))
+    Command::new(env!("CARGO_BIN_EXE_sandgate"))
         .current_dir(repo())
         .args([
             "run",
@@ -43,9 +44,14 @@ fn run_example(name: &str) -> (String, i32) {
             "--config",
             "examples/sandgate.toml",
         ])
+        .args(extra)
         .env("SANDGATE_MEMORY_FILE", memory.path())
         .output()
-        .expect("sandgate runs");
+        .expect("sandgate runs")
+}
+
+fn run_example(name: &str) -> (String, i32) {
+    let output = sandgate_run(name, &[]);
     (
         mask(&String::from_utf8_lossy(&output.stdout)),
         output.status.code().unwrap_or(-1),
@@ -82,19 +88,7 @@ fn typo() {
 
 #[test]
 fn json_output_has_every_part() {
-    let memory = tempfile::NamedTempFile::new().expect("temp file");
-    let output = Command::new(env!("CARGO_BIN_EXE_sandgate"))
-        .current_dir(repo())
-        .args([
-            "run",
-            "examples/sum.ts",
-            "--config",
-            "examples/sandgate.toml",
-            "--json",
-        ])
-        .env("SANDGATE_MEMORY_FILE", memory.path())
-        .output()
-        .expect("sandgate runs");
+    let output = sandgate_run("sum", &["--json"]);
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(result["value"]["a"], "The sum of 2 and 3 is 5.");
     assert_eq!(result["trace"].as_array().map(Vec::len), Some(2));
