@@ -12,6 +12,7 @@
 //! This crate does not know MCP: the gateway is one [`Bridge`]; a Rust service that wants a
 //! sandbox for its own async functions is another (see `examples/embed.rs`).
 
+pub mod direct;
 pub mod engine;
 mod error;
 mod hints;
@@ -20,6 +21,7 @@ pub mod lockdown;
 mod pool;
 pub mod protocol;
 mod result;
+pub mod single_call;
 pub mod transpile;
 pub mod worker;
 

@@ -72,6 +72,15 @@ pub struct CallFailure {
     pub message: String,
 }
 
+/// The `name` of the Error a failed call rejects with in the guest, by failure kind.
+pub fn failure_error_name(kind: &str) -> &'static str {
+    match kind {
+        "tool_denied" => "ToolDeniedError",
+        "timeout" => "ToolTimeoutError",
+        _ => "ToolCallError",
+    }
+}
+
 /// Which callable a [`WorkerFrame::Call`] names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "k", content = "i")]

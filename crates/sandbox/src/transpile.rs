@@ -10,8 +10,9 @@
 
 use std::path::Path;
 
-use oxc::allocator::Allocator;
+use oxc::allocator::{Allocator, TakeIn};
 use oxc::ast::ast::{Declaration, ExportDefaultDeclarationKind, Statement};
+use oxc::ast::builder::AstBuilder;
 use oxc::codegen::{Codegen, CodegenOptions};
 use oxc::parser::{ParseOptions, Parser};
 use oxc::semantic::SemanticBuilder;
@@ -132,6 +133,9 @@ fn finish<'a>(
     mut program: oxc::ast::ast::Program<'a>,
     shape: CodeShape,
 ) -> Result<Transpiled, SourceProblem> {
+    if shape == CodeShape::Script {
+        return_last_expression(allocator, &mut program);
+    }
     let semantic = SemanticBuilder::new().with_enum_eval(true).build(&program);
     let scoping = semantic.semantic.into_scoping();
     let transformed = Transformer::new(
@@ -180,6 +184,21 @@ fn finish<'a>(
 
 /// Finds `import`s and the `main` shapes with a first parse, and rewrites the `export`
 /// keywords in place with text of the same length, so every position stays where it was.
+/// A script's value is its last expression statement when it ends in one, as in a REPL:
+/// `everything.echo({ message: "hi" })` alone returns the echo instead of `null`. Models
+/// write that often, and it lets a single bare call mean the same in every tier.
+fn return_last_expression<'a>(allocator: &'a Allocator, program: &mut oxc::ast::ast::Program<'a>) {
+    let Some(last) = program.body.last_mut() else {
+        return;
+    };
+    let Statement::ExpressionStatement(statement) = last else {
+        return;
+    };
+    let span = statement.span;
+    let expression = statement.expression.take_in(&allocator);
+    *last = Statement::new_return_statement(span, Some(expression), &AstBuilder::new(allocator));
+}
+
 fn recognise_shape(
     source: &str,
     program: &oxc::ast::ast::Program,

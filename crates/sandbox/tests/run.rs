@@ -39,7 +39,17 @@ async fn every_code_shape_runs() {
         json!([1, 2])
     );
     assert_eq!(
-        value(&run(&sb, "1 + 1;").await),
+        value(&run(&sb, "const a = 1;\na + 1;").await),
+        json!(2),
+        "a script that ends in an expression returns it"
+    );
+    assert_eq!(
+        value(&run(&sb, "test.echo({a: 1})").await),
+        json!({"echo": {"a": 1}}),
+        "a bare call is the value"
+    );
+    assert_eq!(
+        value(&run(&sb, "const a = 1;").await),
         json!(null),
         "no return gives null"
     );

@@ -253,12 +253,7 @@ pub(crate) fn error_object<'js>(
 ) -> rquickjs::Result<Value<'js>> {
     let constructor: Function = ctx.globals().get("Error")?;
     let error: Object = constructor.call((message,))?;
-    let name = match kind {
-        "tool_denied" => "ToolDeniedError",
-        "timeout" => "ToolTimeoutError",
-        _ => "ToolCallError",
-    };
-    error.set("name", name)?;
+    error.set("name", crate::protocol::failure_error_name(kind))?;
     error.set("kind", kind)?;
     Ok(error.into_value())
 }
