@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use sandgate_output::OutputConfig;
 use sandgate_policy::glob_match;
 
 use crate::{ConfigError, interpolate};
@@ -30,6 +31,36 @@ pub struct Config {
     pub cache_file: Option<PathBuf>,
     /// The code sandbox.
     pub sandbox: SandboxConfig,
+    /// How large results are shaped for the model (`[output]`).
+    pub output: OutputConfig,
+    /// Where execution records and full outputs are kept (`[store]`).
+    pub store: StoreConfig,
+}
+
+/// Default time a full output stays readable after its execution.
+pub const DEFAULT_OUTPUT_RETENTION_HOURS: u64 = 168;
+/// Default number of execution records kept (the oldest go first).
+pub const DEFAULT_MAX_RECORDS: u64 = 100_000;
+
+/// Settings of the SQLite store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreConfig {
+    /// The database file; `None` lets the binary choose one per config file.
+    pub path: Option<PathBuf>,
+    /// Hours a stored full output stays readable.
+    pub output_retention_hours: u64,
+    /// Execution records kept.
+    pub max_records: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            path: None,
+            output_retention_hours: DEFAULT_OUTPUT_RETENTION_HOURS,
+            max_records: DEFAULT_MAX_RECORDS,
+        }
+    }
 }
 
 /// Settings of the code sandbox.

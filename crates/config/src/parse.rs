@@ -81,7 +81,18 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
     }
 }
 
-const TOML_ROOT_KEYS: &[&str] = &["servers", "http", "gateway", "sandbox"];
+const TOML_ROOT_KEYS: &[&str] = &["servers", "http", "gateway", "sandbox", "output", "store"];
+const STORE_KEYS: &[&str] = &["path", "output_retention_hours", "max_records"];
+const OUTPUT_KEYS: &[&str] = &[
+    "max_chars",
+    "intent_min_bytes",
+    "intent_min_term_ratio",
+    "json_chunk_min_bytes",
+    "json_sample_items",
+    "footer_min_removed_bytes",
+    "intent_filter",
+    "json_chunking",
+];
 const SANDBOX_KEYS: &[&str] = &["require_lockdown", "workers"];
 const GATEWAY_KEYS: &[&str] = &["cache_file"];
 const HTTP_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins"];
@@ -164,6 +175,8 @@ impl Walker<'_> {
         let mut config = self.gateway_section(root.get("gateway"))?;
         config.http = self.http_section(root.get("http"))?;
         config.sandbox = self.sandbox_section("sandbox", root.get("sandbox"))?;
+        config.output = self.output_section(root.get("output"))?;
+        config.store = self.store_section(root.get("store"))?;
         if let Some(servers) = root.get("servers") {
             config.backends = self.backends("servers", servers)?;
         }
@@ -235,6 +248,64 @@ impl Walker<'_> {
             .unwrap_or(false),
             workers,
         })
+    }
+
+    fn output_section(&self, value: Option<&Value>) -> Result<OutputConfig, ConfigError> {
+        let Some(value) = value else {
+            return Ok(OutputConfig::default());
+        };
+        let table = self.table("output", value)?;
+        let known: Vec<&str> = OUTPUT_KEYS.to_vec();
+        self.check_keys("output", table, &known, &[])?;
+        let config: OutputConfig = serde_json::from_value(value.clone()).map_err(|e| {
+            self.invalid(
+                "output",
+                format!("has a bad value: {e}"),
+                "sizes are whole numbers of bytes or characters, switches true or false, intent_min_term_ratio a number from 0 to 1",
+            )
+        })?;
+        if !(0.0..=1.0).contains(&config.intent_min_term_ratio) {
+            return Err(self.invalid(
+                "output.intent_min_term_ratio",
+                format!("is {}", config.intent_min_term_ratio),
+                "use a fraction from 0 to 1, e.g. 0.3",
+            ));
+        }
+        if config.max_chars < 200 {
+            return Err(self.invalid(
+                "output.max_chars",
+                format!("is {}", config.max_chars),
+                "use at least 200 characters; 20000 is the default",
+            ));
+        }
+        Ok(config)
+    }
+
+    fn store_section(&self, value: Option<&Value>) -> Result<StoreConfig, ConfigError> {
+        let Some(value) = value else {
+            return Ok(StoreConfig::default());
+        };
+        let table = self.table("store", value)?;
+        self.check_keys("store", table, STORE_KEYS, &[])?;
+        let mut store = StoreConfig {
+            path: opt_string(self, "store.path", table.get("path"))?.map(PathBuf::from),
+            ..StoreConfig::default()
+        };
+        for (key, slot) in [
+            ("output_retention_hours", &mut store.output_retention_hours),
+            ("max_records", &mut store.max_records),
+        ] {
+            if let Some(v) = table.get(key) {
+                *slot = v.as_u64().filter(|&n| n > 0).ok_or_else(|| {
+                    self.invalid(
+                        &format!("store.{key}"),
+                        format!("is {v}"),
+                        "use a whole number above 0",
+                    )
+                })?;
+            }
+        }
+        Ok(store)
     }
 
     fn http_section(&self, value: Option<&Value>) -> Result<HttpConfig, ConfigError> {

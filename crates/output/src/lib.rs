@@ -25,10 +25,15 @@ pub use chunk::summarize_json;
 pub use intent::filter_by_intent;
 pub use truncate::{floor_char_boundary, truncate};
 
+/// Characters of output a response holds by default: about 5,000 tokens.
+pub const DEFAULT_MAX_CHARS: usize = 20_000;
+
 /// Settings of the pipeline (`[output]` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutputConfig {
+    /// Characters a response holds when the caller does not ask for less (or more).
+    pub max_chars: usize,
     /// Apply the intent filter only to outputs of at least this many bytes.
     pub intent_min_bytes: usize,
     /// Fraction of the intent's words a paragraph must contain to be kept.
@@ -48,6 +53,7 @@ pub struct OutputConfig {
 impl Default for OutputConfig {
     fn default() -> Self {
         OutputConfig {
+            max_chars: DEFAULT_MAX_CHARS,
             intent_min_bytes: 5_000,
             intent_min_term_ratio: 0.3,
             json_chunk_min_bytes: 10_240,

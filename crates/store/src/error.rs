@@ -1,0 +1,56 @@
+//! The store's one error type.
+
+/// What can go wrong with the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file cannot be opened or created.
+    #[error(
+        "cannot open the store at {path}: {message}. Check that the directory is writable, or set [store] path in the config"
+    )]
+    Open {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The database was written by a newer sandgate.
+    #[error(
+        "the store is at schema version {found}, newer than this sandgate knows ({known}). Upgrade sandgate, or point [store] path at another file"
+    )]
+    TooNew {
+        /// The file's version.
+        found: i64,
+        /// The newest this build knows.
+        known: i64,
+    },
+    /// No stored output under that id.
+    #[error(
+        "no stored output for execution {id}: it was never shortened (the response held all of it), or it expired. Re-run the code to get it again"
+    )]
+    NoOutput {
+        /// The execution id.
+        id: String,
+    },
+    /// No execution record under that id.
+    #[error("no execution {id}. `sandgate executions list` shows the recent ones")]
+    NoExecution {
+        /// The execution id.
+        id: String,
+    },
+    /// A byte range outside the output.
+    #[error(
+        "offset {offset} is past the end of the output ({total} bytes). Read from an offset below {total}"
+    )]
+    Range {
+        /// The asked offset.
+        offset: usize,
+        /// The output's size.
+        total: usize,
+    },
+    /// The store's thread has stopped.
+    #[error("the store is closed")]
+    Closed,
+    /// SQLite failed.
+    #[error("store: {0}")]
+    Sql(#[from] rusqlite::Error),
+}

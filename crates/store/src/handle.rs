@@ -1,0 +1,160 @@
+//! The gateway's side of the store: a thread that owns the connection and a queue in front of
+//! it. Writes are sent and forgotten, so recording never slows an execution; reads wait for
+//! their answer and, coming through the same queue, see every earlier write.
+
+use std::sync::mpsc;
+
+use tokio::sync::oneshot;
+
+use crate::{ExecutionRecord, OutputSlice, Stats, Store, StoreError};
+
+type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
+enum Command {
+    Record(Box<ExecutionRecord>),
+    SaveOutput {
+        id: String,
+        body: String,
+    },
+    Output {
+        id: String,
+        reply: Reply<String>,
+    },
+    Range {
+        id: String,
+        offset: usize,
+        length: Option<usize>,
+        reply: Reply<OutputSlice>,
+    },
+    List {
+        limit: usize,
+        reply: Reply<Vec<ExecutionRecord>>,
+    },
+    Get {
+        id: String,
+        reply: Reply<ExecutionRecord>,
+    },
+    Stats {
+        reply: Reply<Stats>,
+    },
+}
+
+/// A cheap, cloneable handle to the store's thread.
+#[derive(Debug, Clone)]
+pub struct StoreHandle {
+    queue: mpsc::Sender<Command>,
+}
+
+impl StoreHandle {
+    /// Moves `store` to its own thread and returns the handle to it.
+    pub fn spawn(store: Store) -> Result<StoreHandle, StoreError> {
+        let (queue, commands) = mpsc::channel::<Command>();
+        std::thread::Builder::new()
+            .name("sandgate-store".into())
+            .spawn(move || serve(store, commands))
+            .map_err(|e| StoreError::Open {
+                path: "<thread>".into(),
+                message: e.to_string(),
+            })?;
+        Ok(StoreHandle { queue })
+    }
+
+    /// Records an execution, without waiting.
+    pub fn record(&self, record: ExecutionRecord) {
+        let _ = self.queue.send(Command::Record(Box::new(record)));
+    }
+
+    /// Keeps a full output, without waiting. A read sent afterwards sees it.
+    pub fn save_output(&self, id: String, body: String) {
+        let _ = self.queue.send(Command::SaveOutput { id, body });
+    }
+
+    /// The whole stored output of an execution.
+    pub async fn output(&self, id: &str) -> Result<String, StoreError> {
+        self.ask(|reply| Command::Output {
+            id: id.to_string(),
+            reply,
+        })
+        .await
+    }
+
+    /// A byte range of a stored output (see [`Store::output_range`]).
+    pub async fn output_range(
+        &self,
+        id: &str,
+        offset: usize,
+        length: Option<usize>,
+    ) -> Result<OutputSlice, StoreError> {
+        self.ask(|reply| Command::Range {
+            id: id.to_string(),
+            offset,
+            length,
+            reply,
+        })
+        .await
+    }
+
+    /// The most recent executions.
+    pub async fn list(&self, limit: usize) -> Result<Vec<ExecutionRecord>, StoreError> {
+        self.ask(|reply| Command::List { limit, reply }).await
+    }
+
+    /// One execution with its calls.
+    pub async fn get(&self, id: &str) -> Result<ExecutionRecord, StoreError> {
+        self.ask(|reply| Command::Get {
+            id: id.to_string(),
+            reply,
+        })
+        .await
+    }
+
+    /// Execution statistics.
+    pub async fn stats(&self) -> Result<Stats, StoreError> {
+        self.ask(|reply| Command::Stats { reply }).await
+    }
+
+    async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(command(reply))
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+fn serve(mut store: Store, commands: mpsc::Receiver<Command>) {
+    for command in commands {
+        match command {
+            Command::Record(record) => {
+                if let Err(e) = store.record(&record) {
+                    tracing::warn!(execution = %record.id, "could not record the execution: {e}");
+                }
+            }
+            Command::SaveOutput { id, body } => {
+                if let Err(e) = store.save_output(&id, &body) {
+                    tracing::warn!(execution = %id, "could not store the full output: {e}");
+                }
+            }
+            Command::Output { id, reply } => {
+                let _ = reply.send(store.output(&id));
+            }
+            Command::Range {
+                id,
+                offset,
+                length,
+                reply,
+            } => {
+                let _ = reply.send(store.output_range(&id, offset, length));
+            }
+            Command::List { limit, reply } => {
+                let _ = reply.send(store.list(limit));
+            }
+            Command::Get { id, reply } => {
+                let _ = reply.send(store.get(&id));
+            }
+            Command::Stats { reply } => {
+                let _ = reply.send(store.stats());
+            }
+        }
+    }
+}

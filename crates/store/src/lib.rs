@@ -1,0 +1,139 @@
+//! The store: sandgate's one SQLite database.
+//!
+//! It keeps a record of every execution (for `sandgate://stats` and `sandgate executions`) and
+//! the full text of every output that shaping shortened, so that nothing a tool returned is
+//! ever lost: the model gets the short version and can read any part of the rest. This is the
+//! only crate that speaks SQL. The schema only moves forward, one numbered migration at a
+//! time ([`migrate`]).
+//!
+//! The gateway never waits on the disk: it talks to a [`StoreHandle`], whose thread owns the
+//! connection and takes writes from a queue. Reads go through the same queue, so a read always
+//! sees every write made before it.
+
+mod error;
+mod handle;
+pub mod migrate;
+mod outputs;
+mod records;
+
+pub use error::StoreError;
+pub use handle::StoreHandle;
+pub use outputs::OutputSlice;
+pub use records::{BackendStats, CallRow, ExecutionRecord, Stats, TierStats};
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::Connection;
+
+/// How long things are kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retention {
+    /// How long a full output stays readable.
+    pub outputs: Duration,
+    /// Execution records kept; the oldest go first.
+    pub max_records: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            outputs: Duration::from_secs(168 * 3600),
+            max_records: 100_000,
+        }
+    }
+}
+
+/// A synchronous connection to the store. The gateway uses it through [`StoreHandle`]; the
+/// CLI uses it directly.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    retention: Retention,
+    writes: u64,
+}
+
+/// Writes between two prunes of expired outputs and surplus records.
+const PRUNE_EVERY: u64 = 100;
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, in WAL mode, and migrates it.
+    pub fn open(path: &Path, retention: Retention) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| StoreError::Open {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Store::with_connection(conn, retention)
+    }
+
+    /// A store in memory (tests, and a gateway with no writable place for a file).
+    pub fn open_in_memory(retention: Retention) -> Result<Store, StoreError> {
+        Store::with_connection(Connection::open_in_memory()?, retention)
+    }
+
+    fn with_connection(conn: Connection, retention: Retention) -> Result<Store, StoreError> {
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrate::migrate(&conn)?;
+        let mut store = Store {
+            conn,
+            retention,
+            writes: 0,
+        };
+        store.prune()?;
+        Ok(store)
+    }
+
+    /// Deletes expired outputs and the records past the cap.
+    pub fn prune(&mut self) -> Result<(), StoreError> {
+        let cutoff = now_ms() - self.retention.outputs.as_millis() as i64;
+        self.conn
+            .execute("DELETE FROM outputs WHERE created_at_ms < ?1", [cutoff])?;
+        self.conn.execute(
+            "DELETE FROM executions WHERE id IN (SELECT id FROM executions ORDER BY started_at_ms DESC LIMIT -1 OFFSET ?1)",
+            [self.retention.max_records as i64],
+        )?;
+        Ok(())
+    }
+
+    fn wrote(&mut self) -> Result<(), StoreError> {
+        self.writes += 1;
+        if self.writes.is_multiple_of(PRUNE_EVERY) {
+            self.prune()?;
+        }
+        Ok(())
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A new execution id: time-ordered, unique across restarts and processes.
+pub fn new_execution_id() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "ex-{:x}-{:x}{:04x}",
+        nanos / 1_000_000,
+        std::process::id() & 0xffff,
+        count & 0xffff
+    )
+}

@@ -1,0 +1,64 @@
+//! Schema migrations. Each entry moves the schema one version forward and never changes once
+//! released; `PRAGMA user_version` says how far a file has come. A file from a newer sandgate
+//! is refused rather than guessed at.
+
+use rusqlite::Connection;
+
+use crate::StoreError;
+
+/// Migrations in order; the version after applying `MIGRATIONS[i]` is `i + 1`.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: execution records, their calls, and stored outputs.
+    "CREATE TABLE executions (
+        id TEXT PRIMARY KEY,
+        started_at_ms INTEGER NOT NULL,
+        tier TEXT NOT NULL,
+        code_hash TEXT NOT NULL,
+        duration_ms REAL NOT NULL,
+        status TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        output_bytes INTEGER NOT NULL,
+        returned_bytes INTEGER NOT NULL,
+        error_kind TEXT
+    );
+    CREATE INDEX executions_by_time ON executions(started_at_ms);
+    CREATE TABLE execution_calls (
+        execution_id TEXT NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        backend TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        duration_ms REAL,
+        ok INTEGER NOT NULL,
+        changed_state INTEGER,
+        PRIMARY KEY (execution_id, seq)
+    );
+    CREATE TABLE outputs (
+        execution_id TEXT PRIMARY KEY,
+        created_at_ms INTEGER NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX outputs_by_time ON outputs(created_at_ms);",
+];
+
+/// The schema version this build writes.
+pub fn latest() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// Brings `conn` to the latest version, each step in its own transaction.
+pub fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if found > latest() {
+        return Err(StoreError::TooNew {
+            found,
+            known: latest(),
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let version = index as i64 + 1;
+        conn.execute_batch(&format!(
+            "BEGIN; {sql}; PRAGMA user_version = {version}; COMMIT;"
+        ))?;
+    }
+    Ok(())
+}

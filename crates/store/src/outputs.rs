@@ -1,0 +1,113 @@
+//! Full outputs: the text of every result that shaping shortened, readable whole or by byte
+//! range. Ranges are moved to character boundaries, so a slice is always valid UTF-8 and the
+//! slices of a walk through the output join back to the exact original.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use crate::{Store, StoreError, now_ms};
+
+/// Part of a stored output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutputSlice {
+    /// The text of `start..end`.
+    pub text: String,
+    /// First byte (inclusive).
+    pub start: usize,
+    /// Last byte (exclusive); read on from here.
+    pub end: usize,
+    /// Size of the whole output, in bytes.
+    pub total_bytes: usize,
+}
+
+impl Store {
+    /// Keeps `body` as the full output of execution `id`.
+    pub fn save_output(&mut self, id: &str, body: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO outputs (execution_id, created_at_ms, body) VALUES (?1, ?2, ?3)",
+            params![id, now_ms(), body],
+        )?;
+        self.wrote()
+    }
+
+    /// The whole stored output of execution `id`.
+    pub fn output(&self, id: &str) -> Result<String, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT body FROM outputs WHERE execution_id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoOutput { id: id.to_string() })
+    }
+
+    /// Bytes `offset..offset + length` of the output (to the end when `length` is `None`),
+    /// with both ends moved back to the nearest character boundary.
+    pub fn output_range(
+        &self,
+        id: &str,
+        offset: usize,
+        length: Option<usize>,
+    ) -> Result<OutputSlice, StoreError> {
+        let body = self.output(id)?;
+        slice(&body, offset, length)
+    }
+}
+
+/// Cuts `offset..offset + length` out of `body` on character boundaries.
+pub fn slice(body: &str, offset: usize, length: Option<usize>) -> Result<OutputSlice, StoreError> {
+    let total = body.len();
+    if offset > total || (offset == total && total > 0) {
+        return Err(StoreError::Range { offset, total });
+    }
+    let start = floor_boundary(body, offset);
+    let wanted_end = length.map_or(total, |l| offset.saturating_add(l).min(total));
+    let mut end = floor_boundary(body, wanted_end);
+    if end <= start && start < total {
+        // The range was inside one character: return that character whole.
+        end = body[start..]
+            .chars()
+            .next()
+            .map_or(total, |c| start + c.len_utf8());
+    }
+    Ok(OutputSlice {
+        text: body[start..end].to_string(),
+        start,
+        end,
+        total_bytes: total,
+    })
+}
+
+fn floor_boundary(text: &str, mut index: usize) -> usize {
+    while index > 0 && !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_never_split_a_character_and_join_back() {
+        let body = "aé😀b漢字\nend";
+        for step in 1..6 {
+            let mut joined = String::new();
+            let mut at = 0;
+            while at < body.len() {
+                let part = slice(body, at, Some(step)).unwrap();
+                assert!(part.end > at, "progress at {at} step {step}");
+                joined.push_str(&part.text);
+                at = part.end;
+            }
+            assert_eq!(joined, body);
+        }
+        assert!(matches!(
+            slice(body, 999, None),
+            Err(StoreError::Range { .. })
+        ));
+        assert_eq!(slice("", 0, None).unwrap().text, "");
+    }
+}

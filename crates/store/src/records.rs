@@ -1,0 +1,298 @@
+//! Execution records: one row per `call_tool_chain`, with its calls, and the statistics built
+//! from them (per-tier counts and latency percentiles, per-backend latency, bytes saved).
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use crate::{Store, StoreError};
+
+/// One execution, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExecutionRecord {
+    /// The execution id (see [`crate::new_execution_id`]).
+    pub id: String,
+    /// When it started, in Unix milliseconds.
+    pub started_at_ms: i64,
+    /// `json`, `single_call`, `introspection` or `sandbox`.
+    pub tier: String,
+    /// A hash of the code (the code itself is not kept).
+    pub code_hash: String,
+    /// How long it took.
+    pub duration_ms: f64,
+    /// `ok` or `error`.
+    pub status: String,
+    /// Tool calls made.
+    pub calls: u32,
+    /// Bytes of the full output.
+    pub output_bytes: u64,
+    /// Bytes returned to the model after shaping.
+    pub returned_bytes: u64,
+    /// The error kind, for failed executions.
+    pub error_kind: Option<String>,
+    /// The calls, in order.
+    pub call_rows: Vec<CallRow>,
+}
+
+/// One tool call of an execution.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRow {
+    /// The backend.
+    pub backend: String,
+    /// The tool (original name).
+    pub tool: String,
+    /// How long it took; `None` if it never finished.
+    pub duration_ms: Option<f64>,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Whether it may have changed state (`None`: the tool did not say).
+    pub changed_state: Option<bool>,
+}
+
+/// Latency and volume of one tier.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TierStats {
+    /// The tier.
+    pub tier: String,
+    /// Executions.
+    pub count: u64,
+    /// Of which failed.
+    pub errors: u64,
+    /// Median duration.
+    pub p50_ms: f64,
+    /// 95th percentile duration.
+    pub p95_ms: f64,
+}
+
+/// Latency of one backend's calls.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BackendStats {
+    /// The backend.
+    pub backend: String,
+    /// Finished calls.
+    pub calls: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// Median call duration.
+    pub p50_ms: f64,
+    /// 95th percentile call duration.
+    pub p95_ms: f64,
+}
+
+/// What `sandgate://stats` shows about executions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// Executions on record.
+    pub executions: u64,
+    /// Per tier.
+    pub tiers: Vec<TierStats>,
+    /// Per backend.
+    pub backends: Vec<BackendStats>,
+    /// Bytes shaping kept out of responses (all of them are stored).
+    pub bytes_saved: u64,
+    /// Full outputs currently stored.
+    pub outputs_stored: u64,
+}
+
+impl Store {
+    /// Records one execution and its calls.
+    pub fn record(&mut self, record: &ExecutionRecord) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                record.id,
+                record.started_at_ms,
+                record.tier,
+                record.code_hash,
+                record.duration_ms,
+                record.status,
+                record.calls,
+                record.output_bytes as i64,
+                record.returned_bytes as i64,
+                record.error_kind,
+            ],
+        )?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for (seq, call) in record.call_rows.iter().enumerate() {
+                insert.execute(params![
+                    record.id,
+                    seq as i64,
+                    call.backend,
+                    call.tool,
+                    call.duration_ms,
+                    call.ok,
+                    call.changed_state
+                ])?;
+            }
+        }
+        tx.commit()?;
+        self.wrote()
+    }
+
+    /// The most recent executions, newest first.
+    pub fn list(&self, limit: usize) -> Result<Vec<ExecutionRecord>, StoreError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind
+             FROM executions ORDER BY started_at_ms DESC, rowid DESC LIMIT ?1",
+        )?;
+        let rows = statement.query_map([limit as i64], row_to_record)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// One execution with its calls.
+    pub fn get(&self, id: &str) -> Result<ExecutionRecord, StoreError> {
+        let mut record = self
+            .conn
+            .query_row(
+                "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind
+                 FROM executions WHERE id = ?1",
+                [id],
+                row_to_record,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoExecution { id: id.to_string() })?;
+        let mut statement = self.conn.prepare_cached(
+            "SELECT backend, tool, duration_ms, ok, changed_state FROM execution_calls WHERE execution_id = ?1 ORDER BY seq",
+        )?;
+        record.call_rows = statement
+            .query_map([id], |row| {
+                Ok(CallRow {
+                    backend: row.get(0)?,
+                    tool: row.get(1)?,
+                    duration_ms: row.get(2)?,
+                    ok: row.get(3)?,
+                    changed_state: row.get(4)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(record)
+    }
+
+    /// Statistics over every execution on record.
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        let mut tiers: Vec<TierStats> = Vec::new();
+        let mut statement = self.conn.prepare_cached(
+            "SELECT tier, duration_ms, status FROM executions ORDER BY tier, duration_ms",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, f64>(1)?,
+                row.get::<_, String>(2)? != "ok",
+            ))
+        })?;
+        let mut current: Option<(String, Vec<f64>, u64)> = None;
+        for row in rows {
+            let (tier, ms, failed) = row?;
+            match &mut current {
+                Some((name, durations, errors)) if *name == tier => {
+                    durations.push(ms);
+                    *errors += u64::from(failed);
+                }
+                _ => {
+                    if let Some(done) = current.take() {
+                        tiers.push(tier_stats(done));
+                    }
+                    current = Some((tier, vec![ms], u64::from(failed)));
+                }
+            }
+        }
+        if let Some(done) = current.take() {
+            tiers.push(tier_stats(done));
+        }
+        let mut backends: Vec<BackendStats> = Vec::new();
+        let mut statement = self.conn.prepare_cached(
+            "SELECT backend, duration_ms, ok FROM execution_calls WHERE duration_ms IS NOT NULL ORDER BY backend, duration_ms",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, f64>(1)?,
+                row.get::<_, bool>(2)?,
+            ))
+        })?;
+        let mut current: Option<(String, Vec<f64>, u64)> = None;
+        for row in rows {
+            let (backend, ms, ok) = row?;
+            match &mut current {
+                Some((name, durations, failures)) if *name == backend => {
+                    durations.push(ms);
+                    *failures += u64::from(!ok);
+                }
+                _ => {
+                    if let Some(done) = current.take() {
+                        backends.push(backend_stats(done));
+                    }
+                    current = Some((backend, vec![ms], u64::from(!ok)));
+                }
+            }
+        }
+        if let Some(done) = current.take() {
+            backends.push(backend_stats(done));
+        }
+        let (executions, bytes_saved): (i64, i64) = self.conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(MAX(output_bytes - returned_bytes, 0)), 0) FROM executions",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        let outputs_stored: i64 =
+            self.conn
+                .query_row("SELECT COUNT(*) FROM outputs", [], |row| row.get(0))?;
+        Ok(Stats {
+            executions: executions as u64,
+            tiers,
+            backends,
+            bytes_saved: bytes_saved as u64,
+            outputs_stored: outputs_stored as u64,
+        })
+    }
+}
+
+fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {
+    Ok(ExecutionRecord {
+        id: row.get(0)?,
+        started_at_ms: row.get(1)?,
+        tier: row.get(2)?,
+        code_hash: row.get(3)?,
+        duration_ms: row.get(4)?,
+        status: row.get(5)?,
+        calls: row.get(6)?,
+        output_bytes: row.get::<_, i64>(7)? as u64,
+        returned_bytes: row.get::<_, i64>(8)? as u64,
+        error_kind: row.get(9)?,
+        call_rows: Vec::new(),
+    })
+}
+
+/// The value below which `p` of the sorted `values` fall (nearest rank).
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn tier_stats((tier, durations, errors): (String, Vec<f64>, u64)) -> TierStats {
+    TierStats {
+        tier,
+        count: durations.len() as u64,
+        errors,
+        p50_ms: percentile(&durations, 0.5),
+        p95_ms: percentile(&durations, 0.95),
+    }
+}
+
+fn backend_stats((backend, durations, failures): (String, Vec<f64>, u64)) -> BackendStats {
+    BackendStats {
+        backend,
+        calls: durations.len() as u64,
+        failures,
+        p50_ms: percentile(&durations, 0.5),
+        p95_ms: percentile(&durations, 0.95),
+    }
+}

@@ -1,0 +1,173 @@
+//! The store on a real SQLite file: migrations from every earlier version, records and stats,
+//! outputs by range, retention, and the handle's ordering guarantee.
+
+#![allow(clippy::expect_used)]
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+use sandgate_store::migrate::{MIGRATIONS, latest, migrate};
+use sandgate_store::{CallRow, ExecutionRecord, Retention, Store, StoreError, StoreHandle};
+
+fn record(id: &str, tier: &str, ms: f64, status: &str) -> ExecutionRecord {
+    ExecutionRecord {
+        id: id.into(),
+        started_at_ms: sandgate_store::now_ms(),
+        tier: tier.into(),
+        code_hash: "abc".into(),
+        duration_ms: ms,
+        status: status.into(),
+        calls: 1,
+        output_bytes: 5000,
+        returned_bytes: 1000,
+        error_kind: (status != "ok").then(|| "timeout".into()),
+        call_rows: vec![CallRow {
+            backend: "memory".into(),
+            tool: "read_graph".into(),
+            duration_ms: Some(ms / 2.0),
+            ok: status == "ok",
+            changed_state: Some(false),
+        }],
+    }
+}
+
+#[test]
+fn migrations_run_forward_from_every_version() {
+    for start in 0..=MIGRATIONS.len() {
+        let conn = Connection::open_in_memory().expect("memory db");
+        for sql in &MIGRATIONS[..start] {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", start as i64)
+            .expect("version");
+        migrate(&conn).expect("migrates");
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .expect("version");
+        assert_eq!(version, latest());
+    }
+}
+
+#[test]
+fn a_store_from_a_newer_sandgate_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s.db");
+    Store::open(&path, Retention::default()).expect("creates");
+    let conn = Connection::open(&path).expect("opens");
+    conn.pragma_update(None, "user_version", latest() + 1)
+        .expect("bump");
+    drop(conn);
+    let error = Store::open(&path, Retention::default()).expect_err("refused");
+    assert!(matches!(error, StoreError::TooNew { .. }), "{error}");
+    assert!(error.to_string().contains("Upgrade sandgate"));
+}
+
+#[test]
+fn records_list_show_and_stats() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::open(&dir.path().join("nested/dir/s.db"), Retention::default())
+        .expect("opens, creating directories");
+    for (i, ms) in [1.0, 2.0, 3.0, 4.0, 100.0].iter().enumerate() {
+        store
+            .record(&record(&format!("a{i}"), "json", *ms, "ok"))
+            .expect("records");
+    }
+    store
+        .record(&record("b0", "sandbox", 50.0, "error"))
+        .expect("records");
+    let listed = store.list(3).expect("lists");
+    assert_eq!(listed.len(), 3);
+    let shown = store.get("b0").expect("shows");
+    assert_eq!(shown.error_kind.as_deref(), Some("timeout"));
+    assert_eq!(shown.call_rows.len(), 1);
+    assert_eq!(shown.call_rows[0].changed_state, Some(false));
+    assert!(matches!(
+        store.get("nope"),
+        Err(StoreError::NoExecution { .. })
+    ));
+
+    let stats = store.stats().expect("stats");
+    assert_eq!(stats.executions, 6);
+    let json = stats
+        .tiers
+        .iter()
+        .find(|t| t.tier == "json")
+        .expect("json tier");
+    assert_eq!(
+        (json.count, json.errors, json.p50_ms, json.p95_ms),
+        (5, 0, 3.0, 100.0)
+    );
+    let sandbox = stats
+        .tiers
+        .iter()
+        .find(|t| t.tier == "sandbox")
+        .expect("sandbox tier");
+    assert_eq!((sandbox.count, sandbox.errors), (1, 1));
+    assert_eq!(stats.backends[0].backend, "memory");
+    assert_eq!(stats.backends[0].calls, 6);
+    assert_eq!(stats.bytes_saved, 6 * 4000);
+}
+
+#[test]
+fn outputs_are_kept_read_by_range_and_expire() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s.db");
+    let mut store = Store::open(&path, Retention::default()).expect("opens");
+    let body = "héllo wörld ".repeat(1000);
+    store.save_output("x", &body).expect("saves");
+    assert_eq!(store.output("x").expect("whole"), body);
+    let part = store.output_range("x", 1, Some(2)).expect("range");
+    assert_eq!((part.text.as_str(), part.start, part.end), ("é", 1, 3));
+    assert!(matches!(
+        store.output("y"),
+        Err(StoreError::NoOutput { .. })
+    ));
+    drop(store);
+    // Reopened with a retention shorter than the output's age: it is gone.
+    std::thread::sleep(Duration::from_millis(20));
+    let store = Store::open(
+        &path,
+        Retention {
+            outputs: Duration::from_millis(1),
+            max_records: 10,
+        },
+    )
+    .expect("reopens");
+    assert!(matches!(
+        store.output("x"),
+        Err(StoreError::NoOutput { .. })
+    ));
+}
+
+#[test]
+fn records_past_the_cap_are_dropped_oldest_first() {
+    let retention = Retention {
+        outputs: Duration::from_secs(3600),
+        max_records: 3,
+    };
+    let mut store = Store::open_in_memory(retention).expect("opens");
+    for i in 0..5 {
+        let mut r = record(&format!("r{i}"), "json", 1.0, "ok");
+        r.started_at_ms = i;
+        store.record(&r).expect("records");
+    }
+    store.prune().expect("prunes");
+    let ids: Vec<String> = store
+        .list(10)
+        .expect("lists")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["r4", "r3", "r2"]);
+}
+
+#[tokio::test]
+async fn the_handle_reads_its_own_writes() {
+    let handle = StoreHandle::spawn(Store::open_in_memory(Retention::default()).expect("opens"))
+        .expect("spawns");
+    handle.save_output("id1".into(), "full text".into());
+    handle.record(record("id1", "sandbox", 2.0, "ok"));
+    assert_eq!(handle.output("id1").await.expect("read"), "full text");
+    assert_eq!(handle.get("id1").await.expect("record").tier, "sandbox");
+    assert_eq!(handle.stats().await.expect("stats").executions, 1);
+}
