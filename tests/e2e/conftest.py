@@ -49,12 +49,14 @@ def toml_value(value) -> str:
 def write_config(tmp_path: Path, fmt: str, servers: dict) -> Path:
     """Writes `servers` as a .mcp.json or a sandgate.toml, with a private tool cache."""
     cache = str(tmp_path / "cache" / "tools.json")
+    store = str(tmp_path / "state" / "store.db")
     if fmt == "json":
         path = tmp_path / ".mcp.json"
-        path.write_text(json.dumps({"mcpServers": servers, "sandgate": {"gateway": {"cache_file": cache}}}, indent=2))
+        extra = {"gateway": {"cache_file": cache}, "store": {"path": store}}
+        path.write_text(json.dumps({"mcpServers": servers, "sandgate": extra}, indent=2))
     else:
         path = tmp_path / "sandgate.toml"
-        lines = ["[gateway]", f"cache_file = {json.dumps(cache)}", ""]
+        lines = ["[gateway]", f"cache_file = {json.dumps(cache)}", "", "[store]", f"path = {json.dumps(store)}", ""]
         for name, entry in servers.items():
             lines.append(f"[servers.{name}]")
             lines += [f"{key} = {toml_value(value)}" for key, value in entry.items()]

@@ -197,9 +197,17 @@ impl Walker<'_> {
         let mut config = Config::default();
         if let Some(extra) = root.get("sandgate") {
             let extra = self.table("sandgate", extra)?;
-            self.check_keys("sandgate", extra, &["http", "gateway"], &[])?;
+            self.check_keys(
+                "sandgate",
+                extra,
+                &["http", "gateway", "sandbox", "output", "store"],
+                &[],
+            )?;
             config = self.gateway_section(extra.get("gateway"))?;
             config.http = self.http_section(extra.get("http"))?;
+            config.sandbox = self.sandbox_section("sandgate.sandbox", extra.get("sandbox"))?;
+            config.output = self.output_section(extra.get("output"))?;
+            config.store = self.store_section(extra.get("store"))?;
         }
         config.backends = self.backends("mcpServers", servers)?;
         Ok(config)

@@ -11,6 +11,7 @@ use sandgate_policy::ToolCall;
 use sandgate_sandbox::{Bridge, CallFailure, ToolBinding};
 
 use crate::Gateway;
+use crate::chain::ProgressSink;
 
 /// Routes sandbox tool calls to the backends, through the policy.
 #[derive(Debug, Clone)]
@@ -18,6 +19,8 @@ pub struct UpstreamBridge {
     gateway: Arc<Gateway>,
     /// The longest any single call may take (the execution's own deadline still applies).
     call_limit: Option<Duration>,
+    /// Where finished calls are reported, when the client asked for progress.
+    progress: Option<ProgressSink>,
 }
 
 impl UpstreamBridge {
@@ -26,7 +29,14 @@ impl UpstreamBridge {
         UpstreamBridge {
             gateway,
             call_limit,
+            progress: None,
         }
+    }
+
+    /// Reports each finished call to `progress`.
+    pub fn with_progress(mut self, progress: Option<ProgressSink>) -> Self {
+        self.progress = progress;
+        self
     }
 }
 
@@ -39,6 +49,8 @@ impl Bridge for UpstreamBridge {
         let call = ToolCall::new(tool.backend.clone(), tool.name.clone());
         let gateway = self.gateway.clone();
         let limit = self.call_limit;
+        let progress = self.progress.clone();
+        let started = std::time::Instant::now();
         Box::pin(async move {
             let authorized = gateway.authorize(call).map_err(|e| CallFailure {
                 kind: "tool_denied".into(),
@@ -60,7 +72,15 @@ impl Bridge for UpstreamBridge {
                 .map_err(|e| CallFailure {
                     kind: "tool_failed".into(),
                     message: e.to_string(),
-                })?;
+                });
+            if let Some(progress) = &progress {
+                let ok = matches!(&result, Ok(r) if r.is_error != Some(true));
+                let millis = started.elapsed().as_secs_f64() * 1000.0;
+                progress
+                    .call_finished(&authorized.get().qualified(), ok, millis)
+                    .await;
+            }
+            let result = result?;
             serde_json::to_string(&result).map_err(|e| CallFailure {
                 kind: "internal".into(),
                 message: e.to_string(),

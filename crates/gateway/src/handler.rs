@@ -20,7 +20,9 @@ use crate::{Gateway, meta_tools, resources};
 /// What the client's model reads first: the gateway in a few lines.
 const INSTRUCTIONS: &str = "sandgate is one gateway to many MCP servers (backends). Their tools are found on demand instead of listed: \
 call search_tools with what you want to do, then tool_info for a tool's TypeScript declaration. Tools are named backend.tool \
-(e.g. memory.create_entities). sandgate://overview lists the backends; sandgate://types.d.ts has declarations for every tool.";
+(e.g. memory.create_entities). Run them with call_tool_chain: TypeScript in which each backend is an object and each tool an async \
+function (loop, filter and combine there; return only what you need), or one JSON call {\"tool\": ..., \"arguments\": ...}. \
+Large results are shortened and kept whole; read_output reads any part. sandgate://overview lists the backends; sandgate://types.d.ts has declarations for every tool.";
 
 /// One MCP session's handler; cheap to clone, all state is in [`Gateway`].
 #[derive(Debug, Clone)]
@@ -72,9 +74,11 @@ impl ServerHandler for SandgateServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match meta_tools::call(&self.gateway, &request.name, request.arguments).await {
+        let progress =
+            crate::chain::progress_sink(context.peer.clone(), context.meta.get_progress_token());
+        match meta_tools::call(&self.gateway, &request.name, request.arguments, progress).await {
             Some(result) => Ok(result.into()),
             None => Err(ErrorData::invalid_params(
                 format!(
@@ -127,8 +131,12 @@ impl ServerHandler for SandgateServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        match resources::read(&self.gateway, &request.uri) {
-            Some(result) => Ok(result.into()),
+        match resources::read(&self.gateway, &request.uri).await {
+            Some(Ok(result)) => Ok(result.into()),
+            Some(Err(reason)) => Err(ErrorData::resource_not_found(
+                reason,
+                Some(serde_json::json!({"uri": request.uri})),
+            )),
             None => Err(ErrorData::resource_not_found(
                 format!(
                     "no resource {}. Available: sandgate://overview, sandgate://backends, sandgate://stats, sandgate://types.d.ts, sandgate://backend/{{{}}}",

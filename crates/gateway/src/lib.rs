@@ -7,6 +7,7 @@
 //! policy first (see [`Gateway::authorize`]).
 
 mod bridge;
+pub mod chain;
 mod error;
 mod handler;
 mod http;
@@ -15,6 +16,7 @@ mod resources;
 mod state;
 
 pub use bridge::{UpstreamBridge, tool_bindings};
+pub use chain::{ChainArgs, ChainRuntime, call_tool_chain};
 pub use error::GatewayError;
 pub use handler::SandgateServer;
 pub use http::{HttpOptions, serve_http};

@@ -6,8 +6,8 @@
 //! programs. Bad arguments produce an `isError` result that says how to fix the call, because
 //! a model reads those and retries; protocol errors would be hidden from it.
 //!
-//! `call_tool_chain` joins this list in its own module once the sandbox lands; the dispatch
-//! in [`call`] is the seam.
+//! `call_tool_chain` and `read_output` live in [`crate::chain`]; they are listed and
+//! dispatched here with the others.
 
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Gateway;
+use crate::chain::{self, ChainArgs, ProgressSink};
 
 /// Most results `search_tools` returns.
 pub const MAX_SEARCH_LIMIT: usize = 50;
@@ -28,7 +29,20 @@ pub const DEFAULT_PAGE_SIZE: usize = 50;
 pub const MAX_PAGE_SIZE: usize = 200;
 
 /// The names of the meta-tools, in listing order.
-pub const META_TOOLS: &[&str] = &["search_tools", "tool_info", "list_tools_meta"];
+pub const META_TOOLS: &[&str] = &[
+    "search_tools",
+    "tool_info",
+    "list_tools_meta",
+    "call_tool_chain",
+    "read_output",
+];
+
+/// What `call_tool_chain` tells the model about itself.
+const CHAIN_DESCRIPTION: &str = "Run tools. `code` is TypeScript in which every backend is an object and every tool an async function \
+(`await memory.read_graph({})`; names with dashes become underscores, originals stay reachable as globalThis[\"my-server\"][\"get-sum\"]). \
+Loop, branch, fan out with Promise.all, catch ToolError, and `return` only what you need; console.log output comes back too. \
+A single call can also be sent as JSON: {\"tool\": \"backend.tool\", \"arguments\": {...}}. No fetch, require, import or files. \
+Large results are shortened (with `intent`, to the parts about it) and kept whole: read_output reads any part.";
 
 /// Tool definitions for `tools/list`. The search description names the backends, so a client
 /// that rereads the list after `list_changed` learns what is reachable without a call.
@@ -72,6 +86,28 @@ pub fn definitions(gateway: &Gateway) -> Vec<Tool> {
                 "page_size": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "description": "Tools per page (default 50)"}
             }, "additionalProperties": false}),
         ),
+        tool(
+            "call_tool_chain",
+            CHAIN_DESCRIPTION,
+            json!({"type": "object", "properties": {
+                "code": {"type": "string", "description": "TypeScript to run (top-level await and return allowed), or a JSON call {\"tool\": \"backend.tool\", \"arguments\": {...}}"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Stop after this many milliseconds (default and maximum: the gateway's limit, 30000 unless configured)"},
+                "max_output_size": {"type": "integer", "minimum": 1, "description": "Characters of result to return (default 20000); the rest is kept for read_output"},
+                "intent": {"type": "string", "description": "What you are looking for; a large text result keeps the paragraphs about it"},
+                "force_sandbox": {"type": "boolean", "description": "Run in the sandbox even when a shortcut would give the same result (debugging)"}
+            }, "required": ["code"], "additionalProperties": false}),
+        ),
+        tool(
+            "read_output",
+            "Read a part of an execution's full result (or logs) that call_tool_chain shortened: any byte range, or the value at a JSON path.",
+            json!({"type": "object", "properties": {
+                "execution_id": {"type": "string", "description": "execution_id from call_tool_chain"},
+                "part": {"type": "string", "enum": ["output", "logs"], "description": "output (default) or logs"},
+                "offset": {"type": "integer", "minimum": 0, "description": "First byte to read (default 0)"},
+                "length": {"type": "integer", "minimum": 1, "description": "Bytes to read (default and maximum 20000)"},
+                "json_path": {"type": "string", "description": "Read only the value at this path of a JSON result, e.g. $.items[3].name"}
+            }, "required": ["execution_id"], "additionalProperties": false}),
+        ),
     ]
 }
 
@@ -85,18 +121,31 @@ fn tool(name: &'static str, description: &str, schema: Value) -> Tool {
 
 /// Runs a meta-tool, or returns `None` when `name` is not one.
 pub async fn call(
-    gateway: &Gateway,
+    gateway: &Arc<Gateway>,
     name: &str,
     arguments: Option<JsonObject>,
+    progress: Option<ProgressSink>,
 ) -> Option<CallToolResult> {
     // The counter key must be 'static, so take it from the table rather than the request.
     let counter = *META_TOOLS.iter().find(|n| **n == name)?;
     let args = Value::Object(arguments.unwrap_or_default());
-    let catalog = gateway.settled_catalog().await;
     let result = match name {
-        "search_tools" => parse(name, args).and_then(|a| search_tools(&catalog, a)),
-        "tool_info" => parse(name, args).and_then(|a| tool_info(&catalog, a)),
-        _ => parse(name, args).and_then(|a| list_tools_meta(&catalog, a)),
+        "call_tool_chain" => match parse::<ChainArgs>(name, args) {
+            Ok(a) => Ok(chain::call_tool_chain(gateway, a, progress).await),
+            Err(e) => Err(e),
+        },
+        "read_output" => match parse(name, args) {
+            Ok(a) => chain::read::read_output(gateway, a).await,
+            Err(e) => Err(e),
+        },
+        _ => {
+            let catalog = gateway.settled_catalog().await;
+            match name {
+                "search_tools" => parse(name, args).and_then(|a| search_tools(&catalog, a)),
+                "tool_info" => parse(name, args).and_then(|a| tool_info(&catalog, a)),
+                _ => parse(name, args).and_then(|a| list_tools_meta(&catalog, a)),
+            }
+        }
     };
     gateway.count(counter);
     Some(result.unwrap_or_else(|message| CallToolResult::error(vec![ContentBlock::text(message)])))

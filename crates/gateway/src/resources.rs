@@ -20,7 +20,7 @@ pub fn list(gateway: &Gateway) -> Vec<Resource> {
             .with_description("Status of every backend")
             .with_mime_type("application/json"),
         Resource::new("sandgate://stats", "stats")
-            .with_description("Usage counters and catalog size")
+            .with_description("Usage counters, catalog size, and executions per tier with latency and bytes saved")
             .with_mime_type("application/json"),
         Resource::new("sandgate://types.d.ts", "types.d.ts")
             .with_description("TypeScript declarations for every reachable tool")
@@ -45,18 +45,42 @@ pub fn templates() -> Vec<ResourceTemplate> {
         ResourceTemplate::new(format!("{BACKEND_PREFIX}{{name}}"), "backend")
             .with_description("Status of one backend: state, tool names, restarts, last error")
             .with_mime_type("application/json"),
+        ResourceTemplate::new(
+            format!("{}{{id}}/output", crate::chain::read::EXECUTIONS_PREFIX),
+            "execution output",
+        )
+        .with_description("The full result of a call_tool_chain execution whose response was shortened")
+        .with_mime_type("text/plain"),
+        ResourceTemplate::new(
+            format!("{}{{id}}/logs", crate::chain::read::EXECUTIONS_PREFIX),
+            "execution logs",
+        )
+        .with_description("The full logs of an execution whose response showed only part of them")
+        .with_mime_type("text/plain"),
     ]
 }
 
-/// Reads a resource, or `None` for an unknown URI.
-pub fn read(gateway: &Gateway, uri: &str) -> Option<ReadResourceResult> {
+/// Reads a resource, or `None` for an unknown URI. `Err` is a known kind of URI with nothing
+/// behind it (an expired output), with the reason.
+pub async fn read(gateway: &Gateway, uri: &str) -> Option<Result<ReadResourceResult, String>> {
+    if let Some(stored) = crate::chain::read::read_resource(gateway, uri).await {
+        gateway.count("resources/read");
+        return Some(stored.map(|text| {
+            ReadResourceResult::new(vec![
+                ResourceContents::text(text, uri).with_mime_type("text/plain"),
+            ])
+        }));
+    }
     let (text, mime) = match uri {
         "sandgate://overview" => (overview(gateway), "text/markdown"),
         "sandgate://backends" => (
             pretty(&json!({"backends": gateway.manager().statuses()})),
             "application/json",
         ),
-        "sandgate://stats" => (stats(gateway), "application/json"),
+        "sandgate://stats" => (
+            stats(gateway, crate::chain::read::stats(gateway).await),
+            "application/json",
+        ),
         "sandgate://types.d.ts" => (gateway.catalog().declarations(), "text/plain"),
         _ => {
             let name = uri.strip_prefix(BACKEND_PREFIX)?;
@@ -69,9 +93,9 @@ pub fn read(gateway: &Gateway, uri: &str) -> Option<ReadResourceResult> {
         }
     };
     gateway.count("resources/read");
-    Some(ReadResourceResult::new(vec![
+    Some(Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri).with_mime_type(mime),
-    ]))
+    ])))
 }
 
 /// Names of every backend, for "did you mean" on a bad resource URI.
@@ -124,7 +148,7 @@ fn overview(gateway: &Gateway) -> String {
     text
 }
 
-fn stats(gateway: &Gateway) -> String {
+fn stats(gateway: &Gateway, executions: Option<serde_json::Value>) -> String {
     let catalog = gateway.catalog();
     let statuses = gateway.manager().statuses();
     let ready = statuses
@@ -139,5 +163,6 @@ fn stats(gateway: &Gateway) -> String {
         "identifier_collisions": catalog.collisions(),
         "catalog_builds": gateway.catalog_builds(),
         "requests": gateway.counters(),
+        "executions": executions,
     }))
 }

@@ -3,14 +3,18 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use rmcp::service::{Peer, RoleServer};
 use sandgate_catalog::Catalog;
 use sandgate_policy::{Authorized, Decide, Grant, PolicyError, ToolCall};
 use sandgate_upstream::{BackendManager, BackendState};
+use sandgate_sandbox::ToolBinding;
 use tokio::sync::broadcast;
+
+use crate::bridge::tool_bindings;
+use crate::chain::ChainRuntime;
 
 /// Longest a meta-tool waits for backends that are still starting and have nothing cached.
 pub const STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -20,6 +24,9 @@ pub const STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10)
 pub struct Gateway {
     manager: Arc<BackendManager>,
     catalog: RwLock<Arc<Catalog>>,
+    /// The sandbox's view of the catalog (with TypeScript declarations), built with it.
+    bindings: RwLock<Arc<Vec<ToolBinding>>>,
+    chain: OnceLock<ChainRuntime>,
     grant: Grant,
     started: Instant,
     counters: Mutex<BTreeMap<&'static str, u64>>,
@@ -33,8 +40,11 @@ impl Gateway {
     /// tokio runtime.
     pub fn new(manager: Arc<BackendManager>, grant: Grant) -> Arc<Gateway> {
         let (changes, _) = broadcast::channel(16);
+        let catalog = Catalog::new(manager.tools());
         let gateway = Arc::new(Gateway {
-            catalog: RwLock::new(Arc::new(Catalog::new(manager.tools()))),
+            bindings: RwLock::new(Arc::new(tool_bindings(&catalog))),
+            chain: OnceLock::new(),
+            catalog: RwLock::new(Arc::new(catalog)),
             manager,
             grant,
             started: Instant::now(),
@@ -63,6 +73,21 @@ impl Gateway {
     /// The backend manager.
     pub fn manager(&self) -> &Arc<BackendManager> {
         &self.manager
+    }
+
+    /// Gives the gateway what `call_tool_chain` runs on. Until then the tool answers that the
+    /// sandbox is not running. A second call is ignored.
+    pub fn attach_chain(&self, runtime: ChainRuntime) {
+        let _ = self.chain.set(runtime);
+    }
+
+    pub(crate) fn chain(&self) -> Option<&ChainRuntime> {
+        self.chain.get()
+    }
+
+    /// The tools as the sandbox sees them, in step with [`Gateway::catalog`].
+    pub fn bindings(&self) -> Arc<Vec<ToolBinding>> {
+        self.bindings.read().map(|b| b.clone()).unwrap_or_default()
     }
 
     /// The current catalog snapshot.
@@ -125,12 +150,15 @@ impl Gateway {
         }
     }
 
-    /// Rebuilds the catalog from the manager and tells every client.
     /// Builds a catalog from the manager's current tools and makes it the current snapshot.
     fn rebuild(&self) -> Arc<Catalog> {
         let catalog = Arc::new(Catalog::new(self.manager.tools()));
+        let bindings = Arc::new(tool_bindings(&catalog));
         if let Ok(mut slot) = self.catalog.write() {
             *slot = catalog.clone();
+        }
+        if let Ok(mut slot) = self.bindings.write() {
+            *slot = bindings;
         }
         self.catalog_builds.fetch_add(1, Ordering::Relaxed);
         catalog

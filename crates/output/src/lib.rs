@@ -17,12 +17,14 @@
 
 mod chunk;
 mod intent;
+mod path;
 mod truncate;
 
 use serde::{Deserialize, Serialize};
 
 pub use chunk::summarize_json;
 pub use intent::filter_by_intent;
+pub use path::select;
 pub use truncate::{floor_char_boundary, truncate};
 
 /// Characters of output a response holds by default: about 5,000 tokens.

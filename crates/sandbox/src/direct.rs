@@ -184,13 +184,53 @@ pub fn call_failure(failure: &CallFailure) -> ExecError {
     guest_failure(failure_error_name(&failure.kind), failure.message.clone())
 }
 
+/// The guest error of an execution that ran out of time.
+pub(crate) fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
+    GuestError {
+        kind: Some("timeout".into()),
+        name: "TimeoutError".into(),
+        message: format!(
+            "the execution ran out of time ({wall_ms} ms) with {in_flight} call(s) still in flight"
+        ),
+        stack: String::new(),
+    }
+}
+
+/// The guest error of a result over the output limit.
+pub(crate) fn output_limit_guest_error(chars: usize, max_chars: usize) -> GuestError {
+    GuestError {
+        kind: Some("output_limit".into()),
+        name: "OutputLimitError".into(),
+        message: format!("the result is {chars} characters, over the {max_chars}-character limit"),
+        stack: String::new(),
+    }
+}
+
+/// The error of an execution that ran out of time with `in_flight` calls unfinished.
+pub fn timeout_error(wall_ms: u64, in_flight: u32) -> ExecError {
+    explain(&timeout_guest_error(wall_ms, in_flight))
+}
+
+/// The error of a result over the output limit, if `value` is over it: the check the worker
+/// makes on what the code returns.
+pub fn check_output_limit(value: &Value, max_chars: usize) -> Result<(), ExecError> {
+    let chars = serde_json::to_string(value).map_or(0, |s| s.chars().count());
+    if chars > max_chars {
+        return Err(explain(&output_limit_guest_error(chars, max_chars)));
+    }
+    Ok(())
+}
+
 fn guest_failure(name: &str, message: String) -> ExecError {
-    let error = GuestError {
+    explain(&GuestError {
         kind: None,
         name: name.to_string(),
         message,
         stack: String::new(),
-    };
+    })
+}
+
+fn explain(error: &GuestError) -> ExecError {
     let positions = PositionMap::default();
     let cx = HintContext {
         source: "",
@@ -198,7 +238,7 @@ fn guest_failure(name: &str, message: String) -> ExecError {
         host_functions: &[],
         positions: &positions,
     };
-    hints::explain(&error, &cx)
+    hints::explain(error, &cx)
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use sandgate_config::Config;
-use sandgate_sandbox::{PoolConfig, Sandbox};
+use sandgate_gateway::{ChainRuntime, Gateway};
+use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
+use sandgate_store::{Retention, Store, StoreHandle};
 use sandgate_upstream::{BackendManager, BackendState, ManagerOptions, ToolCache};
 
 use crate::cli::Cli;
@@ -58,9 +60,28 @@ pub fn cache_for(config: &Config) -> Option<ToolCache> {
     if let Some(path) = &config.cache_file {
         return Some(ToolCache::new(path));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
+    per_config_file(config, "XDG_CACHE_HOME", ".cache", "tools", "json").map(ToolCache::new)
+}
+
+/// The store's file: `[store] path`, or one per config file under the user state dir.
+pub fn store_path(config: &Config) -> Option<PathBuf> {
+    if let Some(path) = &config.store.path {
+        return Some(path.clone());
+    }
+    per_config_file(config, "XDG_STATE_HOME", ".local/state", "store", "db")
+}
+
+/// `$XDG_…/sandgate/{stem}-{hash of the config path}.{ext}`, so two configs never share a file.
+fn per_config_file(
+    config: &Config,
+    xdg_var: &str,
+    home_fallback: &str,
+    stem: &str,
+    ext: &str,
+) -> Option<PathBuf> {
+    let base = std::env::var_os(xdg_var)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_fallback)))?;
     let source = config
         .source
         .as_ref()
@@ -68,10 +89,38 @@ pub fn cache_for(config: &Config) -> Option<ToolCache> {
         .unwrap_or_default();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     source.hash(&mut hasher);
-    Some(ToolCache::new(
+    Some(
         base.join("sandgate")
-            .join(format!("tools-{:016x}.json", hasher.finish())),
-    ))
+            .join(format!("{stem}-{:016x}.{ext}", hasher.finish())),
+    )
+}
+
+/// Opens the store for `config`.
+pub fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let retention = Retention {
+        outputs: Duration::from_secs(config.store.output_retention_hours.saturating_mul(3600)),
+        max_records: config.store.max_records,
+    };
+    match store_path(config) {
+        Some(path) => Ok(Store::open(&path, retention)?),
+        None => {
+            tracing::warn!("no HOME or XDG_STATE_HOME and no [store] path: execution records and full outputs are kept in memory only");
+            Ok(Store::open_in_memory(retention)?)
+        }
+    }
+}
+
+/// Starts the sandbox and the store and gives them to the gateway, so `call_tool_chain` runs.
+pub async fn attach_chain(config: &Config, gateway: &Gateway) -> anyhow::Result<()> {
+    let sandbox = start_sandbox(config).await?;
+    let store = StoreHandle::spawn(open_store(config)?)?;
+    gateway.attach_chain(ChainRuntime {
+        sandbox,
+        store: Some(store),
+        output: config.output,
+        limits: Limits::default(),
+    });
+    Ok(())
 }
 
 /// Starts every backend. Children inherit only `PATH` and `HOME` from sandgate.

@@ -18,7 +18,7 @@ mod records;
 
 pub use error::StoreError;
 pub use handle::StoreHandle;
-pub use outputs::OutputSlice;
+pub use outputs::{OutputSlice, slice};
 pub use records::{BackendStats, CallRow, ExecutionRecord, Stats, TierStats};
 
 use std::path::Path;

@@ -346,16 +346,7 @@ fn stats(runtime: &Runtime, state: &Shared) -> RunStats {
 }
 
 fn timeout_error(state: &Shared, limits: Limits) -> GuestError {
-    let s = state.borrow();
-    GuestError {
-        kind: Some("timeout".into()),
-        name: "TimeoutError".into(),
-        message: format!(
-            "the execution ran out of time ({} ms) with {} call(s) still in flight",
-            limits.wall_ms, s.in_flight
-        ),
-        stack: String::new(),
-    }
+    crate::direct::timeout_guest_error(limits.wall_ms, state.borrow().in_flight)
 }
 
 /// Sends queued frames, first promoting queued calls into free concurrency slots.
@@ -456,14 +447,7 @@ fn serialize<'js>(
     };
     let chars = json.chars().count();
     if chars > max_chars {
-        return Err(GuestError {
-            kind: Some("output_limit".into()),
-            name: "OutputLimitError".into(),
-            message: format!(
-                "the result is {chars} characters, over the {max_chars}-character limit"
-            ),
-            stack: String::new(),
-        });
+        return Err(crate::direct::output_limit_guest_error(chars, max_chars));
     }
     Ok(json)
 }

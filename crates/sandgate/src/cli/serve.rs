@@ -44,6 +44,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let manager = setup::start_backends(&config);
     let gateway = Gateway::new(manager.clone(), Grant::all_tools());
+    setup::attach_chain(&config, &gateway).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(addr) = http_addr {

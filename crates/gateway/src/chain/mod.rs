@@ -1,0 +1,258 @@
+//! `call_tool_chain`: the product's main tool. It takes JSON or TypeScript, runs it on the
+//! cheapest path that gives exactly what the sandbox would ([`route`]), shapes the result for
+//! the model without losing any of it ([`response`]), and records the execution in the store.
+//!
+//! Every tier calls tools through the same [`UpstreamBridge`], so every call passes the policy
+//! exactly once, and every tier honours the caller's timeout and the output limits.
+
+mod progress;
+pub(crate) mod read;
+mod response;
+pub mod route;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::model::{CallToolResult, ProgressToken};
+use rmcp::service::{Peer, RoleServer};
+use sandgate_catalog::Catalog;
+use sandgate_output::OutputConfig;
+use sandgate_sandbox::direct::{self, call_failure, check_output_limit, map_tool_result};
+use sandgate_sandbox::{
+    Bridge, CallRecord, ErrorKind, ExecError, Execution, LimitRequest, Limits, LogLine, Sandbox,
+};
+use sandgate_store::StoreHandle;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{Gateway, UpstreamBridge};
+pub use progress::ProgressSink;
+pub use route::Tier;
+use route::{Route, route};
+
+/// What `call_tool_chain` runs on; given to the gateway with [`Gateway::attach_chain`].
+#[derive(Debug, Clone)]
+pub struct ChainRuntime {
+    /// The worker pool.
+    pub sandbox: Sandbox,
+    /// Where records and full outputs go (`None`: not kept; shaping then never drops data,
+    /// it only truncates what the response shows and says the rest could not be kept).
+    pub store: Option<StoreHandle>,
+    /// How results are shaped.
+    pub output: OutputConfig,
+    /// The operator's limits; callers may only lower them.
+    pub limits: Limits,
+}
+
+/// The tool's arguments.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainArgs {
+    /// JSON (`{"tool": ..., "arguments": ...}`) or TypeScript.
+    pub code: String,
+    /// Lower the time limit, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Characters of result the response may hold.
+    pub max_output_size: Option<usize>,
+    /// What the caller is looking for; large text outputs keep the paragraphs that match.
+    pub intent: Option<String>,
+    /// Skip the shortcuts and run in the sandbox (for debugging and equivalence checks).
+    pub force_sandbox: Option<bool>,
+}
+
+/// What an execution produced, whichever tier ran it.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The path taken.
+    pub tier: Tier,
+    /// The result, when it succeeded.
+    pub value: Option<Value>,
+    /// The failure, if any.
+    pub error: Option<ExecError>,
+    /// Console output.
+    pub logs: Vec<LogLine>,
+    /// Every call, finished or not.
+    pub calls: Vec<CallRecord>,
+    /// Wall time.
+    pub duration_ms: f64,
+}
+
+/// Runs `call_tool_chain`. Problems with the code are in the result (`isError`), never a
+/// protocol error: the model reads them and fixes its code.
+pub async fn call_tool_chain(
+    gateway: &Arc<Gateway>,
+    args: ChainArgs,
+    progress: Option<ProgressSink>,
+) -> CallToolResult {
+    let started = Instant::now();
+    let id = sandgate_store::new_execution_id();
+    let started_at_ms = sandgate_store::now_ms();
+    let Some(runtime) = gateway.chain() else {
+        return CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+            "call_tool_chain is not available: this gateway was started without a sandbox.",
+        )]);
+    };
+    let limits = runtime.limits.lowered(&LimitRequest {
+        wall_ms: args.timeout_ms.filter(|&ms| ms > 0),
+        ..LimitRequest::default()
+    });
+    let catalog = gateway.settled_catalog().await;
+    let bindings = gateway.bindings();
+    let route = if args.force_sandbox == Some(true) {
+        Route::Sandbox
+    } else {
+        route(&args.code, &catalog, &bindings)
+    };
+    let bridge = UpstreamBridge::new(gateway.clone(), None).with_progress(progress);
+    let mut outcome = match route {
+        Route::Call {
+            tier,
+            index,
+            arguments,
+            raw,
+        } => {
+            let Some(binding) = bindings.get(index) else {
+                return CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                    "the tool set changed during the call; retry",
+                )]);
+            };
+            direct_call(&bridge, binding, arguments, raw, tier, &limits).await
+        }
+        Route::Interface { index } => Outcome {
+            tier: Tier::Introspection,
+            value: bindings
+                .get(index)
+                .map(|b| Value::String(b.declaration.clone())),
+            error: None,
+            logs: vec![],
+            calls: vec![],
+            duration_ms: 0.0,
+        },
+        Route::BadJson(message) => json_error(ErrorKind::Syntax, message),
+        Route::UnknownTool(message) => json_error(ErrorKind::Runtime, message),
+        Route::Sandbox => {
+            let execution = Execution {
+                code: args.code.clone(),
+                tools: bindings.clone(),
+                host_functions: Arc::new(vec![]),
+                context: None,
+                limits,
+            };
+            let result = runtime.sandbox.run(execution, Arc::new(bridge)).await;
+            Outcome {
+                tier: Tier::Sandbox,
+                value: result.value,
+                error: result.error,
+                logs: result.logs,
+                calls: result.trace,
+                duration_ms: 0.0,
+            }
+        }
+    };
+    outcome.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let max_chars = args
+        .max_output_size
+        .filter(|&n| n > 0)
+        .unwrap_or(runtime.output.max_chars)
+        .min(limits.max_output_chars);
+    let request = response::Request {
+        id: &id,
+        code: &args.code,
+        intent: args.intent.as_deref(),
+        max_chars,
+        started_at_ms,
+    };
+    response::respond(&outcome, &request, &catalog, runtime)
+}
+
+/// A JSON input that names no callable tool.
+fn json_error(kind: ErrorKind, message: String) -> Outcome {
+    Outcome {
+        tier: Tier::Json,
+        value: None,
+        error: Some(ExecError {
+            kind,
+            message,
+            line: None,
+            column: None,
+            hint: Some("Use search_tools to find the tool's qualified name, or write TypeScript: `return await backend.tool({...})`.".into()),
+        }),
+        logs: vec![],
+        calls: vec![],
+        duration_ms: 0.0,
+    }
+}
+
+/// Tiers 1 and 2: one call through the bridge, mapped exactly as the preamble maps it.
+async fn direct_call(
+    bridge: &UpstreamBridge,
+    binding: &sandgate_sandbox::ToolBinding,
+    arguments: serde_json::Map<String, Value>,
+    raw: bool,
+    tier: Tier,
+    limits: &Limits,
+) -> Outcome {
+    let args = Value::Object(arguments).to_string();
+    let qualified = format!("{}.{}", binding.backend, binding.name);
+    let call_started = Instant::now();
+    let answer = tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args.clone())).await;
+    let duration_ms = call_started.elapsed().as_secs_f64() * 1000.0;
+    let mut record = CallRecord {
+        name: qualified.clone(),
+        args_bytes: args.len(),
+        started_ms: 0.0,
+        duration_ms: Some(duration_ms),
+        ok: false,
+        result_bytes: 0,
+        error: None,
+    };
+    let (value, error) = match answer {
+        Err(_) => {
+            record.duration_ms = None;
+            (None, Some(direct::timeout_error(limits.wall_ms, 1)))
+        }
+        Ok(Err(failure)) => {
+            record.error = Some(failure.message.clone());
+            (None, Some(call_failure(&failure)))
+        }
+        Ok(Ok(text)) => {
+            record.result_bytes = text.len();
+            let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            record.ok = !parsed.get("isError").is_some_and(|v| v == &Value::Bool(true));
+            let mapped = if raw {
+                Ok(direct::js_json(parsed))
+            } else {
+                map_tool_result(&qualified, &parsed)
+            };
+            if let Err(e) = &mapped {
+                record.error = Some(e.message.clone());
+            }
+            match mapped.and_then(|v| check_output_limit(&v, limits.max_output_chars).map(|()| v)) {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e)),
+            }
+        }
+    };
+    Outcome {
+        tier,
+        value,
+        error,
+        logs: vec![],
+        calls: vec![record],
+        duration_ms: 0.0,
+    }
+}
+
+/// Whether a call may have changed state, from the tool's annotations: `Some(false)` for a
+/// tool that declares `readOnlyHint`, `Some(true)` for one that declares otherwise, `None`
+/// when it says nothing (then it must be assumed it did).
+pub fn may_change_state(catalog: &Catalog, qualified: &str) -> Option<bool> {
+    let entry = catalog.resolve(qualified).ok()?;
+    let annotations = entry.spec.annotations.as_ref()?;
+    Some(annotations.get("readOnlyHint") != Some(&Value::Bool(true)))
+}
+
+/// The progress token and the client to send notifications to.
+pub fn progress_sink(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Option<ProgressSink> {
+    token.map(|token| ProgressSink::new(peer, token))
+}

@@ -1,0 +1,106 @@
+//! Reading back what shaping kept out of a response: the `read_output` meta-tool and the
+//! `sandgate://executions/{id}/output|logs` resources. Any byte range, or the part of a JSON
+//! result at a path, so a model can fetch exactly the piece it needs.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::Gateway;
+
+/// Prefix of stored-output resources.
+pub const EXECUTIONS_PREFIX: &str = "sandgate://executions/";
+
+/// Arguments of `read_output`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    execution_id: String,
+    part: Option<String>,
+    offset: Option<usize>,
+    length: Option<usize>,
+    json_path: Option<String>,
+}
+
+/// The store key of an execution's part.
+fn key(id: &str, part: &str) -> Result<String, String> {
+    match part {
+        "output" => Ok(id.to_string()),
+        "logs" => Ok(format!("{id}/logs")),
+        other => Err(format!("part must be \"output\" or \"logs\", not {other:?}")),
+    }
+}
+
+/// Runs `read_output`.
+pub async fn read_output(gateway: &Gateway, args: ReadArgs) -> Result<CallToolResult, String> {
+    let store = gateway
+        .chain()
+        .and_then(|c| c.store.clone())
+        .ok_or("this gateway keeps no outputs (it has no store)")?;
+    let max = gateway
+        .chain()
+        .map_or(sandgate_output::DEFAULT_MAX_CHARS, |c| c.output.max_chars);
+    let part = args.part.as_deref().unwrap_or("output");
+    let key = key(args.execution_id.trim(), part)?;
+    let offset = args.offset.unwrap_or(0);
+    let length = Some(args.length.unwrap_or(max).clamp(1, max.max(1)));
+    let slice = match &args.json_path {
+        None => store.output_range(&key, offset, length).await.map_err(|e| e.to_string())?,
+        Some(path) => {
+            let full = store.output(&key).await.map_err(|e| e.to_string())?;
+            let value: Value = serde_json::from_str(&full).map_err(|_| {
+                "this output is not JSON, so json_path does not apply; read it by offset and length".to_string()
+            })?;
+            let selected = sandgate_output::select(&value, path)?;
+            let text = crate::chain::response::render_value(selected);
+            sandgate_store::slice(&text, offset, length).map_err(|e| e.to_string())?
+        }
+    };
+    let next = (slice.end < slice.total_bytes).then_some(slice.end);
+    let mut text = slice.text.clone();
+    match next {
+        Some(next) => text.push_str(&format!(
+            "\n[bytes {}–{} of {}; more from offset {next}]",
+            slice.start, slice.end, slice.total_bytes
+        )),
+        None if slice.start > 0 => text.push_str(&format!(
+            "\n[bytes {}–{} of {}; end]",
+            slice.start, slice.end, slice.total_bytes
+        )),
+        None => {}
+    }
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(json!({
+        "execution_id": args.execution_id,
+        "part": part,
+        "json_path": args.json_path,
+        "text": slice.text,
+        "start": slice.start,
+        "end": slice.end,
+        "total_bytes": slice.total_bytes,
+        "next_offset": next,
+    }));
+    Ok(result)
+}
+
+/// The full text behind `sandgate://executions/{id}/output` or `/logs`; `None` for a URI of
+/// another shape, `Some(Err)` when there is nothing stored under it.
+pub async fn read_resource(gateway: &Gateway, uri: &str) -> Option<Result<String, String>> {
+    let rest = uri.strip_prefix(EXECUTIONS_PREFIX)?;
+    let (id, part) = rest.rsplit_once('/')?;
+    let key = key(id, part).ok()?;
+    let Some(store) = gateway.chain().and_then(|c| c.store.clone()) else {
+        return Some(Err("this gateway keeps no outputs (it has no store)".into()));
+    };
+    Some(store.output(&key).await.map_err(|e| e.to_string()))
+}
+
+/// Execution statistics for `sandgate://stats`, when there is a store.
+pub async fn stats(gateway: &Gateway) -> Option<Value> {
+    let store = gateway.chain()?.store.clone()?;
+    store
+        .stats()
+        .await
+        .ok()
+        .and_then(|s| serde_json::to_value(s).ok())
+}

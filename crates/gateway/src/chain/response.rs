@@ -1,0 +1,323 @@
+//! What `call_tool_chain` answers: the result (shaped), the logs, the error with its kind,
+//! position and hint, what completed before a failure, and a one-line call summary, as text
+//! for the model and the same data as `structuredContent` for programs. The format is
+//! documented in docs/call_tool_chain.md and snapshot-tested.
+//!
+//! Shaping never loses data: when it shortens the result (or the logs), the full text goes to
+//! the store first, and the response names where to read it.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use sandgate_catalog::Catalog;
+use sandgate_output::{Shaped, shape, truncate};
+use sandgate_sandbox::{CallRecord, ErrorKind, ExecError};
+use sandgate_store::{CallRow, ExecutionRecord};
+use serde_json::{Value, json};
+
+use super::{ChainRuntime, Outcome, may_change_state};
+
+/// Facts about the request the response needs.
+pub struct Request<'a> {
+    /// The execution id.
+    pub id: &'a str,
+    /// The code, for its hash.
+    pub code: &'a str,
+    /// The caller's intent.
+    pub intent: Option<&'a str>,
+    /// Characters of result the response may hold.
+    pub max_chars: usize,
+    /// Start time, Unix milliseconds.
+    pub started_at_ms: i64,
+}
+
+/// The URI of an execution's stored result.
+pub fn output_uri(id: &str) -> String {
+    format!("sandgate://executions/{id}/output")
+}
+
+/// A value as the model reads it: strings as they are, anything else as indented JSON.
+pub fn render_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+/// Builds the response, stores what shaping removed, and records the execution.
+pub fn respond(
+    outcome: &Outcome,
+    request: &Request,
+    catalog: &Catalog,
+    runtime: &ChainRuntime,
+) -> CallToolResult {
+    let stored = runtime.store.is_some();
+    let full = outcome.value.as_ref().map(render_value);
+    let shaped = full
+        .as_deref()
+        .map(|text| shape(text, request.intent, request.max_chars, &runtime.output));
+    if let (Some(store), Some(full), Some(shaped)) = (&runtime.store, &full, &shaped)
+        && shaped.reduced()
+    {
+        store.save_output(request.id.to_string(), full.clone());
+    }
+    let logs_text = outcome
+        .logs
+        .iter()
+        .map(|l| format!("[{}] {}", l.level, l.message))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let logs_budget = (request.max_chars / 4).max(200);
+    let logs_cut = logs_text.chars().count() > logs_budget;
+    if logs_cut && let Some(store) = &runtime.store {
+        store.save_output(format!("{}/logs", request.id), logs_text.clone());
+    }
+    let calls: Vec<Value> = outcome
+        .calls
+        .iter()
+        .map(|c| call_json(c, catalog))
+        .collect();
+
+    let mut text = String::new();
+    if let Some(shaped) = &shaped {
+        text.push_str(&shaped.text);
+        if shaped.reduced() {
+            text.push('\n');
+            text.push_str(&where_the_rest_is(request.id, stored, "output"));
+        }
+    }
+    if !outcome.logs.is_empty() {
+        text.push_str(&format!("\n\n--- logs ({}) ---\n", outcome.logs.len()));
+        if logs_cut {
+            text.push_str(&truncate(&logs_text, logs_budget));
+            text.push('\n');
+            text.push_str(&where_the_rest_is(request.id, stored, "logs"));
+        } else {
+            text.push_str(&logs_text);
+        }
+    }
+    let stopped = outcome
+        .error
+        .as_ref()
+        .filter(|e| !outcome.calls.is_empty() || was_stopped(e))
+        .map(|e| stopped_at(e, &outcome.calls, catalog));
+    if let Some(error) = &outcome.error {
+        text.push_str("\n\n--- error ---\n");
+        text.push_str(&error_text(error));
+        if let Some(stopped) = &stopped {
+            text.push('\n');
+            text.push_str(stopped);
+        }
+    }
+    text.push_str("\n\n");
+    text.push_str(&summary_line(outcome, request.id));
+    let text = text.trim_start().to_string();
+
+    let returned_bytes = shaped.as_ref().map_or(0, |s| s.text.len());
+    let output = shaped.as_ref().map(|s| output_json(s, request.id, stored));
+    let structured = json!({
+        "execution_id": request.id,
+        "tier": outcome.tier.as_str(),
+        "status": if outcome.error.is_none() { "ok" } else { "error" },
+        "result": match (&outcome.value, &shaped) {
+            (Some(v), Some(s)) if !s.reduced() => v.clone(),
+            (Some(_), Some(s)) => Value::String(s.text.clone()),
+            _ => Value::Null,
+        },
+        "shaped": shaped.as_ref().is_some_and(Shaped::reduced),
+        "logs": outcome.logs,
+        "logs_truncated": logs_cut,
+        "calls": calls,
+        "error": outcome.error,
+        "stopped": stopped,
+        "duration_ms": round(outcome.duration_ms),
+        "output": output,
+    });
+    if let Some(store) = &runtime.store {
+        store.record(record(outcome, request, catalog, full.as_deref(), returned_bytes));
+    }
+    let mut result = if outcome.error.is_none() {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = Some(structured);
+    result
+}
+
+fn where_the_rest_is(id: &str, stored: bool, part: &str) -> String {
+    if stored {
+        format!(
+            "[Full {part}: read_output {{\"execution_id\": \"{id}\", \"part\": \"{part}\", \"offset\": 0}} or resource sandgate://executions/{id}/{part}]"
+        )
+    } else {
+        format!("[The full {part} was not kept: this gateway has no store. Ask for less, or raise max_output_size]")
+    }
+}
+
+fn output_json(shaped: &Shaped, id: &str, stored: bool) -> Value {
+    json!({
+        "original_bytes": shaped.original_bytes,
+        "returned_bytes": shaped.text.len(),
+        "stages": shaped.stages,
+        "stored": stored && shaped.reduced(),
+        "resource": (stored && shaped.reduced()).then(|| output_uri(id)),
+    })
+}
+
+fn call_json(call: &CallRecord, catalog: &Catalog) -> Value {
+    json!({
+        "tool": call.name,
+        "ok": call.ok,
+        "finished": call.duration_ms.is_some(),
+        "duration_ms": call.duration_ms.map(round),
+        "changed_state": may_change_state(catalog, &call.name),
+        "error": call.error,
+    })
+}
+
+fn error_text(error: &ExecError) -> String {
+    let kind = serde_json::to_value(error.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let at = match (error.line, error.column) {
+        (Some(line), Some(column)) => format!(" at line {line}:{column}"),
+        (Some(line), None) => format!(" at line {line}"),
+        _ => String::new(),
+    };
+    let mut text = format!("{kind}{at}: {}", error.message);
+    if let Some(hint) = &error.hint {
+        text.push_str(&format!("\nhint: {hint}"));
+    }
+    text
+}
+
+/// Whether the execution was cut off from outside (rather than failing in its own code).
+fn was_stopped(error: &ExecError) -> bool {
+    matches!(
+        error.kind,
+        ErrorKind::Timeout | ErrorKind::Memory | ErrorKind::Internal
+    )
+}
+
+/// Where a failed execution stopped: what completed, what was still running, and which
+/// completed calls may have changed state, so a retry does not repeat a write.
+fn stopped_at(error: &ExecError, calls: &[CallRecord], catalog: &Catalog) -> String {
+    let finished: Vec<&CallRecord> = calls.iter().filter(|c| c.duration_ms.is_some()).collect();
+    let running: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.duration_ms.is_none())
+        .map(|c| c.name.as_str())
+        .collect();
+    let place = match error.line {
+        Some(line) => format!("at line {line}"),
+        None => "before finishing".to_string(),
+    };
+    let mut text = format!(
+        "Stopped {place} after {} completed call(s)",
+        finished.len()
+    );
+    if !running.is_empty() {
+        text.push_str(&format!("; still running and abandoned: {}", running.join(", ")));
+    }
+    text.push('.');
+    let writes: Vec<String> = finished
+        .iter()
+        .filter(|c| c.ok)
+        .filter_map(|c| match may_change_state(catalog, &c.name) {
+            Some(false) => None,
+            Some(true) => Some(c.name.clone()),
+            None => Some(format!("{} (no annotations; assume it did)", c.name)),
+        })
+        .collect();
+    if !writes.is_empty() {
+        text.push_str(&format!(
+            "\nCompleted calls that may have changed state — do not repeat them blindly on retry: {}.",
+            writes.join(", ")
+        ));
+    }
+    text
+}
+
+/// `[sandbox · 3 calls: memory.read_graph ok 2.1ms, … · 14.2 ms · ex-…]`
+fn summary_line(outcome: &Outcome, id: &str) -> String {
+    let calls = match outcome.calls.len() {
+        0 => "no calls".to_string(),
+        n => {
+            let listed: Vec<String> = outcome
+                .calls
+                .iter()
+                .take(5)
+                .map(|c| match c.duration_ms {
+                    Some(ms) => format!("{} {} {:.1}ms", c.name, if c.ok { "ok" } else { "failed" }, ms),
+                    None => format!("{} unfinished", c.name),
+                })
+                .collect();
+            let more = if n > 5 { format!(", +{} more", n - 5) } else { String::new() };
+            format!("{n} call{}: {}{more}", if n == 1 { "" } else { "s" }, listed.join(", "))
+        }
+    };
+    format!(
+        "[{} · {calls} · {:.1} ms · {id}]",
+        outcome.tier.as_str(),
+        outcome.duration_ms
+    )
+}
+
+fn record(
+    outcome: &Outcome,
+    request: &Request,
+    catalog: &Catalog,
+    full: Option<&str>,
+    returned_bytes: usize,
+) -> ExecutionRecord {
+    ExecutionRecord {
+        id: request.id.to_string(),
+        started_at_ms: request.started_at_ms,
+        tier: outcome.tier.as_str().to_string(),
+        code_hash: code_hash(request.code),
+        duration_ms: outcome.duration_ms,
+        status: if outcome.error.is_none() { "ok" } else { "error" }.to_string(),
+        calls: outcome.calls.len() as u32,
+        output_bytes: full.map_or(0, str::len) as u64,
+        returned_bytes: returned_bytes as u64,
+        error_kind: outcome.error.as_ref().and_then(|e| {
+            serde_json::to_value(e.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+        }),
+        call_rows: outcome
+            .calls
+            .iter()
+            .map(|c| {
+                let (backend, tool) = catalog
+                    .resolve(&c.name)
+                    .map(|e| (e.spec.backend.clone(), e.spec.name.clone()))
+                    .unwrap_or_else(|_| match c.name.split_once('.') {
+                        Some((b, t)) => (b.to_string(), t.to_string()),
+                        None => (String::new(), c.name.clone()),
+                    });
+                CallRow {
+                    backend,
+                    tool,
+                    duration_ms: c.duration_ms,
+                    ok: c.ok,
+                    changed_state: may_change_state(catalog, &c.name),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// FNV-1a of the code: groups repeated executions without keeping the code.
+fn code_hash(code: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in code.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+fn round(ms: f64) -> f64 {
+    (ms * 100.0).round() / 100.0
+}

@@ -1,0 +1,117 @@
+//! A small JSON path for reading part of a stored output: `$.items[3].name`,
+//! `items[0]["display name"]`, `[-1]` (from the end). Enough to pull one piece out of a large
+//! result without reading all of it; not a query language.
+
+use serde_json::Value;
+
+/// One step of a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(i64),
+}
+
+/// The part of `value` at `path`, or a message saying where the path stopped matching.
+pub fn select<'v>(value: &'v Value, path: &str) -> Result<&'v Value, String> {
+    let steps = parse(path)?;
+    let mut current = value;
+    let mut walked = String::from("$");
+    for step in steps {
+        current = match (&step, current) {
+            (Step::Key(key), Value::Object(map)) => map.get(key).ok_or_else(|| {
+                let keys: Vec<&str> = map.keys().take(20).map(String::as_str).collect();
+                format!("{walked} has no key {key:?}; its keys are {keys:?}")
+            })?,
+            (Step::Index(i), Value::Array(items)) => {
+                let len = items.len() as i64;
+                let at = if *i < 0 { len + i } else { *i };
+                items
+                    .get(usize::try_from(at).unwrap_or(usize::MAX))
+                    .ok_or_else(|| format!("{walked} has {len} items; index {i} is outside it"))?
+            }
+            (Step::Key(key), Value::Array(_)) => {
+                return Err(format!("{walked} is an array; use an index like [0], not .{key}"));
+            }
+            (Step::Index(i), Value::Object(_)) => {
+                return Err(format!("{walked} is an object; use a key like .name, not [{i}]"));
+            }
+            (_, other) => {
+                return Err(format!("{walked} is {}, which has no parts", kind(other)));
+            }
+        };
+        match step {
+            Step::Key(key) => walked.push_str(&format!(".{key}")),
+            Step::Index(i) => walked.push_str(&format!("[{i}]")),
+        }
+    }
+    Ok(current)
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn parse(path: &str) -> Result<Vec<Step>, String> {
+    let bad = |why: &str| format!("bad JSON path {path:?}: {why}. Write it like $.items[0].name or items[0][\"a key\"]");
+    let mut rest = path.trim();
+    rest = rest.strip_prefix('$').unwrap_or(rest);
+    let mut steps = Vec::new();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('[') {
+            let close = after.find(']').ok_or_else(|| bad("a [ is not closed"))?;
+            let inside = after[..close].trim();
+            let step = if let Some(quoted) = inside
+                .strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .or_else(|| inside.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')))
+            {
+                Step::Key(quoted.to_string())
+            } else {
+                Step::Index(inside.parse().map_err(|_| bad("an index must be a whole number"))?)
+            };
+            steps.push(step);
+            rest = &after[close + 1..];
+        } else {
+            let body = rest.strip_prefix('.').unwrap_or(rest);
+            let end = body.find(['.', '[']).unwrap_or(body.len());
+            if end == 0 {
+                return Err(bad("an empty key"));
+            }
+            steps.push(Step::Key(body[..end].to_string()));
+            rest = &body[end..];
+        }
+    }
+    Ok(steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn selects_keys_indices_and_quoted_keys() {
+        let v = json!({"items": [{"name": "a"}, {"name": "b", "display name": "B"}]});
+        assert_eq!(select(&v, "$.items[1].name").unwrap(), &json!("b"));
+        assert_eq!(select(&v, "items[-1][\"display name\"]").unwrap(), &json!("B"));
+        assert_eq!(select(&v, "$").unwrap(), &v);
+        assert_eq!(select(&v, "").unwrap(), &v);
+    }
+
+    #[test]
+    fn says_where_the_path_stopped() {
+        let v = json!({"items": [1, 2]});
+        assert!(select(&v, "$.itemz").unwrap_err().contains("no key \"itemz\""));
+        assert!(select(&v, "$.items[5]").unwrap_err().contains("has 2 items"));
+        assert!(select(&v, "$.items.x").unwrap_err().contains("is an array"));
+        assert!(select(&v, "$.items[0].x").unwrap_err().contains("a number"));
+        assert!(select(&v, "$.items[x]").unwrap_err().contains("bad JSON path"));
+    }
+}
