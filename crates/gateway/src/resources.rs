@@ -49,7 +49,9 @@ pub fn templates() -> Vec<ResourceTemplate> {
             format!("{}{{id}}/output", crate::chain::read::EXECUTIONS_PREFIX),
             "execution output",
         )
-        .with_description("The full result of a call_tool_chain execution whose response was shortened")
+        .with_description(
+            "The full result of a call_tool_chain execution whose response was shortened",
+        )
         .with_mime_type("text/plain"),
         ResourceTemplate::new(
             format!("{}{{id}}/logs", crate::chain::read::EXECUTIONS_PREFIX),

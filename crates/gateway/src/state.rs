@@ -9,8 +9,8 @@ use std::time::Instant;
 use rmcp::service::{Peer, RoleServer};
 use sandgate_catalog::Catalog;
 use sandgate_policy::{Authorized, Decide, Grant, PolicyError, ToolCall};
-use sandgate_upstream::{BackendManager, BackendState};
 use sandgate_sandbox::ToolBinding;
+use sandgate_upstream::{BackendManager, BackendState};
 use tokio::sync::broadcast;
 
 use crate::bridge::tool_bindings;

@@ -11,6 +11,10 @@ use serde_json::{Map, Value, json};
 const IDENTITY_FIELDS: &[&str] = &["id", "name", "title", "slug", "key", "label"];
 /// Deepest level the outline descends to.
 const OUTLINE_DEPTH: usize = 4;
+/// Strings up to this many characters appear whole in the outline.
+const SHORT_STRING: usize = 80;
+/// Characters of a longer string the outline shows.
+const PREVIEW_CHARS: usize = 200;
 /// Most entries the outline lists per object or array.
 const OUTLINE_WIDTH: usize = 50;
 
@@ -93,9 +97,14 @@ fn outline(value: &Value, depth: usize) -> Value {
         }
         Value::Object(map) => json!({"type": "object", "bytes": size, "key_count": map.len()}),
         Value::Array(items) => json!({"type": "array", "bytes": size, "length": items.len()}),
-        Value::String(s) => json!({"type": "string", "bytes": size, "chars": s.chars().count()}),
-        Value::Number(_) => json!({"type": "number", "bytes": size}),
-        Value::Bool(_) => json!({"type": "boolean", "bytes": size}),
+        Value::String(s) if s.chars().count() <= SHORT_STRING => {
+            json!({"type": "string", "value": s})
+        }
+        Value::String(s) => {
+            let preview: String = s.chars().take(PREVIEW_CHARS).collect();
+            json!({"type": "string", "bytes": size, "chars": s.chars().count(), "preview": preview})
+        }
+        Value::Number(_) | Value::Bool(_) => json!({"value": value}),
         Value::Null => json!({"type": "null"}),
     }
 }

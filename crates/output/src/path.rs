@@ -30,10 +30,14 @@ pub fn select<'v>(value: &'v Value, path: &str) -> Result<&'v Value, String> {
                     .ok_or_else(|| format!("{walked} has {len} items; index {i} is outside it"))?
             }
             (Step::Key(key), Value::Array(_)) => {
-                return Err(format!("{walked} is an array; use an index like [0], not .{key}"));
+                return Err(format!(
+                    "{walked} is an array; use an index like [0], not .{key}"
+                ));
             }
             (Step::Index(i), Value::Object(_)) => {
-                return Err(format!("{walked} is an object; use a key like .name, not [{i}]"));
+                return Err(format!(
+                    "{walked} is an object; use a key like .name, not [{i}]"
+                ));
             }
             (_, other) => {
                 return Err(format!("{walked} is {}, which has no parts", kind(other)));
@@ -59,7 +63,11 @@ fn kind(value: &Value) -> &'static str {
 }
 
 fn parse(path: &str) -> Result<Vec<Step>, String> {
-    let bad = |why: &str| format!("bad JSON path {path:?}: {why}. Write it like $.items[0].name or items[0][\"a key\"]");
+    let bad = |why: &str| {
+        format!(
+            "bad JSON path {path:?}: {why}. Write it like $.items[0].name or items[0][\"a key\"]"
+        )
+    };
     let mut rest = path.trim();
     rest = rest.strip_prefix('$').unwrap_or(rest);
     let mut steps = Vec::new();
@@ -74,7 +82,11 @@ fn parse(path: &str) -> Result<Vec<Step>, String> {
             {
                 Step::Key(quoted.to_string())
             } else {
-                Step::Index(inside.parse().map_err(|_| bad("an index must be a whole number"))?)
+                Step::Index(
+                    inside
+                        .parse()
+                        .map_err(|_| bad("an index must be a whole number"))?,
+                )
             };
             steps.push(step);
             rest = &after[close + 1..];
@@ -100,7 +112,10 @@ mod tests {
     fn selects_keys_indices_and_quoted_keys() {
         let v = json!({"items": [{"name": "a"}, {"name": "b", "display name": "B"}]});
         assert_eq!(select(&v, "$.items[1].name").unwrap(), &json!("b"));
-        assert_eq!(select(&v, "items[-1][\"display name\"]").unwrap(), &json!("B"));
+        assert_eq!(
+            select(&v, "items[-1][\"display name\"]").unwrap(),
+            &json!("B")
+        );
         assert_eq!(select(&v, "$").unwrap(), &v);
         assert_eq!(select(&v, "").unwrap(), &v);
     }
@@ -108,10 +123,22 @@ mod tests {
     #[test]
     fn says_where_the_path_stopped() {
         let v = json!({"items": [1, 2]});
-        assert!(select(&v, "$.itemz").unwrap_err().contains("no key \"itemz\""));
-        assert!(select(&v, "$.items[5]").unwrap_err().contains("has 2 items"));
+        assert!(
+            select(&v, "$.itemz")
+                .unwrap_err()
+                .contains("no key \"itemz\"")
+        );
+        assert!(
+            select(&v, "$.items[5]")
+                .unwrap_err()
+                .contains("has 2 items")
+        );
         assert!(select(&v, "$.items.x").unwrap_err().contains("is an array"));
         assert!(select(&v, "$.items[0].x").unwrap_err().contains("a number"));
-        assert!(select(&v, "$.items[x]").unwrap_err().contains("bad JSON path"));
+        assert!(
+            select(&v, "$.items[x]")
+                .unwrap_err()
+                .contains("bad JSON path")
+        );
     }
 }

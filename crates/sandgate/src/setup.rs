@@ -104,7 +104,9 @@ pub fn open_store(config: &Config) -> anyhow::Result<Store> {
     match store_path(config) {
         Some(path) => Ok(Store::open(&path, retention)?),
         None => {
-            tracing::warn!("no HOME or XDG_STATE_HOME and no [store] path: execution records and full outputs are kept in memory only");
+            tracing::warn!(
+                "no HOME or XDG_STATE_HOME and no [store] path: execution records and full outputs are kept in memory only"
+            );
             Ok(Store::open_in_memory(retention)?)
         }
     }

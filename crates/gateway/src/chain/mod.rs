@@ -195,7 +195,8 @@ async fn direct_call(
     let args = Value::Object(arguments).to_string();
     let qualified = format!("{}.{}", binding.backend, binding.name);
     let call_started = Instant::now();
-    let answer = tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args.clone())).await;
+    let answer =
+        tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args.clone())).await;
     let duration_ms = call_started.elapsed().as_secs_f64() * 1000.0;
     let mut record = CallRecord {
         name: qualified.clone(),
@@ -218,7 +219,9 @@ async fn direct_call(
         Ok(Ok(text)) => {
             record.result_bytes = text.len();
             let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            record.ok = !parsed.get("isError").is_some_and(|v| v == &Value::Bool(true));
+            record.ok = !parsed
+                .get("isError")
+                .is_some_and(|v| v == &Value::Bool(true));
             let mapped = if raw {
                 Ok(direct::js_json(parsed))
             } else {

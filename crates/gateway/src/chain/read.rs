@@ -27,7 +27,9 @@ fn key(id: &str, part: &str) -> Result<String, String> {
     match part {
         "output" => Ok(id.to_string()),
         "logs" => Ok(format!("{id}/logs")),
-        other => Err(format!("part must be \"output\" or \"logs\", not {other:?}")),
+        other => Err(format!(
+            "part must be \"output\" or \"logs\", not {other:?}"
+        )),
     }
 }
 
@@ -45,7 +47,10 @@ pub async fn read_output(gateway: &Gateway, args: ReadArgs) -> Result<CallToolRe
     let offset = args.offset.unwrap_or(0);
     let length = Some(args.length.unwrap_or(max).clamp(1, max.max(1)));
     let slice = match &args.json_path {
-        None => store.output_range(&key, offset, length).await.map_err(|e| e.to_string())?,
+        None => store
+            .output_range(&key, offset, length)
+            .await
+            .map_err(|e| e.to_string())?,
         Some(path) => {
             let full = store.output(&key).await.map_err(|e| e.to_string())?;
             let value: Value = serde_json::from_str(&full).map_err(|_| {

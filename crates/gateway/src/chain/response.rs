@@ -132,7 +132,13 @@ pub fn respond(
         "output": output,
     });
     if let Some(store) = &runtime.store {
-        store.record(record(outcome, request, catalog, full.as_deref(), returned_bytes));
+        store.record(record(
+            outcome,
+            request,
+            catalog,
+            full.as_deref(),
+            returned_bytes,
+        ));
     }
     let mut result = if outcome.error.is_none() {
         CallToolResult::success(vec![ContentBlock::text(text)])
@@ -149,7 +155,9 @@ fn where_the_rest_is(id: &str, stored: bool, part: &str) -> String {
             "[Full {part}: read_output {{\"execution_id\": \"{id}\", \"part\": \"{part}\", \"offset\": 0}} or resource sandgate://executions/{id}/{part}]"
         )
     } else {
-        format!("[The full {part} was not kept: this gateway has no store. Ask for less, or raise max_output_size]")
+        format!(
+            "[The full {part} was not kept: this gateway has no store. Ask for less, or raise max_output_size]"
+        )
     }
 }
 
@@ -212,12 +220,12 @@ fn stopped_at(error: &ExecError, calls: &[CallRecord], catalog: &Catalog) -> Str
         Some(line) => format!("at line {line}"),
         None => "before finishing".to_string(),
     };
-    let mut text = format!(
-        "Stopped {place} after {} completed call(s)",
-        finished.len()
-    );
+    let mut text = format!("Stopped {place} after {} completed call(s)", finished.len());
     if !running.is_empty() {
-        text.push_str(&format!("; still running and abandoned: {}", running.join(", ")));
+        text.push_str(&format!(
+            "; still running and abandoned: {}",
+            running.join(", ")
+        ));
     }
     text.push('.');
     let writes: Vec<String> = finished
@@ -248,12 +256,25 @@ fn summary_line(outcome: &Outcome, id: &str) -> String {
                 .iter()
                 .take(5)
                 .map(|c| match c.duration_ms {
-                    Some(ms) => format!("{} {} {:.1}ms", c.name, if c.ok { "ok" } else { "failed" }, ms),
+                    Some(ms) => format!(
+                        "{} {} {:.1}ms",
+                        c.name,
+                        if c.ok { "ok" } else { "failed" },
+                        ms
+                    ),
                     None => format!("{} unfinished", c.name),
                 })
                 .collect();
-            let more = if n > 5 { format!(", +{} more", n - 5) } else { String::new() };
-            format!("{n} call{}: {}{more}", if n == 1 { "" } else { "s" }, listed.join(", "))
+            let more = if n > 5 {
+                format!(", +{} more", n - 5)
+            } else {
+                String::new()
+            };
+            format!(
+                "{n} call{}: {}{more}",
+                if n == 1 { "" } else { "s" },
+                listed.join(", ")
+            )
         }
     };
     format!(
@@ -276,7 +297,12 @@ fn record(
         tier: outcome.tier.as_str().to_string(),
         code_hash: code_hash(request.code),
         duration_ms: outcome.duration_ms,
-        status: if outcome.error.is_none() { "ok" } else { "error" }.to_string(),
+        status: if outcome.error.is_none() {
+            "ok"
+        } else {
+            "error"
+        }
+        .to_string(),
         calls: outcome.calls.len() as u32,
         output_bytes: full.map_or(0, str::len) as u64,
         returned_bytes: returned_bytes as u64,

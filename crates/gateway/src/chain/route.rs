@@ -128,7 +128,9 @@ fn json_call(mut call: Map<String, Value>, catalog: &Catalog, bindings: &[ToolBi
         .iter()
         .position(|b| b.backend == entry.spec.backend && b.name == entry.spec.name)
     else {
-        return Route::UnknownTool(format!("{name} is not available right now; retry in a moment"));
+        return Route::UnknownTool(format!(
+            "{name} is not available right now; retry in a moment"
+        ));
     };
     let Value::Object(arguments) = js_json(Value::Object(arguments)) else {
         return Route::BadJson(JSON_SHAPE.into());
