@@ -26,7 +26,46 @@ pub fn summarize_json(value: &Value, sample_items: usize) -> String {
             json!({"summary": "JSON outline: each path with its type and size in bytes", "outline": outline(value, 0)})
         }
     };
-    serde_json::to_string_pretty(&summary).unwrap_or_default()
+    let mut out = String::new();
+    write_pretty(&summary, 0, &mut out);
+    out
+}
+
+/// Indented JSON like `serde_json::to_string_pretty`, except that arrays holding only
+/// scalars stay on one line: a list of 500 ids is one line, not 500.
+fn write_pretty(value: &Value, indent: usize, out: &mut String) {
+    let pad = |n: usize| "  ".repeat(n);
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            out.push_str("{\n");
+            for (i, (key, child)) in map.iter().enumerate() {
+                out.push_str(&pad(indent + 1));
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push_str(": ");
+                write_pretty(child, indent + 1, out);
+                out.push_str(if i + 1 < map.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(indent));
+            out.push('}');
+        }
+        Value::Array(items) if items.iter().any(|v| v.is_object() || v.is_array()) => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(&pad(indent + 1));
+                write_pretty(item, indent + 1, out);
+                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(indent));
+            out.push(']');
+        }
+        Value::Array(items) => {
+            let inline: Vec<String> = items.iter().map(Value::to_string).collect();
+            out.push('[');
+            out.push_str(&inline.join(", "));
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
 }
 
 /// The shared key set of an array of objects, if every item is an object with the same keys.

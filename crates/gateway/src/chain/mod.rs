@@ -7,7 +7,7 @@
 
 mod progress;
 pub(crate) mod read;
-mod response;
+pub mod response;
 pub mod route;
 
 use std::sync::Arc;
@@ -162,7 +162,13 @@ pub async fn call_tool_chain(
         max_chars,
         started_at_ms,
     };
-    response::respond(&outcome, &request, &catalog, runtime)
+    response::respond(
+        &outcome,
+        &request,
+        &catalog,
+        runtime.store.as_ref(),
+        &runtime.output,
+    )
 }
 
 /// A JSON input that names no callable tool.

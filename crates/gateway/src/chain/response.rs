@@ -13,7 +13,10 @@ use sandgate_sandbox::{CallRecord, ErrorKind, ExecError};
 use sandgate_store::{CallRow, ExecutionRecord};
 use serde_json::{Value, json};
 
-use super::{ChainRuntime, Outcome, may_change_state};
+use sandgate_output::OutputConfig;
+use sandgate_store::StoreHandle;
+
+use super::{Outcome, may_change_state};
 
 /// Facts about the request the response needs.
 pub struct Request<'a> {
@@ -47,14 +50,15 @@ pub fn respond(
     outcome: &Outcome,
     request: &Request,
     catalog: &Catalog,
-    runtime: &ChainRuntime,
+    store: Option<&StoreHandle>,
+    output: &OutputConfig,
 ) -> CallToolResult {
-    let stored = runtime.store.is_some();
+    let stored = store.is_some();
     let full = outcome.value.as_ref().map(render_value);
     let shaped = full
         .as_deref()
-        .map(|text| shape(text, request.intent, request.max_chars, &runtime.output));
-    if let (Some(store), Some(full), Some(shaped)) = (&runtime.store, &full, &shaped)
+        .map(|text| shape(text, request.intent, request.max_chars, output));
+    if let (Some(store), Some(full), Some(shaped)) = (store, &full, &shaped)
         && shaped.reduced()
     {
         store.save_output(request.id.to_string(), full.clone());
@@ -67,7 +71,7 @@ pub fn respond(
         .join("\n");
     let logs_budget = (request.max_chars / 4).max(200);
     let logs_cut = logs_text.chars().count() > logs_budget;
-    if logs_cut && let Some(store) = &runtime.store {
+    if logs_cut && let Some(store) = store {
         store.save_output(format!("{}/logs", request.id), logs_text.clone());
     }
     let calls: Vec<Value> = outcome
@@ -131,7 +135,7 @@ pub fn respond(
         "duration_ms": round(outcome.duration_ms),
         "output": output,
     });
-    if let Some(store) = &runtime.store {
+    if let Some(store) = store {
         store.record(record(
             outcome,
             request,
