@@ -4,10 +4,11 @@ shaped and read back whole, intent filtering, UTF-8 at every cut, a timeout with
 results, progress notifications, and execution records."""
 
 import json
+import subprocess
 
 import pytest
 
-from conftest import connect, reference_servers, structured, text_of, write_config
+from conftest import SANDGATE, connect, reference_servers, structured, text_of, write_config
 from equivalence import rows
 
 pytestmark = pytest.mark.anyio
@@ -209,3 +210,11 @@ async def test_executions_are_recorded_in_stats(tmp_path):
         assert tiers["sandbox"]["p95_ms"] >= tiers["sandbox"]["p50_ms"] > 0
         everything = next(b for b in stats["executions"]["backends"] if b["backend"] == "everything")
         assert everything["calls"] == 3
+    # The CLI reads the same records from the store file, with the gateway gone.
+    listed = json.loads(subprocess.run([SANDGATE, "executions", "list", "--json", "--config", str(config)], check=True, capture_output=True, text=True).stdout)
+    assert [r["tier"] for r in listed] == ["sandbox", "sandbox", "single_call", "json"]
+    assert listed[0]["error_kind"] == "runtime"
+    shown = subprocess.run([SANDGATE, "executions", "show", listed[2]["id"], "--config", str(config)], check=True, capture_output=True, text=True).stdout
+    assert "tier       single_call" in shown and "everything.echo  ok" in shown and "read-only" in shown, shown
+    missing = subprocess.run([SANDGATE, "executions", "show", "ex-nope", "--config", str(config)], capture_output=True, text=True)
+    assert missing.returncode != 0 and "no execution ex-nope" in missing.stderr

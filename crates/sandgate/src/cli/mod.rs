@@ -1,6 +1,7 @@
-//! Command-line interface: `serve`, `check`, `tools`, `status`.
+//! Command-line interface: `serve`, `run`, `check`, `tools`, `executions`, `status`.
 
 mod check;
+mod executions;
 mod run;
 mod serve;
 mod tools;
@@ -38,6 +39,12 @@ pub enum Command {
         #[command(subcommand)]
         command: tools::ToolsCommand,
     },
+    /// Inspect the executions call_tool_chain recorded.
+    Executions {
+        /// Which executions command.
+        #[command(subcommand)]
+        command: executions::ExecutionsCommand,
+    },
     /// Show backend status, the tool cache and the HTTP settings.
     #[command(alias = "doctor")]
     Status(ConfigArg),
@@ -60,5 +67,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args).await,
         Command::Status(args) => check::run(args, true).await,
         Command::Tools { command } => tools::run(command).await,
+        Command::Executions { command } => executions::run(command),
     }
 }

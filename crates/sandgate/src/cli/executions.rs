@@ -1,0 +1,146 @@
+//! `sandgate executions list|show`: the execution records `call_tool_chain` keeps, read from
+//! the store file of the given config (the gateway may be running: SQLite in WAL mode lets
+//! both read and write at once).
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use sandgate_store::ExecutionRecord;
+
+use super::ConfigArg;
+use crate::setup;
+
+/// The executions commands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ExecutionsCommand {
+    /// The most recent executions, newest first.
+    List {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// How many to show.
+        #[arg(long, short = 'n', default_value_t = 20)]
+        limit: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One execution with its calls, and its stored output if there is one.
+    Show {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The execution id (from `list`, or `execution_id` in a response).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ExecutionsCommand::List {
+            config,
+            limit,
+            json,
+        } => {
+            let store = open(&config)?;
+            let records = store.list(limit)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&records)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            if records.is_empty() {
+                println!(
+                    "No executions recorded yet. They appear here after call_tool_chain runs."
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "{:<28} {:<13} {:>10} {:<6} {:>5} {:>10} {:<12}",
+                "ID", "TIER", "MS", "STATUS", "CALLS", "OUTPUT", "ERROR"
+            );
+            for r in &records {
+                println!(
+                    "{:<28} {:<13} {:>10.1} {:<6} {:>5} {:>10} {:<12}",
+                    r.id,
+                    r.tier,
+                    r.duration_ms,
+                    r.status,
+                    r.calls,
+                    sandgate_output::kb(r.output_bytes as usize),
+                    r.error_kind.as_deref().unwrap_or("")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ExecutionsCommand::Show { config, id, json } => {
+            let store = open(&config)?;
+            let record = store.get(&id)?;
+            let output = store.output(&id).ok();
+            if json {
+                let value = serde_json::json!({"execution": record, "stored_output": output});
+                println!("{}", serde_json::to_string_pretty(&value)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            print_record(&record);
+            match output {
+                Some(text) => println!("\nStored full output ({} bytes):\n{text}", text.len()),
+                None => {
+                    println!("\nNo stored output (the response held all of it, or it expired).")
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn open(config: &ConfigArg) -> anyhow::Result<sandgate_store::Store> {
+    let config = setup::load_config(config.config.as_deref())?;
+    let path = setup::store_path(&config)
+        .context("no store file: set [store] path in the config (or HOME)")?;
+    if !path.exists() {
+        anyhow::bail!(
+            "no store at {} yet: it is created when `sandgate serve` first runs with this config",
+            path.display()
+        );
+    }
+    setup::open_store(&config)
+}
+
+fn print_record(r: &ExecutionRecord) {
+    println!("execution  {}", r.id);
+    println!("tier       {}", r.tier);
+    println!(
+        "status     {}{}",
+        r.status,
+        r.error_kind
+            .as_deref()
+            .map(|k| format!(" ({k})"))
+            .unwrap_or_default()
+    );
+    println!("duration   {:.1} ms", r.duration_ms);
+    println!("started    {} (unix ms)", r.started_at_ms);
+    println!("code hash  {}", r.code_hash);
+    println!(
+        "output     {} full, {} returned",
+        sandgate_output::kb(r.output_bytes as usize),
+        sandgate_output::kb(r.returned_bytes as usize)
+    );
+    println!("calls      {}", r.calls);
+    for c in &r.call_rows {
+        let state = match c.changed_state {
+            Some(true) => "may change state",
+            Some(false) => "read-only",
+            None => "no annotations",
+        };
+        let ms = c
+            .duration_ms
+            .map_or("unfinished".to_string(), |ms| format!("{ms:.1} ms"));
+        println!(
+            "  {}.{}  {}  {ms}  ({state})",
+            c.backend,
+            c.tool,
+            if c.ok { "ok" } else { "failed" }
+        );
+    }
+}
