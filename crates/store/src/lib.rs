@@ -69,6 +69,7 @@ impl Store {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
+        restrict_to_owner(path)?;
         Store::with_connection(conn, retention)
     }
 
@@ -111,6 +112,17 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Stored outputs hold whatever tools returned: only the owner may read the file.
+fn restrict_to_owner(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+        StoreError::Open {
+            path: path.display().to_string(),
+            message: format!("cannot make it private (mode 0600): {e}"),
+        }
+    })
 }
 
 /// Milliseconds since the Unix epoch.

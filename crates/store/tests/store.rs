@@ -75,6 +75,12 @@ fn records_list_show_and_stats() {
     store
         .record(&record("b0", "sandbox", 50.0, "error"))
         .expect("records");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir.path().join("nested/dir/s.db"))
+        .expect("file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "only the owner may read stored outputs");
     let listed = store.list(3).expect("lists");
     assert_eq!(listed.len(), 3);
     let shown = store.get("b0").expect("shows");

@@ -1,0 +1,203 @@
+//! call_tool_chain benchmarks (issue 4): the gateway's own cost on each tier, against the same
+//! real backend (the npm `server-everything`, over stdio) called directly.
+//!
+//! - `direct/manager_call`: policy check + the backend call through sandgate's rmcp client,
+//!   the floor every tier pays;
+//! - `chain/json` (tier 1), `chain/single_call` (tier 2), `chain/sandbox` (tier 3, forced):
+//!   the whole `call_tool_chain`, with routing, result mapping, shaping, rendering and the
+//!   execution record (to an in-memory store).
+//!
+//! The gateway's added latency per tier-1 call is `chain/json − direct/manager_call`
+//! (target ≤ 100 µs). Needs the npm servers: run `scripts/test` once, or `npm ci` in
+//! tests/node.
+
+#![allow(missing_docs, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use sandgate_config::{Format, parse_str};
+use sandgate_gateway::{ChainArgs, ChainRuntime, Gateway, call_tool_chain};
+use sandgate_policy::{Grant, ToolCall};
+use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
+use sandgate_store::{Retention, Store, StoreHandle};
+use sandgate_upstream::{BackendManager, ManagerOptions};
+
+const EVERYTHING: &str = "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+fn bench(c: &mut Criterion) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let server = repo.join(EVERYTHING);
+    assert!(
+        server.exists(),
+        "{} is missing: run scripts/test once (or npm ci in tests/node)",
+        server.display()
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let toml = format!(
+        "[servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+        server.display().to_string()
+    );
+    let config = parse_str(&toml, Format::Toml, "bench.toml").expect("config");
+    let gateway = runtime.block_on(async {
+        let inherited_env = ["PATH", "HOME"]
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect();
+        let manager = BackendManager::start(
+            &config,
+            ManagerOptions {
+                inherited_env,
+                cache: None,
+                restart: Default::default(),
+            },
+        );
+        manager.wait_settled(Duration::from_secs(30)).await;
+        let gateway = Gateway::new(manager, Grant::all_tools());
+        let mut pool = PoolConfig::new(env!("CARGO_BIN_EXE_sandgate"));
+        pool.args = vec!["__sandbox-worker".into()];
+        pool.workers = 2;
+        let sandbox = Sandbox::start(pool).await.expect("sandbox");
+        let store = StoreHandle::spawn(Store::open_in_memory(Retention::default()).expect("store"))
+            .expect("store thread");
+        gateway.attach_chain(ChainRuntime {
+            sandbox,
+            store: Some(store),
+            output: Default::default(),
+            limits: Limits::default(),
+        });
+        // Let the catalog see the backend before measuring.
+        let _ = gateway.settled_catalog().await;
+        gateway
+    });
+    assert!(!gateway.catalog().is_empty(), "server-everything did not connect");
+
+    let samples: Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>> = Arc::default();
+    let runtime = &runtime;
+
+    // Direct: the backend call itself, through the same rmcp client and policy check.
+    {
+        let gateway = gateway.clone();
+        let samples = samples.clone();
+        c.bench_function("direct/manager_call", |b| {
+            b.iter_custom(|iterations| {
+                let gateway = gateway.clone();
+                let samples = samples.clone();
+                runtime
+                    .block_on(runtime.spawn(async move {
+                        let mut each = Vec::with_capacity(iterations as usize);
+                        for _ in 0..iterations {
+                            let started = Instant::now();
+                            let authorized = gateway
+                                .authorize(ToolCall::new("everything", "echo"))
+                                .expect("allowed");
+                            let mut args = serde_json::Map::new();
+                            args.insert("message".into(), "bench".into());
+                            let result = gateway
+                                .manager()
+                                .call(&authorized, Some(args), None)
+                                .await
+                                .expect("echo");
+                            assert_ne!(result.is_error, Some(true));
+                            each.push(started.elapsed());
+                        }
+                        record(&samples, "direct/manager_call", each)
+                    }))
+                    .expect("bench task")
+            })
+        });
+    }
+
+    for (name, code, force) in [
+        (
+            "chain/json",
+            r#"{"tool": "everything.echo", "arguments": {"message": "bench"}}"#,
+            false,
+        ),
+        (
+            "chain/single_call",
+            "return await everything.echo({message: 'bench'})",
+            false,
+        ),
+        (
+            "chain/sandbox",
+            "return await everything.echo({message: 'bench'})",
+            true,
+        ),
+    ] {
+        let gateway = gateway.clone();
+        let samples = samples.clone();
+        c.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let gateway = gateway.clone();
+                let samples = samples.clone();
+                runtime
+                    .block_on(runtime.spawn(async move {
+                        let mut each = Vec::with_capacity(iterations as usize);
+                        for _ in 0..iterations {
+                            let args = ChainArgs {
+                                code: code.to_string(),
+                                force_sandbox: Some(force),
+                                ..ChainArgs::default()
+                            };
+                            let started = Instant::now();
+                            let result = call_tool_chain(&gateway, args, None).await;
+                            each.push(started.elapsed());
+                            assert_ne!(result.is_error, Some(true), "{result:?}");
+                        }
+                        record(&samples, name, each)
+                    }))
+                    .expect("bench task")
+            })
+        });
+    }
+
+    println!("\nper-call percentiles (all timed calls, warm-up included):");
+    let all = std::mem::take(&mut *samples.lock().expect("samples"));
+    let p50 = |times: &[Duration]| times[times.len() / 2];
+    for (name, times) in &all {
+        let mut times = times.clone();
+        times.sort();
+        let at = |q: f64| times[((times.len() as f64 - 1.0) * q) as usize];
+        println!(
+            "  {name:22} n={:6}  p50 {:>9.1?}  p95 {:>9.1?}",
+            times.len(),
+            at(0.5),
+            at(0.95)
+        );
+    }
+    if let (Some(direct), Some(json)) = (all.get("direct/manager_call"), all.get("chain/json")) {
+        let (mut direct, mut json) = (direct.clone(), json.clone());
+        direct.sort();
+        json.sort();
+        println!(
+            "  gateway overhead per tier-1 call (p50 chain/json − p50 direct): {:.1?}",
+            p50(&json).saturating_sub(p50(&direct))
+        );
+    }
+}
+
+fn record(
+    samples: &Mutex<BTreeMap<&'static str, Vec<Duration>>>,
+    name: &'static str,
+    each: Vec<Duration>,
+) -> Duration {
+    let total = each.iter().sum();
+    samples
+        .lock()
+        .expect("samples")
+        .entry(name)
+        .or_default()
+        .extend(each);
+    total
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
