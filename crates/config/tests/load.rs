@@ -172,3 +172,58 @@ fn the_example_configs_load() {
         );
     }
 }
+
+#[test]
+fn output_and_store_sections_load_and_explain_mistakes() {
+    let cfg = parse_str(
+        "[output]\nmax_chars = 5000\nintent_filter = false\n[store]\npath = \"s.db\"\noutput_retention_hours = 24\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("loads");
+    assert_eq!(cfg.output.max_chars, 5000);
+    assert!(!cfg.output.intent_filter);
+    assert_eq!(
+        cfg.output.json_chunk_min_bytes, 10_240,
+        "unset keys keep their defaults"
+    );
+    assert_eq!(cfg.store.output_retention_hours, 24);
+    assert_eq!(cfg.store.max_records, sandgate_config::DEFAULT_MAX_RECORDS);
+    let json = parse_str(
+        r#"{"mcpServers": {}, "sandgate": {"output": {"max_chars": 300}, "store": {"max_records": 5}, "sandbox": {"workers": 2}}}"#,
+        Format::McpServersJson,
+        "j",
+    )
+    .expect("json loads");
+    assert_eq!(
+        (
+            json.output.max_chars,
+            json.store.max_records,
+            json.sandbox.workers
+        ),
+        (300, 5, Some(2))
+    );
+
+    let typo = toml_err("[output]\nmax_char = 100\n");
+    assert!(
+        typo.contains("output.max_char") && typo.contains("max_chars"),
+        "{typo}"
+    );
+    let ratio = toml_err("[output]\nintent_min_term_ratio = 3\n");
+    assert!(
+        ratio.contains("intent_min_term_ratio") && ratio.contains("from 0 to 1"),
+        "{ratio}"
+    );
+    let tiny = toml_err("[output]\nmax_chars = 10\n");
+    assert!(tiny.contains("at least 200"), "{tiny}");
+    let zero = toml_err("[store]\nmax_records = 0\n");
+    assert!(
+        zero.contains("store.max_records") && zero.contains("above 0"),
+        "{zero}"
+    );
+    let kind = toml_err("[output]\nmax_chars = \"lots\"\n");
+    assert!(
+        kind.contains("output") && kind.contains("bad value"),
+        "{kind}"
+    );
+}

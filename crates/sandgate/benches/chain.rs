@@ -26,7 +26,8 @@ use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
 use sandgate_store::{Retention, Store, StoreHandle};
 use sandgate_upstream::{BackendManager, ManagerOptions};
 
-const EVERYTHING: &str = "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+const EVERYTHING: &str =
+    "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
 
 fn bench(c: &mut Criterion) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -77,7 +78,10 @@ fn bench(c: &mut Criterion) {
         let _ = gateway.settled_catalog().await;
         gateway
     });
-    assert!(!gateway.catalog().is_empty(), "server-everything did not connect");
+    assert!(
+        !gateway.catalog().is_empty(),
+        "server-everything did not connect"
+    );
 
     let samples: Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>> = Arc::default();
     let runtime = &runtime;

@@ -80,7 +80,11 @@ fn records_list_show_and_stats() {
         .expect("file")
         .permissions()
         .mode();
-    assert_eq!(mode & 0o777, 0o600, "only the owner may read stored outputs");
+    assert_eq!(
+        mode & 0o777,
+        0o600,
+        "only the owner may read stored outputs"
+    );
     let listed = store.list(3).expect("lists");
     assert_eq!(listed.len(), 3);
     let shown = store.get("b0").expect("shows");
