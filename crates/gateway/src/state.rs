@@ -10,7 +10,7 @@ use rmcp::service::{Peer, RoleServer};
 use sandgate_catalog::Catalog;
 use sandgate_policy::{Authorized, Decide, Grant, PolicyError, ToolCall};
 use sandgate_sandbox::ToolBinding;
-use sandgate_upstream::{BackendManager, BackendState};
+use sandgate_upstream::BackendManager;
 use tokio::sync::broadcast;
 
 use crate::bridge::tool_bindings;
@@ -99,12 +99,7 @@ impl Gateway {
     /// have no cached tool list) up to [`STARTUP_WAIT`] to connect. Without this, a client that
     /// searches right after start-up would be told there are no tools.
     pub async fn settled_catalog(&self) -> Arc<Catalog> {
-        let cold = self
-            .manager
-            .statuses()
-            .iter()
-            .any(|s| s.state == BackendState::Starting && s.tools.is_empty());
-        if !cold {
+        if !self.manager.has_cold_backend() {
             return self.catalog();
         }
         self.manager.wait_settled(STARTUP_WAIT).await;

@@ -122,39 +122,79 @@ impl StoreHandle {
     }
 }
 
+/// Most records written in one transaction when they queue up.
+const MAX_BATCH: usize = 256;
+/// After a record arrives, how long the thread waits for more before writing them together.
+/// Busy gateways then write one transaction per burst instead of one per execution, and the
+/// thread wakes (and takes a CPU from the executions) far less often.
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(5);
+
 fn serve(mut store: Store, commands: mpsc::Receiver<Command>) {
-    for command in commands {
-        match command {
-            Command::Record(record) => {
-                if let Err(e) = store.record(&record) {
-                    tracing::warn!(execution = %record.id, "could not record the execution: {e}");
+    let mut pending: Vec<ExecutionRecord> = Vec::new();
+    while let Ok(first) = commands.recv() {
+        if matches!(first, Command::Record(_)) {
+            std::thread::sleep(COALESCE);
+        }
+        // Records that queued up together are written in one transaction; anything else
+        // first flushes them, so every command still sees the writes sent before it.
+        let mut next = Some(first);
+        while let Some(command) = next.take() {
+            match command {
+                Command::Record(record) => pending.push(*record),
+                other => {
+                    flush(&mut store, &mut pending);
+                    execute(&mut store, other);
                 }
             }
-            Command::SaveOutput { id, body } => {
-                if let Err(e) = store.save_output(&id, &body) {
-                    tracing::warn!(execution = %id, "could not store the full output: {e}");
-                }
+            if pending.len() < MAX_BATCH {
+                next = commands.try_recv().ok();
             }
-            Command::Output { id, reply } => {
-                let _ = reply.send(store.output(&id));
+        }
+        flush(&mut store, &mut pending);
+    }
+}
+
+fn flush(store: &mut Store, pending: &mut Vec<ExecutionRecord>) {
+    if pending.is_empty() {
+        return;
+    }
+    if let Err(e) = store.record_all(pending) {
+        tracing::warn!(records = pending.len(), "could not record executions: {e}");
+    }
+    pending.clear();
+}
+
+fn execute(store: &mut Store, command: Command) {
+    match command {
+        Command::Record(record) => {
+            if let Err(e) = store.record(&record) {
+                tracing::warn!(execution = %record.id, "could not record the execution: {e}");
             }
-            Command::Range {
-                id,
-                offset,
-                length,
-                reply,
-            } => {
-                let _ = reply.send(store.output_range(&id, offset, length));
+        }
+        Command::SaveOutput { id, body } => {
+            if let Err(e) = store.save_output(&id, &body) {
+                tracing::warn!(execution = %id, "could not store the full output: {e}");
             }
-            Command::List { limit, reply } => {
-                let _ = reply.send(store.list(limit));
-            }
-            Command::Get { id, reply } => {
-                let _ = reply.send(store.get(&id));
-            }
-            Command::Stats { reply } => {
-                let _ = reply.send(store.stats());
-            }
+        }
+        Command::Output { id, reply } => {
+            let _ = reply.send(store.output(&id));
+        }
+        Command::Range {
+            id,
+            offset,
+            length,
+            reply,
+        } => {
+            let _ = reply.send(store.output_range(&id, offset, length));
+        }
+        Command::List { limit, reply } => {
+            let _ = reply.send(store.list(limit));
+        }
+        Command::Get { id, reply } => {
+            let _ = reply.send(store.get(&id));
+        }
+        Command::Stats { reply } => {
+            let _ = reply.send(store.stats());
         }
     }
 }

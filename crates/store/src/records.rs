@@ -96,41 +96,20 @@ pub struct Stats {
 impl Store {
     /// Records one execution and its calls.
     pub fn record(&mut self, record: &ExecutionRecord) -> Result<(), StoreError> {
+        self.record_all(std::slice::from_ref(record))
+    }
+
+    /// Records several executions in one transaction (the handle batches what queued up).
+    pub fn record_all(&mut self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                record.id,
-                record.started_at_ms,
-                record.tier,
-                record.code_hash,
-                record.duration_ms,
-                record.status,
-                record.calls,
-                record.output_bytes as i64,
-                record.returned_bytes as i64,
-                record.error_kind,
-            ],
-        )?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for (seq, call) in record.call_rows.iter().enumerate() {
-                insert.execute(params![
-                    record.id,
-                    seq as i64,
-                    call.backend,
-                    call.tool,
-                    call.duration_ms,
-                    call.ok,
-                    call.changed_state
-                ])?;
-            }
+        for record in records {
+            insert_record(&tx, record)?;
         }
         tx.commit()?;
-        self.wrote()
+        for _ in records {
+            self.wrote()?;
+        }
+        Ok(())
     }
 
     /// The most recent executions, newest first.
@@ -250,6 +229,42 @@ impl Store {
             outputs_stored: outputs_stored as u64,
         })
     }
+}
+
+fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result<(), StoreError> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+            record.id,
+            record.started_at_ms,
+            record.tier,
+            record.code_hash,
+            record.duration_ms,
+            record.status,
+            record.calls,
+            record.output_bytes as i64,
+            record.returned_bytes as i64,
+            record.error_kind,
+        ])?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
+        for (seq, call) in record.call_rows.iter().enumerate() {
+            insert.execute(params![
+                record.id,
+                seq as i64,
+                call.backend,
+                call.tool,
+                call.duration_ms,
+                call.ok,
+                call.changed_state
+            ])?;
+        }
+    }
+    Ok(())
 }
 
 fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {

@@ -180,4 +180,9 @@ async fn the_handle_reads_its_own_writes() {
     assert_eq!(handle.output("id1").await.expect("read"), "full text");
     assert_eq!(handle.get("id1").await.expect("record").tier, "sandbox");
     assert_eq!(handle.stats().await.expect("stats").executions, 1);
+    // A burst is written in batches; a read after it still sees every record.
+    for i in 0..600 {
+        handle.record(record(&format!("burst{i}"), "json", 1.0, "ok"));
+    }
+    assert_eq!(handle.stats().await.expect("stats").executions, 601);
 }

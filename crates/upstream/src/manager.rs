@@ -159,6 +159,18 @@ impl BackendManager {
             .collect()
     }
 
+    /// Whether a backend is still on its first connection attempt with no tool list to offer
+    /// (none cached). Cheap: it copies nothing, so callers may ask on every request.
+    pub fn has_cold_backend(&self) -> bool {
+        let Ok(known) = self.shared.known_tools.lock() else {
+            return false;
+        };
+        self.backends.iter().any(|(name, b)| {
+            matches!(*b.conn.borrow(), Conn::Starting)
+                && known.get(name).is_none_or(|tools| tools.is_empty())
+        })
+    }
+
     /// The last lines a backend wrote to stderr, for operators only (never the model).
     pub fn stderr_tail(&self, backend: &str) -> Vec<String> {
         self.backends
