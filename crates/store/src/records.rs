@@ -153,66 +153,32 @@ impl Store {
 
     /// Statistics over every execution on record.
     pub fn stats(&self) -> Result<Stats, StoreError> {
-        let mut tiers: Vec<TierStats> = Vec::new();
-        let mut statement = self.conn.prepare_cached(
-            "SELECT tier, duration_ms, status FROM executions ORDER BY tier, duration_ms",
-        )?;
-        let rows = statement.query_map([], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, f64>(1)?,
-                row.get::<_, String>(2)? != "ok",
-            ))
-        })?;
-        let mut current: Option<(String, Vec<f64>, u64)> = None;
-        for row in rows {
-            let (tier, ms, failed) = row?;
-            match &mut current {
-                Some((name, durations, errors)) if *name == tier => {
-                    durations.push(ms);
-                    *errors += u64::from(failed);
-                }
-                _ => {
-                    if let Some(done) = current.take() {
-                        tiers.push(tier_stats(done));
-                    }
-                    current = Some((tier, vec![ms], u64::from(failed)));
-                }
-            }
-        }
-        if let Some(done) = current.take() {
-            tiers.push(tier_stats(done));
-        }
-        let mut backends: Vec<BackendStats> = Vec::new();
-        let mut statement = self.conn.prepare_cached(
-            "SELECT backend, duration_ms, ok FROM execution_calls WHERE duration_ms IS NOT NULL ORDER BY backend, duration_ms",
-        )?;
-        let rows = statement.query_map([], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, f64>(1)?,
-                row.get::<_, bool>(2)?,
-            ))
-        })?;
-        let mut current: Option<(String, Vec<f64>, u64)> = None;
-        for row in rows {
-            let (backend, ms, ok) = row?;
-            match &mut current {
-                Some((name, durations, failures)) if *name == backend => {
-                    durations.push(ms);
-                    *failures += u64::from(!ok);
-                }
-                _ => {
-                    if let Some(done) = current.take() {
-                        backends.push(backend_stats(done));
-                    }
-                    current = Some((backend, vec![ms], u64::from(!ok)));
-                }
-            }
-        }
-        if let Some(done) = current.take() {
-            backends.push(backend_stats(done));
-        }
+        let tiers = self
+            .grouped_durations(
+                "SELECT tier, duration_ms, status != 'ok' FROM executions ORDER BY tier, duration_ms",
+            )?
+            .into_iter()
+            .map(|(tier, durations, errors)| TierStats {
+                tier,
+                count: durations.len() as u64,
+                errors,
+                p50_ms: percentile(&durations, 0.5),
+                p95_ms: percentile(&durations, 0.95),
+            })
+            .collect();
+        let backends = self
+            .grouped_durations(
+                "SELECT backend, duration_ms, NOT ok FROM execution_calls WHERE duration_ms IS NOT NULL ORDER BY backend, duration_ms",
+            )?
+            .into_iter()
+            .map(|(backend, durations, failures)| BackendStats {
+                backend,
+                calls: durations.len() as u64,
+                failures,
+                p50_ms: percentile(&durations, 0.5),
+                p95_ms: percentile(&durations, 0.95),
+            })
+            .collect();
         let (executions, bytes_saved): (i64, i64) = self.conn.query_row(
             "SELECT COUNT(*), COALESCE(SUM(MAX(output_bytes - returned_bytes, 0)), 0) FROM executions",
             [],
@@ -267,6 +233,33 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
     Ok(())
 }
 
+impl Store {
+    /// Runs `sql`, which selects (group, duration, failed) ordered by group then duration,
+    /// and gathers each group's sorted durations and its failure count.
+    fn grouped_durations(&self, sql: &str) -> Result<Vec<(String, Vec<f64>, u64)>, StoreError> {
+        let mut statement = self.conn.prepare_cached(sql)?;
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, f64>(1)?,
+                row.get::<_, bool>(2)?,
+            ))
+        })?;
+        let mut groups: Vec<(String, Vec<f64>, u64)> = Vec::new();
+        for row in rows {
+            let (group, ms, failed) = row?;
+            match groups.last_mut() {
+                Some((name, durations, failures)) if *name == group => {
+                    durations.push(ms);
+                    *failures += u64::from(failed);
+                }
+                _ => groups.push((group, vec![ms], u64::from(failed))),
+            }
+        }
+        Ok(groups)
+    }
+}
+
 fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {
     Ok(ExecutionRecord {
         id: row.get(0)?,
@@ -290,24 +283,4 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1]
-}
-
-fn tier_stats((tier, durations, errors): (String, Vec<f64>, u64)) -> TierStats {
-    TierStats {
-        tier,
-        count: durations.len() as u64,
-        errors,
-        p50_ms: percentile(&durations, 0.5),
-        p95_ms: percentile(&durations, 0.95),
-    }
-}
-
-fn backend_stats((backend, durations, failures): (String, Vec<f64>, u64)) -> BackendStats {
-    BackendStats {
-        backend,
-        calls: durations.len() as u64,
-        failures,
-        p50_ms: percentile(&durations, 0.5),
-        p95_ms: percentile(&durations, 0.95),
-    }
 }
