@@ -30,6 +30,24 @@ pub enum ErrorKind {
     Internal,
 }
 
+impl ErrorKind {
+    /// The kind's name as it appears in JSON (`tool_failed`, `output_limit`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Syntax => "syntax",
+            ErrorKind::Runtime => "runtime",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Memory => "memory",
+            ErrorKind::Stack => "stack",
+            ErrorKind::ToolDenied => "tool_denied",
+            ErrorKind::ToolFailed => "tool_failed",
+            ErrorKind::OutputLimit => "output_limit",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
 /// Why an execution failed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExecError {
@@ -108,6 +126,29 @@ impl ExecutionResult {
             trace: vec![],
             stats: ExecStats::default(),
             error: Some(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorKind;
+
+    #[test]
+    fn as_str_matches_the_json_name() {
+        for kind in [
+            ErrorKind::Syntax,
+            ErrorKind::Runtime,
+            ErrorKind::Timeout,
+            ErrorKind::Memory,
+            ErrorKind::Stack,
+            ErrorKind::ToolDenied,
+            ErrorKind::ToolFailed,
+            ErrorKind::OutputLimit,
+            ErrorKind::Busy,
+            ErrorKind::Internal,
+        ] {
+            assert_eq!(serde_json::to_value(kind).ok(), Some(kind.as_str().into()));
         }
     }
 }

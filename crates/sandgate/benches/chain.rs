@@ -83,40 +83,29 @@ fn bench(c: &mut Criterion) {
         "server-everything did not connect"
     );
 
-    let samples: Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>> = Arc::default();
+    let samples: Samples = Arc::default();
     let runtime = &runtime;
 
     // Direct: the backend call itself, through the same rmcp client and policy check.
     {
         let gateway = gateway.clone();
-        let samples = samples.clone();
-        c.bench_function("direct/manager_call", |b| {
-            b.iter_custom(|iterations| {
-                let gateway = gateway.clone();
-                let samples = samples.clone();
-                runtime
-                    .block_on(runtime.spawn(async move {
-                        let mut each = Vec::with_capacity(iterations as usize);
-                        for _ in 0..iterations {
-                            let started = Instant::now();
-                            let authorized = gateway
-                                .authorize(ToolCall::new("everything", "echo"))
-                                .expect("allowed");
-                            let mut args = serde_json::Map::new();
-                            args.insert("message".into(), "bench".into());
-                            let result = gateway
-                                .manager()
-                                .call(&authorized, Some(args), None)
-                                .await
-                                .expect("echo");
-                            assert_ne!(result.is_error, Some(true));
-                            each.push(started.elapsed());
-                        }
-                        record(&samples, "direct/manager_call", each)
-                    }))
-                    .expect("bench task")
-            })
+        let measure = timed(runtime, samples.clone(), "direct/manager_call", move || {
+            let gateway = gateway.clone();
+            async move {
+                let authorized = gateway
+                    .authorize(ToolCall::new("everything", "echo"))
+                    .expect("allowed");
+                let mut args = serde_json::Map::new();
+                args.insert("message".into(), "bench".into());
+                let result = gateway
+                    .manager()
+                    .call(&authorized, Some(args), None)
+                    .await
+                    .expect("echo");
+                assert_ne!(result.is_error, Some(true));
+            }
         });
+        c.bench_function("direct/manager_call", |b| b.iter_custom(&measure));
     }
 
     for (name, code, force) in [
@@ -137,30 +126,19 @@ fn bench(c: &mut Criterion) {
         ),
     ] {
         let gateway = gateway.clone();
-        let samples = samples.clone();
-        c.bench_function(name, |b| {
-            b.iter_custom(|iterations| {
-                let gateway = gateway.clone();
-                let samples = samples.clone();
-                runtime
-                    .block_on(runtime.spawn(async move {
-                        let mut each = Vec::with_capacity(iterations as usize);
-                        for _ in 0..iterations {
-                            let args = ChainArgs {
-                                code: code.to_string(),
-                                force_sandbox: Some(force),
-                                ..ChainArgs::default()
-                            };
-                            let started = Instant::now();
-                            let result = call_tool_chain(&gateway, args, None).await;
-                            each.push(started.elapsed());
-                            assert_ne!(result.is_error, Some(true), "{result:?}");
-                        }
-                        record(&samples, name, each)
-                    }))
-                    .expect("bench task")
-            })
+        let measure = timed(runtime, samples.clone(), name, move || {
+            let gateway = gateway.clone();
+            async move {
+                let args = ChainArgs {
+                    code: code.to_string(),
+                    force_sandbox: Some(force),
+                    ..ChainArgs::default()
+                };
+                let result = call_tool_chain(&gateway, args, None).await;
+                assert_ne!(result.is_error, Some(true), "{result:?}");
+            }
         });
+        c.bench_function(name, |b| b.iter_custom(&measure));
     }
 
     println!("\nper-call percentiles (all timed calls, warm-up included):");
@@ -188,19 +166,44 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-fn record(
-    samples: &Mutex<BTreeMap<&'static str, Vec<Duration>>>,
+type Samples = Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>;
+
+/// A criterion `iter_custom` body: runs `op` `iterations` times inside a task on the runtime
+/// (the way the gateway awaits it), timing each run and keeping every time for percentiles.
+/// Preparing the next `op` (cloning handles, building arguments) is inside the timing, as it
+/// is on a real request.
+fn timed<F, Fut>(
+    runtime: &tokio::runtime::Runtime,
+    samples: Samples,
     name: &'static str,
-    each: Vec<Duration>,
-) -> Duration {
-    let total = each.iter().sum();
-    samples
-        .lock()
-        .expect("samples")
-        .entry(name)
-        .or_default()
-        .extend(each);
-    total
+    op: F,
+) -> impl Fn(u64) -> Duration
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    move |iterations| {
+        let op = op.clone();
+        let samples = samples.clone();
+        runtime
+            .block_on(runtime.spawn(async move {
+                let mut each = Vec::with_capacity(iterations as usize);
+                for _ in 0..iterations {
+                    let started = Instant::now();
+                    op().await;
+                    each.push(started.elapsed());
+                }
+                let total = each.iter().sum();
+                samples
+                    .lock()
+                    .expect("samples")
+                    .entry(name)
+                    .or_default()
+                    .extend(each);
+                total
+            }))
+            .expect("bench task")
+    }
 }
 
 criterion_group!(benches, bench);

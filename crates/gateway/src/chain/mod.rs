@@ -199,14 +199,14 @@ async fn direct_call(
     limits: &Limits,
 ) -> Outcome {
     let args = Value::Object(arguments).to_string();
+    let args_bytes = args.len();
     let qualified = format!("{}.{}", binding.backend, binding.name);
     let call_started = Instant::now();
-    let answer =
-        tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args.clone())).await;
+    let answer = tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args)).await;
     let duration_ms = call_started.elapsed().as_secs_f64() * 1000.0;
     let mut record = CallRecord {
         name: qualified.clone(),
-        args_bytes: args.len(),
+        args_bytes,
         started_ms: 0.0,
         duration_ms: Some(duration_ms),
         ok: false,

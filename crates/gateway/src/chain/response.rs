@@ -187,10 +187,7 @@ fn call_json(call: &CallRecord, catalog: &Catalog) -> Value {
 }
 
 fn error_text(error: &ExecError) -> String {
-    let kind = serde_json::to_value(error.kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    let kind = error.kind.as_str();
     let at = match (error.line, error.column) {
         (Some(line), Some(column)) => format!(" at line {line}:{column}"),
         (Some(line), None) => format!(" at line {line}"),
@@ -310,11 +307,7 @@ fn record(
         calls: outcome.calls.len() as u32,
         output_bytes: full.map_or(0, str::len) as u64,
         returned_bytes: returned_bytes as u64,
-        error_kind: outcome.error.as_ref().and_then(|e| {
-            serde_json::to_value(e.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-        }),
+        error_kind: outcome.error.as_ref().map(|e| e.kind.as_str().to_string()),
         call_rows: outcome
             .calls
             .iter()

@@ -117,10 +117,7 @@ pub fn render(result: &ExecutionResult) -> String {
             (Some(l), None) => format!(" at line {l}"),
             _ => String::new(),
         };
-        let kind = serde_json::to_value(error.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let kind = error.kind.as_str();
         let _ = writeln!(out, "\nerror ({kind}){at}: {}", error.message);
         if let Some(hint) = &error.hint {
             let _ = writeln!(out, "  hint: {hint}");
