@@ -1,4 +1,5 @@
-//! The frames between the host and a worker process: 4-byte little-endian length, then JSON.
+//! The frames between the host and a worker process: 4-byte little-endian length, then JSON
+//! (externally tagged enums: `{"Call": {...}}`, which both sides decode without buffering).
 //!
 //! The worker's stdin and stdout are its only channel. Frames are small and self-describing,
 //! so a crash of either side is visible as a short read, and a frame is never trusted beyond
@@ -33,7 +34,6 @@ pub struct ToolBinding {
 
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "t")]
 pub enum HostFrame {
     /// Run one execution.
     Run {
@@ -93,7 +93,6 @@ pub enum Callee {
 
 /// Worker → host.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "t")]
 pub enum WorkerFrame {
     /// The worker is locked down and ready; it reports which protections are active.
     Ready {

@@ -109,6 +109,24 @@ async fn tool_errors_are_catchable() {
 }
 
 #[tokio::test]
+async fn a_result_that_is_not_json_fails_the_call_at_the_calling_line() {
+    let sb = sandbox(1).await;
+    let caught = run(
+        &sb,
+        "try { await test.garbage({}); } catch (e) { return { name: e.name, kind: e.kind, json: e.message.includes('not valid JSON') }; }",
+    )
+    .await;
+    assert_eq!(
+        value(&caught),
+        json!({"name": "ToolCallError", "kind": "tool_failed", "json": true})
+    );
+    let uncaught = run(&sb, "const a = 1;\nawait test.garbage.raw({});").await;
+    let error = uncaught.error.expect("the call fails");
+    assert_eq!(error.kind, ErrorKind::ToolFailed, "{error:?}");
+    assert_eq!(error.line, Some(2), "{error:?}");
+}
+
+#[tokio::test]
 async fn fan_out_runs_concurrently_up_to_the_cap() {
     let sb = sandbox(1).await;
     let bridge = Arc::new(TestBridge::default());

@@ -76,7 +76,7 @@ pub(crate) struct LoopState {
     /// Where logs go, at once.
     pub link: Option<SharedLink>,
     /// Promise settlers by call id.
-    pub pending: HashMap<u64, (Persistent<Function<'static>>, Persistent<Function<'static>>)>,
+    pub pending: HashMap<u64, Settlers>,
     /// Timers: due time → (id, callback).
     pub timers: BTreeMap<(Instant, u64), Persistent<Function<'static>>>,
     pub timer_ids: HashMap<u64, Instant>,
@@ -86,6 +86,14 @@ pub(crate) struct LoopState {
 }
 
 pub(crate) type Shared = Rc<RefCell<LoopState>>;
+
+/// How to settle one pending call's promise.
+pub(crate) struct Settlers {
+    pub resolve: Persistent<Function<'static>>,
+    pub reject: Persistent<Function<'static>>,
+    /// An Error made where the call started (see `natives::error_object`).
+    pub site: Option<Persistent<Value<'static>>>,
+}
 
 impl LoopState {
     /// Drops every JavaScript value held from Rust.
@@ -380,16 +388,40 @@ fn settle(ctx: &Ctx, state: &Shared, id: u64, result: Result<String, CallFailure
         found
     };
     // A reply to a call of an earlier run is ignored.
-    let Some((resolve, reject)) = settlers else {
+    let Some(Settlers {
+        resolve,
+        reject,
+        site,
+    }) = settlers
+    else {
         return;
     };
-    let outcome = match result {
-        Ok(json) => resolve.restore(ctx).and_then(|f| f.call::<_, ()>((json,))),
-        Err(failure) => reject.restore(ctx).and_then(|f| {
-            let error = natives::error_object(ctx, &failure.kind, &failure.message)?;
-            f.call::<_, ()>((error,))
-        }),
+    let site = site.and_then(|site| site.restore(ctx).ok());
+    // The guest receives the reply parsed; a reply that is not JSON fails the call.
+    let failure = match result {
+        Ok(json) => match ctx.json_parse(json) {
+            Ok(value) => {
+                drop(resolve.restore(ctx).and_then(|f| f.call::<_, ()>((value,))));
+                return;
+            }
+            Err(_) => {
+                let reason = ctx
+                    .catch()
+                    .into_exception()
+                    .and_then(|e| e.message())
+                    .unwrap_or_default();
+                CallFailure {
+                    kind: "tool_failed".into(),
+                    message: format!("the call's result is not valid JSON: {reason}"),
+                }
+            }
+        },
+        Err(failure) => failure,
     };
+    let outcome = reject.restore(ctx).and_then(|f| {
+        let error = natives::error_object(ctx, &failure.kind, &failure.message, site)?;
+        f.call::<_, ()>((error,))
+    });
     drop(outcome);
 }
 

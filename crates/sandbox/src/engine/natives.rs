@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use rquickjs::prelude::Opt;
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise, Value};
 
 use super::{RunRequest, Shared};
@@ -96,7 +97,11 @@ fn bridge<'js>(
     let s = state.clone();
     Function::new(
         ctx.clone(),
-        move |ctx: Ctx<'js>, index: u32, args: String| -> rquickjs::Result<Promise<'js>> {
+        move |ctx: Ctx<'js>,
+              index: u32,
+              args: String,
+              site: Opt<Value<'js>>|
+              -> rquickjs::Result<Promise<'js>> {
             let count = match callee(0) {
                 Callee::Tool(_) => s.borrow().tool_count,
                 Callee::Host(_) => s.borrow().host_count,
@@ -122,10 +127,11 @@ fn bridge<'js>(
             let (promise, resolve, reject) = Promise::new(&ctx)?;
             st.pending.insert(
                 id,
-                (
-                    Persistent::save(&ctx, resolve),
-                    Persistent::save(&ctx, reject),
-                ),
+                super::Settlers {
+                    resolve: Persistent::save(&ctx, resolve),
+                    reject: Persistent::save(&ctx, reject),
+                    site: site.0.map(|site| Persistent::save(&ctx, site)),
+                },
             );
             st.queued.push_back((id, callee(index), args));
             Ok(promise)
@@ -245,15 +251,27 @@ fn parse_url<'js>(ctx: &Ctx<'js>, href: &str, base: Option<&str>) -> rquickjs::R
     Ok(parts)
 }
 
-/// The Error a failed call rejects with.
+/// The Error a failed call rejects with. `site` is an Error made where the call started: its
+/// stack becomes the non-enumerable `callerStack`, so the host can point at the user's line
+/// even though the rejection arrives after an `await` has lost the caller's frames.
 pub(crate) fn error_object<'js>(
     ctx: &Ctx<'js>,
     kind: &str,
     message: &str,
+    site: Option<Value<'js>>,
 ) -> rquickjs::Result<Value<'js>> {
-    let constructor: Function = ctx.globals().get("Error")?;
-    let error: Object = constructor.call((message,))?;
+    let error = Exception::from_message(ctx.clone(), message)?;
+    let error: &Object = error.as_object();
     error.set("name", crate::protocol::failure_error_name(kind))?;
     error.set("kind", kind)?;
-    Ok(error.into_value())
+    let site_stack = site
+        .and_then(|site| site.into_object())
+        .and_then(|site| site.get::<_, Option<String>>("stack").ok().flatten());
+    if let Some(stack) = site_stack {
+        error.prop(
+            "callerStack",
+            rquickjs::object::Property::from(stack).configurable(),
+        )?;
+    }
+    Ok(error.clone().into_value())
 }

@@ -13,6 +13,12 @@ export default function (natives) {
   // bridge sends or how results are read.
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;
+  // Captured for the same reason: guest code cannot change how calls start or settle.
+  const ErrorCtor = Error;
+  const NativePromise = Promise;
+  const rejected = (error) => NativePromise.reject(error);
+  const promiseThen = NativePromise.prototype.then;
+  const then = (promise, onResult) => promiseThen.call(promise, onResult);
   const fixed = (obj, key, value, enumerable = true) =>
     Object.defineProperty(obj, key, { value, enumerable, writable: false, configurable: false });
 
@@ -126,19 +132,27 @@ export default function (natives) {
     };
     tools.forEach((t, index) => {
       const qualified = `${t.backend}.${t.name}`;
-      const send = (args, site) =>
-        call(index, argsJson(qualified, args)).then(
-          (text) => parseJson(text),
-          (error) => { throw withSite(error, site); },
-        );
-      const raw = (args) => send(args, new Error());
-      const fn = async (args) => {
-        const site = new Error();
-        const result = await send(args, site);
-        if (result && result.isError) {
-          throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
+      // One promise reaction per call: the native parses the reply (in Rust) and this
+      // function maps it. Plain functions, not async ones, because an async wrapper costs
+      // several more reactions per call; argument errors still reject rather than throw.
+      const start = (args, site) => {
+        let json;
+        try {
+          json = argsJson(qualified, args);
+        } catch (error) {
+          return rejected(error);
         }
-        return mapResult(result);
+        return call(index, json, site);
+      };
+      const raw = (args) => start(args, new ErrorCtor());
+      const fn = (args) => {
+        const site = new ErrorCtor();
+        return then(start(args, site), (result) => {
+          if (result && result.isError) {
+            throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
+          }
+          return mapResult(result);
+        });
       };
       fixed(fn, "raw", raw);
       fixed(fn, "toolName", qualified, false);
@@ -186,7 +200,15 @@ export default function (natives) {
 
     // ---- host functions and context -----------------------------------------------------
     hostFunctions.forEach((name, index) => {
-      fixed(G, name, async (...args) => parseJson(await callHost(index, stringifyJson(args))), false);
+      fixed(G, name, (...args) => {
+        let json;
+        try {
+          json = stringifyJson(args);
+        } catch (error) {
+          return rejected(error);
+        }
+        return callHost(index, json, new ErrorCtor());
+      }, false);
     });
     if (context !== undefined) fixed(G, "context", context, false);
 

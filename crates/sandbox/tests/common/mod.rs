@@ -68,6 +68,7 @@ pub fn tools() -> Arc<Vec<ToolBinding>> {
         tool("test", "slow"),
         tool("my-server", "get-sum"),
         tool("test", "starting"),
+        tool("test", "garbage"),
     ])
 }
 
@@ -139,6 +140,8 @@ async fn respond(name: &str, args: &Value) -> Result<String, CallFailure> {
                 + args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
             json!({"content": [{"type": "text", "text": format!("The sum is {sum}")}]})
         }
+        // A backend bug: the result is not JSON at all.
+        "test.garbage" => return Ok("{not json".into()),
         "test.starting" => {
             return Err(CallFailure {
                 kind: "tool_failed".into(),
