@@ -7,6 +7,7 @@
 //! code, even after `await` and inside `try`/`catch`) and by the loop's waits.
 
 mod bytecode;
+mod heap;
 mod natives;
 
 pub use bytecode::warm_up;
@@ -83,6 +84,8 @@ pub(crate) struct LoopState {
     pub log_bytes: usize,
     pub logs_truncated: bool,
     pub limits: Limits,
+    /// Bytes the runtime's allocator holds.
+    pub heap: heap::HeapCounter,
 }
 
 pub(crate) type Shared = Rc<RefCell<LoopState>>;
@@ -133,7 +136,9 @@ pub struct Spent {
 
 /// Makes a fresh runtime and context with the preamble loaded.
 pub fn fresh() -> Result<Fresh, String> {
-    let runtime = Runtime::new().map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
+    let (allocator, heap) = heap::CountingAllocator::new();
+    let runtime = Runtime::new_with_alloc(allocator)
+        .map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
     let context =
         Context::full(&runtime).map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
     let state: Shared = Rc::default();
@@ -143,6 +148,7 @@ pub fn fresh() -> Result<Fresh, String> {
             natives::prepare(&ctx, &state, preamble).map(|f| Persistent::save(&ctx, f))
         })
         .map_err(|e| format!("cannot load the preamble: {e}"))?;
+    state.borrow_mut().heap = heap;
     Ok(Fresh {
         bind,
         state,
@@ -246,7 +252,7 @@ fn run_loop(
     });
     let promise = match started {
         Ok(p) => p,
-        Err(e) => return Ok((Err(e), stats(runtime, state))),
+        Err(e) => return Ok((Err(e), stats(state))),
     };
 
     loop {
@@ -257,7 +263,7 @@ fn run_loop(
             // here too: each job is short, but an endless chain of them is not.
             jobs = jobs.wrapping_add(1);
             if jobs.is_multiple_of(256) && Instant::now() >= deadline {
-                return Ok((Err(timeout_error(state, limits)), stats(runtime, state)));
+                return Ok((Err(timeout_error(state, limits)), stats(state)));
             }
             match runtime.execute_pending_job() {
                 Ok(true) => {}
@@ -267,7 +273,7 @@ fn run_loop(
                         let caught = CaughtError::from_error(&ctx, rquickjs::Error::Exception);
                         guest_error(&ctx, caught, deadline)
                     });
-                    return Ok((Err(err), stats(runtime, state)));
+                    return Ok((Err(err), stats(state)));
                 }
             }
         }
@@ -295,19 +301,19 @@ fn run_loop(
             }
         });
         if let Some(outcome) = settled {
-            return Ok((outcome, stats(runtime, state)));
+            return Ok((outcome, stats(state)));
         }
 
         let now = Instant::now();
         if now >= deadline {
-            return Ok((Err(timeout_error(state, limits)), stats(runtime, state)));
+            return Ok((Err(timeout_error(state, limits)), stats(state)));
         }
         let (waiting_calls, next_timer) = {
             let s = state.borrow();
             (s.in_flight > 0, s.timers.keys().next().map(|(due, _)| *due))
         };
         if !waiting_calls && next_timer.is_none() {
-            let used = stats(runtime, state);
+            let used = stats(state);
             // A promise chain can also stall because an allocation inside a job failed and
             // took the rejection with it; a nearly full heap says that is what happened.
             let err = if used.memory_bytes as f64 >= 0.75 * limits.memory_bytes as f64 {
@@ -346,9 +352,9 @@ fn run_loop(
     }
 }
 
-fn stats(runtime: &Runtime, state: &Shared) -> RunStats {
+fn stats(state: &Shared) -> RunStats {
     RunStats {
-        memory_bytes: runtime.memory_usage().memory_used_size.max(0) as u64,
+        memory_bytes: state.borrow().heap.get() as u64,
         calls: state.borrow().calls_made,
     }
 }
