@@ -2,15 +2,21 @@
 //! QuickJS runtime and context for every execution and an in-process echo tool.
 //! Targets (issue 3): trivial p50 ≤ 250 µs; 3 awaited tool calls p50 ≤ 300 µs; ≤ 15 µs per
 //! extra tool call; TS strip of a 30-line script ≤ 100 µs; ≥ 3,000 trivial executions/s.
+//! `floor/pipe_round_trip_to_a_child_process` measures what no sandbox code can go below: one
+//! byte to a child process and back.
 
 #![allow(missing_docs, clippy::expect_used)] // criterion_group! generates undocumented items
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::future::BoxFuture;
+use sandgate_sandbox::engine::{self, Link, RunRequest, SharedLink};
+use sandgate_sandbox::protocol::{HostFrame, WorkerFrame};
 use sandgate_sandbox::{Bridge, CallFailure, Execution, Limits, PoolConfig, Sandbox, ToolBinding};
 
 /// Answers every call at once with the arguments as structured content.
@@ -23,6 +29,28 @@ impl Bridge for Echo {
         args: String,
     ) -> BoxFuture<'static, Result<String, CallFailure>> {
         Box::pin(async move { Ok(format!(r#"{{"content":[],"structuredContent":{args}}}"#)) })
+    }
+}
+
+/// The worker's link, in memory: every call is answered like [`Echo`], at once.
+#[derive(Default)]
+struct InMemoryEcho {
+    replies: Vec<HostFrame>,
+}
+
+impl Link for InMemoryEcho {
+    fn send(&mut self, frame: &WorkerFrame) -> std::io::Result<()> {
+        if let WorkerFrame::Call { id, args, .. } = frame {
+            self.replies.push(HostFrame::Reply {
+                id: *id,
+                result: Ok(format!(r#"{{"content":[],"structuredContent":{args}}}"#)),
+            });
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, _timeout: Duration) -> std::io::Result<Option<HostFrame>> {
+        Ok(self.replies.pop())
     }
 }
 
@@ -129,6 +157,91 @@ fn bench(c: &mut Criterion) {
                 .expect("bench task")
         }
     };
+
+    // The floor under any call that crosses the worker boundary: one byte to a child process
+    // (`cat`) and back, from a task on the same runtime, with no sandgate code involved.
+    let floor_samples = samples.clone();
+    c.bench_function("floor/pipe_round_trip_to_a_child_process", |b| {
+        b.iter_custom(|iterations| {
+            let samples = floor_samples.clone();
+            runtime
+                .block_on(runtime.spawn(async move {
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let mut child = tokio::process::Command::new("cat")
+                        .stdin(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::piped())
+                        .kill_on_drop(true)
+                        .spawn()
+                        .expect("cat");
+                    let mut input = child.stdin.take().expect("stdin");
+                    let mut output = child.stdout.take().expect("stdout");
+                    let mut byte = [0u8; 1];
+                    let mut total = Duration::ZERO;
+                    let mut each = Vec::with_capacity(iterations as usize);
+                    for _ in 0..iterations {
+                        let started = Instant::now();
+                        input.write_all(&byte).await.expect("write");
+                        output.read_exact(&mut byte).await.expect("read");
+                        let took = started.elapsed();
+                        total += took;
+                        each.push(took);
+                    }
+                    samples
+                        .lock()
+                        .expect("samples")
+                        .entry("floor/pipe_round_trip_to_a_child_process")
+                        .or_default()
+                        .extend(each);
+                    total
+                }))
+                .expect("floor task")
+        })
+    });
+
+    // Diagnostic: the same engine inside this process, its calls answered by an in-memory link,
+    // so no call crosses a process boundary. Each iteration still gets a fresh runtime (made
+    // and torn down outside the timed part). 200 sequential calls minus a 200-iteration loop
+    // without calls, divided by 200, is sandgate's own per-call work on both sides.
+    for (name, code) in [
+        (
+            "in_process/200_sequential_calls",
+            "let s = 0; for (let i = 0; i < 200; i++) s += (await bench.echo({i})).i; return s;",
+        ),
+        (
+            "in_process/200_iteration_loop",
+            "let s = 0; for (let i = 0; i < 200; i++) s += i; return s;",
+        ),
+    ] {
+        let js = sandgate_sandbox::transpile::transpile(code)
+            .expect("valid")
+            .js;
+        let tools = execution(code).tools.as_ref().clone();
+        c.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let fresh = engine::fresh().expect("fresh runtime");
+                    let link: SharedLink = Rc::new(RefCell::new(InMemoryEcho::default()));
+                    let request = RunRequest {
+                        js: js.clone(),
+                        tools: tools.clone(),
+                        host_functions: vec![],
+                        context: None,
+                        limits: Limits::default(),
+                    };
+                    let started = Instant::now();
+                    let (done, spent) = engine::execute(fresh, request, &link);
+                    total += started.elapsed();
+                    drop(spent);
+                    assert!(
+                        matches!(done, WorkerFrame::Done { outcome: Ok(_), .. }),
+                        "{done:?}"
+                    );
+                }
+                total
+            })
+        });
+    }
 
     c.bench_function("transpile_30_line_script", |b| {
         b.iter(|| sandgate_sandbox::transpile::transpile(std::hint::black_box(SCRIPT_30_LINES)))
