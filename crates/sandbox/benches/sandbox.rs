@@ -54,6 +54,18 @@ impl Link for InMemoryEcho {
     }
 }
 
+type Samples = Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>;
+
+/// Adds one timed batch to a benchmark's per-execution samples (for the percentile report).
+fn keep(samples: &Samples, name: &'static str, each: Vec<Duration>) {
+    samples
+        .lock()
+        .expect("samples")
+        .entry(name)
+        .or_default()
+        .extend(each);
+}
+
 fn execution(code: &str) -> Execution {
     Execution {
         code: code.to_string(),
@@ -125,7 +137,7 @@ fn bench(c: &mut Criterion) {
     // (a request handler awaiting `Sandbox::run`), not from a thread outside it.
     // Every execution's own time is also kept, so the report can give true percentiles
     // (criterion's estimates are of the mean).
-    let samples: Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>> = Arc::default();
+    let samples: Samples = Arc::default();
     let timed = |name: &'static str, code: &'static str| {
         let sandbox = sandbox.clone();
         let bridge = bridge.clone();
@@ -146,12 +158,7 @@ fn bench(c: &mut Criterion) {
                         each.push(took);
                         assert!(result.error.is_none(), "{:?}", result.error);
                     }
-                    samples
-                        .lock()
-                        .expect("samples")
-                        .entry(name)
-                        .or_default()
-                        .extend(each);
+                    keep(&samples, name, each);
                     total
                 }))
                 .expect("bench task")
@@ -186,12 +193,7 @@ fn bench(c: &mut Criterion) {
                         total += took;
                         each.push(took);
                     }
-                    samples
-                        .lock()
-                        .expect("samples")
-                        .entry("floor/pipe_round_trip_to_a_child_process")
-                        .or_default()
-                        .extend(each);
+                    keep(&samples, "floor/pipe_round_trip_to_a_child_process", each);
                     total
                 }))
                 .expect("floor task")
