@@ -20,6 +20,7 @@ pub mod limits;
 pub mod lockdown;
 mod pool;
 pub mod protocol;
+pub mod region;
 mod result;
 pub mod single_call;
 pub mod transpile;
@@ -67,6 +68,12 @@ impl Sandbox {
     /// Which protections the workers run with.
     pub fn protections(&self) -> &Protections {
         self.pool.protections()
+    }
+
+    /// Size of the template image each execution's fresh runtime is copied from, or `None`
+    /// if the workers build a runtime per execution (see `engine::Snapshot`).
+    pub fn template_bytes(&self) -> Option<u64> {
+        self.pool.template_bytes()
     }
 
     /// Runs one execution. Failures of the code are in the result, never an `Err`.

@@ -127,6 +127,7 @@ pub struct Pool {
     slots: Semaphore,
     admitted: AtomicUsize,
     protections: Protections,
+    template_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -134,6 +135,7 @@ impl std::fmt::Debug for Pool {
         f.debug_struct("Pool")
             .field("config", &self.config)
             .field("protections", &self.protections)
+            .field("template_bytes", &self.template_bytes)
             .finish()
     }
 }
@@ -177,12 +179,16 @@ impl Pool {
     /// Starts the pool with all its workers warm.
     pub async fn start(config: PoolConfig) -> Result<Arc<Pool>, SandboxError> {
         let mut workers = Vec::with_capacity(config.workers);
-        let mut protections = Protections::default();
+        let mut reported = Reported::default();
         for _ in 0..config.workers.max(1) {
-            let (worker, reported) = spawn(&config).await?;
-            protections = reported;
+            let (worker, report) = spawn(&config).await?;
+            reported = report;
             workers.push(worker);
         }
+        let Reported {
+            protections,
+            template_bytes,
+        } = reported;
         if config.require_lockdown && !protections.all_active() {
             return Err(SandboxError::LockdownUnavailable {
                 missing: protections.missing(),
@@ -194,12 +200,19 @@ impl Pool {
             admitted: AtomicUsize::new(0),
             config,
             protections,
+            template_bytes,
         }))
     }
 
     /// Which protections the workers run with.
     pub fn protections(&self) -> &Protections {
         &self.protections
+    }
+
+    /// Size of the template image workers copy each execution's runtime from, or `None` if
+    /// they build a runtime per execution.
+    pub fn template_bytes(&self) -> Option<u64> {
+        self.template_bytes
     }
 
     /// Runs wrapped JavaScript on a worker.
@@ -304,8 +317,15 @@ fn internal(message: &str) -> ExecError {
     }
 }
 
+/// What a worker reports when it is ready.
+#[derive(Default)]
+struct Reported {
+    protections: Protections,
+    template_bytes: Option<u64>,
+}
+
 /// Starts one worker and waits for it to report ready.
-async fn spawn(config: &PoolConfig) -> Result<(Worker, Protections), SandboxError> {
+async fn spawn(config: &PoolConfig) -> Result<(Worker, Reported), SandboxError> {
     let mut child = Command::new(&config.program)
         .args(&config.args)
         .env_clear()
@@ -337,10 +357,16 @@ async fn spawn(config: &PoolConfig) -> Result<(Worker, Protections), SandboxErro
     };
     let ready = tokio::time::timeout(SPAWN_TIMEOUT, worker.next_frame()).await;
     match ready {
-        Ok(Some(Ok(WorkerFrame::Ready { protections }))) => Ok((
+        Ok(Some(Ok(WorkerFrame::Ready {
+            protections,
+            template_bytes,
+        }))) => Ok((
             worker,
-            Protections {
-                active: protections,
+            Reported {
+                protections: Protections {
+                    active: protections,
+                },
+                template_bytes,
             },
         )),
         Ok(other) => Err(SandboxError::WorkerStart(format!(

@@ -98,6 +98,10 @@ pub enum WorkerFrame {
     Ready {
         /// Protection name → active.
         protections: Vec<(String, bool)>,
+        /// Size of the template image each execution's runtime is copied from, if the worker
+        /// uses one (else it builds a runtime per execution). See `engine::Snapshot`.
+        #[serde(default)]
+        template_bytes: Option<u64>,
     },
     /// The guest called a tool or host function.
     Call {

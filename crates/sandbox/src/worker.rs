@@ -62,6 +62,45 @@ fn readable(file: &File, timeout: Duration) -> std::io::Result<bool> {
     }
 }
 
+/// Where each execution's never-used runtime comes from.
+enum Runtimes {
+    /// Copied back from the template's image after every execution (see `engine::Snapshot`).
+    Snapshot(engine::Snapshot),
+    /// Made anew after every execution, when the process cannot use a snapshot.
+    Fresh(Option<engine::Fresh>),
+}
+
+impl Runtimes {
+    fn template_bytes(&self) -> Option<u64> {
+        match self {
+            Runtimes::Snapshot(snapshot) => Some(snapshot.image_bytes() as u64),
+            Runtimes::Fresh(_) => None,
+        }
+    }
+
+    /// Runs one execution and sends its result; `Err` holds the exit code if the worker must
+    /// stop.
+    fn run(&mut self, request: RunRequest, link: &SharedLink) -> Result<(), i32> {
+        let send = |done: &WorkerFrame| link.borrow_mut().send(done).map_err(|_| 73);
+        match self {
+            Runtimes::Snapshot(snapshot) => snapshot.run(request, link, send),
+            Runtimes::Fresh(ready) => {
+                let fresh = ready
+                    .take()
+                    .map_or_else(engine::fresh, Ok)
+                    .map_err(|_| 75)?;
+                let (done, spent) = engine::execute(fresh, request, link);
+                send(&done)?;
+                // Only now, with the result on its way, tear the used runtime down and make
+                // the next one.
+                drop(spent);
+                *ready = engine::fresh().ok();
+                Ok(())
+            }
+        }
+    }
+}
+
 /// The worker's `main`. Returns the process exit code.
 pub fn main() -> i32 {
     let (Ok(stdin), Ok(stdout)) = (
@@ -70,12 +109,22 @@ pub fn main() -> i32 {
     ) else {
         return 70;
     };
+    // The heap region is reserved before the address-space limit applies; a worker without one
+    // still runs, making a fresh runtime for each execution instead of copying one back.
+    let _ = crate::region::map();
     let protections = crate::lockdown::apply();
-    // Compile the preamble once, and keep a fresh runtime ready for the first run.
+    // Compile the preamble once.
     if engine::warm_up().is_err() {
         return 74;
     }
-    let mut ready = engine::fresh().ok();
+    // The thread handle is made lazily and kept for the process's life; make it now, outside
+    // the region, so no execution can be the one that makes it.
+    let _ = std::thread::current();
+    let mut runtimes = match engine::Snapshot::take() {
+        Ok(Some(snapshot)) => Runtimes::Snapshot(snapshot),
+        Ok(None) => Runtimes::Fresh(engine::fresh().ok()),
+        Err(_) => return 74,
+    };
     let link = Rc::new(RefCell::new(StdioLink {
         reader: BufReader::with_capacity(1 << 16, File::from(stdin)),
         writer: BufWriter::with_capacity(1 << 16, File::from(stdout)),
@@ -85,6 +134,7 @@ pub fn main() -> i32 {
         .borrow_mut()
         .send(&WorkerFrame::Ready {
             protections: protections.active,
+            template_bytes: runtimes.template_bytes(),
         })
         .is_err()
     {
@@ -105,10 +155,6 @@ pub fn main() -> i32 {
                 context,
                 limits,
             } => {
-                let fresh = match ready.take().map_or_else(engine::fresh, Ok) {
-                    Ok(fresh) => fresh,
-                    Err(_) => return 75,
-                };
                 let request = RunRequest {
                     js,
                     tools,
@@ -116,15 +162,8 @@ pub fn main() -> i32 {
                     context,
                     limits,
                 };
-                let (done, spent) = engine::execute(fresh, request, &shared);
-                if link.borrow_mut().send(&done).is_err() {
-                    return 73;
-                }
-                // Only now, with the result on its way, tear the used runtime down and make
-                // the next one.
-                drop(spent);
-                if ready.is_none() {
-                    ready = engine::fresh().ok();
+                if let Err(code) = runtimes.run(request, &shared) {
+                    return code;
                 }
             }
             // A late reply to a call of a finished run.

@@ -25,7 +25,7 @@ fn probe_worker(probes: &[&str]) -> ProbeReport {
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = child.stdout.take().expect("stdout");
     let protections = match read_frame::<_, WorkerFrame>(&mut stdout).expect("frame") {
-        Some(WorkerFrame::Ready { protections }) => protections,
+        Some(WorkerFrame::Ready { protections, .. }) => protections,
         other => panic!("expected Ready, got {other:?}"),
     };
     let mut outcomes = Vec::new();

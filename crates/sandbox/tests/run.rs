@@ -256,6 +256,13 @@ async fn interfaces_are_introspectable() {
 #[tokio::test]
 async fn every_run_gets_a_fresh_runtime() {
     let sb = sandbox(1).await;
+    // The worker copies each runtime back from its template (see `engine::Snapshot`), so
+    // everything below checks that the copy-back undoes all a run can do.
+    assert!(
+        sb.template_bytes().is_some_and(|b| b > 100_000),
+        "workers copy runtimes from a template image: {:?}",
+        sb.template_bytes()
+    );
     assert_eq!(
         value(
             &run(
@@ -270,4 +277,55 @@ async fn every_run_gets_a_fresh_runtime() {
         value(&run(&sb, "return [typeof leak, ({}).polluted === undefined];").await),
         json!(["undefined", true])
     );
+
+    // Builtins replaced or deleted, a global symbol registered, a timer and a promise left
+    // pending, a module-level cache filled: none of it reaches the next run.
+    let tamper = r#"
+        Array.prototype.map = () => "tampered";
+        JSON.stringify = () => "tampered";
+        delete Array.prototype.includes;
+        Math.random = () => 4;
+        Symbol.for("sandgate-test");
+        globalThis.cache = new Map([[1, "x".repeat(1000)]]);
+        setTimeout(() => {}, 60_000);
+        new Promise(() => {});
+        return 1;
+    "#;
+    let tampered = run(&sb, tamper).await;
+    assert!(tampered.error.is_none(), "{:?}", tampered.error);
+    let check = r#"
+        return [
+            [1, 2].map((x) => x * 2),
+            typeof [].includes,
+            Math.random() < 1,
+            Symbol.keyFor(Symbol.for("other")) === "other",
+            typeof cache,
+        ];
+    "#;
+    assert_eq!(
+        value(&run(&sb, check).await),
+        json!([[2, 4], "function", true, true, "undefined"])
+    );
+
+    // Math.random is seeded for every run, not replayed from the template.
+    let draw = "return [Math.random(), Math.random(), Math.random()];";
+    let first = value(&run(&sb, draw).await);
+    let second = value(&run(&sb, draw).await);
+    assert_ne!(first, second, "two runs drew the same numbers");
+
+    // A run that fills tens of MiB leaves nothing behind: the next trivial run's heap is the
+    // same as before it.
+    let baseline = run(&sb, "return 1;").await.stats.memory_bytes;
+    let big = run(
+        &sb,
+        "globalThis.parts = []; for (let i = 0; i < 400; i++) parts.push('y'.repeat(100_000) + i); return parts.length;",
+    )
+    .await;
+    assert_eq!(value(&big), json!(400));
+    assert!(
+        big.stats.memory_bytes > baseline + 30_000_000,
+        "{:?}",
+        big.stats
+    );
+    assert_eq!(run(&sb, "return 1;").await.stats.memory_bytes, baseline);
 }

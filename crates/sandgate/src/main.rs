@@ -8,6 +8,12 @@ mod setup;
 
 use clap::Parser;
 
+/// The system allocator, except inside a sandbox worker while it builds or runs a JavaScript
+/// runtime in its heap region (see `sandgate_sandbox::region`); elsewhere it costs one check.
+#[global_allocator]
+static ALLOCATOR: sandgate_sandbox::region::RegionAllocator =
+    sandgate_sandbox::region::RegionAllocator;
+
 /// The hidden first argument that turns this binary into a sandbox worker process.
 pub const WORKER_ARG: &str = "__sandbox-worker";
 

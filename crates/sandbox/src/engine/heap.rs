@@ -1,5 +1,5 @@
-//! The allocator each fresh QuickJS runtime uses: the C allocator, plus a count of the bytes
-//! it holds.
+//! The allocator each fresh QuickJS runtime uses: the worker's heap region while it is active,
+//! else the C allocator (see `crate::region`), plus a count of the bytes it holds.
 //!
 //! An execution reports how much heap it used. QuickJS can only say so by walking every
 //! object, shape and atom in the runtime (`JS_ComputeMemoryUsage`), which cost tens of
@@ -9,13 +9,14 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use nix::libc;
 use rquickjs::allocator::Allocator;
+
+use crate::region;
 
 /// Bytes currently allocated by one runtime, shared with the engine that reads it.
 pub(crate) type HeapCounter = Rc<Cell<usize>>;
 
-/// `malloc` and friends, counting usable bytes.
+/// `region::c_malloc` and friends, counting usable bytes.
 pub(crate) struct CountingAllocator {
     live: HeapCounter,
 }
@@ -30,34 +31,34 @@ impl CountingAllocator {
 
     fn gained(&self, ptr: *mut u8) -> *mut u8 {
         if !ptr.is_null() {
-            // SAFETY: `ptr` was just returned by the C allocator.
-            let size = unsafe { libc::malloc_usable_size(ptr.cast()) };
+            // SAFETY: `ptr` was just returned by `region::c_malloc` or a sibling.
+            let size = unsafe { region::c_usable_size(ptr) };
             self.live.set(self.live.get().saturating_add(size));
         }
         ptr
     }
 }
 
-// SAFETY: every pointer handed out comes from the C allocator and is returned to it; sizes
-// are read with `malloc_usable_size`, which is what QuickJS's own default allocator reports.
+// SAFETY: every pointer handed out comes from `region::c_malloc` or a sibling and is returned
+// to `region::c_free`; sizes are read with `region::c_usable_size`.
 #[allow(unsafe_code)]
 unsafe impl Allocator for CountingAllocator {
     fn alloc(&mut self, size: usize) -> *mut u8 {
-        // SAFETY: plain `malloc`; a null result is passed on, as QuickJS expects.
-        self.gained(unsafe { libc::malloc(size.max(1)) }.cast())
+        // SAFETY: plain allocation; a null result is passed on, as QuickJS expects.
+        self.gained(unsafe { region::c_malloc(size) })
     }
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
-        // SAFETY: plain `calloc`; it checks `count * size` for overflow itself.
-        self.gained(unsafe { libc::calloc(count.max(1), size.max(1)) }.cast())
+        // SAFETY: plain zeroed allocation; it checks `count * size` for overflow itself.
+        self.gained(unsafe { region::c_calloc(count, size) })
     }
 
     unsafe fn dealloc(&mut self, ptr: *mut u8) {
         // SAFETY: the caller passes a live pointer from this allocator.
-        let size = unsafe { libc::malloc_usable_size(ptr.cast()) };
+        let size = unsafe { region::c_usable_size(ptr) };
         self.live.set(self.live.get().saturating_sub(size));
         // SAFETY: as above; it is not used again.
-        unsafe { libc::free(ptr.cast()) }
+        unsafe { region::c_free(ptr) }
     }
 
     unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
@@ -65,9 +66,9 @@ unsafe impl Allocator for CountingAllocator {
             return self.alloc(new_size);
         }
         // SAFETY: the caller passes a live pointer from this allocator.
-        let old = unsafe { libc::malloc_usable_size(ptr.cast()) };
+        let old = unsafe { region::c_usable_size(ptr) };
         // SAFETY: as above. On failure the old block stays valid and counted.
-        let moved: *mut u8 = unsafe { libc::realloc(ptr.cast(), new_size.max(1)) }.cast();
+        let moved = unsafe { region::c_realloc(ptr, new_size) };
         if !moved.is_null() {
             self.live.set(self.live.get().saturating_sub(old));
             self.gained(moved);
@@ -77,7 +78,7 @@ unsafe impl Allocator for CountingAllocator {
 
     unsafe fn usable_size(ptr: *mut u8) -> usize {
         // SAFETY: the caller passes a live pointer from this allocator.
-        unsafe { libc::malloc_usable_size(ptr.cast()) }
+        unsafe { region::c_usable_size(ptr) }
     }
 }
 

@@ -9,8 +9,10 @@
 mod bytecode;
 mod heap;
 mod natives;
+mod snapshot;
 
 pub use bytecode::warm_up;
+pub use snapshot::Snapshot;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -86,6 +88,9 @@ pub(crate) struct LoopState {
     pub limits: Limits,
     /// Bytes the runtime's allocator holds.
     pub heap: heap::HeapCounter,
+    /// `Math.random`'s state, seeded from the OS for every execution (a runtime restored from
+    /// a snapshot would otherwise repeat the template's sequence).
+    pub random: u64,
 }
 
 pub(crate) type Shared = Rc<RefCell<LoopState>>;
@@ -160,26 +165,32 @@ pub fn fresh() -> Result<Fresh, String> {
 /// Runs one execution to completion in `fresh`. Returns the `Done` frame to send, and the
 /// spent runtime to drop once it is sent.
 pub fn execute(fresh: Fresh, request: RunRequest, link: &SharedLink) -> (WorkerFrame, Spent) {
-    let limits = request.limits;
-    let started = Instant::now();
-    let deadline = started + limits.wall_time();
-    let Fresh {
+    let done = execute_in(&fresh, request, link);
+    let spent = Spent {
+        _context: fresh.context,
+        _runtime: fresh.runtime,
+    };
+    (done, spent)
+}
+
+/// Runs one execution to completion in `fresh`, leaving it used but not torn down (the caller
+/// either drops it or, for a snapshot, puts its memory back).
+fn execute_in(fresh: &Fresh, request: RunRequest, link: &SharedLink) -> WorkerFrame {
+    let deadline = Instant::now() + request.limits.wall_time();
+    let bind = fresh.bind.clone();
+    let (outcome, stats) = match run(
+        &fresh.runtime,
+        &fresh.context,
+        &fresh.state,
         bind,
-        state,
-        context,
-        runtime,
-    } = fresh;
-    let (outcome, stats) = match run(&runtime, &context, &state, bind, &request, link, deadline) {
+        &request,
+        link,
+        deadline,
+    ) {
         Ok(result) => result,
         Err(message) => (Err(internal(message)), RunStats::default()),
     };
-    (
-        WorkerFrame::Done { outcome, stats },
-        Spent {
-            _context: context,
-            _runtime: runtime,
-        },
-    )
+    WorkerFrame::Done { outcome, stats }
 }
 
 fn internal(message: String) -> GuestError {
@@ -212,6 +223,7 @@ fn run(
         s.link = Some(link.clone());
         s.tool_count = request.tools.len();
         s.host_count = request.host_functions.len();
+        s.random = getrandom::u64().unwrap_or_else(|_| clock_seed()) | 1;
     }
     let outcome = run_loop(runtime, context, state, bind, request, link, deadline);
     // Pending settlers and timers are JavaScript values held from Rust. Release them while the
@@ -350,6 +362,13 @@ fn run_loop(
             None => context.with(|ctx| fire_due_timers(&ctx, state)),
         }
     }
+}
+
+/// A seed for `Math.random` when the OS has no randomness to give (never expected).
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 fn stats(state: &Shared) -> RunStats {

@@ -65,7 +65,24 @@ pub(crate) fn prepare<'js>(
             },
         )?,
     )?;
+    let s = state.clone();
+    let random = Function::new(ctx.clone(), move || next_random(&s))?.with_name("random")?;
+    // An assignment keeps the builtin's attributes (writable, configurable, not enumerable).
+    ctx.globals()
+        .get::<_, Object>("Math")?
+        .set("random", random)?;
     preamble.call((natives,))
+}
+
+/// `Math.random`: xorshift64* over the execution's OS-seeded state, 53 bits per number.
+fn next_random(state: &Shared) -> f64 {
+    let mut s = state.borrow_mut();
+    let mut x = s.random;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    s.random = x;
+    (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The second step: gives the guest the execution's tools, host functions and context.
