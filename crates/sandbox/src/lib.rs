@@ -25,6 +25,7 @@ mod result;
 pub mod single_call;
 pub mod transpile;
 pub mod worker;
+mod worker_output;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -18,21 +18,28 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 
 use crate::lockdown::Protections;
 use crate::protocol::{
-    CallFailure, Callee, GuestError, HostFrame, MAX_FRAME_BYTES, RunStats, ToolBinding,
-    WorkerFrame, encode_frame,
+    CallFailure, Callee, GuestError, HostFrame, RunStats, ToolBinding, WorkerFrame, encode_frame,
 };
 use crate::result::{CallRecord, ErrorKind, ExecError, LogLine};
+use crate::worker_output::{Next, WorkerOutput};
 use crate::{Limits, SandboxError};
 
 /// How long a new worker has to lock down and report ready.
 const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the host polls a computing worker's output before it sleeps, when a core is spare
+/// (see `worker_output`). Long enough for a short script or the stretch between two tool calls.
+const HOST_SPIN: Duration = Duration::from_micros(100);
+
+/// How long a worker polls for a tool call's reply before it sleeps, when a core is spare. An
+/// in-process tool answers well within it; a remote one costs the worker this much extra CPU.
+const WORKER_SPIN: Duration = Duration::from_micros(30);
 
 /// Where calls from the guest go. The gateway implements it over its backends; an embedding
 /// service implements it over its own functions.
@@ -100,22 +107,8 @@ impl PoolConfig {
 struct Worker {
     child: Child,
     stdin: ChildStdin,
-    frames: FramedRead<ChildStdout, LengthDelimitedCodec>,
+    output: WorkerOutput,
     runs: u32,
-}
-
-impl Worker {
-    /// The next frame. Cancel-safe, so it can sit in a `select!`.
-    async fn next_frame(&mut self) -> Option<Result<WorkerFrame, String>> {
-        let bytes = match self.frames.next().await? {
-            Ok(bytes) => bytes,
-            Err(e) => return Some(Err(format!("the worker's output ended: {e}"))),
-        };
-        Some(
-            serde_json::from_slice(&bytes)
-                .map_err(|e| format!("the worker sent a malformed frame: {e}")),
-        )
-    }
 }
 
 /// A pool of worker processes.
@@ -128,6 +121,8 @@ pub struct Pool {
     admitted: AtomicUsize,
     protections: Protections,
     template_bytes: Option<u64>,
+    /// CPUs this process may use.
+    cores: usize,
 }
 
 impl std::fmt::Debug for Pool {
@@ -201,7 +196,15 @@ impl Pool {
             config,
             protections,
             template_bytes,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }))
+    }
+
+    /// Whether a core is free for spinning instead of sleeping: each execution running needs
+    /// one for its worker and, while it waits, one for the host.
+    fn has_spare_core(&self) -> bool {
+        let running = self.config.workers.max(1) - self.slots.available_permits();
+        running * 2 <= self.cores
     }
 
     /// Which protections the workers run with.
@@ -256,6 +259,11 @@ impl Pool {
             host_functions: host_functions.as_ref().clone(),
             context,
             limits,
+            reply_spin_micros: if self.has_spare_core() {
+                WORKER_SPIN.as_micros() as u32
+            } else {
+                0
+            },
         };
         let outcome = drive(
             &mut worker,
@@ -264,6 +272,7 @@ impl Pool {
             &host_functions,
             limits.wall_time() + self.config.kill_grace,
             bridge,
+            || self.has_spare_core(),
         )
         .await;
         worker.runs += 1;
@@ -344,18 +353,17 @@ async fn spawn(config: &PoolConfig) -> Result<(Worker, Reported), SandboxError> 
             source: std::io::Error::other("no pipes"),
         });
     };
-    let frames = LengthDelimitedCodec::builder()
-        .little_endian()
-        .length_field_length(4)
-        .max_frame_length(MAX_FRAME_BYTES)
-        .new_read(stdout);
+    let output = WorkerOutput::new(stdout).map_err(|source| SandboxError::Spawn {
+        program: config.program.clone(),
+        source,
+    })?;
     let mut worker = Worker {
         child,
         stdin,
-        frames,
+        output,
         runs: 0,
     };
-    let ready = tokio::time::timeout(SPAWN_TIMEOUT, worker.next_frame()).await;
+    let ready = tokio::time::timeout(SPAWN_TIMEOUT, worker.output.next()).await;
     match ready {
         Ok(Some(Ok(WorkerFrame::Ready {
             protections,
@@ -380,7 +388,15 @@ async fn spawn(config: &PoolConfig) -> Result<(Worker, Reported), SandboxError> 
 
 type CallDone = (u64, usize, String, f64, f64, Result<String, CallFailure>);
 
+/// What the host reacts to while it serves a run.
+enum Event {
+    Frame(Next),
+    CallDone(CallDone),
+    Deadline,
+}
+
 /// Sends a run and serves it until the worker says it is done or the deadline passes.
+/// `spare_core` says whether the host may poll the worker's output instead of sleeping.
 async fn drive(
     worker: &mut Worker,
     run: &HostFrame,
@@ -388,6 +404,7 @@ async fn drive(
     host_functions: &[String],
     hard_limit: Duration,
     bridge: Arc<dyn Bridge>,
+    spare_core: impl Fn() -> bool,
 ) -> Result<RawRun, ExecError> {
     let started = Instant::now();
     let deadline = started + hard_limit;
@@ -398,40 +415,92 @@ async fn drive(
         .await
         .map_err(|e| internal(&format!("cannot reach the sandbox worker: {e}")))?;
     let mut logs = Vec::new();
-    // (call id, record): ids grow in the order the code made the calls.
-    let mut trace: Vec<(u64, CallRecord)> = Vec::new();
-    let mut in_flight: Vec<(u64, String, usize, f64)> = Vec::new();
+    let mut served = Served::default();
+    // Calls whose answer is not ready yet (a tool that answers at once is answered in place).
     let mut calls: FuturesUnordered<BoxFuture<'static, CallDone>> = FuturesUnordered::new();
     let elapsed_ms = |at: Instant| at.duration_since(started).as_secs_f64() * 1000.0;
+    let deadline_passed = tokio::time::sleep_until(deadline);
+    tokio::pin!(deadline_passed);
     loop {
-        tokio::select! {
-            frame = worker.next_frame() => match frame {
+        // Answers ready to go leave in one write once no more frames are waiting to be read.
+        if !served.replies.is_empty() && !worker.output.has_frame() {
+            let replies = std::mem::take(&mut served.replies);
+            if worker.stdin.write_all(&replies).await.is_err() {
+                // The worker is gone; the frame reader reports why on the next turn.
+            }
+        }
+        // While no call is out, the worker is computing: its next frame is close.
+        let spun = if calls.is_empty() && served.replies.is_empty() && spare_core() {
+            worker.output.spin(HOST_SPIN).map(Event::Frame)
+        } else {
+            None
+        };
+        let event = match spun {
+            Some(event) => event,
+            None => tokio::select! {
+                biased;
+                Some(first) = calls.next(), if !calls.is_empty() => Event::CallDone(first),
+                frame = worker.output.next() => Event::Frame(frame),
+                _ = &mut deadline_passed => Event::Deadline,
+            },
+        };
+        match event {
+            Event::Frame(frame) => match frame {
                 Some(Ok(WorkerFrame::Call { id, callee, args })) => {
                     let (name, future) = match callee {
                         Callee::Tool(i) => match tools.get(i as usize) {
-                            Some(tool) => (format!("{}.{}", tool.backend, tool.name), bridge.call_tool(tool, args.clone())),
-                            None => (format!("tool #{i}"), refused(format!("no tool #{i} in this execution"))),
+                            Some(tool) => (
+                                format!("{}.{}", tool.backend, tool.name),
+                                bridge.call_tool(tool, args.clone()),
+                            ),
+                            None => (
+                                format!("tool #{i}"),
+                                refused(format!("no tool #{i} in this execution")),
+                            ),
                         },
                         Callee::Host(i) => match host_functions.get(i as usize) {
                             Some(name) => (name.clone(), bridge.call_host(name, args.clone())),
-                            None => (format!("host function #{i}"), refused(format!("no host function #{i} in this execution"))),
+                            None => (
+                                format!("host function #{i}"),
+                                refused(format!("no host function #{i} in this execution")),
+                            ),
                         },
                     };
                     let at = elapsed_ms(Instant::now());
-                    in_flight.push((id, name.clone(), args.len(), at));
+                    served.in_flight.push((id, name.clone(), args.len(), at));
                     let args_bytes = args.len();
-                    calls.push(Box::pin(async move {
+                    let mut call: BoxFuture<'static, CallDone> = Box::pin(async move {
                         let result = future.await;
                         let end = Instant::now();
-                        (id, args_bytes, name, at, end.duration_since(started).as_secs_f64() * 1000.0, result)
-                    }));
+                        (
+                            id,
+                            args_bytes,
+                            name,
+                            at,
+                            end.duration_since(started).as_secs_f64() * 1000.0,
+                            result,
+                        )
+                    });
+                    match call.as_mut().now_or_never() {
+                        Some(done) => served.answer(done)?,
+                        None => calls.push(call),
+                    }
                 }
-                Some(Ok(WorkerFrame::Log { level, message })) => logs.push(LogLine { level, message }),
+                Some(Ok(WorkerFrame::Log { level, message })) => {
+                    logs.push(LogLine { level, message })
+                }
                 Some(Ok(WorkerFrame::Done { outcome, stats })) => {
-                    let trace = unfinished(trace, in_flight);
+                    let trace = served.unfinished();
                     // A run that hit the memory limit leaves a fragmented heap: replace the worker.
-                    let worker_ok = outcome.as_ref().err().and_then(|e| e.kind.as_deref()) != Some("memory");
-                    return Ok(RawRun { outcome, logs, trace, stats, worker_ok });
+                    let worker_ok =
+                        outcome.as_ref().err().and_then(|e| e.kind.as_deref()) != Some("memory");
+                    return Ok(RawRun {
+                        outcome,
+                        logs,
+                        trace,
+                        stats,
+                        worker_ok,
+                    });
                 }
                 other => {
                     let problem = match other {
@@ -440,37 +509,112 @@ async fn drive(
                         None => "its output closed".to_string(),
                     };
                     let _ = worker.child.start_kill();
-                    let status = worker.child.wait().await.map(|s| format!(" ({s})")).unwrap_or_default();
+                    let status = worker
+                        .child
+                        .wait()
+                        .await
+                        .map(|s| format!(" ({s})"))
+                        .unwrap_or_default();
                     let message = format!("the sandbox worker failed{status}: {problem}");
-                    return Ok(RawRun::lost("internal", "InternalError", message, logs, unfinished(trace, in_flight)));
+                    return Ok(RawRun::lost(
+                        "internal",
+                        "InternalError",
+                        message,
+                        logs,
+                        served.unfinished(),
+                    ));
                 }
             },
-            Some(first) = calls.next(), if !calls.is_empty() => {
-                // Answer every call that is already done in one write.
-                let mut replies = Vec::new();
+            Event::CallDone(first) => {
+                // Answer every call that is already done together.
                 let mut done = Some(first);
-                while let Some((id, args_bytes, name, at, end, result)) = done {
-                    in_flight.retain(|c| c.0 != id);
-                    let (ok, result_bytes, error) = match &result {
-                        // A tool that answered with `isError` failed, even though the call went through.
-                        Ok(json) if json.contains("\"isError\":true") => (false, json.len(), Some("the tool returned an error result".to_string())),
-                        Ok(json) => (true, json.len(), None),
-                        Err(f) => (false, 0, Some(f.message.clone())),
-                    };
-                    trace.push((id, CallRecord { name, args_bytes, started_ms: at, duration_ms: Some(end - at), ok, result_bytes, error }));
-                    replies.extend(encode_frame(&HostFrame::Reply { id, result }).map_err(|e| internal(&e.to_string()))?);
+                while let Some(call) = done {
+                    served.answer(call)?;
                     done = calls.next().now_or_never().flatten();
                 }
-                if worker.stdin.write_all(&replies).await.is_err() {
-                    // The worker is gone; the frame reader reports why on the next turn.
-                }
             }
-            _ = tokio::time::sleep_until(deadline) => {
+            Event::Deadline => {
                 let _ = worker.child.start_kill();
-                let message = format!("the execution did not finish within its time limit and was stopped (worker killed after {hard_limit:?})");
-                return Ok(RawRun::lost("timeout", "TimeoutError", message, logs, unfinished(trace, in_flight)));
+                let message = format!(
+                    "the execution did not finish within its time limit and was stopped (worker killed after {hard_limit:?})"
+                );
+                return Ok(RawRun::lost(
+                    "timeout",
+                    "TimeoutError",
+                    message,
+                    logs,
+                    served.unfinished(),
+                ));
             }
         }
+    }
+}
+
+/// The calls of one run: what finished, what is still out, and answers not yet written.
+#[derive(Default)]
+struct Served {
+    /// (call id, record): ids grow in the order the code made the calls.
+    trace: Vec<(u64, CallRecord)>,
+    /// (call id, name, argument bytes, start in ms).
+    in_flight: Vec<(u64, String, usize, f64)>,
+    /// Encoded `Reply` frames to send.
+    replies: Vec<u8>,
+}
+
+impl Served {
+    /// Records a finished call and queues its answer.
+    fn answer(&mut self, done: CallDone) -> Result<(), ExecError> {
+        let (id, args_bytes, name, at, end, result) = done;
+        self.in_flight.retain(|c| c.0 != id);
+        let (ok, result_bytes, error) = match &result {
+            // A tool that answered with `isError` failed, even though the call went through.
+            Ok(json) if json.contains("\"isError\":true") => (
+                false,
+                json.len(),
+                Some("the tool returned an error result".to_string()),
+            ),
+            Ok(json) => (true, json.len(), None),
+            Err(f) => (false, 0, Some(f.message.clone())),
+        };
+        self.trace.push((
+            id,
+            CallRecord {
+                name,
+                args_bytes,
+                started_ms: at,
+                duration_ms: Some(end - at),
+                ok,
+                result_bytes,
+                error,
+            },
+        ));
+        self.replies.extend(
+            encode_frame(&HostFrame::Reply { id, result }).map_err(|e| internal(&e.to_string()))?,
+        );
+        Ok(())
+    }
+
+    /// The trace in the order the code made the calls, with the calls still out marked
+    /// unfinished.
+    fn unfinished(self) -> Vec<CallRecord> {
+        let mut trace = self.trace;
+        for (id, name, args_bytes, at) in self.in_flight {
+            let error = Some("unfinished when the execution ended".to_string());
+            trace.push((
+                id,
+                CallRecord {
+                    name,
+                    args_bytes,
+                    started_ms: at,
+                    duration_ms: None,
+                    ok: false,
+                    result_bytes: 0,
+                    error,
+                },
+            ));
+        }
+        trace.sort_by_key(|(id, _)| *id);
+        trace.into_iter().map(|(_, record)| record).collect()
     }
 }
 
@@ -481,28 +625,4 @@ fn refused(message: String) -> BoxFuture<'static, Result<String, CallFailure>> {
             message,
         })
     })
-}
-
-/// Adds the calls still in flight and orders the trace the way the code made the calls.
-fn unfinished(
-    mut trace: Vec<(u64, CallRecord)>,
-    in_flight: Vec<(u64, String, usize, f64)>,
-) -> Vec<CallRecord> {
-    for (id, name, args_bytes, at) in in_flight {
-        let error = Some("unfinished when the execution ended".to_string());
-        trace.push((
-            id,
-            CallRecord {
-                name,
-                args_bytes,
-                started_ms: at,
-                duration_ms: None,
-                ok: false,
-                result_bytes: 0,
-                error,
-            },
-        ));
-    }
-    trace.sort_by_key(|(id, _)| *id);
-    trace.into_iter().map(|(_, record)| record).collect()
 }

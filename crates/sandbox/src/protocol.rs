@@ -47,6 +47,9 @@ pub enum HostFrame {
         context: Option<Value>,
         /// Limits for this run.
         limits: Limits,
+        /// How long the worker may poll for a call's reply before it sleeps (0: sleep at once).
+        #[serde(default)]
+        reply_spin_micros: u32,
     },
     /// The answer to a [`WorkerFrame::Call`].
     Reply {

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::os::fd::AsFd;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::engine::{self, Link, RunRequest, SharedLink};
 use crate::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
@@ -18,6 +18,8 @@ use crate::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
 struct StdioLink {
     reader: BufReader<File>,
     writer: BufWriter<File>,
+    /// How long to poll for a reply before sleeping (the host allows it when a core is spare).
+    reply_spin: Duration,
 }
 
 impl Link for StdioLink {
@@ -35,7 +37,9 @@ impl Link for StdioLink {
     }
 
     fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<HostFrame>> {
-        if self.reader.buffer().is_empty() && !readable(self.reader.get_ref(), timeout)? {
+        if self.reader.buffer().is_empty()
+            && !readable(self.reader.get_ref(), self.reply_spin, timeout)?
+        {
             return Ok(None);
         }
         match read_frame(&mut self.reader)? {
@@ -48,11 +52,21 @@ impl Link for StdioLink {
     }
 }
 
-fn readable(file: &File, timeout: Duration) -> std::io::Result<bool> {
+/// Whether `file` has input within `timeout`, polling without sleeping for the first `spin`.
+fn readable(file: &File, spin: Duration, timeout: Duration) -> std::io::Result<bool> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    let millis = PollTimeout::try_from(timeout.as_millis().min(i32::MAX as u128) as u64)
-        .unwrap_or(PollTimeout::MAX);
+    let started = Instant::now();
     let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+    while started.elapsed() < spin.min(timeout) {
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => std::thread::yield_now(),
+            Ok(_) => return Ok(true),
+            Err(e) => return Err(std::io::Error::from(e)),
+        }
+    }
+    let left = timeout.saturating_sub(started.elapsed());
+    let millis = PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as u64)
+        .unwrap_or(PollTimeout::MAX);
     loop {
         match poll(&mut fds, millis) {
             Ok(n) => return Ok(n > 0),
@@ -128,6 +142,7 @@ pub fn main() -> i32 {
     let link = Rc::new(RefCell::new(StdioLink {
         reader: BufReader::with_capacity(1 << 16, File::from(stdin)),
         writer: BufWriter::with_capacity(1 << 16, File::from(stdout)),
+        reply_spin: Duration::ZERO,
     }));
     let shared: SharedLink = link.clone();
     if link
@@ -154,7 +169,9 @@ pub fn main() -> i32 {
                 host_functions,
                 context,
                 limits,
+                reply_spin_micros,
             } => {
+                link.borrow_mut().reply_spin = Duration::from_micros(reply_spin_micros.into());
                 let request = RunRequest {
                     js,
                     tools,
