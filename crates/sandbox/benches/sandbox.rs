@@ -17,6 +17,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use futures::future::BoxFuture;
 use sandgate_sandbox::engine::{self, Link, RunRequest, SharedLink};
 use sandgate_sandbox::protocol::{HostFrame, WorkerFrame};
+use sandgate_sandbox::worker::NO_TEMPLATE_ARG;
 use sandgate_sandbox::{Bridge, CallFailure, Execution, Limits, PoolConfig, Sandbox, ToolBinding};
 
 /// Answers every call at once with the arguments as structured content.
@@ -125,11 +126,20 @@ fn bench(c: &mut Criterion) {
         .ok()
         .and_then(|w| w.parse().ok())
         .unwrap_or(2);
+    // The same workers, told to build a runtime for every execution instead of copying one
+    // back from their template image: what the template saves.
+    let mut no_template = config.clone();
+    no_template.args = vec![NO_TEMPLATE_ARG.to_string()];
     let sandbox = runtime.block_on(Sandbox::start(config)).expect("sandbox");
     assert!(
         sandbox.protections().all_active(),
         "benchmarks must measure locked-down workers"
     );
+    assert!(sandbox.template_bytes().is_some(), "workers use a template");
+    let no_template = runtime
+        .block_on(Sandbox::start(no_template))
+        .expect("sandbox without templates");
+    assert!(no_template.template_bytes().is_none());
     let bridge: Arc<dyn Bridge> = Arc::new(Echo);
 
     let runtime = &runtime;
@@ -138,7 +148,7 @@ fn bench(c: &mut Criterion) {
     // Every execution's own time is also kept, so the report can give true percentiles
     // (criterion's estimates are of the mean).
     let samples: Samples = Arc::default();
-    let timed = |name: &'static str, code: &'static str| {
+    let timed = |sandbox: &Sandbox, name: &'static str, code: &'static str| {
         let sandbox = sandbox.clone();
         let bridge = bridge.clone();
         let samples = samples.clone();
@@ -268,7 +278,17 @@ fn bench(c: &mut Criterion) {
         ),
         ("execute/30_line_ts_with_3_parallel_calls", SCRIPT_30_LINES),
     ] {
-        let measure = timed(name, code);
+        let measure = timed(&sandbox, name, code);
+        c.bench_function(name, |b| b.iter_custom(&measure));
+    }
+    for (name, code) in [
+        ("no_template/trivial", "return 1;"),
+        (
+            "no_template/3_awaited_tool_calls",
+            "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];",
+        ),
+    ] {
+        let measure = timed(&no_template, name, code);
         c.bench_function(name, |b| b.iter_custom(&measure));
     }
 

@@ -76,6 +76,10 @@ fn readable(file: &File, spin: Duration, timeout: Duration) -> std::io::Result<b
     }
 }
 
+/// A worker argument that makes it build a runtime for every execution instead of copying
+/// one back from a template image (slower; for comparison and as a fallback).
+pub const NO_TEMPLATE_ARG: &str = "--no-template";
+
 /// Where each execution's never-used runtime comes from.
 enum Runtimes {
     /// Copied back from the template's image after every execution (see `engine::Snapshot`).
@@ -134,7 +138,12 @@ pub fn main() -> i32 {
     // The thread handle is made lazily and kept for the process's life; make it now, outside
     // the region, so no execution can be the one that makes it.
     let _ = std::thread::current();
-    let mut runtimes = match engine::Snapshot::take() {
+    let snapshot = if std::env::args_os().any(|a| a == NO_TEMPLATE_ARG) {
+        Ok(None)
+    } else {
+        engine::Snapshot::take()
+    };
+    let mut runtimes = match snapshot {
         Ok(Some(snapshot)) => Runtimes::Snapshot(snapshot),
         Ok(None) => Runtimes::Fresh(engine::fresh().ok()),
         Err(_) => return 74,

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use common::*;
-use sandgate_sandbox::ErrorKind;
+use sandgate_sandbox::{ErrorKind, PoolConfig, Sandbox};
 use serde_json::json;
 
 #[tokio::test]
@@ -263,6 +263,21 @@ async fn every_run_gets_a_fresh_runtime() {
         "workers copy runtimes from a template image: {:?}",
         sb.template_bytes()
     );
+    nothing_carries_over(&sb).await;
+}
+
+#[tokio::test]
+async fn workers_told_not_to_use_a_template_build_a_runtime_per_run() {
+    let mut config = PoolConfig::new(worker_program());
+    config.workers = 1;
+    config.args = vec![sandgate_sandbox::worker::NO_TEMPLATE_ARG.into()];
+    let sb = Sandbox::start(config).await.expect("sandbox starts");
+    assert_eq!(sb.template_bytes(), None);
+    nothing_carries_over(&sb).await;
+}
+
+async fn nothing_carries_over(sb: &Sandbox) {
+    let sb = sb.clone();
     assert_eq!(
         value(
             &run(
@@ -327,5 +342,9 @@ async fn every_run_gets_a_fresh_runtime() {
         "{:?}",
         big.stats
     );
-    assert_eq!(run(&sb, "return 1;").await.stats.memory_bytes, baseline);
+    let after = run(&sb, "return 1;").await.stats.memory_bytes;
+    assert!(
+        after.abs_diff(baseline) < 4096,
+        "{after} after, {baseline} before"
+    );
 }
