@@ -1,5 +1,6 @@
-//! Sandbox benchmarks, through the pool of real locked-down worker processes, with a fresh
-//! QuickJS runtime and context for every execution and an in-process echo tool.
+//! Sandbox benchmarks, through the pool of real locked-down worker processes, with a never-used
+//! QuickJS runtime and context for every execution (copied back from the worker's template
+//! image; `no_template/*` builds one per execution instead) and an in-process echo tool.
 //! Targets (issue 3): trivial p50 ≤ 250 µs; 3 awaited tool calls p50 ≤ 300 µs; ≤ 15 µs per
 //! extra tool call; TS strip of a 30-line script ≤ 100 µs; ≥ 3,000 trivial executions/s.
 //! `floor/pipe_round_trip_to_a_child_process` measures what no sandbox code can go below: one
