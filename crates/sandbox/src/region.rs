@@ -36,8 +36,9 @@ const TRIM_ABOVE_BYTES: usize = 8 << 20;
 
 /// Bytes before every block's payload: its size class and the payload's offset in the block.
 const HEADER: usize = 16;
-/// Size classes: 16-byte steps up to 128 bytes, then four per power of two.
-const CLASSES: usize = 8 + 4 * 57;
+/// Size classes: 16-byte steps up to 256 bytes, then eight per power of two (so a block wastes
+/// at most an eighth of its size, which QuickJS's heap limit counts).
+const CLASSES: usize = 16 + 8 * 56;
 /// The largest alignment placed in the region (larger ones go to the C allocator).
 const MAX_ALIGN: usize = 4096;
 
@@ -210,21 +211,22 @@ fn contains(ptr: *mut u8) -> bool {
 /// The class for a payload of `size` bytes (already including alignment slack).
 fn class_of(size: usize) -> usize {
     let s = round_up(size.max(16), 16);
-    if s <= 128 {
+    if s <= 256 {
         return s / 16 - 1;
     }
+    // `s - 1` lies in [2^k, 2^(k+1)); the class is how many eighths of 2^k it takes.
     let k = (usize::BITS - 1 - (s - 1).leading_zeros()) as usize;
-    let steps = ((s - 1) >> (k - 2)) + 1;
-    8 + (k - 7) * 4 + (steps - 5)
+    let steps = ((s - 1) >> (k - 3)) + 1;
+    16 + (k - 8) * 8 + (steps - 9)
 }
 
 /// The payload capacity of a class.
 fn capacity(class: usize) -> usize {
-    if class < 8 {
+    if class < 16 {
         return (class + 1) * 16;
     }
-    let k = (class - 8) / 4 + 7;
-    ((class - 8) % 4 + 5) << (k - 2)
+    let k = (class - 16) / 8 + 8;
+    ((class - 16) % 8 + 9) << (k - 3)
 }
 
 /// A block for `size` bytes aligned to `align`, or null if the region is full.
@@ -452,13 +454,13 @@ mod tests {
 
     #[test]
     fn classes_cover_every_size_with_little_waste() {
-        for size in (1..5000).chain([1 << 20, (1 << 20) + 1, 300 << 20]) {
+        for size in (1..5000).chain([1 << 20, (1 << 20) + 1, 300 << 20, REGION_BYTES]) {
             let class = class_of(size);
             let cap = capacity(class);
             assert!(cap >= size, "class {class} holds {cap} < {size}");
             assert_eq!(cap % 16, 0, "capacities keep blocks 16-byte aligned");
             if size > 16 {
-                assert!(cap < size + size / 4 + 16, "{size} → {cap}: too much waste");
+                assert!(cap < size + size / 8 + 16, "{size} → {cap}: too much waste");
             }
             if class > 0 {
                 assert!(

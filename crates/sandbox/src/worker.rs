@@ -143,10 +143,10 @@ pub fn main() -> i32 {
     } else {
         engine::Snapshot::take()
     };
+    // A template that cannot be built leaves the worker building a runtime per execution.
     let mut runtimes = match snapshot {
         Ok(Some(snapshot)) => Runtimes::Snapshot(snapshot),
-        Ok(None) => Runtimes::Fresh(engine::fresh().ok()),
-        Err(_) => return 74,
+        Ok(None) | Err(_) => Runtimes::Fresh(engine::fresh().ok()),
     };
     let link = Rc::new(RefCell::new(StdioLink {
         reader: BufReader::with_capacity(1 << 16, File::from(stdin)),
