@@ -101,6 +101,8 @@ pub(crate) struct Settlers {
     pub reject: Persistent<Function<'static>>,
     /// An Error made where the call started (see `natives::error_object`).
     pub site: Option<Persistent<Value<'static>>>,
+    /// Maps the parsed reply to the promise's value; what it throws rejects the promise.
+    pub map: Option<Persistent<Function<'static>>>,
 }
 
 impl LoopState {
@@ -417,16 +419,29 @@ fn settle(ctx: &Ctx, state: &Shared, id: u64, result: Result<String, CallFailure
         resolve,
         reject,
         site,
+        map,
     }) = settlers
     else {
         return;
     };
     let site = site.and_then(|site| site.restore(ctx).ok());
-    // The guest receives the reply parsed; a reply that is not JSON fails the call.
+    // The guest receives the reply parsed (and mapped); a reply that is not JSON fails the call.
     let failure = match result {
         Ok(json) => match ctx.json_parse(json) {
             Ok(value) => {
-                drop(resolve.restore(ctx).and_then(|f| f.call::<_, ()>((value,))));
+                let mapped = match map.map(|map| map.restore(ctx)) {
+                    None => Ok(value),
+                    Some(map) => map.and_then(|map| map.call::<_, Value>((value,))),
+                };
+                let settled = match mapped {
+                    Ok(value) => resolve.restore(ctx).and_then(|f| f.call::<_, ()>((value,))),
+                    // What the mapping threw (a `ToolError` for an `isError` result).
+                    Err(_) => {
+                        let thrown = ctx.catch();
+                        reject.restore(ctx).and_then(|f| f.call::<_, ()>((thrown,)))
+                    }
+                };
+                drop(settled);
                 return;
             }
             Err(_) => {

@@ -106,6 +106,9 @@ pub(crate) fn bind<'js>(
 }
 
 /// A native that starts a call: counts it against the limit, queues it, returns a promise.
+/// `site` is an Error made where the call started; `map`, if given, turns the parsed reply
+/// into the promise's value (or throws to reject it) when the reply comes, so mapping a
+/// result costs no promise reaction of its own.
 fn bridge<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
@@ -117,7 +120,8 @@ fn bridge<'js>(
         move |ctx: Ctx<'js>,
               index: u32,
               args: String,
-              site: Opt<Value<'js>>|
+              site: Opt<Value<'js>>,
+              map: Opt<Value<'js>>|
               -> rquickjs::Result<Promise<'js>> {
             let count = match callee(0) {
                 Callee::Tool(_) => s.borrow().tool_count,
@@ -148,6 +152,10 @@ fn bridge<'js>(
                     resolve: Persistent::save(&ctx, resolve),
                     reject: Persistent::save(&ctx, reject),
                     site: site.0.map(|site| Persistent::save(&ctx, site)),
+                    map: map
+                        .0
+                        .and_then(|map| map.into_function())
+                        .map(|map| Persistent::save(&ctx, map)),
                 },
             );
             st.queued.push_back((id, callee(index), args));

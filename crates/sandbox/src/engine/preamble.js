@@ -17,8 +17,6 @@ export default function (natives) {
   const ErrorCtor = Error;
   const NativePromise = Promise;
   const rejected = (error) => NativePromise.reject(error);
-  const promiseThen = NativePromise.prototype.then;
-  const then = (promise, onResult) => promiseThen.call(promise, onResult);
   const fixed = (obj, key, value, enumerable = true) =>
     Object.defineProperty(obj, key, { value, enumerable, writable: false, configurable: false });
 
@@ -132,22 +130,23 @@ export default function (natives) {
     };
     tools.forEach((t, index) => {
       const qualified = `${t.backend}.${t.name}`;
-      // One promise reaction per call: the native parses the reply (in Rust) and this
-      // function maps it. Plain functions, not async ones, because an async wrapper costs
-      // several more reactions per call; argument errors still reject rather than throw.
-      const start = (args, site) => {
+      // No promise reaction of our own per call: the native parses the reply (in Rust) and
+      // calls `map` on it before it settles the promise. Plain functions, not async ones,
+      // because an async wrapper costs several more reactions per call; argument errors
+      // still reject rather than throw.
+      const start = (args, site, map) => {
         let json;
         try {
           json = argsJson(qualified, args);
         } catch (error) {
           return rejected(error);
         }
-        return call(index, json, site);
+        return call(index, json, site, map);
       };
       const raw = (args) => start(args, new ErrorCtor());
       const fn = (args) => {
         const site = new ErrorCtor();
-        return then(start(args, site), (result) => {
+        return start(args, site, (result) => {
           if (result && result.isError) {
             throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
           }
