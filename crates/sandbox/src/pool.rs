@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use crate::lockdown::Protections;
 use crate::protocol::{
     CallFailure, Callee, GuestError, HostFrame, RunStats, ToolBinding, WorkerFrame, encode_frame,
+    write_frame,
 };
 use crate::result::{CallRecord, ErrorKind, ExecError, LogLine};
 use crate::worker_output::{Next, WorkerOutput};
@@ -447,11 +448,12 @@ async fn drive(
         match event {
             Event::Frame(frame) => match frame {
                 Some(Ok(WorkerFrame::Call { id, callee, args })) => {
+                    let args_bytes = args.len();
                     let (name, future) = match callee {
                         Callee::Tool(i) => match tools.get(i as usize) {
                             Some(tool) => (
                                 format!("{}.{}", tool.backend, tool.name),
-                                bridge.call_tool(tool, args.clone()),
+                                bridge.call_tool(tool, args),
                             ),
                             None => (
                                 format!("tool #{i}"),
@@ -459,7 +461,7 @@ async fn drive(
                             ),
                         },
                         Callee::Host(i) => match host_functions.get(i as usize) {
-                            Some(name) => (name.clone(), bridge.call_host(name, args.clone())),
+                            Some(name) => (name.clone(), bridge.call_host(name, args)),
                             None => (
                                 format!("host function #{i}"),
                                 refused(format!("no host function #{i} in this execution")),
@@ -467,8 +469,7 @@ async fn drive(
                         },
                     };
                     let at = elapsed_ms(Instant::now());
-                    served.in_flight.push((id, name.clone(), args.len(), at));
-                    let args_bytes = args.len();
+                    served.in_flight.push((id, name.clone(), args_bytes, at));
                     let mut call: BoxFuture<'static, CallDone> = Box::pin(async move {
                         let result = future.await;
                         let end = Instant::now();
@@ -588,9 +589,8 @@ impl Served {
                 error,
             },
         ));
-        self.replies.extend(
-            encode_frame(&HostFrame::Reply { id, result }).map_err(|e| internal(&e.to_string()))?,
-        );
+        write_frame(&mut self.replies, &HostFrame::Reply { id, result })
+            .map_err(|e| internal(&e.to_string()))?;
         Ok(())
     }
 
