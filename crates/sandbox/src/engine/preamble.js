@@ -116,7 +116,14 @@ export default function (natives) {
   ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto"].forEach(lazyWeb);
 
   // ---- per execution: the tools, host functions and context it was given -------------
+  // QuickJS serves small allocations from 4 KiB arenas, one list per size class, and frees an
+  // arena the moment its last block is freed. Code that makes and drops one small object at a
+  // time (a call's argument JSON, a promise) would create and free an arena each time. One
+  // string of each size, kept for the runtime's life, keeps one arena of every class alive.
+  const arenaPins = Array.from({ length: 64 }, (_, i) => "x".repeat(i * 8));
+
   return function bind(tools, hostFunctions, context) {
+    void arenaPins;
     // ---- backends and tools -------------------------------------------------------------
     const backends = new Map();
     const interfaces = Object.create(null);
