@@ -348,3 +348,64 @@ async fn nothing_carries_over(sb: &Sandbox) {
         "{after} after, {baseline} before"
     );
 }
+
+/// One worker serves a thousand varied executions from the same template image: calls,
+/// failures, timers, web basics, big and small heaps, thrown errors. Every result stays right
+/// and the heap a trivial run reports does not drift, so nothing an execution did survives the
+/// copy-back, and the allocator's bookkeeping in the image stays sound.
+#[tokio::test]
+async fn one_worker_serves_a_thousand_varied_runs_from_its_template() {
+    let mut config = PoolConfig::new(worker_program());
+    config.workers = 1;
+    config.recycle_after = 10_000;
+    let sb = Sandbox::start(config).await.expect("sandbox starts");
+    let baseline = run(&sb, "return 1;").await.stats.memory_bytes;
+    let scripts: [(&str, serde_json::Value); 8] = [
+        ("return (await test.echo({n: 1})).echo.n;", json!(1)),
+        (
+            "const r = await Promise.all([1, 2, 3].map((n) => test.echo({n}))); return r.map((x) => x.echo.n);",
+            json!([1, 2, 3]),
+        ),
+        (
+            "try { await test.fail(); } catch (e) { return e.name; }",
+            json!("ToolError"),
+        ),
+        (
+            "return await new Promise((resolve) => setTimeout(() => resolve('late'), 1));",
+            json!("late"),
+        ),
+        (
+            "return new URL('https://a.example/x?q=1').searchParams.get('q') + btoa('hi');",
+            json!("1aGk="),
+        ),
+        (
+            "const big = []; for (let i = 0; i < 2000; i++) big.push({i, s: 'x'.repeat(i % 50)}); return big.length;",
+            json!(2000),
+        ),
+        (
+            "globalThis.junk = new Array(100000).fill(7); Object.prototype.bad = 1; return junk.length;",
+            json!(100000),
+        ),
+        (
+            "return [typeof junk, ({}).bad];",
+            json!(["undefined", null]),
+        ),
+    ];
+    for round in 0..125 {
+        for (code, expected) in &scripts {
+            let result = run(&sb, code).await;
+            assert_eq!(value(&result), *expected, "round {round}: {code}");
+        }
+        let thrown = run(&sb, "null.x;").await;
+        assert_eq!(
+            thrown.error.map(|e| e.kind),
+            Some(ErrorKind::Runtime),
+            "round {round}"
+        );
+    }
+    let after = run(&sb, "return 1;").await.stats.memory_bytes;
+    assert!(
+        after.abs_diff(baseline) < 4096,
+        "{after} after 1,125 runs, {baseline} before"
+    );
+}
