@@ -73,6 +73,7 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
             ),
             None => println!("http: off (enable with --http or [http] listen)"),
         }
+        healthy &= report_sandbox(&config).await;
         for s in statuses
             .iter()
             .filter(|s| s.state != BackendState::Ready && s.state != BackendState::Disabled)
@@ -95,6 +96,34 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Starts the sandbox's workers and says what they run with. `false` if they cannot start.
+async fn report_sandbox(config: &sandgate_config::Config) -> bool {
+    match setup::start_sandbox(config).await {
+        Ok(sandbox) => {
+            let runtimes = match sandbox.template_bytes() {
+                Some(bytes) => format!(
+                    "each execution's runtime copied back from a {} KiB template image",
+                    bytes.div_ceil(1024)
+                ),
+                None => "a runtime built for each execution".to_string(),
+            };
+            println!("sandbox: {runtimes}");
+            let protections: Vec<String> = sandbox
+                .protections()
+                .active
+                .iter()
+                .map(|(name, on)| format!("{name} {}", if *on { "on" } else { "OFF" }))
+                .collect();
+            println!("sandbox protections: {}", protections.join(", "));
+            true
+        }
+        Err(e) => {
+            println!("sandbox: cannot start: {e:#}");
+            false
+        }
+    }
 }
 
 fn extra(list: &[String]) -> String {
