@@ -72,7 +72,8 @@ pub trait Bridge: Send + Sync + 'static {
 pub struct PoolConfig {
     /// The worker executable.
     pub program: PathBuf,
-    /// Its arguments (e.g. a hidden subcommand when the gateway binary re-executes itself).
+    /// Its arguments (e.g. a hidden subcommand when the gateway binary re-executes itself;
+    /// add [`crate::worker::NO_TEMPLATE_ARG`] to build a runtime per execution).
     pub args: Vec<String>,
     /// Warm workers (and the most executions at once).
     pub workers: usize,
