@@ -1,5 +1,6 @@
 //! The frames between the host and a worker process: 4-byte little-endian length, then JSON
-//! (externally tagged enums: `{"Call": {...}}`, which both sides decode without buffering).
+//! (externally tagged enums: `{"Log": {...}}`, which both sides decode without buffering),
+//! except calls and replies, whose JSON payload travels as raw bytes (see [`Frame`]).
 //!
 //! The worker's stdin and stdout are its only channel. Frames are small and self-describing,
 //! so a crash of either side is visible as a short read, and a frame is never trusted beyond
@@ -160,16 +161,123 @@ pub struct RunStats {
     pub calls: u32,
 }
 
+/// How a frame becomes a frame body and back. Bodies are JSON, except the two frames that carry
+/// JSON text from a tool or from the guest (a call's arguments, a call's result): those carry
+/// it as raw bytes after a small binary header, so it is never escaped into a JSON string and
+/// unescaped again on the other side (two extra passes over every argument and result, each
+/// growing with every quote in it). A binary body starts with a byte no JSON text starts with.
+pub trait Frame: Sized {
+    /// Appends the body.
+    fn encode_body(&self, out: &mut Vec<u8>) -> io::Result<()>;
+    /// Reads a body.
+    fn decode_body(body: &[u8]) -> Result<Self, String>;
+}
+
+const RAW_REPLY: u8 = b'R';
+const RAW_CALL: u8 = b'C';
+
+impl Frame for HostFrame {
+    fn encode_body(&self, out: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            HostFrame::Reply { id, result } => {
+                out.push(RAW_REPLY);
+                out.extend_from_slice(&id.to_le_bytes());
+                match result {
+                    Ok(json) => {
+                        out.push(0);
+                        out.extend_from_slice(json.as_bytes());
+                    }
+                    Err(failure) => {
+                        out.push(1);
+                        serde_json::to_writer(&mut *out, failure).map_err(io::Error::other)?;
+                    }
+                }
+                Ok(())
+            }
+            other => serde_json::to_writer(out, other).map_err(io::Error::other),
+        }
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, String> {
+        match body.split_first() {
+            Some((&RAW_REPLY, rest)) => {
+                let (id, rest) = split_u64(rest)?;
+                let result = match rest.split_first() {
+                    Some((0, json)) => Ok(utf8(json)?),
+                    Some((1, failure)) => Err(serde_json::from_slice(failure)
+                        .map_err(|e| format!("malformed call failure: {e}"))?),
+                    _ => return Err("malformed reply frame".into()),
+                };
+                Ok(HostFrame::Reply { id, result })
+            }
+            _ => serde_json::from_slice(body).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+impl Frame for WorkerFrame {
+    fn encode_body(&self, out: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            WorkerFrame::Call { id, callee, args } => {
+                out.push(RAW_CALL);
+                out.extend_from_slice(&id.to_le_bytes());
+                let (kind, index) = match callee {
+                    Callee::Tool(i) => (0u8, i),
+                    Callee::Host(i) => (1u8, i),
+                };
+                out.push(kind);
+                out.extend_from_slice(&index.to_le_bytes());
+                out.extend_from_slice(args.as_bytes());
+                Ok(())
+            }
+            other => serde_json::to_writer(out, other).map_err(io::Error::other),
+        }
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, String> {
+        match body.split_first() {
+            Some((&RAW_CALL, rest)) => {
+                let (id, rest) = split_u64(rest)?;
+                let (kind, rest) = rest.split_first().ok_or("malformed call frame")?;
+                let (index, args) = rest.split_at_checked(4).ok_or("malformed call frame")?;
+                let index = u32::from_le_bytes(index.try_into().map_err(|_| "malformed call")?);
+                let callee = match kind {
+                    0 => Callee::Tool(index),
+                    1 => Callee::Host(index),
+                    _ => return Err("malformed call frame".into()),
+                };
+                Ok(WorkerFrame::Call {
+                    id,
+                    callee,
+                    args: utf8(args)?,
+                })
+            }
+            _ => serde_json::from_slice(body).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+fn split_u64(bytes: &[u8]) -> Result<(u64, &[u8]), String> {
+    let (head, rest) = bytes.split_at_checked(8).ok_or("frame cut short")?;
+    let value = u64::from_le_bytes(head.try_into().map_err(|_| "frame cut short")?);
+    Ok((value, rest))
+}
+
+fn utf8(bytes: &[u8]) -> Result<String, String> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| "a frame carries text that is not UTF-8".into())
+}
+
 /// Writes one frame. Buffered writers are not flushed: the caller decides when frames go out.
-pub fn write_frame<W: Write, T: Serialize>(writer: &mut W, frame: &T) -> io::Result<()> {
-    let body = serde_json::to_vec(frame).map_err(io::Error::other)?;
+pub fn write_frame<W: Write, T: Frame>(writer: &mut W, frame: &T) -> io::Result<()> {
+    let mut body = Vec::with_capacity(128);
+    frame.encode_body(&mut body)?;
     let len = u32::try_from(body.len()).map_err(|_| io::Error::other("frame too large"))?;
     writer.write_all(&len.to_le_bytes())?;
     writer.write_all(&body)
 }
 
 /// Reads one frame, or `None` at a clean end of stream.
-pub fn read_frame<R: Read, T: for<'de> Deserialize<'de>>(reader: &mut R) -> io::Result<Option<T>> {
+pub fn read_frame<R: Read, T: Frame>(reader: &mut R) -> io::Result<Option<T>> {
     let mut len = [0u8; 4];
     match reader.read_exact(&mut len) {
         Ok(()) => {}
@@ -184,14 +292,92 @@ pub fn read_frame<R: Read, T: for<'de> Deserialize<'de>>(reader: &mut R) -> io::
     }
     let mut body = vec![0u8; len];
     reader.read_exact(&mut body)?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(io::Error::other)
+    T::decode_body(&body).map(Some).map_err(io::Error::other)
 }
 
 /// Encodes one frame into a buffer (length prefix included), for async writers.
-pub fn encode_frame<T: Serialize>(frame: &T) -> io::Result<Vec<u8>> {
+pub fn encode_frame<T: Frame>(frame: &T) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(256);
     write_frame(&mut out, frame)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<T: Frame>(frame: &T) -> T {
+        let bytes = encode_frame(frame).expect("encodes");
+        read_frame(&mut bytes.as_slice())
+            .expect("decodes")
+            .expect("a frame")
+    }
+
+    #[test]
+    fn calls_and_replies_carry_their_json_as_raw_bytes() {
+        let args = r#"{"q":"a \"quoted\" line\nwith ünïcode","n":[1,2]}"#;
+        let call = WorkerFrame::Call {
+            id: 7,
+            callee: Callee::Host(3),
+            args: args.into(),
+        };
+        let bytes = encode_frame(&call).expect("encodes");
+        assert_eq!(bytes[4], b'C');
+        assert!(
+            bytes.windows(args.len()).any(|w| w == args.as_bytes()),
+            "the arguments are not escaped"
+        );
+        assert!(matches!(
+            round_trip(&call),
+            WorkerFrame::Call { id: 7, callee: Callee::Host(3), args: a } if a == args
+        ));
+
+        let ok = HostFrame::Reply {
+            id: u64::MAX,
+            result: Ok(args.into()),
+        };
+        assert!(matches!(
+            round_trip(&ok),
+            HostFrame::Reply { id: u64::MAX, result: Ok(r) } if r == args
+        ));
+        let failed = HostFrame::Reply {
+            id: 1,
+            result: Err(CallFailure {
+                kind: "tool_denied".into(),
+                message: "no".into(),
+            }),
+        };
+        assert!(matches!(
+            round_trip(&failed),
+            HostFrame::Reply { id: 1, result: Err(f) } if f.kind == "tool_denied"
+        ));
+        // Other frames stay JSON, so a stand-in worker can speak plain JSON.
+        let log = WorkerFrame::Log {
+            level: "log".into(),
+            message: "hi".into(),
+        };
+        assert_eq!(encode_frame(&log).expect("encodes")[4], b'{');
+    }
+
+    #[test]
+    fn json_calls_still_decode_and_broken_binary_frames_are_errors() {
+        let json = br#"{"Call": {"id": 1, "callee": {"k": "Tool", "i": 0}, "args": "{}"}}"#;
+        assert!(matches!(
+            WorkerFrame::decode_body(json),
+            Ok(WorkerFrame::Call {
+                id: 1,
+                callee: Callee::Tool(0),
+                ..
+            })
+        ));
+        for broken in [
+            &b"C"[..],
+            b"C\x01\x00",
+            b"C\x01\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x00\x00{}",
+        ] {
+            assert!(WorkerFrame::decode_body(broken).is_err(), "{broken:?}");
+        }
+        assert!(HostFrame::decode_body(b"R\x01\x00\x00\x00\x00\x00\x00\x00\x00\xff").is_err());
+        assert!(HostFrame::decode_body(b"R\x01\x00\x00\x00\x00\x00\x00\x00\x07").is_err());
+    }
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::process::ChildStdout;
 
-use crate::protocol::{MAX_FRAME_BYTES, WorkerFrame};
+use crate::protocol::{Frame, MAX_FRAME_BYTES, WorkerFrame};
 
 /// Frames from one worker.
 pub(crate) struct WorkerOutput {
@@ -146,7 +146,7 @@ impl Buffer {
             )));
         }
         let body = pending.get(4..4 + len)?;
-        let frame = serde_json::from_slice(body)
+        let frame = WorkerFrame::decode_body(body)
             .map_err(|e| format!("the worker sent a malformed frame: {e}"));
         self.start += 4 + len;
         if self.start == self.end {
