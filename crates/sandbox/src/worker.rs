@@ -1,8 +1,10 @@
 //! The worker process: lock down, say ready, then run executions one at a time.
 //!
 //! The worker talks only over the stdin and stdout it was started with. It duplicates them
-//! into plain files before locking down (so no later syscall needs to open anything), applies
-//! [`crate::lockdown`], and only then reads its first frame. A clean end of stdin ends it.
+//! into plain files and reserves its heap region ([`crate::region`]) before locking down (so
+//! no later syscall needs to open or map anything), applies [`crate::lockdown`], builds its
+//! template runtime ([`engine::Snapshot`]), and only then reads its first frame. A clean end
+//! of stdin ends it.
 
 use std::cell::RefCell;
 use std::fs::File;
