@@ -84,6 +84,31 @@ fn execution(code: &str) -> Execution {
     }
 }
 
+/// The same execution with a gateway's worth of tools besides `bench.echo`: `backends`
+/// backends of `per_backend` tools each, every one with a declaration of realistic size (what
+/// `sandgate_catalog` generates for a five-property schema, about 400 characters).
+fn execution_among(code: &str, backends: usize, per_backend: usize) -> Execution {
+    let mut tools = execution(code).tools.as_ref().clone();
+    for b in 0..backends {
+        for t in 0..per_backend {
+            tools.push(ToolBinding {
+                backend: format!("server-{b}"),
+                name: format!("do-thing-{t}"),
+                js_backend: format!("server_{b}"),
+                js_tool: format!("do_thing_{t}"),
+                declaration: format!(
+                    "/** Does thing {t} on server {b}: finds the records that match the query and returns them in pages. */\n\
+                     do_thing_{t}(args: {{ query: string; limit?: number; order?: \"asc\" | \"desc\"; filter?: {{ field: string; value: string }}; tags?: string[] }}): Promise<{{ items: {{ id: string; title: string }}[]; next?: string }}>;"
+                ),
+            });
+        }
+    }
+    Execution {
+        tools: Arc::new(tools),
+        ..execution(code)
+    }
+}
+
 const SCRIPT_30_LINES: &str = r#"
 interface Issue { id: number; title: string; labels: string[]; state: "open" | "closed" }
 type Summary = { total: number; open: number; byLabel: Record<string, number> };
@@ -149,7 +174,7 @@ fn bench(c: &mut Criterion) {
     // Every execution's own time is also kept, so the report can give true percentiles
     // (criterion's estimates are of the mean).
     let samples: Samples = Arc::default();
-    let timed = |sandbox: &Sandbox, name: &'static str, code: &'static str| {
+    let timed = |sandbox: &Sandbox, name: &'static str, run: Execution| {
         let sandbox = sandbox.clone();
         let bridge = bridge.clone();
         let samples = samples.clone();
@@ -157,13 +182,14 @@ fn bench(c: &mut Criterion) {
             let sandbox = sandbox.clone();
             let bridge = bridge.clone();
             let samples = samples.clone();
+            let run = run.clone();
             runtime
                 .block_on(runtime.spawn(async move {
                     let mut total = Duration::ZERO;
                     let mut each = Vec::with_capacity(iterations as usize);
                     for _ in 0..iterations {
                         let started = Instant::now();
-                        let result = sandbox.run(execution(code), bridge.clone()).await;
+                        let result = sandbox.run(run.clone(), bridge.clone()).await;
                         let took = started.elapsed();
                         total += took;
                         each.push(took);
@@ -228,7 +254,7 @@ fn bench(c: &mut Criterion) {
         let js = sandgate_sandbox::transpile::transpile(code)
             .expect("valid")
             .js;
-        let tools = execution(code).tools.as_ref().clone();
+        let tools = Arc::new(engine::ToolSet::new(execution(code).tools.as_ref().clone()));
         c.bench_function(name, |b| {
             b.iter_custom(|iterations| {
                 let mut total = Duration::ZERO;
@@ -279,7 +305,20 @@ fn bench(c: &mut Criterion) {
         ),
         ("execute/30_line_ts_with_3_parallel_calls", SCRIPT_30_LINES),
     ] {
-        let measure = timed(&sandbox, name, code);
+        let measure = timed(&sandbox, name, execution(code));
+        c.bench_function(name, |b| b.iter_custom(&measure));
+    }
+    // A gateway in front of twenty servers gives every execution all of their tools; the code
+    // uses one. What the rest cost is the difference from `execute/trivial` and
+    // `execute/3_awaited_tool_calls`.
+    for (name, code) in [
+        ("among_400_tools/trivial", "return 1;"),
+        (
+            "among_400_tools/3_awaited_tool_calls",
+            "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];",
+        ),
+    ] {
+        let measure = timed(&sandbox, name, execution_among(code, 20, 20));
         c.bench_function(name, |b| b.iter_custom(&measure));
     }
     for (name, code) in [
@@ -289,7 +328,7 @@ fn bench(c: &mut Criterion) {
             "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];",
         ),
     ] {
-        let measure = timed(&no_template, name, code);
+        let measure = timed(&no_template, name, execution(code));
         c.bench_function(name, |b| b.iter_custom(&measure));
     }
 

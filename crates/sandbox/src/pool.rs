@@ -111,6 +111,8 @@ struct Worker {
     stdin: ChildStdin,
     output: WorkerOutput,
     runs: u32,
+    /// The tools last sent to this worker, which it keeps for the next run.
+    tools: Option<Arc<Vec<ToolBinding>>>,
 }
 
 /// A pool of worker processes.
@@ -255,9 +257,18 @@ impl Pool {
                 .map(|(w, _)| w)
                 .map_err(|e| internal(&e.to_string()))?,
         };
+        // A gateway gives every execution the same tool set (one `Arc` until the catalog
+        // changes), so it crosses to a worker once, not with every run.
+        let known = worker
+            .tools
+            .as_ref()
+            .is_some_and(|sent| Arc::ptr_eq(sent, &tools) || sent == &tools);
+        if !known {
+            worker.tools = Some(tools.clone());
+        }
         let run = HostFrame::Run {
             js,
-            tools: tools.as_ref().clone(),
+            tools: (!known).then(|| tools.as_ref().clone()),
             host_functions: host_functions.as_ref().clone(),
             context,
             limits,
@@ -364,6 +375,7 @@ async fn spawn(config: &PoolConfig) -> Result<(Worker, Reported), SandboxError> 
         stdin,
         output,
         runs: 0,
+        tools: None,
     };
     let ready = tokio::time::timeout(SPAWN_TIMEOUT, worker.output.next()).await;
     match ready {

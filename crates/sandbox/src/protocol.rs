@@ -40,8 +40,10 @@ pub enum HostFrame {
     Run {
         /// The wrapped JavaScript (see `transpile`).
         js: String,
-        /// Tools the guest may call; calls name them by index.
-        tools: Vec<ToolBinding>,
+        /// Tools the guest may call; calls name them by index. `None`: the same tools as this
+        /// worker's previous run (the host sends a set only when it changes, since a gateway's
+        /// set can hold hundreds of tools with their declarations).
+        tools: Option<Vec<ToolBinding>>,
         /// Names of host functions exposed as globals.
         host_functions: Vec<String>,
         /// The optional `context` global.

@@ -11,9 +11,10 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::os::fd::AsFd;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::{self, Link, RunRequest, SharedLink};
+use crate::engine::{self, Link, RunRequest, SharedLink, ToolSet};
 use crate::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
 
 /// Frames over the worker's own stdin and stdout.
@@ -166,6 +167,9 @@ pub fn main() -> i32 {
     {
         return 71;
     }
+    // The tools of the last run, kept for the runs that reuse them. Made here, outside the
+    // region, so copying the template back never touches it.
+    let mut tool_set: Option<Arc<ToolSet>> = None;
     loop {
         let next = read_frame::<_, HostFrame>(&mut link.borrow_mut().reader);
         let frame = match next {
@@ -183,6 +187,14 @@ pub fn main() -> i32 {
                 reply_spin_micros,
             } => {
                 link.borrow_mut().reply_spin = Duration::from_micros(reply_spin_micros.into());
+                if let Some(tools) = tools {
+                    tool_set = Some(Arc::new(ToolSet::new(tools)));
+                }
+                // The host sends the tools with a worker's first run; without them it broke the
+                // protocol.
+                let Some(tools) = tool_set.clone() else {
+                    return 76;
+                };
                 let request = RunRequest {
                     js,
                     tools,

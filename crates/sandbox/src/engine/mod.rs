@@ -10,13 +10,16 @@ mod bytecode;
 mod heap;
 mod natives;
 mod snapshot;
+mod tool_set;
 
 pub use bytecode::warm_up;
 pub use snapshot::Snapshot;
+pub use tool_set::{BackendTools, ToolSet};
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rquickjs::promise::PromiseState;
@@ -26,9 +29,7 @@ use rquickjs::{
 };
 
 use crate::Limits;
-use crate::protocol::{
-    CallFailure, Callee, GuestError, HostFrame, RunStats, ToolBinding, WorkerFrame,
-};
+use crate::protocol::{CallFailure, Callee, GuestError, HostFrame, RunStats, WorkerFrame};
 
 /// Filename QuickJS reports for the user's code in stack traces.
 pub const USER_FILE: &str = "code.js";
@@ -54,8 +55,8 @@ pub trait Link {
 pub struct RunRequest {
     /// Wrapped JavaScript.
     pub js: String,
-    /// Callable tools.
-    pub tools: Vec<ToolBinding>,
+    /// Callable tools (shared: the worker keeps the set for the runs after this one).
+    pub tools: Arc<ToolSet>,
     /// Host function names.
     pub host_functions: Vec<String>,
     /// The `context` global.
@@ -71,6 +72,9 @@ pub(crate) struct LoopState {
     /// How many tools and host functions this execution may call (by index).
     pub tool_count: usize,
     pub host_count: usize,
+    /// The execution's tools, for the natives that bind a backend when code first touches it.
+    /// Held only during a run: it lives outside the template region.
+    pub tools: Option<Arc<ToolSet>>,
     pub in_flight: u32,
     /// Calls waiting for a concurrency slot.
     pub queued: VecDeque<(u64, Callee, String)>,
@@ -113,6 +117,7 @@ impl LoopState {
         self.timer_ids.clear();
         self.queued.clear();
         self.link = None;
+        self.tools = None;
     }
 }
 
@@ -223,7 +228,8 @@ fn run(
         let mut s = state.borrow_mut();
         s.limits = limits;
         s.link = Some(link.clone());
-        s.tool_count = request.tools.len();
+        s.tool_count = request.tools.bindings.len();
+        s.tools = Some(request.tools.clone());
         s.host_count = request.host_functions.len();
         s.random = getrandom::u64().unwrap_or_else(|_| clock_seed()) | 1;
     }

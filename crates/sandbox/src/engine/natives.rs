@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use rquickjs::prelude::Opt;
-use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise, Value};
+use rquickjs::{Array, Ctx, Exception, Function, Object, Persistent, Promise, Value};
 
 use super::{RunRequest, Shared};
 use crate::protocol::{Callee, WorkerFrame};
@@ -21,6 +21,20 @@ pub(crate) fn prepare<'js>(
     let natives = Object::new(ctx.clone())?;
     natives.set("call", bridge(ctx, state, Callee::Tool)?)?;
     natives.set("callHost", bridge(ctx, state, Callee::Host)?)?;
+    let s = state.clone();
+    natives.set(
+        "toolsOf",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>, backend: u32| {
+            tools_of(&ctx, &s, backend)
+        })?,
+    )?;
+    let s = state.clone();
+    natives.set(
+        "declarationOf",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>, index: u32| {
+            declaration_of(&ctx, &s, index)
+        })?,
+    )?;
     let s = state.clone();
     natives.set(
         "log",
@@ -85,16 +99,20 @@ fn next_random(state: &Shared) -> f64 {
     (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The second step: gives the guest the execution's tools, host functions and context.
+/// The second step: gives the guest the execution's backends (as `[name, identifier]`
+/// pairs; their tools are bound when code first touches them), host functions and context.
 pub(crate) fn bind<'js>(
     ctx: &Ctx<'js>,
     request: &RunRequest,
     bind: Function<'js>,
 ) -> rquickjs::Result<()> {
-    let tools = ctx.json_parse(
-        serde_json::to_string(&request.tools)
-            .map_err(|e| rquickjs::Error::new_from_js_message("tools", "json", e.to_string()))?,
-    )?;
+    let backends = Array::new(ctx.clone())?;
+    for (i, backend) in request.tools.backends.iter().enumerate() {
+        let pair = Array::new(ctx.clone())?;
+        pair.set(0, backend.name.as_str())?;
+        pair.set(1, backend.js.as_str())?;
+        backends.set(i, pair)?;
+    }
     let host_functions = ctx.json_parse(
         serde_json::to_string(&request.host_functions).unwrap_or_else(|_| "[]".into()),
     )?;
@@ -102,7 +120,43 @@ pub(crate) fn bind<'js>(
         Some(value) => ctx.json_parse(value.to_string())?,
         None => Value::new_undefined(ctx.clone()),
     };
-    bind.call::<_, ()>((tools, host_functions, context))
+    bind.call::<_, ()>((backends, host_functions, context))
+}
+
+/// `toolsOf(backend)`: the backend's tools as `[index, name, identifier]` triples, for the
+/// preamble to build the backend's object the first time code touches it.
+fn tools_of<'js>(ctx: &Ctx<'js>, state: &Shared, backend: u32) -> rquickjs::Result<Array<'js>> {
+    let list = Array::new(ctx.clone())?;
+    let set = state.borrow().tools.clone();
+    let Some(set) = set else { return Ok(list) };
+    let Some(backend) = set.backends.get(backend as usize) else {
+        return Ok(list);
+    };
+    for (i, &index) in backend.tools.iter().enumerate() {
+        let Some(tool) = set.bindings.get(index as usize) else {
+            continue;
+        };
+        let triple = Array::new(ctx.clone())?;
+        triple.set(0, index)?;
+        triple.set(1, tool.name.as_str())?;
+        triple.set(2, tool.js_tool.as_str())?;
+        list.set(i, triple)?;
+    }
+    Ok(list)
+}
+
+/// `declarationOf(index)`: a tool's TypeScript declaration, for `__interfaces`.
+fn declaration_of<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    index: u32,
+) -> rquickjs::Result<rquickjs::String<'js>> {
+    let set = state.borrow().tools.clone();
+    let text = set
+        .as_ref()
+        .and_then(|set| set.bindings.get(index as usize))
+        .map_or("", |tool| tool.declaration.as_str());
+    rquickjs::String::from_str(ctx.clone(), text)
 }
 
 /// A native that starts a call: counts it against the limit, queues it, returns a promise.

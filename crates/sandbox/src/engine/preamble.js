@@ -7,8 +7,11 @@
 export default function (natives) {
   "use strict";
   const G = globalThis;
-  const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl, loadWeb } = natives;
+  const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl, loadWeb, toolsOf, declarationOf } = natives;
+  // Captured now: backends are bound lazily, after guest code may have replaced these.
   const freeze = Object.freeze;
+  const defineProperty = Object.defineProperty;
+  const createObject = Object.create;
   // Captured now, so code that replaces JSON.parse or JSON.stringify cannot change what the
   // bridge sends or how results are read.
   const parseJson = JSON.parse;
@@ -17,8 +20,10 @@ export default function (natives) {
   const ErrorCtor = Error;
   const NativePromise = Promise;
   const rejected = (error) => NativePromise.reject(error);
+  // Descriptors have no prototype, so a getter or setter planted on Object.prototype cannot
+  // turn them into something else.
   const fixed = (obj, key, value, enumerable = true) =>
-    Object.defineProperty(obj, key, { value, enumerable, writable: false, configurable: false });
+    defineProperty(obj, key, { __proto__: null, value, enumerable, writable: false, configurable: false });
 
   // ---- tool results -------------------------------------------------------------------
   class ToolError extends Error {
@@ -122,21 +127,18 @@ export default function (natives) {
   // string of each size, kept for the runtime's life, keeps one arena of every class alive.
   const arenaPins = Array.from({ length: 64 }, (_, i) => "x".repeat(i * 8));
 
-  return function bind(tools, hostFunctions, context) {
+  return function bind(backendList, hostFunctions, context) {
     void arenaPins;
     // ---- backends and tools -------------------------------------------------------------
-    const backends = new Map();
-    const interfaces = Object.create(null);
     // Errors raised after an await have lost the caller's stack; remember where the call was
     // made so the host can point at the user's line.
     const withSite = (error, site) => {
       if (error !== null && typeof error === "object" && site.stack) {
-        Object.defineProperty(error, "callerStack", { value: site.stack, enumerable: false });
+        defineProperty(error, "callerStack", { __proto__: null, value: site.stack, enumerable: false });
       }
       return error;
     };
-    tools.forEach((t, index) => {
-      const qualified = `${t.backend}.${t.name}`;
+    const toolFunction = (index, qualified) => {
       // No promise reaction of our own per call: the native parses the reply (in Rust) and
       // calls `map` on it before it settles the promise. Plain functions, not async ones,
       // because an async wrapper costs several more reactions per call; argument errors
@@ -162,46 +164,93 @@ export default function (natives) {
       };
       fixed(fn, "raw", raw);
       fixed(fn, "toolName", qualified, false);
-      let entry = backends.get(t.backend);
-      if (!entry) {
-        entry = { js: t.jsBackend, obj: Object.create(null), types: Object.create(null) };
-        backends.set(t.backend, entry);
+      return fn;
+    };
+    // A gateway hands over every tool of every backend and a script uses a few, so a backend's
+    // object (and its declarations) is built the first time code touches it, from the native's
+    // list, with loops that no guest change to builtins can reach.
+    const objects = createObject(null);
+    const declarations = createObject(null);
+    const backendObject = (b) => {
+      if (objects[b] !== undefined) return objects[b];
+      const name = backendList[b][0];
+      const obj = createObject(null);
+      const tools = toolsOf(b);
+      for (let i = 0; i < tools.length; i++) {
+        const index = tools[i][0], tool = tools[i][1], jsTool = tools[i][2];
+        const fn = toolFunction(index, `${name}.${tool}`);
+        fixed(obj, jsTool, fn);
+        if (tool !== jsTool) fixed(obj, tool, fn, false);
       }
-      fixed(entry.obj, t.jsTool, fn);
-      if (t.name !== t.jsTool) fixed(entry.obj, t.name, fn, false);
-      fixed(entry.types, t.jsTool, t.declaration || "");
-      if (t.name !== t.jsTool) fixed(entry.types, t.name, t.declaration || "", false);
-    });
-    const aliases = Object.create(null);
-    for (const [name, entry] of backends) {
-      freeze(entry.obj);
-      freeze(entry.types);
-      fixed(G, entry.js, entry.obj);
-      if (name !== entry.js && !(name in G)) fixed(G, name, entry.obj, false);
-      fixed(aliases, entry.js, entry.obj);
-      if (name !== entry.js) fixed(aliases, name, entry.obj, false);
-      fixed(interfaces, entry.js, entry.types);
-      if (name !== entry.js) fixed(interfaces, name, entry.types, false);
+      objects[b] = freeze(obj);
+      return objects[b];
+    };
+    const backendTypes = (b) => {
+      if (declarations[b] !== undefined) return declarations[b];
+      const types = createObject(null);
+      const tools = toolsOf(b);
+      for (let i = 0; i < tools.length; i++) {
+        const index = tools[i][0], tool = tools[i][1], jsTool = tools[i][2];
+        const text = declarationOf(index);
+        fixed(types, jsTool, text);
+        if (tool !== jsTool) fixed(types, tool, text, false);
+      }
+      declarations[b] = freeze(types);
+      return declarations[b];
+    };
+    // On the global object: an accessor that puts what it built in its place on first use.
+    const lazyGlobal = (key, build, enumerable) =>
+      defineProperty(G, key, {
+        __proto__: null,
+        configurable: true,
+        enumerable,
+        get() {
+          const value = build();
+          fixed(G, key, value, enumerable);
+          return value;
+        },
+      });
+    // `mcp.<backend>`, `tools.<backend>` and `__interfaces.<backend>`: frozen objects, made on
+    // first use, whose entries are accessors that build the backend on first use.
+    const byBackend = (build) => {
+      let made = null;
+      return () => {
+        if (made !== null) return made;
+        made = createObject(null);
+        for (let b = 0; b < backendList.length; b++) {
+          const name = backendList[b][0], js = backendList[b][1];
+          const get = () => build(b);
+          defineProperty(made, js, { __proto__: null, enumerable: true, configurable: false, get });
+          if (name !== js) defineProperty(made, name, { __proto__: null, enumerable: false, configurable: false, get });
+        }
+        return freeze(made);
+      };
+    };
+    const aliases = byBackend(backendObject);
+    const interfaces = byBackend(backendTypes);
+    for (let b = 0; b < backendList.length; b++) {
+      const name = backendList[b][0], js = backendList[b][1];
+      lazyGlobal(js, () => backendObject(b), true);
+      if (name !== js && !(name in G)) lazyGlobal(name, () => backendObject(b), false);
     }
-    freeze(aliases);
-    freeze(interfaces);
     // Habits of other code-mode systems: mcp.<backend>.<tool> (PML) and tools.<backend>.<tool>.
     // A backend actually named `mcp` or `tools` keeps its name (the host reports the collision).
-    for (const alias of ["mcp", "tools"]) if (!(alias in G)) fixed(G, alias, aliases, false);
-    fixed(G, "__interfaces", interfaces, false);
+    for (const alias of ["mcp", "tools"]) if (!(alias in G)) lazyGlobal(alias, aliases, false);
+    lazyGlobal("__interfaces", interfaces, false);
     fixed(G, "__getToolInterface", (name) => {
       const text = String(name);
       const dot = text.indexOf(".");
+      const all = interfaces();
       if (dot > 0) {
-        const types = interfaces[text.slice(0, dot)];
+        const types = all[text.slice(0, dot)];
         const found = types && types[text.slice(dot + 1)];
         if (found !== undefined) return found;
       } else {
-        for (const backend of Object.keys(interfaces)) {
-          if (interfaces[backend][text] !== undefined) return interfaces[backend][text];
+        for (const backend of Object.keys(all)) {
+          if (all[backend][text] !== undefined) return all[backend][text];
         }
       }
-      throw new ReferenceError(`no tool named ${JSON.stringify(text)}; use backend.tool, e.g. ${Object.keys(interfaces)[0] || "backend"}.some_tool`);
+      throw new ReferenceError(`no tool named ${JSON.stringify(text)}; use backend.tool, e.g. ${Object.keys(all)[0] || "backend"}.some_tool`);
     }, false);
 
     // ---- host functions and context -----------------------------------------------------
