@@ -314,6 +314,10 @@ fn bench(c: &mut Criterion) {
     for (name, code) in [
         ("among_400_tools/trivial", "return 1;"),
         (
+            "among_400_tools/touch_a_20_tool_backend",
+            "return typeof server_0.do_thing_0;",
+        ),
+        (
             "among_400_tools/3_awaited_tool_calls",
             "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];",
         ),

@@ -22,8 +22,15 @@ export default function (natives) {
   const rejected = (error) => NativePromise.reject(error);
   // Descriptors have no prototype, so a getter or setter planted on Object.prototype cannot
   // turn them into something else.
-  const fixed = (obj, key, value, enumerable = true) =>
-    defineProperty(obj, key, { __proto__: null, value, enumerable, writable: false, configurable: false });
+  const shown = { __proto__: null, value: undefined, enumerable: true, writable: false, configurable: false };
+  const hidden = { __proto__: null, value: undefined, enumerable: false, writable: false, configurable: false };
+  const fixed = (obj, key, value, enumerable = true) => {
+    const descriptor = enumerable ? shown : hidden;
+    descriptor.value = value;
+    defineProperty(obj, key, descriptor);
+    descriptor.value = undefined;
+    return obj;
+  };
 
   // ---- tool results -------------------------------------------------------------------
   class ToolError extends Error {
@@ -138,24 +145,25 @@ export default function (natives) {
       }
       return error;
     };
+    // No promise reaction of our own per call: the native parses the reply (in Rust) and
+    // calls `map` on it before it settles the promise. Plain functions, not async ones,
+    // because an async wrapper costs several more reactions per call; argument errors still
+    // reject rather than throw. One `start` for every tool, so binding a tool makes only the
+    // two closures the guest sees.
+    const start = (index, qualified, args, site, map) => {
+      let json;
+      try {
+        json = argsJson(qualified, args);
+      } catch (error) {
+        return rejected(error);
+      }
+      return call(index, json, site, map);
+    };
     const toolFunction = (index, qualified) => {
-      // No promise reaction of our own per call: the native parses the reply (in Rust) and
-      // calls `map` on it before it settles the promise. Plain functions, not async ones,
-      // because an async wrapper costs several more reactions per call; argument errors
-      // still reject rather than throw.
-      const start = (args, site, map) => {
-        let json;
-        try {
-          json = argsJson(qualified, args);
-        } catch (error) {
-          return rejected(error);
-        }
-        return call(index, json, site, map);
-      };
-      const raw = (args) => start(args, new ErrorCtor());
+      const raw = (args) => start(index, qualified, args, new ErrorCtor());
       const fn = (args) => {
         const site = new ErrorCtor();
-        return start(args, site, (result) => {
+        return start(index, qualified, args, site, (result) => {
           if (result && result.isError) {
             throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
           }
