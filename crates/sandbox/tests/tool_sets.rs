@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{TestBridge, execution, sandbox, tool, value};
+use common::{TestBridge, execution, run, sandbox, tool, value};
 use serde_json::json;
 
 /// One worker, so every run below lands on the worker that holds the previous run's set.
@@ -85,9 +85,7 @@ async fn backends_bind_the_same_after_the_guest_replaces_builtins() {
             typeof __interfaces.my_server["get-sum"],
         ];
     "#;
-    let result = sb
-        .run(execution(code), Arc::new(TestBridge::default()))
-        .await;
+    let result = run(&sb, code).await;
     assert_eq!(
         value(&result),
         json!([
@@ -121,9 +119,7 @@ async fn bound_backends_keep_their_guarantees() {
                 Object.isFrozen(mcp), mcp === tools, mcp.test === test, Object.keys(mcp).sort(),
                 Object.isFrozen(__interfaces), tools.test.echo === test.echo];
     "#;
-    let result = sb
-        .run(execution(code), Arc::new(TestBridge::default()))
-        .await;
+    let result = run(&sb, code).await;
     assert_eq!(
         value(&result),
         json!([

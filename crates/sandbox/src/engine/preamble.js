@@ -176,36 +176,27 @@ export default function (natives) {
     };
     // A gateway hands over every tool of every backend and a script uses a few, so a backend's
     // object (and its declarations) is built the first time code touches it, from the native's
-    // list, with loops that no guest change to builtins can reach.
-    const objects = createObject(null);
-    const declarations = createObject(null);
-    const backendObject = (b) => {
-      if (objects[b] !== undefined) return objects[b];
-      const name = backendList[b][0];
-      const obj = createObject(null);
-      const tools = toolsOf(b);
-      for (let i = 0; i < tools.length; i++) {
-        const index = tools[i][0], tool = tools[i][1], jsTool = tools[i][2];
-        const fn = toolFunction(index, `${name}.${tool}`);
-        fixed(obj, jsTool, fn);
-        if (tool !== jsTool) fixed(obj, tool, fn, false);
-      }
-      objects[b] = freeze(obj);
-      return objects[b];
+    // list, with loops that no guest change to builtins can reach: once per backend, a frozen
+    // object with an entry per tool under its identifier and, hidden, under its own name.
+    const perBackend = (entry) => {
+      const built = createObject(null);
+      return (b) => {
+        if (built[b] !== undefined) return built[b];
+        const name = backendList[b][0];
+        const obj = createObject(null);
+        const tools = toolsOf(b);
+        for (let i = 0; i < tools.length; i++) {
+          const index = tools[i][0], tool = tools[i][1], jsTool = tools[i][2];
+          const value = entry(index, `${name}.${tool}`);
+          fixed(obj, jsTool, value);
+          if (tool !== jsTool) fixed(obj, tool, value, false);
+        }
+        built[b] = freeze(obj);
+        return built[b];
+      };
     };
-    const backendTypes = (b) => {
-      if (declarations[b] !== undefined) return declarations[b];
-      const types = createObject(null);
-      const tools = toolsOf(b);
-      for (let i = 0; i < tools.length; i++) {
-        const index = tools[i][0], tool = tools[i][1], jsTool = tools[i][2];
-        const text = declarationOf(index);
-        fixed(types, jsTool, text);
-        if (tool !== jsTool) fixed(types, tool, text, false);
-      }
-      declarations[b] = freeze(types);
-      return declarations[b];
-    };
+    const backendObject = perBackend(toolFunction);
+    const backendTypes = perBackend((index) => declarationOf(index));
     // On the global object: an accessor that puts what it built in its place on first use.
     const lazyGlobal = (key, build, enumerable) =>
       defineProperty(G, key, {
