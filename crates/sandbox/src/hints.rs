@@ -52,8 +52,8 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
             _ => ErrorKind::Runtime,
         },
     };
-    let (line, column) =
-        user_position(&error.stack, cx.positions).map_or((None, None), |(l, c)| (Some(l), Some(c)));
+    let (line, column) = crate::stacks::first_user_position(&error.stack, cx.positions)
+        .map_or((None, None), |(l, c)| (Some(l), Some(c)));
     let message = match kind {
         ErrorKind::Runtime | ErrorKind::Syntax | ErrorKind::ToolFailed | ErrorKind::ToolDenied => {
             format!("{}: {}", error.name, error.message)
@@ -87,17 +87,6 @@ fn out_of_memory_without_error_object(error: &GuestError, source: &str) -> bool 
     .iter()
     .any(|pattern| source.contains(pattern));
     bare && !user_could_throw_nothing
-}
-
-/// The first position in the user's code named by a QuickJS stack, mapped to the source.
-fn user_position(stack: &str, positions: &PositionMap) -> Option<(u32, u32)> {
-    let marker = format!("({}:", crate::engine::USER_FILE);
-    stack.lines().find_map(|frame| {
-        let start = frame.find(&marker)? + marker.len();
-        let rest = frame[start..].trim_end_matches(')');
-        let (line, column) = rest.split_once(':')?;
-        positions.to_source(line.parse().ok()?, column.parse().ok()?)
-    })
 }
 
 fn hint(kind: ErrorKind, error: &GuestError, cx: &HintContext) -> Option<String> {

@@ -23,10 +23,12 @@ pub mod protocol;
 pub mod region;
 mod result;
 pub mod single_call;
+mod stacks;
 pub mod transpile;
 pub mod worker;
 mod worker_output;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -112,6 +114,20 @@ impl Sandbox {
                 return result;
             }
         };
+        // Errors the code logged name positions in the wrapped script; point them at the
+        // user's own lines.
+        let logs = raw
+            .logs
+            .into_iter()
+            .map(|mut log| {
+                if let Cow::Owned(readable) =
+                    stacks::in_user_terms(&log.message, &transpiled.positions)
+                {
+                    log.message = readable;
+                }
+                log
+            })
+            .collect();
         let calls = raw.trace.len() as u32;
         let stats = ExecStats {
             wall_ms,
@@ -121,7 +137,7 @@ impl Sandbox {
         match raw.outcome {
             Ok(json) => ExecutionResult {
                 value: Some(serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))),
-                logs: raw.logs,
+                logs,
                 trace: raw.trace,
                 stats,
                 error: None,
@@ -135,7 +151,7 @@ impl Sandbox {
                 };
                 ExecutionResult {
                     value: None,
-                    logs: raw.logs,
+                    logs,
                     trace: raw.trace,
                     stats,
                     error: Some(hints::explain(&guest, &cx)),

@@ -209,6 +209,33 @@ async fn console_timers_context_and_host_functions() {
 }
 
 #[tokio::test]
+async fn logged_errors_point_at_the_users_own_lines() {
+    let sb = sandbox(1).await;
+    // TypeScript, so the wrapped script's lines and columns differ from these.
+    let code = "interface Row { id: number }
+function inner(rows: Row[]): never {
+  throw new Error(`bad rows: ${rows.length}`);
+}
+try { inner([]); } catch (e) { console.log(e); }
+try { await test.fail({}); } catch (e) { console.error(e); }
+return 1;";
+    let result = run(&sb, code).await;
+    assert_eq!(value(&result), json!(1));
+    let logs: Vec<&str> = result.logs.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(
+        logs[0],
+        // QuickJS places a `new` call at the last position it evaluated, here `rows.length`.
+        "Error: bad rows: 0\n    at inner (line 3, column 32)\n    at <anonymous> (line 5, column 7)\n",
+        "{logs:?}"
+    );
+    // A failed call's error names where the call was made, which is all the user can act on.
+    assert_eq!(
+        logs[1], "ToolError: it broke\n    at <anonymous> (line 6, column 18)\n",
+        "{logs:?}"
+    );
+}
+
+#[tokio::test]
 async fn web_basics_are_there_and_nothing_else() {
     let sb = sandbox(1).await;
     let code = r#"

@@ -81,7 +81,11 @@ export default function (natives) {
     if (typeof value === "bigint") return `${value}n`;
     if (typeof value === "function") return `[Function ${value.name || "anonymous"}]`;
     if (typeof value === "symbol" || value === undefined || value === null || typeof value !== "object") return String(value);
-    if (value instanceof Error) return value.stack ? `${value.name}: ${value.message}\n${value.stack}` : `${value.name}: ${value.message}`;
+    if (value instanceof Error) {
+      // A failed call's error also carries where the call was made (see `withSite`).
+      const stack = `${value.stack || ""}${value.callerStack || ""}`;
+      return stack ? `${value.name}: ${value.message}\n${stack}` : `${value.name}: ${value.message}`;
+    }
     if (seen.has(value)) return "[Circular]";
     seen.add(value);
     try {
