@@ -15,7 +15,7 @@
 use serde_json::{Map, Number, Value};
 
 use crate::hints::{self, HintContext};
-use crate::protocol::{CallFailure, GuestError, failure_error_name};
+use crate::protocol::{CallFailure, GuestError, ToolBinding, failure_error_name};
 use crate::result::ExecError;
 use crate::transpile::PositionMap;
 
@@ -125,7 +125,7 @@ fn js_whitespace(c: char) -> bool {
 /// gives: `structuredContent`, a single text item parsed as JSON when it is an object or
 /// array, that text otherwise, or the content array. A result with `isError` is the
 /// uncaught `ToolError` it would throw.
-pub fn map_tool_result(qualified: &str, raw: &Value) -> Result<Value, ExecError> {
+pub fn map_tool_result(tool: &ToolBinding, raw: &Value) -> Result<Value, ExecError> {
     let empty = Vec::new();
     let content = raw
         .get("content")
@@ -139,11 +139,11 @@ pub fn map_tool_result(qualified: &str, raw: &Value) -> Result<Value, ExecError>
             .collect::<Vec<_>>()
             .join("\n");
         let message = if text.is_empty() {
-            format!("{qualified} failed")
+            format!("{}.{} failed", tool.backend, tool.name)
         } else {
             text
         };
-        return Err(guest_failure("ToolError", message));
+        return Err(guest_failure("ToolError", message, Some(tool)));
     }
     if let Some(structured) = raw.get("structuredContent").filter(|v| !v.is_null()) {
         return Ok(js_json(structured.clone()));
@@ -175,13 +175,17 @@ fn truthy(value: &Value) -> bool {
 
 /// The error an execution ends in when a tool result with `isError` is not caught.
 pub fn tool_error(message: String) -> ExecError {
-    guest_failure("ToolError", message)
+    guest_failure("ToolError", message, None)
 }
 
 /// The error an execution ends in when a call fails (denied, backend down, timed out) and the
 /// rejection is not caught.
-pub fn call_failure(failure: &CallFailure) -> ExecError {
-    guest_failure(failure_error_name(&failure.kind), failure.message.clone())
+pub fn call_failure(failure: &CallFailure, tool: &ToolBinding) -> ExecError {
+    guest_failure(
+        failure_error_name(&failure.kind),
+        failure.message.clone(),
+        Some(tool),
+    )
 }
 
 /// The guest error of an execution that ran out of time.
@@ -208,7 +212,7 @@ pub(crate) fn output_limit_guest_error(chars: usize, max_chars: usize) -> GuestE
 
 /// The error of an execution that ran out of time with `in_flight` calls unfinished.
 pub fn timeout_error(wall_ms: u64, in_flight: u32) -> ExecError {
-    explain(&timeout_guest_error(wall_ms, in_flight))
+    explain(&timeout_guest_error(wall_ms, in_flight), None)
 }
 
 /// The error of a result over the output limit, if `value` is over it: the check the worker
@@ -216,27 +220,29 @@ pub fn timeout_error(wall_ms: u64, in_flight: u32) -> ExecError {
 pub fn check_output_limit(value: &Value, max_chars: usize) -> Result<(), ExecError> {
     let chars = serde_json::to_string(value).map_or(0, |s| s.chars().count());
     if chars > max_chars {
-        return Err(explain(&output_limit_guest_error(chars, max_chars)));
+        return Err(explain(&output_limit_guest_error(chars, max_chars), None));
     }
     Ok(())
 }
 
-fn guest_failure(name: &str, message: String) -> ExecError {
-    explain(&GuestError {
+fn guest_failure(name: &str, message: String, tool: Option<&ToolBinding>) -> ExecError {
+    let error = GuestError {
         kind: None,
         name: name.to_string(),
         message,
         stack: String::new(),
-    })
+    };
+    explain(&error, tool)
 }
 
-fn explain(error: &GuestError) -> ExecError {
+fn explain(error: &GuestError, failed_tool: Option<&ToolBinding>) -> ExecError {
     let positions = PositionMap::default();
     let cx = HintContext {
         source: "",
         tools: &[],
         host_functions: &[],
         positions: &positions,
+        failed_tool,
     };
     hints::explain(error, &cx)
 }
@@ -274,33 +280,43 @@ mod tests {
         );
     }
 
+    fn b_t() -> ToolBinding {
+        ToolBinding {
+            backend: "b".into(),
+            name: "t".into(),
+            js_backend: "b".into(),
+            js_tool: "t".into(),
+            declaration: String::new(),
+        }
+    }
+
     #[test]
     fn maps_results_like_the_preamble() {
         let structured =
             json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"a": 1.0}});
         assert_eq!(
-            map_tool_result("b.t", &structured).unwrap(),
+            map_tool_result(&b_t(), &structured).unwrap(),
             json!({"a": 1})
         );
         let parsed = json!({"content": [{"type": "text", "text": "\n [1, 2]"}]});
-        assert_eq!(map_tool_result("b.t", &parsed).unwrap(), json!([1, 2]));
+        assert_eq!(map_tool_result(&b_t(), &parsed).unwrap(), json!([1, 2]));
         // trimStart removes a BOM but JSON.parse refuses it: the text stays a string.
         let bom = json!({"content": [{"type": "text", "text": "\u{feff}[1]"}]});
-        assert_eq!(map_tool_result("b.t", &bom).unwrap(), json!("\u{feff}[1]"));
+        assert_eq!(map_tool_result(&b_t(), &bom).unwrap(), json!("\u{feff}[1]"));
         let text = json!({"content": [{"type": "text", "text": "{not json"}]});
-        assert_eq!(map_tool_result("b.t", &text).unwrap(), json!("{not json"));
+        assert_eq!(map_tool_result(&b_t(), &text).unwrap(), json!("{not json"));
         let two =
             json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]});
         assert_eq!(
-            map_tool_result("b.t", &two).unwrap(),
+            map_tool_result(&b_t(), &two).unwrap(),
             json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
         );
         let failed = json!({"isError": true, "content": [{"type": "text", "text": "boom"}]});
-        let error = map_tool_result("b.t", &failed).unwrap_err();
+        let error = map_tool_result(&b_t(), &failed).unwrap_err();
         assert_eq!(error.message, "ToolError: boom");
         let silent = json!({"isError": true, "content": []});
         assert_eq!(
-            map_tool_result("b.t", &silent).unwrap_err().message,
+            map_tool_result(&b_t(), &silent).unwrap_err().message,
             "ToolError: b.t failed"
         );
     }

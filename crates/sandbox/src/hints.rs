@@ -15,6 +15,9 @@ const META_TOOLS: &[&str] = &[
     "call_tool_chain",
 ];
 
+/// The longest declaration a hint quotes; a longer one is left to `tool_info`.
+const MAX_DECLARATION_IN_HINT: usize = 3000;
+
 /// What the hint builder knows about the execution.
 pub struct HintContext<'a> {
     /// The user's source.
@@ -25,6 +28,9 @@ pub struct HintContext<'a> {
     pub host_functions: &'a [String],
     /// Generated → source positions.
     pub positions: &'a PositionMap,
+    /// The tool whose failure ended the execution, when that is known for sure (the only
+    /// tool whose calls failed).
+    pub failed_tool: Option<&'a ToolBinding>,
 }
 
 /// Classifies a guest error and attaches position and hint.
@@ -97,13 +103,31 @@ fn hint(kind: ErrorKind, error: &GuestError, cx: &HintContext) -> Option<String>
         ErrorKind::Stack => Some("The call stack overflowed, usually from recursion without an end. Check the base case, or use a loop.".into()),
         ErrorKind::OutputLimit => Some("Return less: pick the fields you need (e.g. items.map(i => ({ id: i.id, title: i.title }))) or a count, not whole objects.".into()),
         ErrorKind::ToolDenied => Some("This execution is not allowed to call that tool. Use only tools listed by search_tools for this session.".into()),
-        ErrorKind::ToolFailed => tool_failed_hint(message),
+        ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool),
         ErrorKind::Runtime => runtime_hint(error, cx),
         _ => None,
     }
 }
 
-fn tool_failed_hint(message: &str) -> Option<String> {
+fn tool_failed_hint(message: &str, tool: Option<&ToolBinding>) -> Option<String> {
+    if rejected_arguments(message) {
+        return Some(match tool {
+            Some(tool)
+                if !tool.declaration.is_empty()
+                    && tool.declaration.chars().count() <= MAX_DECLARATION_IN_HINT =>
+            {
+                format!(
+                    "The tool rejected its arguments. {}.{} is declared as:\n{}\nPass arguments that match it.",
+                    tool.js_backend, tool.js_tool, tool.declaration
+                )
+            }
+            Some(tool) => format!(
+                "The tool rejected its arguments. Check them against tool_info(\"{}.{}\").",
+                tool.backend, tool.name
+            ),
+            None => "The tool rejected its arguments. Check them against its declaration: tool_info, or __getToolInterface(\"backend.tool\") in code.".into(),
+        });
+    }
     if message.contains("still starting") || message.contains("is restarting") {
         return Some("The backend is not ready yet. Retry in a few seconds; its status is in sandgate://backend/<name>.".into());
     }
@@ -111,6 +135,20 @@ fn tool_failed_hint(message: &str) -> Option<String> {
         return Some("The backend is down. Its status and last error are in sandgate://backend/<name>; use another tool meanwhile.".into());
     }
     Some("Catch it with try { ... } catch (e) { if (e instanceof ToolError) ... } to handle the failure in code; e.tool names the tool and e.content has its output.".into())
+}
+
+/// Whether a tool's failure says its arguments were wrong: JSON-RPC's "invalid params" code,
+/// or the wording MCP servers use for a failed schema check.
+fn rejected_arguments(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    [
+        "-32602",
+        "invalid arguments",
+        "invalid params",
+        "input validation error",
+    ]
+    .iter()
+    .any(|sign| lower.contains(sign))
 }
 
 fn runtime_hint(error: &GuestError, cx: &HintContext) -> Option<String> {

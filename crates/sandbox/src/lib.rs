@@ -148,15 +148,34 @@ impl Sandbox {
                     tools: &execution.tools,
                     host_functions: &execution.host_functions,
                     positions: &transpiled.positions,
+                    failed_tool: only_failed_tool(&raw.trace, &execution.tools),
                 };
+                let error = hints::explain(&guest, &cx);
                 ExecutionResult {
                     value: None,
                     logs,
                     trace: raw.trace,
                     stats,
-                    error: Some(hints::explain(&guest, &cx)),
+                    error: Some(error),
                 }
             }
         }
     }
+}
+
+/// The tool whose calls failed, if exactly one did (then its failure is what ended the run).
+fn only_failed_tool<'t>(trace: &[CallRecord], tools: &'t [ToolBinding]) -> Option<&'t ToolBinding> {
+    let mut failed = trace
+        .iter()
+        .filter(|call| !call.ok)
+        .map(|call| call.name.as_str());
+    let name = failed.next()?;
+    if failed.any(|other| other != name) {
+        return None;
+    }
+    tools.iter().find(|tool| {
+        name.strip_prefix(tool.backend.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            == Some(tool.name.as_str())
+    })
 }

@@ -75,13 +75,15 @@ async fn result_mapping_matches_the_preamble() {
         json!({"content": [{"type": "text", "text": "bad input"}], "isError": true}),
         json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "isError": true}),
         json!({"content": [], "isError": true}),
+        json!({"content": [{"type": "text", "text": "MCP error -32602: Invalid arguments for tool reply"}], "isError": true}),
     ];
+    let reply_tool = common::tool("t", "reply");
     for raw in raws {
         let code = format!("return await t.reply({{raw: {raw}}})");
         let ran = sandbox
             .run(execution(code), Arc::new(MirrorBridge::default()))
             .await;
-        match map_tool_result("t.reply", &raw) {
+        match map_tool_result(&reply_tool, &raw) {
             Ok(value) => {
                 assert_eq!(ran.error, None, "{raw}");
                 let ran = serde_json::to_string(&ran.value).expect("json");

@@ -113,3 +113,23 @@ async fn runtime_errors_point_at_the_users_line_through_typescript() {
     let e = error_of("interface A { x: number }\nconst a: A = { x: 1 };\nconst b = (a as any).missing.deep;\nreturn b;").await;
     assert_eq!((e.kind, e.line), (ErrorKind::Runtime, Some(3)), "{e:?}");
 }
+
+#[tokio::test]
+async fn arguments_the_tool_rejects() {
+    let e = error_of("const n = \"3\";\nreturn await test.strict({ count: n });").await;
+    assert_eq!((e.kind, e.line), (ErrorKind::ToolFailed, Some(2)), "{e:?}");
+    assert_eq!(
+        hint(&e),
+        "The tool rejected its arguments. test.strict is declared as:\nstrict(args: { count: number }): Promise<unknown>\nPass arguments that match it.",
+    );
+    // When calls to two different tools failed, which one ended the run is not certain: the
+    // hint then names no declaration rather than a wrong one.
+    let e = error_of(
+        "try { await test.fail({}); } catch (_) {}\nreturn await test.strict({ count: \"3\" });",
+    )
+    .await;
+    assert!(
+        hint(&e).starts_with("The tool rejected its arguments. Check them against its declaration"),
+        "{e:?}"
+    );
+}

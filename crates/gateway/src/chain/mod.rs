@@ -220,7 +220,7 @@ async fn direct_call(
         }
         Ok(Err(failure)) => {
             record.error = Some(failure.message.clone());
-            (None, Some(call_failure(&failure)))
+            (None, Some(call_failure(&failure, binding)))
         }
         Ok(Ok(text)) => {
             record.result_bytes = text.len();
@@ -231,7 +231,7 @@ async fn direct_call(
             let mapped = if raw {
                 Ok(direct::js_json(parsed))
             } else {
-                map_tool_result(&qualified, &parsed)
+                map_tool_result(binding, &parsed)
             };
             if let Err(e) = &mapped {
                 record.error = Some(e.message.clone());

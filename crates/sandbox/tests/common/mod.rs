@@ -57,7 +57,8 @@ fn sandgate_catalog_ident(name: &str) -> String {
 
 /// Tools: `test.echo` (structuredContent echo), `test.text` (one text item), `test.json_text`
 /// (text that is JSON), `test.multi` (two items), `test.fail` (isError), `test.slow` (sleeps
-/// `ms`), `my-server.get-sum` (hyphenated), and host function `addNumbers`.
+/// `ms`), `my-server.get-sum` (hyphenated), `test.strict` (rejects a `count` that is not a
+/// number), and host function `addNumbers`.
 pub fn tools() -> Arc<Vec<ToolBinding>> {
     Arc::new(vec![
         tool("test", "echo"),
@@ -69,6 +70,10 @@ pub fn tools() -> Arc<Vec<ToolBinding>> {
         tool("my-server", "get-sum"),
         tool("test", "starting"),
         tool("test", "garbage"),
+        ToolBinding {
+            declaration: "strict(args: { count: number }): Promise<unknown>".into(),
+            ..tool("test", "strict")
+        },
     ])
 }
 
@@ -140,6 +145,11 @@ async fn respond(name: &str, args: &Value) -> Result<String, CallFailure> {
                 + args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
             json!({"content": [{"type": "text", "text": format!("The sum is {sum}")}]})
         }
+        // Checks its arguments like an MCP server with an input schema.
+        "test.strict" if !args.get("count").is_some_and(Value::is_number) => {
+            json!({"content": [{"type": "text", "text": "MCP error -32602: Input validation error: Invalid arguments for tool strict: expected number, received string at count"}], "isError": true})
+        }
+        "test.strict" => json!({"content": [{"type": "text", "text": "counted"}]}),
         // A backend bug: the result is not JSON at all.
         "test.garbage" => return Ok("{not json".into()),
         "test.starting" => {
