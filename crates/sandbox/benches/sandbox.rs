@@ -109,6 +109,9 @@ fn execution_among(code: &str, backends: usize, per_backend: usize) -> Execution
     }
 }
 
+const TRIVIAL: &str = "return 1;";
+const THREE_AWAITED: &str = "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];";
+
 const SCRIPT_30_LINES: &str = r#"
 interface Issue { id: number; title: string; labels: string[]; state: "open" | "closed" }
 type Summary = { total: number; open: number; byLabel: Record<string, number> };
@@ -285,54 +288,64 @@ fn bench(c: &mut Criterion) {
     c.bench_function("transpile_30_line_script", |b| {
         b.iter(|| sandgate_sandbox::transpile::transpile(std::hint::black_box(SCRIPT_30_LINES)))
     });
-    for (name, code) in [
-        ("execute/trivial", "return 1;"),
+    // A gateway in front of twenty servers gives every execution all of their tools and the
+    // code uses one: `among_400_tools/*` minus the `execute/*` row of the same script is what
+    // the rest cost. `no_template/*` runs on workers that build a runtime per execution.
+    let rows = [
+        ("execute/trivial", &sandbox, execution(TRIVIAL)),
         (
             "execute/3_awaited_tool_calls",
-            "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];",
+            &sandbox,
+            execution(THREE_AWAITED),
         ),
         (
             "execute/0_calls_loop",
-            "let s = 0; for (let i = 0; i < 20; i++) s += i; return s;",
+            &sandbox,
+            execution("let s = 0; for (let i = 0; i < 20; i++) s += i; return s;"),
         ),
         (
             "execute/20_sequential_tool_calls",
-            "let s = 0; for (let i = 0; i < 20; i++) s += (await bench.echo({i})).i; return s;",
+            &sandbox,
+            execution(
+                "let s = 0; for (let i = 0; i < 20; i++) s += (await bench.echo({i})).i; return s;",
+            ),
         ),
         (
             "execute/20_parallel_tool_calls",
-            "const r = await Promise.all(Array.from({length: 20}, (_, i) => bench.echo({i}))); return r.length;",
+            &sandbox,
+            execution(
+                "const r = await Promise.all(Array.from({length: 20}, (_, i) => bench.echo({i}))); return r.length;",
+            ),
         ),
-        ("execute/30_line_ts_with_3_parallel_calls", SCRIPT_30_LINES),
-    ] {
-        let measure = timed(&sandbox, name, execution(code));
-        c.bench_function(name, |b| b.iter_custom(&measure));
-    }
-    // A gateway in front of twenty servers gives every execution all of their tools; the code
-    // uses one. What the rest cost is the difference from `execute/trivial` and
-    // `execute/3_awaited_tool_calls`.
-    for (name, code) in [
-        ("among_400_tools/trivial", "return 1;"),
+        (
+            "execute/30_line_ts_with_3_parallel_calls",
+            &sandbox,
+            execution(SCRIPT_30_LINES),
+        ),
+        (
+            "among_400_tools/trivial",
+            &sandbox,
+            execution_among(TRIVIAL, 20, 20),
+        ),
         (
             "among_400_tools/touch_a_20_tool_backend",
-            "return typeof server_0.do_thing_0;",
+            &sandbox,
+            execution_among("return typeof server_0.do_thing_0;", 20, 20),
         ),
         (
             "among_400_tools/3_awaited_tool_calls",
-            "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];",
+            &sandbox,
+            execution_among(THREE_AWAITED, 20, 20),
         ),
-    ] {
-        let measure = timed(&sandbox, name, execution_among(code, 20, 20));
-        c.bench_function(name, |b| b.iter_custom(&measure));
-    }
-    for (name, code) in [
-        ("no_template/trivial", "return 1;"),
+        ("no_template/trivial", &no_template, execution(TRIVIAL)),
         (
             "no_template/3_awaited_tool_calls",
-            "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];",
+            &no_template,
+            execution(THREE_AWAITED),
         ),
-    ] {
-        let measure = timed(&no_template, name, execution(code));
+    ];
+    for (name, pool, run) in rows {
+        let measure = timed(pool, name, run);
         c.bench_function(name, |b| b.iter_custom(&measure));
     }
 
@@ -340,11 +353,8 @@ fn bench(c: &mut Criterion) {
     // apart), so each worker has prepared its next fresh runtime before the next one comes.
     // Only the execution itself is timed; every execution still gets a never-used runtime.
     for (name, code) in [
-        ("paced/trivial", "return 1;"),
-        (
-            "paced/3_awaited_tool_calls",
-            "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];",
-        ),
+        ("paced/trivial", TRIVIAL),
+        ("paced/3_awaited_tool_calls", THREE_AWAITED),
     ] {
         let sandbox = sandbox.clone();
         let bridge = bridge.clone();
