@@ -66,6 +66,7 @@ async fn backends_bind_the_same_after_the_guest_replaces_builtins() {
     let sb = sandbox(1).await;
     // Everything the binding could lean on is broken before any backend is touched.
     let code = r#"
+        Object.freeze(globalThis);
         Object.defineProperty = () => { throw new Error("hijacked defineProperty"); };
         Object.create = () => ({ hijacked: true });
         Object.freeze = (o) => o;

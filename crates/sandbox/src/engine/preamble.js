@@ -201,7 +201,8 @@ export default function (natives) {
     };
     const backendObject = perBackend(toolFunction);
     const backendTypes = perBackend((index) => declarationOf(index));
-    // On the global object: an accessor that puts what it built in its place on first use.
+    // On the global object: an accessor that puts what it built in its place on first use
+    // (and keeps answering with it if code froze the global object first).
     const lazyGlobal = (key, build, enumerable) =>
       defineProperty(G, key, {
         __proto__: null,
@@ -209,7 +210,11 @@ export default function (natives) {
         enumerable,
         get() {
           const value = build();
-          fixed(G, key, value, enumerable);
+          try {
+            fixed(G, key, value, enumerable);
+          } catch (_) {
+            /* not configurable any more: the accessor stays */
+          }
           return value;
         },
       });
