@@ -3,6 +3,8 @@
 //! misspelled tool, a bare tool name, a meta-tool called from code, `fetch`/`require`/`import`,
 //! a result that cannot be serialized, and limit hits).
 
+mod unawaited;
+
 use crate::protocol::{GuestError, ToolBinding};
 use crate::result::{ErrorKind, ExecError};
 use crate::transpile::PositionMap;
@@ -42,7 +44,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
             message,
             line: None,
             column: None,
-            hint: hint(ErrorKind::Memory, error, cx),
+            hint: hint(ErrorKind::Memory, error, cx, None),
         };
     }
     let kind = match error.kind.as_deref() {
@@ -60,8 +62,17 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
     };
     let (line, column) = crate::stacks::first_user_position(&error.stack, cx.positions)
         .map_or((None, None), |(l, c)| (Some(l), Some(c)));
-    let message = match kind {
-        ErrorKind::Runtime | ErrorKind::Syntax | ErrorKind::ToolFailed | ErrorKind::ToolDenied => {
+    // QuickJS does not say what was not a function; the source at the error's position does.
+    let not_a_function = (kind == ErrorKind::Runtime && error.message == "not a function")
+        .then(|| line.zip(column))
+        .flatten()
+        .and_then(|(l, c)| unawaited::expression_at(cx.source, l, c));
+    let message = match (kind, not_a_function) {
+        (_, Some(expression)) => format!("{}: {expression} is not a function", error.name),
+        (
+            ErrorKind::Runtime | ErrorKind::Syntax | ErrorKind::ToolFailed | ErrorKind::ToolDenied,
+            None,
+        ) => {
             format!("{}: {}", error.name, error.message)
         }
         _ => error.message.clone(),
@@ -71,7 +82,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         message,
         line,
         column,
-        hint: hint(kind, error, cx),
+        hint: hint(kind, error, cx, line.zip(column)),
     }
 }
 
@@ -95,7 +106,13 @@ fn out_of_memory_without_error_object(error: &GuestError, source: &str) -> bool 
     bare && !user_could_throw_nothing
 }
 
-fn hint(kind: ErrorKind, error: &GuestError, cx: &HintContext) -> Option<String> {
+/// `at`: where the error happened in the user's code, if known.
+fn hint(
+    kind: ErrorKind,
+    error: &GuestError,
+    cx: &HintContext,
+    at: Option<(u32, u32)>,
+) -> Option<String> {
     let message = error.message.as_str();
     match kind {
         ErrorKind::Timeout => Some("The code ran out of time. Look for an endless loop; run independent calls together with Promise.all; or ask for fewer items per call.".into()),
@@ -104,7 +121,7 @@ fn hint(kind: ErrorKind, error: &GuestError, cx: &HintContext) -> Option<String>
         ErrorKind::OutputLimit => Some("Return less: pick the fields you need (e.g. items.map(i => ({ id: i.id, title: i.title }))) or a count, not whole objects.".into()),
         ErrorKind::ToolDenied => Some("This execution is not allowed to call that tool. Use only tools listed by search_tools for this session.".into()),
         ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool),
-        ErrorKind::Runtime => runtime_hint(error, cx),
+        ErrorKind::Runtime => runtime_hint(error, cx, at),
         _ => None,
     }
 }
@@ -151,7 +168,7 @@ fn rejected_arguments(message: &str) -> bool {
     .any(|sign| lower.contains(sign))
 }
 
-fn runtime_hint(error: &GuestError, cx: &HintContext) -> Option<String> {
+fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) -> Option<String> {
     let message = error.message.as_str();
     if let Some(name) = message.strip_suffix(" is not initialized") {
         if backend_names(cx).any(|b| b == name) {
@@ -176,7 +193,7 @@ fn runtime_hint(error: &GuestError, cx: &HintContext) -> Option<String> {
         );
     }
     if message == "not a function" || message.starts_with("cannot read property") {
-        return unknown_member_hint(cx).or_else(|| {
+        return unknown_member_hint(cx).or_else(|| unawaited_hint(cx, at)).or_else(|| {
             Some("A value is not what the code expects. If it came from a tool, check the shape of its result: results follow the tool's declared output type (tool_info, or __getToolInterface(\"backend.tool\") in code); a tool without one returns text or its content array.".into())
         });
     }
@@ -225,6 +242,19 @@ fn not_defined_hint(name: &str, cx: &HintContext) -> String {
             list(backend_names(cx))
         ),
     }
+}
+
+/// For a Promise used as a result: the failing expression's variable was assigned from a
+/// tool call without `await`.
+fn unawaited_hint(cx: &HintContext, at: Option<(u32, u32)>) -> Option<String> {
+    let (line, column) = at?;
+    let expression = unawaited::expression_at(cx.source, line, column)?;
+    let variable = expression.split(['.', '?']).next()?;
+    let backends: Vec<&str> = backend_names(cx).collect();
+    let call = unawaited::unawaited_call(cx.source, variable, &backends)?;
+    Some(format!(
+        "`{variable}` holds a Promise, not the tool's result: `{call}(...)` was called without `await`. Write `await {call}(...)`."
+    ))
 }
 
 /// For `backend.misspelled(...)` or `mcp.nobackend.tool(...)`: finds the member in the source

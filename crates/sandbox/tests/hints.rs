@@ -133,3 +133,36 @@ async fn arguments_the_tool_rejects() {
         "{e:?}"
     );
 }
+
+#[tokio::test]
+async fn a_tool_call_without_await() {
+    let e = error_of("const r = test.text({});\nreturn r.toUpperCase();").await;
+    assert_eq!(
+        (e.kind, e.message.as_str(), e.line),
+        (
+            ErrorKind::Runtime,
+            "TypeError: r.toUpperCase is not a function",
+            Some(2)
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        hint(&e),
+        "`r` holds a Promise, not the tool's result: `test.text(...)` was called without `await`. Write `await test.text(...)`."
+    );
+    let e = error_of("let graph;\ngraph = mcp.test.echo({ a: 1 });\nreturn graph.echo.a;").await;
+    assert!(
+        hint(&e).starts_with("`graph` holds a Promise") && hint(&e).contains("`test.echo(...)`"),
+        "{e:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_value_that_is_not_a_function_is_named() {
+    let e = error_of("const s = \"x\";\nreturn s.nope();").await;
+    assert_eq!(e.message, "TypeError: s.nope is not a function", "{e:?}");
+    assert!(
+        hint(&e).starts_with("A value is not what the code expects"),
+        "{e:?}"
+    );
+}

@@ -1,0 +1,130 @@
+//! The most common slip in model-written code: a tool call without `await`, whose Promise is
+//! then used as if it were the result (`r.toUpperCase()`, `r.items[0]`). QuickJS only says
+//! "not a function" or "cannot read property"; this finds what the failing expression was and
+//! whether its variable was assigned from an un-awaited call, by reading the source text (on
+//! the error path only).
+
+/// The dotted expression that ends at the identifier at `column` (1-based, in characters) of
+/// `line` (1-based): `r.toUpperCase` for a QuickJS "not a function" at `toUpperCase`.
+pub(super) fn expression_at(source: &str, line: u32, column: u32) -> Option<&str> {
+    let text = source.lines().nth(line.checked_sub(1)? as usize)?;
+    let at = text
+        .char_indices()
+        .nth(column.checked_sub(1)? as usize)
+        .map(|(i, _)| i)?;
+    let bytes = text.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    let mut end = at;
+    while end < bytes.len() && is_ident(bytes[end]) {
+        end += 1;
+    }
+    let mut start = at;
+    while start > 0 && (is_ident(bytes[start - 1]) || matches!(bytes[start - 1], b'.' | b'?')) {
+        start -= 1;
+    }
+    let expression = &text[start..end];
+    // A chain that starts after `]` or `)` has no name to give (`a[0].b`, `f().b`).
+    let root_is_identifier = expression
+        .as_bytes()
+        .first()
+        .is_some_and(|&b| is_ident(b) && !b.is_ascii_digit());
+    (end > at && root_is_identifier).then_some(expression)
+}
+
+/// If `variable` is assigned somewhere in `source` straight from a tool call with no `await`
+/// (`const r = backend.tool(`, `r = mcp.backend.tool(`), that call's `backend.tool`.
+pub(super) fn unawaited_call<'s>(
+    source: &'s str,
+    variable: &str,
+    backends: &[&str],
+) -> Option<&'s str> {
+    let bytes = source.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    let mut from = 0;
+    while let Some(found) = source[from..].find(variable) {
+        let start = from + found;
+        let end = start + variable.len();
+        from = end;
+        let whole_word = (start == 0 || !is_ident(bytes[start - 1]) && bytes[start - 1] != b'.')
+            && bytes.get(end).is_none_or(|&b| !is_ident(b));
+        if !whole_word {
+            continue;
+        }
+        let rest = source[end..].trim_start();
+        // An assignment, not a comparison or an arrow.
+        let Some(value) = rest
+            .strip_prefix('=')
+            .filter(|v| !v.starts_with(['=', '>']))
+        else {
+            continue;
+        };
+        let value = value.trim_start();
+        let call = value
+            .strip_prefix("mcp.")
+            .or_else(|| value.strip_prefix("tools."))
+            .unwrap_or(value);
+        let Some(backend) = backends
+            .iter()
+            .find(|b| call.strip_prefix(**b).is_some_and(|r| r.starts_with('.')))
+        else {
+            continue;
+        };
+        let tool_start = backend.len() + 1;
+        let tool_len = call[tool_start..]
+            .bytes()
+            .take_while(|&b| is_ident(b))
+            .count();
+        if tool_len > 0 && call[tool_start + tool_len..].trim_start().starts_with('(') {
+            return Some(&call[..tool_start + tool_len]);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_failing_expression() {
+        let source = "const r = x();\nreturn r.items[0].title.toUpperCase();";
+        assert_eq!(
+            expression_at(source, 2, 25),
+            None,
+            "the chain starts after `]`"
+        );
+        assert_eq!(expression_at(source, 2, 10), Some("r.items"));
+        let chained = "return a?.b.c();";
+        assert_eq!(expression_at(chained, 1, 13), Some("a?.b.c"));
+        assert_eq!(expression_at(chained, 1, 40), None, "past the line");
+        assert_eq!(
+            expression_at("return 1 + (2)();", 1, 12),
+            None,
+            "no name there"
+        );
+    }
+
+    #[test]
+    fn finds_assignments_from_unawaited_calls() {
+        let backends = ["everything", "memory"];
+        let source = "const r = everything.echo({ message: \"x\" });\nreturn r.toUpperCase();";
+        assert_eq!(
+            unawaited_call(source, "r", &backends),
+            Some("everything.echo")
+        );
+        let aliased = "let graph;\ngraph = mcp.memory.read_graph({});";
+        assert_eq!(
+            unawaited_call(aliased, "graph", &backends),
+            Some("memory.read_graph")
+        );
+        for fine in [
+            "const r = await everything.echo({});",
+            "const r = other.echo({});",
+            "const result = everything.echo({});",
+            "if (r == everything.echo) {}",
+            "const r = everything.echo;",
+        ] {
+            assert_eq!(unawaited_call(fine, "r", &backends), None, "{fine}");
+        }
+    }
+}
