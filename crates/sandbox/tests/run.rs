@@ -236,6 +236,27 @@ return 1;";
 }
 
 #[tokio::test]
+async fn maps_sets_and_promises_do_not_turn_into_empty_objects() {
+    let sb = sandbox(1).await;
+    let code = r#"
+        const sent = await test.echo({ tags: new Set(["a", "b"]), counts: new Map([["x", 1]]) });
+        console.log(test.text({}));
+        console.log(new Map([["k", new Set([1])]]));
+        return { sent, result: { m: new Map([["a", 1], ["b", 2]]), s: new Set([3]) } };
+    "#;
+    let result = run(&sb, code).await;
+    assert_eq!(
+        value(&result),
+        json!({
+            "sent": {"echo": {"tags": ["a", "b"], "counts": {"x": 1}}},
+            "result": {"m": {"a": 1, "b": 2}, "s": [3]}
+        })
+    );
+    let logs: Vec<&str> = result.logs.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(logs, ["[object Promise]", "{\"k\":[1]}"]);
+}
+
+#[tokio::test]
 async fn web_basics_are_there_and_nothing_else() {
     let sb = sandbox(1).await;
     let code = r#"

@@ -43,6 +43,16 @@ export default function (natives) {
   }
   fixed(G, "ToolError", ToolError, false);
 
+  // Results and call arguments travel as JSON, where a Map or a Set would silently become
+  // `{}`: they become an object of their entries and an array instead. Like any builtin
+  // method, code may replace these.
+  const fromEntries = Object.fromEntries;
+  const arrayFrom = Array.from;
+  const method = (proto, name, fn) =>
+    defineProperty(proto, name, { __proto__: null, value: fn, writable: true, enumerable: false, configurable: true });
+  method(Map.prototype, "toJSON", function toJSON() { return fromEntries(this); });
+  method(Set.prototype, "toJSON", function toJSON() { return arrayFrom(this); });
+
   const textOf = (content) =>
     (Array.isArray(content) ? content : [])
       .filter((c) => c && c.type === "text")
@@ -81,6 +91,9 @@ export default function (natives) {
     if (typeof value === "bigint") return `${value}n`;
     if (typeof value === "function") return `[Function ${value.name || "anonymous"}]`;
     if (typeof value === "symbol" || value === undefined || value === null || typeof value !== "object") return String(value);
+    // Not `{}`: a Promise logged where its value was meant lacks an `await`, and
+    // "[object Promise]" is the symptom every JavaScript programmer knows.
+    if (value instanceof NativePromise) return "[object Promise]";
     if (value instanceof Error) {
       // A failed call's error also carries where the call was made (see `withSite`).
       const stack = `${value.stack || ""}${value.callerStack || ""}`;
