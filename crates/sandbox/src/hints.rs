@@ -3,7 +3,7 @@
 //! misspelled tool, a bare tool name, a meta-tool called from code, `fetch`/`require`/`import`,
 //! a result that cannot be serialized, and limit hits).
 
-mod unawaited;
+mod expressions;
 
 use crate::protocol::{GuestError, ToolBinding};
 use crate::result::{ErrorKind, ExecError};
@@ -66,7 +66,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
     let not_a_function = (kind == ErrorKind::Runtime && error.message == "not a function")
         .then(|| line.zip(column))
         .flatten()
-        .and_then(|(l, c)| unawaited::expression_at(cx.source, l, c));
+        .and_then(|(l, c)| expressions::expression_at(cx.source, l, c));
     let message = match (kind, not_a_function) {
         (_, Some(expression)) => format!("{}: {expression} is not a function", error.name),
         (
@@ -194,7 +194,13 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
     }
     if message == "not a function" || message.starts_with("cannot read property") {
         return unknown_member_hint(cx).or_else(|| unawaited_hint(cx, at)).or_else(|| {
-            Some("A value is not what the code expects. If it came from a tool, check the shape of its result: results follow the tool's declared output type (tool_info, or __getToolInterface(\"backend.tool\") in code); a tool without one returns text or its content array.".into())
+            let shape = "If it came from a tool, check the shape of its result: results follow the tool's declared output type (tool_info, or __getToolInterface(\"backend.tool\") in code); a tool without one returns text or its content array.";
+            Some(match undefined_holder(message, cx, at) {
+                Some((holder, property, nothing)) => format!(
+                    "`{holder}` is {nothing}, so `{property}` cannot be read from it. {shape}"
+                ),
+                None => format!("A value is not what the code expects. {shape}"),
+            })
         });
     }
     None
@@ -244,14 +250,28 @@ fn not_defined_hint(name: &str, cx: &HintContext) -> String {
     }
 }
 
+/// For "cannot read property 'p' of undefined": the expression on the error's line that `p`
+/// was read from, with the property and what the holder was.
+fn undefined_holder<'s>(
+    message: &'s str,
+    cx: &HintContext<'s>,
+    at: Option<(u32, u32)>,
+) -> Option<(&'s str, &'s str, &'s str)> {
+    let (line, _) = at?;
+    let rest = message.strip_prefix("cannot read property '")?;
+    let (property, nothing) = rest.split_once("' of ")?;
+    let holder = expressions::holder_of(cx.source, line, property)?;
+    Some((holder, property, nothing))
+}
+
 /// For a Promise used as a result: the failing expression's variable was assigned from a
 /// tool call without `await`.
 fn unawaited_hint(cx: &HintContext, at: Option<(u32, u32)>) -> Option<String> {
     let (line, column) = at?;
-    let expression = unawaited::expression_at(cx.source, line, column)?;
+    let expression = expressions::expression_at(cx.source, line, column)?;
     let variable = expression.split(['.', '?']).next()?;
     let backends: Vec<&str> = backend_names(cx).collect();
-    let call = unawaited::unawaited_call(cx.source, variable, &backends)?;
+    let call = expressions::unawaited_call(cx.source, variable, &backends)?;
     Some(format!(
         "`{variable}` holds a Promise, not the tool's result: `{call}(...)` was called without `await`. Write `await {call}(...)`."
     ))

@@ -166,3 +166,21 @@ async fn a_value_that_is_not_a_function_is_named() {
         "{e:?}"
     );
 }
+
+#[tokio::test]
+async fn a_property_read_from_undefined_names_what_was_undefined() {
+    let e = error_of("const r = await test.text({});\nreturn r.data.items.length;").await;
+    assert_eq!(
+        (e.kind, e.message.as_str(), e.line),
+        (
+            ErrorKind::Runtime,
+            "TypeError: cannot read property 'items' of undefined",
+            Some(2)
+        ),
+        "{e:?}"
+    );
+    assert!(
+        hint(&e).starts_with("`r.data` is undefined, so `items` cannot be read from it. If it came from a tool, check the shape of its result"),
+        "{e:?}"
+    );
+}

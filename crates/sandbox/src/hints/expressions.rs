@@ -1,8 +1,8 @@
-//! The most common slip in model-written code: a tool call without `await`, whose Promise is
-//! then used as if it were the result (`r.toUpperCase()`, `r.items[0]`). QuickJS only says
-//! "not a function" or "cannot read property"; this finds what the failing expression was and
-//! whether its variable was assigned from an un-awaited call, by reading the source text (on
-//! the error path only).
+//! Reading the user's source around an error, for what QuickJS leaves out of its messages:
+//! which expression was "not a function", which one was undefined when a property was read
+//! from it, and whether a variable holds the Promise of a tool call made without `await`
+//! (models' most common slip: `const r = backend.tool(...)`, then `r.items`). Text-based, and
+//! run on the error path only.
 
 /// The dotted expression that ends at the identifier at `column` (1-based, in characters) of
 /// `line` (1-based): `r.toUpperCase` for a QuickJS "not a function" at `toUpperCase`.
@@ -29,6 +29,54 @@ pub(super) fn expression_at(source: &str, line: u32, column: u32) -> Option<&str
         .first()
         .is_some_and(|&b| is_ident(b) && !b.is_ascii_digit());
     (end > at && root_is_identifier).then_some(expression)
+}
+
+/// On line `line` (1-based) of `source`, the dotted expression that `.property` (or
+/// `[property]`, `["property"]`) is read from, when the line reads it from exactly one:
+/// `r.data` for "cannot read property 'items' of undefined" on `return r.data.items.length`.
+pub(super) fn holder_of<'s>(source: &'s str, line: u32, property: &str) -> Option<&'s str> {
+    let text = source.lines().nth(line.checked_sub(1)? as usize)?;
+    let bytes = text.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    let accesses = [
+        format!(".{property}"),
+        format!("[{property}]"),
+        format!("[\"{property}\"]"),
+        format!("['{property}']"),
+    ];
+    let mut holders: Vec<&str> = Vec::new();
+    for access in &accesses {
+        for (at, _) in text.match_indices(access.as_str()) {
+            let after = at + access.len();
+            if access.starts_with('.') && bytes.get(after).is_some_and(|&b| is_ident(b)) {
+                continue; // `.items` inside `.itemsCount`
+            }
+            // `?.` reads the same property.
+            let end = if at > 0 && bytes[at - 1] == b'?' {
+                at - 1
+            } else {
+                at
+            };
+            let mut start = end;
+            while start > 0
+                && (is_ident(bytes[start - 1]) || matches!(bytes[start - 1], b'.' | b'?'))
+            {
+                start -= 1;
+            }
+            let holder = &text[start..end];
+            let named = holder
+                .as_bytes()
+                .first()
+                .is_some_and(|&b| is_ident(b) && !b.is_ascii_digit());
+            if named && !holders.contains(&holder) {
+                holders.push(holder);
+            }
+        }
+    }
+    match holders.as_slice() {
+        [only] => Some(only),
+        _ => None,
+    }
 }
 
 /// If `variable` is assigned somewhere in `source` straight from a tool call with no `await`
@@ -102,6 +150,18 @@ mod tests {
             None,
             "no name there"
         );
+    }
+
+    #[test]
+    fn finds_what_a_property_was_read_from() {
+        let source = "const r = x();\nreturn r.data.items.length + r.data?.itemsCount;";
+        assert_eq!(holder_of(source, 2, "items"), Some("r.data"));
+        assert_eq!(holder_of(source, 2, "itemsCount"), Some("r.data"));
+        assert_eq!(holder_of("a.rows[0].id", 1, "0"), Some("a.rows"));
+        assert_eq!(holder_of("a[\"k\"].b", 1, "k"), Some("a"));
+        assert_eq!(holder_of("a.x + b.x", 1, "x"), None, "two candidates");
+        assert_eq!(holder_of("f().x", 1, "x"), None, "no name");
+        assert_eq!(holder_of("a.x", 2, "x"), None, "no such line");
     }
 
     #[test]
