@@ -323,7 +323,7 @@ fn unknown_member_hint(cx: &HintContext) -> Option<String> {
 /// Every `a.b` in the source where both sides are identifiers.
 fn member_accesses(source: &str) -> Vec<(&str, &str)> {
     let bytes = source.as_bytes();
-    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    let is_ident = expressions::is_ident;
     let mut found = Vec::new();
     let mut i = 0;
     while i < bytes.len() {

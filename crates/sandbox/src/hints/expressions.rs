@@ -4,6 +4,30 @@
 //! (models' most common slip: `const r = backend.tool(...)`, then `r.items`). Text-based, and
 //! run on the error path only.
 
+/// Whether `b` can be part of a JavaScript identifier (ASCII only, which is what models write).
+pub(super) fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
+}
+
+/// Where the dotted chain (`a.b?.c`) that ends at byte `end` of `text` starts.
+fn chain_start(text: &str, end: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut start = end;
+    while start > 0 && (is_ident(bytes[start - 1]) || matches!(bytes[start - 1], b'.' | b'?')) {
+        start -= 1;
+    }
+    start
+}
+
+/// Whether a chain starts with a name (not after `]` or `)`, as in `a[0].b` or `f().b`, which
+/// have no name to give).
+fn named(chain: &str) -> bool {
+    chain
+        .as_bytes()
+        .first()
+        .is_some_and(|&b| is_ident(b) && !b.is_ascii_digit())
+}
+
 /// The dotted expression that ends at the identifier at `column` (1-based, in characters) of
 /// `line` (1-based): `r.toUpperCase` for a QuickJS "not a function" at `toUpperCase`.
 pub(super) fn expression_at(source: &str, line: u32, column: u32) -> Option<&str> {
@@ -12,23 +36,9 @@ pub(super) fn expression_at(source: &str, line: u32, column: u32) -> Option<&str
         .char_indices()
         .nth(column.checked_sub(1)? as usize)
         .map(|(i, _)| i)?;
-    let bytes = text.as_bytes();
-    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
-    let mut end = at;
-    while end < bytes.len() && is_ident(bytes[end]) {
-        end += 1;
-    }
-    let mut start = at;
-    while start > 0 && (is_ident(bytes[start - 1]) || matches!(bytes[start - 1], b'.' | b'?')) {
-        start -= 1;
-    }
-    let expression = &text[start..end];
-    // A chain that starts after `]` or `)` has no name to give (`a[0].b`, `f().b`).
-    let root_is_identifier = expression
-        .as_bytes()
-        .first()
-        .is_some_and(|&b| is_ident(b) && !b.is_ascii_digit());
-    (end > at && root_is_identifier).then_some(expression)
+    let end = at + text[at..].bytes().take_while(|&b| is_ident(b)).count();
+    let expression = &text[chain_start(text, at)..end];
+    (end > at && named(expression)).then_some(expression)
 }
 
 /// On line `line` (1-based) of `source`, the dotted expression that `.property` (or
@@ -37,7 +47,6 @@ pub(super) fn expression_at(source: &str, line: u32, column: u32) -> Option<&str
 pub(super) fn holder_of<'s>(source: &'s str, line: u32, property: &str) -> Option<&'s str> {
     let text = source.lines().nth(line.checked_sub(1)? as usize)?;
     let bytes = text.as_bytes();
-    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
     let accesses = [
         format!(".{property}"),
         format!("[{property}]"),
@@ -57,18 +66,8 @@ pub(super) fn holder_of<'s>(source: &'s str, line: u32, property: &str) -> Optio
             } else {
                 at
             };
-            let mut start = end;
-            while start > 0
-                && (is_ident(bytes[start - 1]) || matches!(bytes[start - 1], b'.' | b'?'))
-            {
-                start -= 1;
-            }
-            let holder = &text[start..end];
-            let named = holder
-                .as_bytes()
-                .first()
-                .is_some_and(|&b| is_ident(b) && !b.is_ascii_digit());
-            if named && !holders.contains(&holder) {
+            let holder = &text[chain_start(text, end)..end];
+            if named(holder) && !holders.contains(&holder) {
                 holders.push(holder);
             }
         }
@@ -87,7 +86,6 @@ pub(super) fn unawaited_call<'s>(
     backends: &[&str],
 ) -> Option<&'s str> {
     let bytes = source.as_bytes();
-    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
     let mut from = 0;
     while let Some(found) = source[from..].find(variable) {
         let start = from + found;
