@@ -53,10 +53,12 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         Some("stack") => ErrorKind::Stack,
         Some("output_limit") => ErrorKind::OutputLimit,
         Some("internal") => ErrorKind::Internal,
+        // Only code QuickJS could not compile; a `SyntaxError` thrown while the code runs
+        // (`JSON.parse` of text that is not JSON) is a runtime error.
+        Some("syntax") => ErrorKind::Syntax,
         _ => match error.name.as_str() {
             "ToolError" | "ToolCallError" | "ToolTimeoutError" => ErrorKind::ToolFailed,
             "ToolDeniedError" => ErrorKind::ToolDenied,
-            "SyntaxError" => ErrorKind::Syntax,
             _ => ErrorKind::Runtime,
         },
     };
@@ -182,6 +184,9 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
     }
     if let Some(name) = message.strip_suffix(" is not defined") {
         return Some(not_defined_hint(name, cx));
+    }
+    if error.name == "SyntaxError" && cx.source.contains("JSON.parse") {
+        return Some("JSON.parse was given text that is not JSON. Tool results arrive already parsed: JSON text as an object or array, any other text as a string, so they need no JSON.parse.".into());
     }
     if message.contains("circular") {
         return Some("The returned value refers to itself, which JSON cannot express. Return a plain copy of the fields you need.".into());

@@ -184,3 +184,11 @@ async fn a_property_read_from_undefined_names_what_was_undefined() {
         "{e:?}"
     );
 }
+
+#[tokio::test]
+async fn json_parse_of_a_result_is_a_runtime_error_not_a_syntax_error() {
+    let e = error_of("const text = await test.text({});\nreturn JSON.parse(text);").await;
+    assert_eq!((e.kind, e.line), (ErrorKind::Runtime, Some(2)), "{e:?}");
+    assert!(e.message.starts_with("SyntaxError: "), "{e:?}");
+    assert!(hint(&e).contains("arrive already parsed"), "{e:?}");
+}

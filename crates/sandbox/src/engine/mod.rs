@@ -261,10 +261,18 @@ fn run_loop(
         options.global = true;
         options.strict = true;
         options.filename = Some(USER_FILE.to_string());
+        // Evaluating the wrapped script only starts it (its body is an async function), so
+        // what this step throws is QuickJS refusing to compile the code.
         let value: Value = ctx
             .eval_with_options(request.js.as_bytes().to_vec(), options)
             .catch(&ctx)
-            .map_err(|e| guest_error(&ctx, e, deadline))?;
+            .map_err(|e| {
+                let mut error = guest_error(&ctx, e, deadline);
+                if error.kind.is_none() && error.name == "SyntaxError" {
+                    error.kind = Some("syntax".into());
+                }
+                error
+            })?;
         let promise = value
             .into_promise()
             .ok_or_else(|| internal("the wrapped script did not produce a promise".into()))?;
