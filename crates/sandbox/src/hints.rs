@@ -62,8 +62,15 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
             _ => ErrorKind::Runtime,
         },
     };
-    let (line, column) = crate::stacks::first_user_position(&error.stack, cx.positions)
+    let (line, mut column) = crate::stacks::first_user_position(&error.stack, cx.positions)
         .map_or((None, None), |(l, c)| (Some(l), Some(c)));
+    // A failed call points at the call, not at whatever argument QuickJS evaluated last.
+    if let (ErrorKind::ToolFailed | ErrorKind::ToolDenied, Some(tool), Some((l, c))) =
+        (kind, cx.failed_tool, line.zip(column))
+    {
+        let callee = format!("{}.{}", tool.js_backend, tool.js_tool);
+        column = expressions::call_column(cx.source, l, c, &callee).or(column);
+    }
     // QuickJS does not say what was not a function; the source at the error's position does.
     let not_a_function = (kind == ErrorKind::Runtime && error.message == "not a function")
         .then(|| line.zip(column))

@@ -117,7 +117,12 @@ async fn runtime_errors_point_at_the_users_line_through_typescript() {
 #[tokio::test]
 async fn arguments_the_tool_rejects() {
     let e = error_of("const n = \"3\";\nreturn await test.strict({ count: n });").await;
-    assert_eq!((e.kind, e.line), (ErrorKind::ToolFailed, Some(2)), "{e:?}");
+    // The position is the call's, not that of the argument QuickJS evaluated last (`n`).
+    assert_eq!(
+        (e.kind, e.line, e.column),
+        (ErrorKind::ToolFailed, Some(2), Some(14)),
+        "{e:?}"
+    );
     assert_eq!(
         hint(&e),
         "The tool rejected its arguments. test.strict is declared as:\nstrict(args: { count: number }): Promise<unknown>\nPass arguments that match it.",

@@ -78,6 +78,26 @@ pub(super) fn holder_of<'s>(source: &'s str, line: u32, property: &str) -> Optio
     }
 }
 
+/// Where, on line `line` of `source`, the last `callee` (`backend.tool`) before `column`
+/// starts, as a 1-based column: QuickJS places a call at the last thing it evaluated before
+/// calling (often inside the arguments), while the user looks for the call itself.
+pub(super) fn call_column(source: &str, line: u32, column: u32, callee: &str) -> Option<u32> {
+    let text = source.lines().nth(line.checked_sub(1)? as usize)?;
+    let limit = text
+        .char_indices()
+        .nth(column.checked_sub(1)? as usize)
+        .map_or(text.len(), |(i, _)| i);
+    let bytes = text.as_bytes();
+    let at = text
+        .match_indices(callee)
+        .map(|(at, _)| at)
+        .filter(|&at| at <= limit)
+        .filter(|&at| at == 0 || !is_ident(bytes[at - 1]))
+        .filter(|&at| bytes.get(at + callee.len()).is_none_or(|&b| !is_ident(b)))
+        .last()?;
+    Some(text[..at].chars().count() as u32 + 1)
+}
+
 /// If `variable` is assigned somewhere in `source` straight from a tool call with no `await`
 /// (`const r = backend.tool(`, `r = mcp.backend.tool(`), that call's `backend.tool`.
 pub(super) fn unawaited_call<'s>(
@@ -160,6 +180,23 @@ mod tests {
         assert_eq!(holder_of("a.x + b.x", 1, "x"), None, "two candidates");
         assert_eq!(holder_of("f().x", 1, "x"), None, "no name");
         assert_eq!(holder_of("a.x", 2, "x"), None, "no such line");
+    }
+
+    #[test]
+    fn finds_where_a_call_starts() {
+        let source =
+            "const x = 1;\nconst r = await mcp.test.strict({ count: n, more: test.strict });";
+        assert_eq!(call_column(source, 2, 43, "test.strict"), Some(21));
+        assert_eq!(
+            call_column(source, 2, 10, "test.strict"),
+            None,
+            "none before"
+        );
+        assert_eq!(
+            call_column(source, 2, 43, "test.stric"),
+            None,
+            "a whole name only"
+        );
     }
 
     #[test]
