@@ -28,14 +28,23 @@ fn named(chain: &str) -> bool {
         .is_some_and(|&b| is_ident(b) && !b.is_ascii_digit())
 }
 
+/// Line `line` (1-based) of `source`.
+fn line_of(source: &str, line: u32) -> Option<&str> {
+    source.lines().nth(line.checked_sub(1)? as usize)
+}
+
+/// The byte offset in `text` of its `column`th (1-based) character.
+fn offset_of(text: &str, column: u32) -> Option<usize> {
+    text.char_indices()
+        .nth(column.checked_sub(1)? as usize)
+        .map(|(i, _)| i)
+}
+
 /// The dotted expression that ends at the identifier at `column` (1-based, in characters) of
 /// `line` (1-based): `r.toUpperCase` for a QuickJS "not a function" at `toUpperCase`.
 pub(super) fn expression_at(source: &str, line: u32, column: u32) -> Option<&str> {
-    let text = source.lines().nth(line.checked_sub(1)? as usize)?;
-    let at = text
-        .char_indices()
-        .nth(column.checked_sub(1)? as usize)
-        .map(|(i, _)| i)?;
+    let text = line_of(source, line)?;
+    let at = offset_of(text, column)?;
     let end = at + text[at..].bytes().take_while(|&b| is_ident(b)).count();
     let expression = &text[chain_start(text, at)..end];
     (end > at && named(expression)).then_some(expression)
@@ -45,7 +54,7 @@ pub(super) fn expression_at(source: &str, line: u32, column: u32) -> Option<&str
 /// `[property]`, `["property"]`) is read from, when the line reads it from exactly one:
 /// `r.data` for "cannot read property 'items' of undefined" on `return r.data.items.length`.
 pub(super) fn holder_of<'s>(source: &'s str, line: u32, property: &str) -> Option<&'s str> {
-    let text = source.lines().nth(line.checked_sub(1)? as usize)?;
+    let text = line_of(source, line)?;
     let bytes = text.as_bytes();
     let accesses = [
         format!(".{property}"),
@@ -82,11 +91,10 @@ pub(super) fn holder_of<'s>(source: &'s str, line: u32, property: &str) -> Optio
 /// starts, as a 1-based column: QuickJS places a call at the last thing it evaluated before
 /// calling (often inside the arguments), while the user looks for the call itself.
 pub(super) fn call_column(source: &str, line: u32, column: u32, callee: &str) -> Option<u32> {
-    let text = source.lines().nth(line.checked_sub(1)? as usize)?;
-    let limit = text
-        .char_indices()
-        .nth(column.checked_sub(1)? as usize)
-        .map_or(text.len(), |(i, _)| i);
+    let text = line_of(source, line)?;
+    column.checked_sub(1)?;
+    // A column past the line's end still means "before here".
+    let limit = offset_of(text, column).unwrap_or(text.len());
     let bytes = text.as_bytes();
     let at = text
         .match_indices(callee)
