@@ -2,8 +2,10 @@
 //! tool-set changes to clients of both protocol eras (notifications for 2025-11-25 sessions,
 //! `subscriptions/listen` for stateless 2026-07-28).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use rmcp::ServerHandler;
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
@@ -78,7 +80,8 @@ impl ServerHandler for SandgateServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let progress =
             crate::chain::progress_sink(context.peer.clone(), context.meta.get_progress_token());
-        match meta_tools::call(&self.gateway, &request.name, request.arguments, progress).await {
+        let work = meta_tools::call(&self.gateway, &request.name, request.arguments, progress);
+        match contained(&request.name, work.map(Ok)).await? {
             Some(result) => Ok(result.into()),
             None => Err(ErrorData::invalid_params(
                 format!(
@@ -131,7 +134,8 @@ impl ServerHandler for SandgateServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        match resources::read(&self.gateway, &request.uri).await {
+        let read = resources::read(&self.gateway, &request.uri);
+        match contained("resources/read", read.map(Ok)).await? {
             Some(Ok(result)) => Ok(result.into()),
             Some(Err(reason)) => Err(ErrorData::resource_not_found(
                 reason,
@@ -185,5 +189,52 @@ impl ServerHandler for SandgateServer {
                 }
             }
         }
+    }
+}
+
+/// Runs one request's work so that a panic in it fails that request alone, with an internal
+/// error the client reads, instead of leaving the client waiting for an answer that never
+/// comes. The gateway, its other sessions and its backends go on.
+async fn contained<T>(
+    what: &str,
+    work: impl Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let detail = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            tracing::error!(request = what, %detail, "a request panicked; only it fails");
+            Err(ErrorData::internal_error(
+                format!(
+                    "internal error while serving {what}: {detail}. This is a bug in sandgate; the gateway is still running, so other requests are unaffected."
+                ),
+                None,
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_request_fails_alone_with_an_internal_error() {
+        let work = async {
+            if std::hint::black_box(true) {
+                panic!("the bug");
+            }
+            Ok(1)
+        };
+        let error = contained("call_tool_chain", work)
+            .await
+            .expect_err("contained");
+        assert_eq!(error.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert!(error.message.contains("the bug"), "{}", error.message);
+        assert_eq!(contained("x", async { Ok(2) }).await.ok(), Some(2));
     }
 }

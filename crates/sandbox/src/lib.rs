@@ -18,6 +18,7 @@ mod error;
 mod hints;
 pub mod limits;
 pub mod lockdown;
+pub mod nesting;
 mod pool;
 pub mod protocol;
 pub mod region;
@@ -82,6 +83,12 @@ impl Sandbox {
     /// Runs one execution. Failures of the code are in the result, never an `Err`.
     pub async fn run(&self, execution: Execution, bridge: Arc<dyn Bridge>) -> ExecutionResult {
         let started = Instant::now();
+        if execution.code.len() > execution.limits.max_code_bytes {
+            return ExecutionResult::failed(transpile::code_too_large(
+                execution.code.len(),
+                execution.limits.max_code_bytes,
+            ));
+        }
         let transpiled = match transpile::transpile(&execution.code) {
             Ok(t) => t,
             Err(problem) => {

@@ -21,6 +21,9 @@ pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 200_000;
 pub const DEFAULT_MAX_LOG_BYTES: usize = 1024 * 1024;
 /// Default number of pending timers.
 pub const DEFAULT_MAX_TIMERS: u32 = 10_000;
+/// Default size of the code of one execution, in bytes. Model-written code is a few KiB; the
+/// limit bounds what the host parses (and the stack it parses on, see `nesting`).
+pub const DEFAULT_MAX_CODE_BYTES: usize = 256 * 1024;
 
 /// Limits for one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +44,8 @@ pub struct Limits {
     pub max_log_bytes: usize,
     /// Pending timers.
     pub max_timers: u32,
+    /// The code's size, in bytes.
+    pub max_code_bytes: usize,
 }
 
 impl Default for Limits {
@@ -54,6 +59,7 @@ impl Default for Limits {
             max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             max_timers: DEFAULT_MAX_TIMERS,
+            max_code_bytes: DEFAULT_MAX_CODE_BYTES,
         }
     }
 }

@@ -53,8 +53,18 @@ pub struct SingleCall {
     pub raw: bool,
 }
 
-/// Reads `code` and returns the shortcut it is, if any.
+/// Reads `code` and returns the shortcut it is, if any. Code that nests too deep is no
+/// shortcut (the sandbox then reports it), and the parse runs on a stack sized for the code
+/// (see [`crate::nesting`]).
 pub fn recognise(code: &str) -> Option<Shortcut> {
+    crate::nesting::check(code).ok()?;
+    crate::nesting::on_sized_stack(code.len(), || recognise_on_this_stack(code)).flatten()
+}
+
+/// [`recognise`] without the nesting check or the sized stack: for measuring how much stack a
+/// parse needs (`examples/stack_probe.rs`). Untrusted code must go through [`recognise`].
+#[doc(hidden)]
+pub fn recognise_on_this_stack(code: &str) -> Option<Shortcut> {
     let allocator = Allocator::default();
     let options = ParseOptions {
         allow_return_outside_function: true,

@@ -19,6 +19,8 @@ use oxc::semantic::SemanticBuilder;
 use oxc::span::SourceType;
 use oxc::transformer::{TransformOptions, Transformer};
 
+use crate::nesting;
+
 /// Lines the wrapper adds before the user's code in the script QuickJS runs.
 pub const WRAPPER_PREFIX_LINES: u32 = 1;
 /// The fix for exports other than `main`.
@@ -91,8 +93,57 @@ impl PositionMap {
     }
 }
 
-/// Turns the user's TypeScript into a runnable wrapped script.
+/// Turns the user's TypeScript into a runnable wrapped script. Code that nests too deep is
+/// refused before it is parsed, and the parse runs on a stack sized for the code's length
+/// (see [`crate::nesting`]), so no input can overflow the caller's stack.
 pub fn transpile(source: &str) -> Result<Transpiled, SourceProblem> {
+    if let Err(deep) = nesting::check(source) {
+        return Err(too_deep(source, deep));
+    }
+    nesting::on_sized_stack(source.len(), || transpile_on_this_stack(source)).unwrap_or_else(|| {
+        Err(SourceProblem {
+            message: format!(
+                "the gateway could not set aside a stack to read {} bytes of code",
+                source.len()
+            ),
+            line: 1,
+            column: 1,
+            hint: Some("Send shorter code, or retry when the gateway is less loaded.".into()),
+        })
+    })
+}
+
+/// The `syntax` problem for code that nests past [`nesting::MAX_NESTING`].
+pub fn too_deep(source: &str, deep: nesting::TooDeep) -> SourceProblem {
+    let (line, column) = line_column(source, u32::try_from(deep.offset).unwrap_or(u32::MAX));
+    SourceProblem {
+        message: format!(
+            "the code nests more than {} levels deep here (brackets, or operators and arrow functions chained without a `;` or `,`); deeper code is refused so that reading it cannot exhaust the gateway",
+            nesting::MAX_NESTING
+        ),
+        line,
+        column,
+        hint: Some("Flatten it: build deep data in a loop instead of writing it as one literal, and split long chains into separate statements.".into()),
+    }
+}
+
+/// The `syntax` error for code over `Limits::max_code_bytes`.
+pub fn code_too_large(bytes: usize, limit: usize) -> crate::ExecError {
+    crate::ExecError {
+        kind: crate::ErrorKind::Syntax,
+        message: format!(
+            "the code is {bytes} bytes; an execution's code may be at most {limit} bytes (limits.max_code_bytes)"
+        ),
+        line: None,
+        column: None,
+        hint: Some("Keep data out of the code: read it with a tool inside the script, or split the work into several executions.".into()),
+    }
+}
+
+/// [`transpile`] without the nesting check or the sized stack: for measuring how much stack a
+/// parse needs (`examples/stack_probe.rs`). Untrusted code must go through [`transpile`].
+#[doc(hidden)]
+pub fn transpile_on_this_stack(source: &str) -> Result<Transpiled, SourceProblem> {
     let allocator = Allocator::default();
     let program = parse(&allocator, source, source)?;
     let (edited, shape) = recognise_shape(source, &program)?;
