@@ -120,5 +120,14 @@ def structured(result) -> dict:
     return result.structured_content
 
 
+def shown_result(result):
+    """The result as the response shows it: the value when structuredContent repeats it, else
+    the text it starts with (`output.shown_chars` characters)."""
+    data = result.structured_content
+    if data.get("result") is not None or not data.get("output"):
+        return data.get("result")
+    return text_of(result)[: data["output"]["shown_chars"]]
+
+
 def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")

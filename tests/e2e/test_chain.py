@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import SANDGATE, connect, reference_servers, structured, text_of, write_config
+from conftest import SANDGATE, connect, reference_servers, shown_result, structured, text_of, write_config
 from equivalence import rows
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +30,7 @@ def essence(result):
     data = result.structured_content
     error = data["error"]
     return (
-        json.dumps(data["result"], ensure_ascii=False),
+        json.dumps(shown_result(result), ensure_ascii=False),
         data["shaped"],
         error and (error["kind"], error["message"], error["hint"]),
         [(c["tool"], c["ok"]) for c in data["calls"]],
@@ -121,8 +121,9 @@ async def test_intent_keeps_the_paragraphs_about_it(tmp_path):
         code = f"return (await filesystem.read_text_file({{path: {json.dumps(str(root / 'notes.txt'))}}})).content"
         focused = structured(await chain(client, code, intent="why did the kubernetes deployment fail"))
         assert "intent" in focused["output"]["stages"], focused["output"]
-        assert "image pull secret" in focused["result"]
-        assert "tomatoes" not in focused["result"].split("[Output")[0]
+        shown = text_of(await chain(client, code, intent="why did the kubernetes deployment fail"))
+        assert "image pull secret" in shown
+        assert "tomatoes" not in shown.split("[Output")[0]
         unmatched = structured(await chain(client, code, intent="quantum chromodynamics"))
         assert "intent" not in unmatched["output"]["stages"]
 
@@ -136,8 +137,9 @@ async def test_utf8_survives_every_cut_point(tmp_path):
         code = f"return (await filesystem.read_text_file({{path: {json.dumps(str(root / 'wide.txt'))}}})).content"
         full = (root / "wide.txt").read_text()
         for size in range(200, 232):
-            data = structured(await chain(client, code, max_output_size=size))
-            shown = data["result"]
+            result = await chain(client, code, max_output_size=size)
+            data = structured(result)
+            shown = shown_result(result)
             assert "\ufffd" not in shown
             head, rest = shown.split("... [", 1)
             tail = rest.split("] ...", 1)[1].split("\n[Output:")[0]

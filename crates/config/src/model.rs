@@ -17,6 +17,11 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default cap on concurrent in-flight calls to one backend.
 pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 16;
+/// Default size of one call's arguments (JSON bytes) sent to a backend. Many servers refuse
+/// messages over 10 MiB by exiting, which would take the backend down for every client.
+pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
+/// The largest `max_argument_bytes` a backend may be given: a backend's whole message limit.
+pub const MAX_ARGUMENT_BYTES_CEILING: usize = 64 * 1024 * 1024;
 
 /// A whole, validated sandgate configuration.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -133,6 +138,8 @@ pub struct BackendConfig {
     pub handshake_timeout: Duration,
     /// Cap on concurrent in-flight calls.
     pub max_concurrent_calls: usize,
+    /// Cap on one call's arguments, in JSON bytes; a larger call is refused before it is sent.
+    pub max_argument_bytes: usize,
     /// Disabled backends are listed but never started.
     pub enabled: bool,
     /// Which of its tools are exposed.

@@ -108,6 +108,7 @@ const BACKEND_KEYS: &[&str] = &[
     "timeout",
     "handshake_timeout",
     "max_concurrent_calls",
+    "max_argument_bytes",
     "enabled",
     "disabled",
     "allow_tools",
@@ -473,6 +474,19 @@ impl Walker<'_> {
                 }
             },
         };
+        let max_argument_bytes = match table.get("max_argument_bytes") {
+            None => DEFAULT_MAX_ARGUMENT_BYTES,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=MAX_ARGUMENT_BYTES_CEILING as u64).contains(&n) => n as usize,
+                _ => {
+                    return Err(self.invalid(
+                        &key("max_argument_bytes"),
+                        format!("is {v}"),
+                        "use a whole number of bytes from 1 to 67108864 (64 MiB); the default is 4194304 (4 MiB)",
+                    ));
+                }
+            },
+        };
         Ok(BackendConfig {
             name: name.to_string(),
             env: string_map(self, &key("env"), table.get("env"))?,
@@ -486,6 +500,7 @@ impl Walker<'_> {
             )?
             .unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT),
             max_concurrent_calls,
+            max_argument_bytes,
             enabled,
             tools: ToolFilter {
                 allow: string_list(self, &key("allow_tools"), table.get("allow_tools"))?,

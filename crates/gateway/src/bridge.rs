@@ -56,6 +56,20 @@ impl Bridge for UpstreamBridge {
                 kind: "tool_denied".into(),
                 message: e.to_string(),
             })?;
+            // Checked on the text, before it is parsed or sent: a backend that is sent more
+            // than it accepts may exit, and then it is down for every client.
+            let call = authorized.get();
+            let max = gateway.manager().max_argument_bytes(&call.backend);
+            if let Some(max) = max.filter(|&max| args.len() > max) {
+                return Err(CallFailure {
+                    kind: "tool_failed".into(),
+                    message: sandgate_sandbox::direct::arguments_too_large(
+                        &call.qualified(),
+                        args.len(),
+                        max,
+                    ),
+                });
+            }
             let arguments = match serde_json::from_str::<serde_json::Value>(&args) {
                 Ok(serde_json::Value::Object(map)) => Some(map),
                 Ok(_) | Err(_) => {

@@ -17,7 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 
-use crate::{Gateway, meta_tools, resources};
+use crate::{Caller, Gateway, meta_tools, resources};
 
 /// What the client's model reads first: the gateway in a few lines.
 const INSTRUCTIONS: &str = "sandgate is one gateway to many MCP servers (backends). Their tools are found on demand instead of listed: \
@@ -80,7 +80,14 @@ impl ServerHandler for SandgateServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let progress =
             crate::chain::progress_sink(context.peer.clone(), context.meta.get_progress_token());
-        let work = meta_tools::call(&self.gateway, &request.name, request.arguments, progress);
+        let caller = Caller::of(&context);
+        let work = meta_tools::call(
+            &self.gateway,
+            &caller,
+            &request.name,
+            request.arguments,
+            progress,
+        );
         match contained(&request.name, work.map(Ok)).await? {
             Some(result) => Ok(result.into()),
             None => Err(ErrorData::invalid_params(
@@ -132,9 +139,10 @@ impl ServerHandler for SandgateServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let read = resources::read(&self.gateway, &request.uri);
+        let caller = Caller::of(&context);
+        let read = resources::read(&self.gateway, &caller, &request.uri);
         match contained("resources/read", read.map(Ok)).await? {
             Some(Ok(result)) => Ok(result.into()),
             Some(Err(reason)) => Err(ErrorData::resource_not_found(

@@ -7,6 +7,7 @@
 //! policy first (see [`Gateway::authorize`]).
 
 mod bridge;
+mod caller;
 pub mod chain;
 mod error;
 mod handler;
@@ -16,6 +17,7 @@ mod resources;
 mod state;
 
 pub use bridge::{UpstreamBridge, tool_bindings};
+pub use caller::Caller;
 pub use chain::{ChainArgs, ChainRuntime, call_tool_chain};
 pub use error::GatewayError;
 pub use handler::SandgateServer;

@@ -9,6 +9,7 @@
 //! `call_tool_chain` and `read_output` live in [`crate::chain`]; they are listed and
 //! dispatched here with the others.
 
+use crate::Caller;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
@@ -102,7 +103,7 @@ pub fn definitions(gateway: &Gateway) -> Vec<Tool> {
             "Read a part of an execution's full result (or logs) that call_tool_chain shortened: any byte range, or the value at a JSON path.",
             json!({"type": "object", "properties": {
                 "execution_id": {"type": "string", "description": "execution_id from call_tool_chain"},
-                "part": {"type": "string", "enum": ["output", "logs"], "description": "output (default) or logs"},
+                "part": {"type": "string", "enum": ["output", "logs", "error"], "description": "output (default), logs, or error (an error message too long to show whole)"},
                 "offset": {"type": "integer", "minimum": 0, "description": "First byte to read (default 0)"},
                 "length": {"type": "integer", "minimum": 1, "description": "Bytes to read (default and maximum 20000)"},
                 "json_path": {"type": "string", "description": "Read only the value at this path of a JSON result, e.g. $.items[3].name"}
@@ -122,6 +123,7 @@ fn tool(name: &'static str, description: &str, schema: Value) -> Tool {
 /// Runs a meta-tool, or returns `None` when `name` is not one.
 pub async fn call(
     gateway: &Arc<Gateway>,
+    caller: &Caller,
     name: &str,
     arguments: Option<JsonObject>,
     progress: Option<ProgressSink>,
@@ -131,11 +133,11 @@ pub async fn call(
     let args = Value::Object(arguments.unwrap_or_default());
     let result = match name {
         "call_tool_chain" => match parse::<ChainArgs>(name, args) {
-            Ok(a) => Ok(chain::call_tool_chain(gateway, a, progress).await),
+            Ok(a) => Ok(chain::call_tool_chain(gateway, caller, a, progress).await),
             Err(e) => Err(e),
         },
         "read_output" => match parse(name, args) {
-            Ok(a) => chain::read::read_output(gateway, a).await,
+            Ok(a) => chain::read::read_output(gateway, caller, a).await,
             Err(e) => Err(e),
         },
         _ => {
@@ -189,8 +191,23 @@ fn detail(value: Option<&str>, default: Detail) -> Result<Detail, String> {
     }
 }
 
+/// The longest text argument a meta-tool reads (a search query, a tool name, a JSON path, an
+/// intent). Longer text is refused, not echoed back or searched.
+pub(crate) const MAX_TEXT_ARGUMENT_CHARS: usize = 1_000;
+
+/// `value` if it is at most [`MAX_TEXT_ARGUMENT_CHARS`] long; otherwise an error naming `field`.
+pub(crate) fn short_text<'a>(field: &str, value: &'a str) -> Result<&'a str, String> {
+    let chars = value.chars().take(MAX_TEXT_ARGUMENT_CHARS + 1).count();
+    if chars > MAX_TEXT_ARGUMENT_CHARS {
+        return Err(format!(
+            "{field} is longer than {MAX_TEXT_ARGUMENT_CHARS} characters; send a few words (or the exact name) instead"
+        ));
+    }
+    Ok(value)
+}
+
 fn search_tools(catalog: &Catalog, args: SearchArgs) -> Result<CallToolResult, String> {
-    let query = args.query.trim();
+    let query = short_text("query", &args.query)?.trim();
     if query.is_empty() {
         return Err("query is empty. Describe what you want to do, e.g. {\"query\": \"read a file\"}; or use list_tools_meta to see every tool.".into());
     }
@@ -278,6 +295,7 @@ fn tool_info(catalog: &Catalog, args: InfoArgs) -> Result<CallToolResult, String
 /// Resolves a name, or explains the miss with "did you mean" and, for a meta-tool name, that
 /// it is called directly rather than looked up.
 fn resolve<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a Entry, String> {
+    let name = short_text("name", name)?;
     if META_TOOLS.contains(&name.trim()) {
         return Err(format!(
             "`{}` is one of sandgate's own meta-tools; call it directly. tool_info describes backend tools.",

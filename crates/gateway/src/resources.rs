@@ -64,8 +64,12 @@ pub fn templates() -> Vec<ResourceTemplate> {
 
 /// Reads a resource, or `None` for an unknown URI. `Err` is a known kind of URI with nothing
 /// behind it (an expired output), with the reason.
-pub async fn read(gateway: &Gateway, uri: &str) -> Option<Result<ReadResourceResult, String>> {
-    if let Some(stored) = crate::chain::read::read_resource(gateway, uri).await {
+pub async fn read(
+    gateway: &Gateway,
+    caller: &crate::Caller,
+    uri: &str,
+) -> Option<Result<ReadResourceResult, String>> {
+    if let Some(stored) = crate::chain::read::read_resource(gateway, caller, uri).await {
         gateway.count("resources/read");
         return Some(stored.map(|text| {
             ReadResourceResult::new(vec![

@@ -6,6 +6,7 @@
 
 use rmcp::model::CallToolResult;
 use sandgate_catalog::{Catalog, ToolSpec};
+use sandgate_gateway::Caller;
 use sandgate_gateway::chain::response::{Request, respond};
 use sandgate_gateway::chain::{Outcome, Tier};
 use sandgate_output::OutputConfig;
@@ -59,6 +60,7 @@ fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> C
         intent: None,
         max_chars,
         started_at_ms: 0,
+        caller: &Caller::Local,
     };
     respond(
         outcome,

@@ -200,13 +200,32 @@ pub(crate) fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
     }
 }
 
-/// The guest error of a result over the output limit.
-pub(crate) fn output_limit_guest_error(chars: usize, max_chars: usize) -> GuestError {
+/// The guest error of a result over the raw result limit.
+pub(crate) fn output_limit_guest_error(bytes: usize, max_bytes: usize) -> GuestError {
     GuestError {
         kind: Some("output_limit".into()),
         name: "OutputLimitError".into(),
-        message: format!("the result is {chars} characters, over the {max_chars}-character limit"),
+        message: format!(
+            "the result is {bytes} bytes of JSON, over the {max_bytes}-byte raw result limit (limits.max_result_bytes); results below it are shortened for the response and kept whole, never refused"
+        ),
         stack: String::new(),
+    }
+}
+
+/// Why a call whose arguments are over the limit was not sent; the same words whether the
+/// worker or the host refused it, so every tier says the same.
+pub fn arguments_too_large(qualified: &str, bytes: usize, max_bytes: usize) -> String {
+    format!(
+        "the arguments of {qualified} are {bytes} bytes of JSON; one call's arguments may be at most {max_bytes} bytes ({}), so the call was not sent",
+        mib(max_bytes)
+    )
+}
+
+fn mib(bytes: usize) -> String {
+    if bytes.is_multiple_of(1024 * 1024) {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
     }
 }
 
@@ -217,10 +236,10 @@ pub fn timeout_error(wall_ms: u64, in_flight: u32) -> ExecError {
 
 /// The error of a result over the output limit, if `value` is over it: the check the worker
 /// makes on what the code returns.
-pub fn check_output_limit(value: &Value, max_chars: usize) -> Result<(), ExecError> {
-    let chars = serde_json::to_string(value).map_or(0, |s| s.chars().count());
-    if chars > max_chars {
-        return Err(explain(&output_limit_guest_error(chars, max_chars), None));
+pub fn check_output_limit(value: &Value, max_bytes: usize) -> Result<(), ExecError> {
+    let bytes = serde_json::to_string(value).map_or(0, |s| s.len());
+    if bytes > max_bytes {
+        return Err(explain(&output_limit_guest_error(bytes, max_bytes), None));
     }
     Ok(())
 }

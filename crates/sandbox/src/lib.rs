@@ -13,6 +13,7 @@
 //! sandbox for its own async functions is another (see `examples/embed.rs`).
 
 pub mod direct;
+pub mod encoding;
 pub mod engine;
 mod error;
 mod hints;
@@ -142,12 +143,29 @@ impl Sandbox {
             calls: raw.stats.calls.max(calls),
         };
         match raw.outcome {
-            Ok(json) => ExecutionResult {
-                value: Some(serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))),
-                logs,
-                trace: raw.trace,
-                stats,
-                error: None,
+            Ok(json) => match serde_json::from_str(&json) {
+                Ok(value) => ExecutionResult {
+                    value: Some(value),
+                    logs,
+                    trace: raw.trace,
+                    stats,
+                    error: None,
+                },
+                // The worker's JSON is valid and well-formed, so what fails here is depth: the
+                // host reads at most 128 levels, never recursing further on untrusted data.
+                Err(e) => ExecutionResult {
+                    value: None,
+                    logs,
+                    trace: raw.trace,
+                    stats,
+                    error: Some(ExecError {
+                        kind: ErrorKind::OutputLimit,
+                        message: format!("the result cannot be read back ({e}); a result may nest at most 128 levels deep"),
+                        line: None,
+                        column: None,
+                        hint: Some("Return a flatter value: for example a list of paths and values, or the deep part as a JSON string.".into()),
+                    }),
+                },
             },
             Err(guest) => {
                 let cx = hints::HintContext {

@@ -15,12 +15,22 @@ pub const DEFAULT_STACK_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_MAX_TOOL_CALLS: u32 = 1000;
 /// Default number of tool calls in flight at once.
 pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 16;
-/// Default size of the serialized result, in characters.
-pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 200_000;
-/// Default total size of captured logs.
+/// Default size of the serialized (JSON) result, in bytes: the raw limit that stops a runaway
+/// result. Below it a large result is shaped for the model and stored whole, never refused; the
+/// response's own size is the caller's `max_output_size`, a separate limit.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
+/// Default total size of captured logs, in bytes; every line also costs
+/// [`LOG_LINE_OVERHEAD_BYTES`], so empty lines count.
 pub const DEFAULT_MAX_LOG_BYTES: usize = 1024 * 1024;
+/// Default number of captured log lines, empty ones included.
+pub const DEFAULT_MAX_LOG_LINES: u32 = 10_000;
+/// What each log line costs against the byte limit beyond its text.
+pub const LOG_LINE_OVERHEAD_BYTES: usize = 16;
 /// Default number of pending timers.
 pub const DEFAULT_MAX_TIMERS: u32 = 10_000;
+/// Default size of one call's arguments, in JSON bytes: checked in the worker before the call
+/// leaves it (the host checks each backend's own limit again).
+pub const DEFAULT_MAX_CALL_ARGS_BYTES: usize = 4 * 1024 * 1024;
 /// Default size of the code of one execution, in bytes. Model-written code is a few KiB; the
 /// limit bounds what the host parses (and the stack it parses on, see `nesting`).
 pub const DEFAULT_MAX_CODE_BYTES: usize = 256 * 1024;
@@ -38,14 +48,18 @@ pub struct Limits {
     pub max_tool_calls: u32,
     /// Calls in flight at once; more wait in the worker.
     pub max_concurrent_calls: u32,
-    /// Serialized result, in characters.
-    pub max_output_chars: usize,
+    /// Serialized result, in bytes (the raw limit; see [`DEFAULT_MAX_RESULT_BYTES`]).
+    pub max_result_bytes: usize,
     /// Captured logs, in bytes.
     pub max_log_bytes: usize,
+    /// Captured log lines.
+    pub max_log_lines: u32,
     /// Pending timers.
     pub max_timers: u32,
     /// The code's size, in bytes.
     pub max_code_bytes: usize,
+    /// One call's arguments, in JSON bytes.
+    pub max_call_args_bytes: usize,
 }
 
 impl Default for Limits {
@@ -56,10 +70,12 @@ impl Default for Limits {
             stack_bytes: DEFAULT_STACK_BYTES,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
-            max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+            max_log_lines: DEFAULT_MAX_LOG_LINES,
             max_timers: DEFAULT_MAX_TIMERS,
             max_code_bytes: DEFAULT_MAX_CODE_BYTES,
+            max_call_args_bytes: DEFAULT_MAX_CALL_ARGS_BYTES,
         }
     }
 }
@@ -71,8 +87,8 @@ pub struct LimitRequest {
     pub wall_ms: Option<u64>,
     /// Lower heap.
     pub memory_bytes: Option<usize>,
-    /// Lower output size.
-    pub max_output_chars: Option<usize>,
+    /// Lower the raw result limit.
+    pub max_result_bytes: Option<usize>,
     /// Lower tool-call count.
     pub max_tool_calls: Option<u32>,
 }
@@ -93,9 +109,9 @@ impl Limits {
             memory_bytes: request
                 .memory_bytes
                 .map_or(self.memory_bytes, |v| v.min(self.memory_bytes)),
-            max_output_chars: request
-                .max_output_chars
-                .map_or(self.max_output_chars, |v| v.min(self.max_output_chars)),
+            max_result_bytes: request
+                .max_result_bytes
+                .map_or(self.max_result_bytes, |v| v.min(self.max_result_bytes)),
             max_tool_calls: request
                 .max_tool_calls
                 .map_or(self.max_tool_calls, |v| v.min(self.max_tool_calls)),

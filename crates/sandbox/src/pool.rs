@@ -22,6 +22,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::limits::LOG_LINE_OVERHEAD_BYTES;
 use crate::lockdown::Protections;
 use crate::protocol::{
     CallFailure, Callee, GuestError, HostFrame, RunStats, ToolBinding, WorkerFrame, encode_frame,
@@ -41,6 +42,11 @@ const HOST_SPIN: Duration = Duration::from_micros(100);
 /// How long a worker polls for a tool call's reply before it sleeps, when a core is spare. An
 /// in-process tool answers well within it; a remote one costs the worker this much extra CPU.
 const WORKER_SPIN: Duration = Duration::from_micros(30);
+
+/// Log lines and bytes the host holds beyond an execution's log limits: the worker's marker and
+/// the tail it keeps of what it dropped.
+const LOG_SLACK_LINES: usize = 64;
+const LOG_SLACK_BYTES: usize = 64 * 1024;
 
 /// Where calls from the guest go. The gateway implements it over its backends; an embedding
 /// service implements it over its own functions.
@@ -429,6 +435,14 @@ async fn drive(
         .await
         .map_err(|e| internal(&format!("cannot reach the sandbox worker: {e}")))?;
     let mut logs = Vec::new();
+    let (log_lines_held, log_bytes_held) = match run {
+        HostFrame::Run { limits, .. } => (
+            limits.max_log_lines as usize + LOG_SLACK_LINES,
+            limits.max_log_bytes + LOG_SLACK_BYTES,
+        ),
+        _ => (LOG_SLACK_LINES, LOG_SLACK_BYTES),
+    };
+    let mut held_log_bytes = 0usize;
     let mut served = Served::default();
     // Calls whose answer is not ready yet (a tool that answers at once is answered in place).
     let mut calls: FuturesUnordered<BoxFuture<'static, CallDone>> = FuturesUnordered::new();
@@ -501,7 +515,12 @@ async fn drive(
                     }
                 }
                 Some(Ok(WorkerFrame::Log { level, message })) => {
-                    logs.push(LogLine { level, message })
+                    // The worker enforces the log limits; the host holds no more than they
+                    // allow even from a worker that does not (the tail and markers aside).
+                    held_log_bytes += message.len() + LOG_LINE_OVERHEAD_BYTES;
+                    if logs.len() < log_lines_held && held_log_bytes <= log_bytes_held {
+                        logs.push(LogLine { level, message });
+                    }
                 }
                 Some(Ok(WorkerFrame::Done { outcome, stats })) => {
                     let trace = served.unfinished();

@@ -120,7 +120,12 @@ pub async fn attach_chain(config: &Config, gateway: &Gateway) -> anyhow::Result<
         sandbox,
         store: Some(store),
         output: config.output,
-        limits: Limits::default(),
+        limits: Limits {
+            // The worker lets no call out that no backend would take; each backend's own
+            // limit is checked again on the host.
+            max_call_args_bytes: gateway.manager().largest_argument_bytes(),
+            ..Limits::default()
+        },
     });
     Ok(())
 }

@@ -42,6 +42,22 @@ impl Store {
             .ok_or_else(|| StoreError::NoOutput { id: id.to_string() })
     }
 
+    /// The whole stored output `id` for the operator, whoever's it is: `id` itself, else the
+    /// same id stored for an HTTP caller (`id@owner`, see the gateway's `Caller`).
+    pub fn output_for_operator(&self, id: &str) -> Result<String, StoreError> {
+        if let Ok(body) = self.output(id) {
+            return Ok(body);
+        }
+        self.conn
+            .query_row(
+                "SELECT body FROM outputs WHERE execution_id > ?1 AND execution_id < ?2 ORDER BY execution_id LIMIT 1",
+                [format!("{id}@"), format!("{id}A")],
+                |row| row.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoOutput { id: id.to_string() })
+    }
+
     /// Bytes `offset..offset + length` of the output (to the end when `length` is `None`),
     /// with both ends moved back to the nearest character boundary.
     pub fn output_range(

@@ -186,3 +186,51 @@ async fn the_handle_reads_its_own_writes() {
     }
     assert_eq!(handle.stats().await.expect("stats").executions, 601);
 }
+
+#[test]
+fn execution_ids_carry_128_random_bits() {
+    let ids: Vec<String> = (0..1000)
+        .map(|_| sandgate_store::new_execution_id())
+        .collect();
+    for id in &ids {
+        let random = id.rsplit('-').next().expect("random part");
+        assert_eq!(random.len(), 32, "{id}");
+        assert!(random.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+    }
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len());
+    // Consecutive ids share no run of their random parts (a counter would).
+    let (a, b) = (&ids[0][ids[0].len() - 32..], &ids[1][ids[1].len() - 32..]);
+    let same = a.chars().zip(b.chars()).filter(|(x, y)| x == y).count();
+    assert!(same < 12, "{a} vs {b}");
+}
+
+#[test]
+fn the_operator_reads_outputs_whoever_stored_them() {
+    let mut store = Store::open_in_memory(Retention::default()).expect("store");
+    store
+        .save_output("ex-1@abcdef", "an http caller's")
+        .expect("saves");
+    store
+        .save_output("ex-2", "a local caller's")
+        .expect("saves");
+    store.save_output("ex-10@abcdef", "another").expect("saves");
+    assert_eq!(
+        store.output_for_operator("ex-1").expect("found"),
+        "an http caller's"
+    );
+    assert_eq!(
+        store.output_for_operator("ex-2").expect("found"),
+        "a local caller's"
+    );
+    assert!(
+        store.output("ex-1").is_err(),
+        "callers read by their own key only"
+    );
+    assert!(matches!(
+        store.output_for_operator("ex-3"),
+        Err(StoreError::NoOutput { .. })
+    ));
+}

@@ -212,6 +212,23 @@ impl BackendManager {
         target.call(tool, arguments, limit).await
     }
 
+    /// The most JSON bytes one call's arguments may have for `backend` (its
+    /// `max_argument_bytes`), or `None` for a backend this manager does not have.
+    pub fn max_argument_bytes(&self, backend: &str) -> Option<usize> {
+        self.backends
+            .get(backend)
+            .map(|b| b.config.max_argument_bytes)
+    }
+
+    /// The largest `max_argument_bytes` of any backend: what a sandbox worker may let leave.
+    pub fn largest_argument_bytes(&self) -> usize {
+        self.backends
+            .values()
+            .map(|b| b.config.max_argument_bytes)
+            .max()
+            .unwrap_or(sandgate_config::DEFAULT_MAX_ARGUMENT_BYTES)
+    }
+
     /// Stops every backend (children are killed).
     pub fn shutdown(&self) {
         self.shutdown.cancel();

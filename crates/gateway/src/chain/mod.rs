@@ -5,6 +5,7 @@
 //! Every tier calls tools through the same [`UpstreamBridge`], so every call passes the policy
 //! exactly once, and every tier honours the caller's timeout and the output limits.
 
+mod bounds;
 mod progress;
 pub(crate) mod read;
 pub mod response;
@@ -25,7 +26,8 @@ use sandgate_store::StoreHandle;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Gateway, UpstreamBridge};
+use crate::{Caller, Gateway, UpstreamBridge};
+pub use bounds::RESPONSE_SLACK;
 pub use progress::ProgressSink;
 pub use route::Tier;
 use route::{Route, route};
@@ -81,12 +83,20 @@ pub struct Outcome {
 /// protocol error: the model reads them and fixes its code.
 pub async fn call_tool_chain(
     gateway: &Arc<Gateway>,
+    caller: &Caller,
     args: ChainArgs,
     progress: Option<ProgressSink>,
 ) -> CallToolResult {
     let started = Instant::now();
     let id = sandgate_store::new_execution_id();
     let started_at_ms = sandgate_store::now_ms();
+    if let Some(Err(message)) = args
+        .intent
+        .as_deref()
+        .map(|intent| crate::meta_tools::short_text("intent", intent))
+    {
+        return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
+    }
     let Some(runtime) = gateway.chain() else {
         return CallToolResult::error(vec![rmcp::model::ContentBlock::text(
             "call_tool_chain is not available: this gateway was started without a sandbox.",
@@ -153,14 +163,14 @@ pub async fn call_tool_chain(
     let max_chars = args
         .max_output_size
         .filter(|&n| n > 0)
-        .unwrap_or(runtime.output.max_chars)
-        .min(limits.max_output_chars);
+        .unwrap_or(runtime.output.max_chars);
     let request = response::Request {
         id: &id,
         code: &args.code,
         intent: args.intent.as_deref(),
         max_chars,
         started_at_ms,
+        caller,
     };
     response::respond(
         &outcome,
@@ -236,7 +246,7 @@ async fn direct_call(
             if let Err(e) = &mapped {
                 record.error = Some(e.message.clone());
             }
-            match mapped.and_then(|v| check_output_limit(&v, limits.max_output_chars).map(|()| v)) {
+            match mapped.and_then(|v| check_output_limit(&v, limits.max_result_bytes).map(|()| v)) {
                 Ok(v) => (Some(v), None),
                 Err(e) => (None, Some(e)),
             }

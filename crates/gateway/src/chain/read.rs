@@ -6,7 +6,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Gateway;
+use crate::{Caller, Gateway};
 
 /// Prefix of stored-output resources.
 pub const EXECUTIONS_PREFIX: &str = "sandgate://executions/";
@@ -22,19 +22,12 @@ pub struct ReadArgs {
     json_path: Option<String>,
 }
 
-/// The store key of an execution's part.
-fn key(id: &str, part: &str) -> Result<String, String> {
-    match part {
-        "output" => Ok(id.to_string()),
-        "logs" => Ok(format!("{id}/logs")),
-        other => Err(format!(
-            "part must be \"output\" or \"logs\", not {other:?}"
-        )),
-    }
-}
-
 /// Runs `read_output`.
-pub async fn read_output(gateway: &Gateway, args: ReadArgs) -> Result<CallToolResult, String> {
+pub async fn read_output(
+    gateway: &Gateway,
+    caller: &Caller,
+    args: ReadArgs,
+) -> Result<CallToolResult, String> {
     let store = gateway
         .chain()
         .and_then(|c| c.store.clone())
@@ -43,7 +36,13 @@ pub async fn read_output(gateway: &Gateway, args: ReadArgs) -> Result<CallToolRe
         .chain()
         .map_or(sandgate_output::DEFAULT_MAX_CHARS, |c| c.output.max_chars);
     let part = args.part.as_deref().unwrap_or("output");
-    let key = key(args.execution_id.trim(), part)?;
+    let id = crate::meta_tools::short_text("execution_id", &args.execution_id)?;
+    if let Some(path) = &args.json_path {
+        crate::meta_tools::short_text("json_path", path)?;
+    }
+    let key = caller
+        .key(id.trim(), part)
+        .ok_or_else(|| format!("part must be \"output\", \"logs\" or \"error\", not {part:?}"))?;
     let offset = args.offset.unwrap_or(0);
     let length = Some(args.length.unwrap_or(max).clamp(1, max.max(1)));
     let slice = match &args.json_path {
@@ -90,10 +89,14 @@ pub async fn read_output(gateway: &Gateway, args: ReadArgs) -> Result<CallToolRe
 
 /// The full text behind `sandgate://executions/{id}/output` or `/logs`; `None` for a URI of
 /// another shape, `Some(Err)` when there is nothing stored under it.
-pub async fn read_resource(gateway: &Gateway, uri: &str) -> Option<Result<String, String>> {
+pub async fn read_resource(
+    gateway: &Gateway,
+    caller: &Caller,
+    uri: &str,
+) -> Option<Result<String, String>> {
     let rest = uri.strip_prefix(EXECUTIONS_PREFIX)?;
     let (id, part) = rest.rsplit_once('/')?;
-    let key = key(id, part).ok()?;
+    let key = caller.key(id, part)?;
     let Some(store) = gateway.chain().and_then(|c| c.store.clone()) else {
         return Some(Err("this gateway keeps no outputs (it has no store)".into()));
     };

@@ -8,7 +8,7 @@
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use sandgate_catalog::Catalog;
-use sandgate_output::{Shaped, shape, truncate};
+use sandgate_output::{Shaped, shape};
 use sandgate_sandbox::{CallRecord, ErrorKind, ExecError};
 use sandgate_store::{CallRow, ExecutionRecord};
 use serde_json::{Value, json};
@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use sandgate_output::OutputConfig;
 use sandgate_store::StoreHandle;
 
-use super::{Outcome, may_change_state};
+use super::{Outcome, bounds, may_change_state};
+use crate::Caller;
 
 /// Facts about the request the response needs.
 pub struct Request<'a> {
@@ -30,6 +31,17 @@ pub struct Request<'a> {
     pub max_chars: usize,
     /// Start time, Unix milliseconds.
     pub started_at_ms: i64,
+    /// Who may read what the execution stores.
+    pub caller: &'a Caller,
+}
+
+impl Request<'_> {
+    /// The store key of one part of this execution's output.
+    fn key(&self, part: &str) -> String {
+        self.caller
+            .key(self.id, part)
+            .unwrap_or_else(|| format!("{}/{part}", self.id))
+    }
 }
 
 /// The URI of an execution's stored result.
@@ -46,6 +58,11 @@ pub fn render_value(value: &Value) -> String {
 }
 
 /// Builds the response, stores what shaping removed, and records the execution.
+///
+/// The result gets `max_chars`; logs, error, calls and the rest fit in
+/// [`bounds::RESPONSE_SLACK`]. `structuredContent` repeats the result only when both copies fit
+/// in `max_chars`; otherwise its `result` is null and the whole result is stored (the response
+/// names where), so no copy of a large result is sent twice.
 pub fn respond(
     outcome: &Outcome,
     request: &Request,
@@ -58,27 +75,31 @@ pub fn respond(
     let shaped = full
         .as_deref()
         .map(|text| shape(text, request.intent, request.max_chars, output));
-    if let (Some(store), Some(full), Some(shaped)) = (store, &full, &shaped)
-        && shaped.reduced()
+    // The value again in `structuredContent`, when both copies fit in the result's budget.
+    let repeated = match (&outcome.value, &shaped) {
+        (Some(value), Some(shaped)) if !shaped.reduced() => {
+            let compact = serde_json::to_string(value).map_or(usize::MAX, |s| s.chars().count());
+            (compact.saturating_add(shaped.text.chars().count()) <= request.max_chars)
+                .then(|| value.clone())
+        }
+        _ => None,
+    };
+    let result_elsewhere = shaped.is_some() && repeated.is_none();
+    if let (Some(store), Some(full)) = (store, &full)
+        && result_elsewhere
     {
-        store.save_output(request.id.to_string(), full.clone());
+        store.save_output(request.key("output"), full.clone());
     }
-    let logs_text = outcome
-        .logs
-        .iter()
-        .map(|l| format!("[{}] {}", l.level, l.message))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let logs_budget = (request.max_chars / 4).max(200);
-    let logs_cut = logs_text.chars().count() > logs_budget;
-    if logs_cut && let Some(store) = store {
-        store.save_output(format!("{}/logs", request.id), logs_text.clone());
+    let logs = bounds::shown_logs(&outcome.logs, request.max_chars);
+    if logs.cut
+        && let Some(store) = store
+    {
+        store.save_output(request.key("logs"), logs.full.clone());
     }
-    let calls: Vec<Value> = outcome
-        .calls
-        .iter()
-        .map(|c| call_json(c, catalog))
-        .collect();
+    let error = outcome
+        .error
+        .as_ref()
+        .map(|e| shown_error(e, request, store));
 
     let mut text = String::new();
     if let Some(shaped) = &shaped {
@@ -90,12 +111,10 @@ pub fn respond(
     }
     if !outcome.logs.is_empty() {
         text.push_str(&format!("\n\n--- logs ({}) ---\n", outcome.logs.len()));
-        if logs_cut {
-            text.push_str(&truncate(&logs_text, logs_budget));
+        text.push_str(&logs.text);
+        if logs.cut {
             text.push('\n');
             text.push_str(&where_the_rest_is(request.id, stored, "logs"));
-        } else {
-            text.push_str(&logs_text);
         }
     }
     let stopped = outcome
@@ -103,9 +122,13 @@ pub fn respond(
         .as_ref()
         .filter(|e| !outcome.calls.is_empty() || was_stopped(e))
         .map(|e| stopped_at(e, &outcome.calls, catalog));
-    if let Some(error) = &outcome.error {
+    if let Some((shown, cut)) = &error {
         text.push_str("\n\n--- error ---\n");
-        text.push_str(&error_text(error));
+        text.push_str(&error_text(shown));
+        if *cut {
+            text.push('\n');
+            text.push_str(&where_the_rest_is(request.id, stored, "error"));
+        }
         if let Some(stopped) = &stopped {
             text.push('\n');
             text.push_str(stopped);
@@ -113,24 +136,33 @@ pub fn respond(
     }
     text.push_str("\n\n");
     text.push_str(&summary_line(outcome, request.id));
-    let text = text.trim_start().to_string();
+    // The text starts with the result as shown (`output.shown_chars` of it), whitespace and
+    // all; without a result it starts with the logs or the error.
+    let text = if shaped.is_some() {
+        text
+    } else {
+        text.trim_start().to_string()
+    };
 
     let returned_bytes = shaped.as_ref().map_or(0, |s| s.text.len());
-    let output = shaped.as_ref().map(|s| output_json(s, request.id, stored));
+    let output = shaped
+        .as_ref()
+        .map(|s| output_json(s, request.id, stored && result_elsewhere));
+    let (listed, calls_left_out) = bounds::listed_calls(&outcome.calls);
+    let calls: Vec<Value> = listed.iter().map(|c| call_json(c, catalog)).collect();
     let structured = json!({
         "execution_id": request.id,
         "tier": outcome.tier.as_str(),
         "status": if outcome.error.is_none() { "ok" } else { "error" },
-        "result": match (&outcome.value, &shaped) {
-            (Some(v), Some(s)) if !s.reduced() => v.clone(),
-            (Some(_), Some(s)) => Value::String(s.text.clone()),
-            _ => Value::Null,
-        },
+        "result": repeated,
         "shaped": shaped.as_ref().is_some_and(Shaped::reduced),
-        "logs": outcome.logs,
-        "logs_truncated": logs_cut,
+        "logs": logs.lines,
+        "logs_total": outcome.logs.len(),
+        "logs_truncated": logs.cut,
         "calls": calls,
-        "error": outcome.error,
+        "calls_total": outcome.calls.len(),
+        "calls_left_out": calls_left_out,
+        "error": error.as_ref().map(|(e, _)| e),
         "stopped": stopped,
         "duration_ms": round(outcome.duration_ms),
         "output": output,
@@ -153,6 +185,30 @@ pub fn respond(
     result
 }
 
+/// The error as the response shows it (message and hint within their bounds), and whether it
+/// was cut; the whole of a cut error is stored as part `error`.
+fn shown_error(
+    error: &ExecError,
+    request: &Request,
+    store: Option<&StoreHandle>,
+) -> (ExecError, bool) {
+    let (message, message_cut) = bounds::bounded(&error.message, bounds::ERROR_SHOWN);
+    let hint = error
+        .hint
+        .as_deref()
+        .map(|hint| bounds::bounded(hint, bounds::HINT_SHOWN));
+    let cut = message_cut || hint.as_ref().is_some_and(|(_, cut)| *cut);
+    if cut && let Some(store) = store {
+        store.save_output(request.key("error"), error_text(error));
+    }
+    let shown = ExecError {
+        message,
+        hint: hint.map(|(hint, _)| hint),
+        ..error.clone()
+    };
+    (shown, cut)
+}
+
 fn where_the_rest_is(id: &str, stored: bool, part: &str) -> String {
     if stored {
         format!(
@@ -165,13 +221,16 @@ fn where_the_rest_is(id: &str, stored: bool, part: &str) -> String {
     }
 }
 
+/// `stored`: the whole result is in the store (because the response does not hold all of it,
+/// or holds it only once).
 fn output_json(shaped: &Shaped, id: &str, stored: bool) -> Value {
     json!({
         "original_bytes": shaped.original_bytes,
         "returned_bytes": shaped.text.len(),
         "stages": shaped.stages,
-        "stored": stored && shaped.reduced(),
-        "resource": (stored && shaped.reduced()).then(|| output_uri(id)),
+        "shown_chars": shaped.text.chars().count(),
+        "stored": stored,
+        "resource": stored.then(|| output_uri(id)),
     })
 }
 
@@ -182,7 +241,7 @@ fn call_json(call: &CallRecord, catalog: &Catalog) -> Value {
         "finished": call.duration_ms.is_some(),
         "duration_ms": call.duration_ms.map(round),
         "changed_state": may_change_state(catalog, &call.name),
-        "error": call.error,
+        "error": call.error.as_deref().map(bounds::call_error),
     })
 }
 
@@ -225,23 +284,15 @@ fn stopped_at(error: &ExecError, calls: &[CallRecord], catalog: &Catalog) -> Str
     if !running.is_empty() {
         text.push_str(&format!(
             "; still running and abandoned: {}",
-            running.join(", ")
+            bounds::names(running.into_iter().map(str::to_string))
         ));
     }
     text.push('.');
-    let writes: Vec<String> = finished
-        .iter()
-        .filter(|c| c.ok)
-        .filter_map(|c| match may_change_state(catalog, &c.name) {
-            Some(false) => None,
-            Some(true) => Some(c.name.clone()),
-            None => Some(format!("{} (no annotations; assume it did)", c.name)),
-        })
-        .collect();
+    let writes = bounds::writes(&finished, catalog);
     if !writes.is_empty() {
         text.push_str(&format!(
             "\nCompleted calls that may have changed state — do not repeat them blindly on retry: {}.",
-            writes.join(", ")
+            bounds::names(writes.into_iter())
         ));
     }
     text
@@ -333,12 +384,7 @@ fn record(
 
 /// FNV-1a of the code: groups repeated executions without keeping the code.
 fn code_hash(code: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in code.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{hash:016x}")
+    crate::caller::fnv_hex(code.as_bytes())
 }
 
 fn round(ms: f64) -> f64 {

@@ -10,6 +10,7 @@ mod bytecode;
 mod heap;
 mod natives;
 mod snapshot;
+mod strings;
 mod tool_set;
 
 pub use bytecode::warm_up;
@@ -76,6 +77,8 @@ pub(crate) struct LoopState {
     /// Held only during a run: it lives outside the template region.
     pub tools: Option<Arc<ToolSet>>,
     pub in_flight: u32,
+    /// JSON bytes of the arguments of calls queued or in flight (see `natives::refusal`).
+    pub pending_args_bytes: usize,
     /// Calls waiting for a concurrency slot.
     pub queued: VecDeque<(u64, Callee, String)>,
     /// Frames to send once control returns to the loop.
@@ -87,8 +90,14 @@ pub(crate) struct LoopState {
     /// Timers: due time → (id, callback).
     pub timers: BTreeMap<(Instant, u64), Persistent<Function<'static>>>,
     pub timer_ids: HashMap<u64, Instant>,
+    /// Timers this execution has made: the last timer id handed out.
+    pub timers_made: u64,
+    /// Log lines and bytes sent so far (each line costs its text plus
+    /// `LOG_LINE_OVERHEAD_BYTES`).
+    pub log_lines: u32,
     pub log_bytes: usize,
-    pub logs_truncated: bool,
+    /// Past the log limits: what was dropped, and the last few lines, sent when the run ends.
+    pub dropped_logs: natives::DroppedLogs,
     pub limits: Limits,
     /// Bytes the runtime's allocator holds.
     pub heap: heap::HeapCounter,
@@ -101,6 +110,8 @@ pub(crate) type Shared = Rc<RefCell<LoopState>>;
 
 /// How to settle one pending call's promise.
 pub(crate) struct Settlers {
+    /// The call's argument bytes, counted in `pending_args_bytes` until the reply.
+    pub args_bytes: usize,
     pub resolve: Persistent<Function<'static>>,
     pub reject: Persistent<Function<'static>>,
     /// An Error made where the call started (see `natives::error_object`).
@@ -146,11 +157,44 @@ pub struct Spent {
     _runtime: Runtime,
 }
 
+/// The module resolver and loader of every runtime: there are no modules to import.
+struct NoModules;
+
+const NO_MODULES: &str = "import() is not available in the sandbox: there are no modules. Backends are already globals (e.g. `await github.create_issue({...})`)";
+
+impl rquickjs::loader::Resolver for NoModules {
+    fn resolve<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        base: &str,
+        name: &str,
+        _attributes: Option<rquickjs::loader::ImportAttributes<'js>>,
+    ) -> rquickjs::Result<String> {
+        Err(rquickjs::Error::new_resolving_message(
+            base, name, NO_MODULES,
+        ))
+    }
+}
+
+impl rquickjs::loader::Loader for NoModules {
+    fn load<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<rquickjs::loader::ImportAttributes<'js>>,
+    ) -> rquickjs::Result<rquickjs::Module<'js, rquickjs::module::Declared>> {
+        Err(rquickjs::Error::new_loading_message(name, NO_MODULES))
+    }
+}
+
 /// Makes a fresh runtime and context with the preamble loaded.
 pub fn fresh() -> Result<Fresh, String> {
     let (allocator, heap) = heap::CountingAllocator::new();
     let runtime = Runtime::new_with_alloc(allocator)
         .map_err(|e| format!("cannot create a JavaScript runtime: {e}"))?;
+    // `import()` would otherwise find the modules the worker itself loaded (the preamble, by
+    // its name): every specifier is refused, those included.
+    runtime.set_loader(NoModules, NoModules);
     let context =
         Context::full(&runtime).map_err(|e| format!("cannot create a JavaScript context: {e}"))?;
     let state: Shared = Rc::default();
@@ -234,6 +278,7 @@ fn run(
         s.random = getrandom::u64().unwrap_or_else(|_| clock_seed()) | 1;
     }
     let outcome = run_loop(runtime, context, state, bind, request, link, deadline);
+    natives::send_dropped_logs(state, link);
     // Pending settlers and timers are JavaScript values held from Rust. Release them while the
     // runtime is alive: QuickJS aborts if a runtime is freed with values still referenced.
     state.borrow_mut().release();
@@ -314,7 +359,7 @@ fn run_loop(
                 PromiseState::Resolved => Some(serialize(
                     &ctx,
                     promise.result::<Value>(),
-                    limits.max_output_chars,
+                    limits.max_result_bytes,
                     deadline,
                 )),
                 PromiseState::Rejected => {
@@ -423,13 +468,15 @@ fn settle(ctx: &Ctx, state: &Shared, id: u64, result: Result<String, CallFailure
     let settlers = {
         let mut s = state.borrow_mut();
         let found = s.pending.remove(&id);
-        if found.is_some() {
+        if let Some(settlers) = &found {
             s.in_flight = s.in_flight.saturating_sub(1);
+            s.pending_args_bytes = s.pending_args_bytes.saturating_sub(settlers.args_bytes);
         }
         found
     };
     // A reply to a call of an earlier run is ignored.
     let Some(Settlers {
+        args_bytes: _,
         resolve,
         reject,
         site,
@@ -511,7 +558,7 @@ fn fire_due_timers(ctx: &Ctx, state: &Shared) {
 fn serialize<'js>(
     ctx: &Ctx<'js>,
     result: Option<rquickjs::Result<Value<'js>>>,
-    max_chars: usize,
+    max_bytes: usize,
     deadline: Instant,
 ) -> Result<String, GuestError> {
     let value = match result {
@@ -523,7 +570,11 @@ fn serialize<'js>(
         return Ok("null".into());
     }
     let json = match ctx.json_stringify(value).catch(ctx) {
-        Ok(Some(s)) => s.to_string().map_err(|e| internal(e.to_string()))?,
+        // JSON.stringify escapes lone surrogates, so the text converts; the escapes are then
+        // made well-formed, so the host (and every tier) reads the same value.
+        Ok(Some(s)) => crate::encoding::into_well_formed_json(
+            s.to_string().map_err(|e| internal(e.to_string()))?,
+        ),
         Ok(None) => "null".to_string(),
         Err(e) => {
             let mut err = guest_error(ctx, e, deadline);
@@ -531,9 +582,11 @@ fn serialize<'js>(
             return Err(err);
         }
     };
-    let chars = json.chars().count();
-    if chars > max_chars {
-        return Err(crate::direct::output_limit_guest_error(chars, max_chars));
+    if json.len() > max_bytes {
+        return Err(crate::direct::output_limit_guest_error(
+            json.len(),
+            max_bytes,
+        ));
     }
     Ok(json)
 }
@@ -543,23 +596,27 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, deadline: Instant) 
     let (name, message, stack) = match &error {
         CaughtError::Exception(e) => {
             let obj: &Object = e.as_object();
-            let name = obj
-                .get::<_, Option<String>>("name")
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| "Error".into());
-            let mut stack = e.stack().unwrap_or_default();
-            if let Ok(Some(caller)) = obj.get::<_, Option<String>>("callerStack") {
+            let text = |key: &str, max: usize| {
+                obj.get::<_, Value>(key)
+                    .ok()
+                    .and_then(|v| strings::lossy_bounded(ctx, &v, max))
+            };
+            let name = text("name", 256).unwrap_or_else(|| "Error".into());
+            let mut stack = text("stack", strings::MAX_ERROR_STACK_BYTES).unwrap_or_default();
+            if let Some(caller) = text("callerStack", strings::MAX_ERROR_STACK_BYTES) {
                 stack.push_str(&caller);
             }
-            (name, e.message().unwrap_or_default(), stack)
+            let message = text("message", strings::MAX_ERROR_MESSAGE_BYTES).unwrap_or_default();
+            (name, message, stack)
         }
         CaughtError::Value(v) => {
             let text = ctx
                 .json_stringify(v.clone())
                 .ok()
                 .flatten()
-                .and_then(|s| s.to_string().ok())
+                .and_then(|s| {
+                    strings::lossy_bounded(ctx, &s.into_value(), strings::MAX_ERROR_MESSAGE_BYTES)
+                })
                 .unwrap_or_else(|| "a non-Error value".into());
             (
                 "Error".to_string(),

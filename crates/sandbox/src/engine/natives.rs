@@ -3,12 +3,14 @@
 //! global object, so guest code can reach them only through the functions the preamble built.
 //! Every one enforces its limit here, in Rust, not in JavaScript the guest could tamper with.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use rquickjs::prelude::Opt;
 use rquickjs::{Array, Ctx, Exception, Function, Object, Persistent, Promise, Value};
 
 use super::{RunRequest, Shared};
+use crate::limits::LOG_LINE_OVERHEAD_BYTES;
 use crate::protocol::{Callee, WorkerFrame};
 
 /// Runs the first, ahead-of-time step of the preamble with every native, in a fresh context.
@@ -38,9 +40,12 @@ pub(crate) fn prepare<'js>(
     let s = state.clone();
     natives.set(
         "log",
-        Function::new(ctx.clone(), move |level: String, message: String| {
-            log(&s, level, message)
-        })?,
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, level: Value<'js>, message: Value<'js>| {
+                log(&ctx, &s, level, message)
+            },
+        )?,
     )?;
     let s = state.clone();
     natives.set(
@@ -196,6 +201,17 @@ fn bridge<'js>(
                 ));
             }
             st.calls_made += 1;
+            // JSON.stringify escaped any lone surrogate; every tier sends U+FFFD instead.
+            let args = crate::encoding::into_well_formed_json(args);
+            if let Some((kind, message)) = refusal(&st, callee(index), args.len()) {
+                drop(st);
+                let (promise, _, reject) = Promise::new(&ctx)?;
+                let error = error_object(&ctx, kind, &message, site.0)?;
+                reject.call::<_, ()>((error,))?;
+                return Ok(promise);
+            }
+            let args_bytes = args.len();
+            st.pending_args_bytes += args_bytes;
             // Unique across every run of this worker, so a late reply to a finished run can
             // never settle a call of the next one.
             let id = super::next_call_id();
@@ -203,6 +219,7 @@ fn bridge<'js>(
             st.pending.insert(
                 id,
                 super::Settlers {
+                    args_bytes,
                     resolve: Persistent::save(&ctx, resolve),
                     reject: Persistent::save(&ctx, reject),
                     site: site.0.map(|site| Persistent::save(&ctx, site)),
@@ -218,29 +235,123 @@ fn bridge<'js>(
     )
 }
 
-fn log(state: &Shared, level: String, message: String) {
-    let mut s = state.borrow_mut();
-    if s.logs_truncated {
-        return;
+/// Why a call must not leave the worker, if it must not: its arguments are over the per-call
+/// limit, or they would take the execution past its memory limit. Arguments of calls that wait
+/// for a slot or for their reply live outside the JavaScript heap (here and on the host), so
+/// they count against the same budget as the heap.
+fn refusal(
+    state: &super::LoopState,
+    callee: Callee,
+    bytes: usize,
+) -> Option<(&'static str, String)> {
+    let limits = &state.limits;
+    if bytes > limits.max_call_args_bytes {
+        let name = match callee {
+            Callee::Tool(i) => state
+                .tools
+                .as_ref()
+                .and_then(|set| set.bindings.get(i as usize))
+                .map_or_else(
+                    || "this call".to_string(),
+                    |t| format!("{}.{}", t.backend, t.name),
+                ),
+            Callee::Host(_) => "this host function".to_string(),
+        };
+        let message = crate::direct::arguments_too_large(&name, bytes, limits.max_call_args_bytes);
+        return Some(("tool_failed", message));
     }
-    let level = match level.as_str() {
-        "log" | "info" | "warn" | "error" | "debug" => level,
+    let held = state.pending_args_bytes + bytes + state.heap.get();
+    if held > limits.memory_bytes {
+        return Some((
+            "memory",
+            format!(
+                "out of memory: the arguments of this execution's waiting calls ({} bytes, this one included) and its heap would pass its {} MiB limit",
+                state.pending_args_bytes + bytes,
+                limits.memory_bytes >> 20
+            ),
+        ));
+    }
+    None
+}
+
+/// Log lines kept from the end once the limits are reached, sent after a marker when the run
+/// ends: the last lines are often the ones that explain a failure.
+const TAIL_LINES: usize = 20;
+/// Bytes of those lines kept at most, and of any one of them.
+const TAIL_BYTES: usize = 8 * 1024;
+const TAIL_LINE_BYTES: usize = 2 * 1024;
+
+/// What the log limits dropped, and the last lines, kept for the end of the run.
+#[derive(Default)]
+pub(crate) struct DroppedLogs {
+    lines: u64,
+    bytes: u64,
+    tail: VecDeque<(String, String)>,
+    tail_bytes: usize,
+}
+
+/// `console.*`: each line costs its bytes plus `LOG_LINE_OVERHEAD_BYTES` (so empty lines count)
+/// against the byte limit, and one against the line limit. Past either limit, lines are
+/// counted and only the last few are kept.
+fn log<'js>(ctx: &Ctx<'js>, state: &Shared, level: Value<'js>, message: Value<'js>) {
+    let level = match super::strings::lossy(ctx, &level).as_deref() {
+        Some(level @ ("log" | "info" | "warn" | "error" | "debug")) => level.to_string(),
         _ => "log".to_string(),
     };
-    if s.log_bytes + message.len() > s.limits.max_log_bytes {
-        s.logs_truncated = true;
-        let limit = s.limits.max_log_bytes;
-        let frame = WorkerFrame::Log {
-            level: "warn".into(),
-            message: format!(
-                "[logs truncated: the {limit}-byte log limit was reached; later console output was dropped]"
-            ),
-        };
-        send_now(&s, frame);
+    let message = super::strings::lossy(ctx, &message).unwrap_or_default();
+    let mut s = state.borrow_mut();
+    let cost = message.len() + LOG_LINE_OVERHEAD_BYTES;
+    let within = s.dropped_logs.lines == 0
+        && s.log_lines < s.limits.max_log_lines
+        && s.log_bytes + cost <= s.limits.max_log_bytes;
+    if within {
+        s.log_lines += 1;
+        s.log_bytes += cost;
+        send_now(&s, WorkerFrame::Log { level, message });
         return;
     }
-    s.log_bytes += message.len();
-    send_now(&s, WorkerFrame::Log { level, message });
+    let dropped = &mut s.dropped_logs;
+    dropped.lines += 1;
+    dropped.bytes += message.len() as u64;
+    let kept = crate::encoding::head_and_tail(&message, TAIL_LINE_BYTES).into_owned();
+    dropped.tail_bytes += kept.len();
+    dropped.tail.push_back((level, kept));
+    while dropped.tail.len() > TAIL_LINES || dropped.tail_bytes > TAIL_BYTES {
+        match dropped.tail.pop_front() {
+            Some((_, line)) => dropped.tail_bytes -= line.len(),
+            None => break,
+        }
+    }
+}
+
+/// At the end of a run whose logs passed a limit: a marker saying what was dropped, then the
+/// last lines.
+pub(crate) fn send_dropped_logs(state: &Shared, link: &super::SharedLink) {
+    let (dropped, limits) = {
+        let mut s = state.borrow_mut();
+        (std::mem::take(&mut s.dropped_logs), s.limits)
+    };
+    if dropped.lines == 0 {
+        return;
+    }
+    let shown = dropped.tail.len() as u64;
+    let mut frames = vec![WorkerFrame::Log {
+        level: "warn".into(),
+        message: format!(
+            "[{} log lines ({} bytes) past the log limits ({} lines, {} bytes) were dropped; the last {shown} follow]",
+            dropped.lines - shown,
+            dropped.bytes,
+            limits.max_log_lines,
+            limits.max_log_bytes
+        ),
+    }];
+    frames.extend(
+        dropped
+            .tail
+            .into_iter()
+            .map(|(level, message)| WorkerFrame::Log { level, message }),
+    );
+    let _ = link.borrow_mut().send_all(&frames);
 }
 
 /// Sends a frame immediately, so the host has it even if the run is killed later.
@@ -267,7 +378,10 @@ fn set_timer<'js>(
             &format!("too many pending timers (limit {limit})"),
         ));
     }
-    let id = super::next_call_id();
+    // Numbered per run (the state is fresh for every execution), so a run cannot learn from
+    // its timer ids how many timers earlier runs on this worker made.
+    s.timers_made += 1;
+    let id = s.timers_made;
     let delay = if ms.is_finite() {
         Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 86_400.0))
     } else {

@@ -32,6 +32,30 @@ export default function (natives) {
     return obj;
   };
 
+  // ---- stack-trace hooks ----------------------------------------------------------------
+  // `Error.prepareStackTrace` hands code CallSite objects, whose getFunction() returns each
+  // frame's function, the preamble's own closures included. As V8 does for strict code (and
+  // all guest code is strict), getFunction() and getThis() give undefined, for good.
+  {
+    const hadHook = "prepareStackTrace" in ErrorCtor;
+    const hook = ErrorCtor.prepareStackTrace;
+    let site = null;
+    ErrorCtor.prepareStackTrace = (_, sites) => {
+      site = sites[0];
+      return "";
+    };
+    void new ErrorCtor().stack;
+    if (hadHook) ErrorCtor.prepareStackTrace = hook;
+    else delete ErrorCtor.prepareStackTrace;
+    const proto = site !== null ? Object.getPrototypeOf(site) : null;
+    const nothing = function () { return undefined; };
+    for (const name of ["getFunction", "getThis"]) {
+      if (proto !== null && name in proto) {
+        defineProperty(proto, name, { __proto__: null, value: nothing, writable: false, enumerable: false, configurable: false });
+      }
+    }
+  }
+
   // ---- tool results -------------------------------------------------------------------
   class ToolError extends Error {
     constructor(tool, message, content) {
@@ -53,11 +77,22 @@ export default function (natives) {
   method(Map.prototype, "toJSON", function toJSON() { return fromEntries(this); });
   method(Set.prototype, "toJSON", function toJSON() { return arrayFrom(this); });
 
-  const textOf = (content) =>
-    (Array.isArray(content) ? content : [])
-      .filter((c) => c && c.type === "text")
-      .map((c) => c.text)
-      .join("\n");
+  // Plain loops, here and in console: a closure of ours handed to a builtin that code may have
+  // replaced (Array.prototype.map, JSON.stringify, ...) would reach the guest.
+  const isArray = Array.isArray;
+  const textOf = (content) => {
+    let text = "";
+    let first = true;
+    if (isArray(content)) {
+      for (let i = 0; i < content.length; i++) {
+        const c = content[i];
+        if (!c || c.type !== "text") continue;
+        text += (first ? "" : "\n") + c.text;
+        first = false;
+      }
+    }
+    return text;
+  };
 
   function mapResult(raw) {
     if (raw.structuredContent !== undefined && raw.structuredContent !== null) return raw.structuredContent;
@@ -102,7 +137,7 @@ export default function (natives) {
     if (seen.has(value)) return "[Circular]";
     seen.add(value);
     try {
-      return JSON.stringify(value, (k, v) => {
+      return stringifyJson(value, (k, v) => {
         if (typeof v === "bigint") return `${v}n`;
         if (v !== null && typeof v === "object" && k !== "") {
           if (seen.has(v)) return "[Circular]";
@@ -116,7 +151,12 @@ export default function (natives) {
       seen.delete(value);
     }
   }
-  const logger = (level) => (...args) => log(level, args.map((a) => show(a, new Set())).join(" "));
+  const NativeSet = Set;
+  const logger = (level) => (...args) => {
+    let text = "";
+    for (let i = 0; i < args.length; i++) text += (i ? " " : "") + show(args[i], new NativeSet());
+    log(level, text);
+  };
   fixed(G, "console", freeze({
     log: logger("log"), info: logger("info"), warn: logger("warn"), error: logger("error"), debug: logger("debug"),
     trace: logger("debug"),

@@ -86,7 +86,7 @@ export default function ({ randomBytes, parseUrl }) {
     }
     if (seen.has(value)) return seen.get(value);
     let out;
-    if (Array.isArray(value)) { out = []; seen.set(value, out); value.forEach((v, i) => { out[i] = clone(v, seen); }); return out; }
+    if (Array.isArray(value)) { out = []; seen.set(value, out); for (let i = 0; i < value.length; i++) out[i] = clone(value[i], seen); return out; }
     if (value instanceof Date) out = new Date(value.getTime());
     else if (value instanceof RegExp) out = new RegExp(value.source, value.flags);
     else if (value instanceof Map) { out = new Map(); seen.set(value, out); for (const [k, v] of value) out.set(clone(k, seen), clone(v, seen)); return out; }
@@ -110,7 +110,8 @@ export default function ({ randomBytes, parseUrl }) {
     const b = randomBytes(16);
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    let h = "";
+    for (let i = 0; i < b.length; i++) h += (b[i] < 16 ? "0" : "") + b[i].toString(16);
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
   };
   exports.crypto = freeze({ getRandomValues, randomUUID });
@@ -137,26 +138,65 @@ export default function ({ randomBytes, parseUrl }) {
     #changed() { if (this.#onChange) this.#onChange(this.toString()); }
     get size() { return this.#list.length; }
     append(k, v) { this.#list.push([String(k), String(v)]); this.#changed(); }
-    delete(k) { this.#list = this.#list.filter(([n]) => n !== String(k)); this.#changed(); }
-    get(k) { const f = this.#list.find(([n]) => n === String(k)); return f ? f[1] : null; }
-    getAll(k) { return this.#list.filter(([n]) => n === String(k)).map(([, v]) => v); }
-    has(k) { return this.#list.some(([n]) => n === String(k)); }
+    // Plain loops throughout: no closure of ours is handed to a builtin that code may have
+    // replaced (Array.prototype.filter and friends), so none can reach the guest.
+    #where(key, keep) {
+      const out = [];
+      for (let i = 0; i < this.#list.length; i++) if ((this.#list[i][0] === key) === keep) out[out.length] = this.#list[i];
+      return out;
+    }
+    #column(c) {
+      const out = [];
+      for (let i = 0; i < this.#list.length; i++) out[i] = c < 0 ? [this.#list[i][0], this.#list[i][1]] : this.#list[i][c];
+      return out;
+    }
+    delete(k) { this.#list = this.#where(String(k), false); this.#changed(); }
+    get(k) { const found = this.#where(String(k), true); return found.length ? found[0][1] : null; }
+    getAll(k) { const found = this.#where(String(k), true); const out = []; for (let i = 0; i < found.length; i++) out[i] = found[i][1]; return out; }
+    has(k) { return this.#where(String(k), true).length > 0; }
     set(k, v) {
       const key = String(k);
-      const i = this.#list.findIndex(([n]) => n === key);
-      if (i < 0) this.#list.push([key, String(v)]);
-      else { this.#list[i][1] = String(v); this.#list = this.#list.filter(([n], j) => n !== key || j === i); }
+      const out = [];
+      let placed = false;
+      for (let i = 0; i < this.#list.length; i++) {
+        if (this.#list[i][0] !== key) out[out.length] = this.#list[i];
+        else if (!placed) { out[out.length] = [key, String(v)]; placed = true; }
+      }
+      if (!placed) out[out.length] = [key, String(v)];
+      this.#list = out;
       this.#changed();
     }
-    sort() { this.#list.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)); this.#changed(); }
+    sort() {
+      // Insertion sort: stable, as the standard requires.
+      const list = this.#list;
+      for (let i = 1; i < list.length; i++) {
+        const item = list[i];
+        let j = i - 1;
+        while (j >= 0 && list[j][0] > item[0]) { list[j + 1] = list[j]; j--; }
+        list[j + 1] = item;
+      }
+      this.#changed();
+    }
     forEach(fn, self) { for (const [k, v] of this.#list) fn.call(self, v, k, this); }
-    keys() { return this.#list.map(([k]) => k)[Symbol.iterator](); }
-    values() { return this.#list.map(([, v]) => v)[Symbol.iterator](); }
-    entries() { return this.#list.map(([k, v]) => [k, v])[Symbol.iterator](); }
+    keys() { return this.#column(0)[Symbol.iterator](); }
+    values() { return this.#column(1)[Symbol.iterator](); }
+    entries() { return this.#column(-1)[Symbol.iterator](); }
     [Symbol.iterator]() { return this.entries(); }
     toString() {
-      const enc = (x) => encodeURIComponent(x).replace(/%20/g, "+").replace(/[!'()~]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
-      return this.#list.map(([k, v]) => `${enc(k)}=${enc(v)}`).join("&");
+      const enc = (x) => {
+        const plain = encodeURIComponent(x);
+        let out = "";
+        for (let i = 0; i < plain.length; i++) {
+          const c = plain[i];
+          if (c === "%" && plain[i + 1] === "2" && plain[i + 2] === "0") { out += "+"; i += 2; }
+          else if (c === "!" || c === "'" || c === "(" || c === ")" || c === "~") out += "%" + c.charCodeAt(0).toString(16).toUpperCase();
+          else out += c;
+        }
+        return out;
+      };
+      let text = "";
+      for (let i = 0; i < this.#list.length; i++) text += (i ? "&" : "") + `${enc(this.#list[i][0])}=${enc(this.#list[i][1])}`;
+      return text;
     }
   }
   class URL {

@@ -76,7 +76,7 @@ pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
         ExecutionsCommand::Show { config, id, json } => {
             let store = open(&config)?;
             let record = store.get(&id)?;
-            let output = store.output(&id).ok();
+            let output = store.output_for_operator(&id).ok();
             if json {
                 let value = serde_json::json!({"execution": record, "stored_output": output});
                 println!("{}", serde_json::to_string_pretty(&value)?);

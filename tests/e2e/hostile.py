@@ -1,0 +1,233 @@
+"""The hostile-input harness: one `sandgate serve` over stdio, driven by the Python MCP SDK client,
+in front of the real npm reference servers, with its process tree watched.
+
+A `Case` is one hostile input and what containment means for it: the error kind it must end in,
+the time it may take, the response size, and the peak RSS of the gateway and of its sandbox
+workers. `Watched.run_case` sends it, measures all four while it runs (a sampler thread reads
+/proc every 10 ms; the kernel's own peak counter is reset before each case), and then checks
+that the gateway still answers a benign call with the right result. Failures are collected, not
+raised one at a time, so one run shows every case that is not contained (DESIGN.md section 10).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from mcp import Client, StdioServerParameters
+
+from conftest import SANDGATE, reference_servers, write_config
+
+# The response to any execution is at most max_output_size plus this (docs/call_tool_chain.md).
+RESPONSE_SLACK = 8192
+DEFAULT_MAX_OUTPUT = 20_000
+# Slack on every case's time limit: scheduling on a loaded 2-core machine.
+TIME_SLACK_S = 0.25
+
+
+@dataclass
+class Case:
+    """One hostile input and its containment."""
+
+    name: str
+    code: str | None = None
+    # Extra call_tool_chain arguments (timeout_ms, max_output_size, ...).
+    extra: dict = field(default_factory=dict)
+    # Another meta-tool, with its arguments, instead of call_tool_chain.
+    tool: str | None = None
+    arguments: dict | None = None
+    # The error kind the execution must end in; None: it must succeed; "any": an error of any kind
+    # is containment (e.g. a protocol error for a malformed request).
+    kind: str | None = "any"
+    # Wall-clock limit, in seconds (TIME_SLACK_S is added).
+    seconds: float = 2.0
+    # Response size limit, in characters of the whole result's JSON.
+    max_response: int | None = None
+    # Peak RSS limits, in MiB: of the gateway process, and of any one worker.
+    gateway_mib: float = 64
+    worker_mib: float = 96
+    # Extra check on (structuredContent or {}, text); returns a failure message or None.
+    check: Callable[[dict, str], str | None] | None = None
+
+    def limit_chars(self) -> int:
+        budget = self.extra.get("max_output_size", DEFAULT_MAX_OUTPUT)
+        return self.max_response if self.max_response is not None else budget + RESPONSE_SLACK
+
+
+def rss_kib(pid: int, field_name: str = "VmRSS") -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def find_gateway(config: Path) -> int:
+    """The pid of the `sandgate serve` started for `config`."""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and "serve" in cmdline(int(entry)) and str(config) in cmdline(int(entry)):
+                return int(entry)
+        time.sleep(0.05)
+    raise RuntimeError("sandgate serve did not start")
+
+
+class Watched:
+    """A gateway, its client, and its process tree."""
+
+    def __init__(self, client: Client, pid: int, tmp_path: Path):
+        self.client = client
+        self.pid = pid
+        self.tmp_path = tmp_path
+        self.failures: list[str] = []
+        self.cases_run = 0
+
+    def workers(self) -> list[int]:
+        return [p for p in children(self.pid) if "__sandbox-worker" in cmdline(p)]
+
+    def reset_peaks(self):
+        for pid in [self.pid, *self.workers()]:
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{pid}/clear_refs", "w") as f:
+                    f.write("5")
+
+    def gateway_rss_mib(self) -> float:
+        return rss_kib(self.pid) / 1024
+
+    def worker_rss_mib(self) -> list[float]:
+        return [rss_kib(p) / 1024 for p in self.workers()]
+
+    async def chain(self, code: str, **extra):
+        return await self.client.call_tool("call_tool_chain", {"code": code, **extra})
+
+    async def answers(self) -> str | None:
+        """None when the gateway answers a benign execution correctly; else what went wrong."""
+        try:
+            result = await self.chain("return await everything.echo({message: 'still here'})")
+        except Exception as e:  # noqa: BLE001 - any failure to answer is the finding
+            return f"the gateway did not answer afterwards: {e!r}"
+        data = result.structured_content or {}
+        if data.get("result") != "Echo: still here":
+            return f"the gateway answered wrongly afterwards: {text(result)[:300]}"
+        return None
+
+    async def run_case(self, case: Case):
+        self.cases_run += 1
+        self.reset_peaks()
+        peaks = {"gateway": 0.0, "worker": 0.0}
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peaks["gateway"] = max(peaks["gateway"], self.gateway_rss_mib())
+                peaks["worker"] = max([peaks["worker"], *self.worker_rss_mib()])
+                stop.wait(0.01)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        started = time.monotonic()
+        error = None
+        result = None
+        try:
+            if case.tool:
+                result = await self.client.call_tool(case.tool, case.arguments or {})
+            else:
+                result = await self.chain(case.code, **case.extra)
+        except Exception as e:  # noqa: BLE001 - a protocol error is an outcome to judge
+            error = e
+        elapsed = time.monotonic() - started
+        stop.set()
+        sampler.join()
+        peaks["gateway"] = max(peaks["gateway"], rss_kib(self.pid, "VmHWM") / 1024)
+        for pid in self.workers():
+            peaks["worker"] = max(peaks["worker"], rss_kib(pid, "VmHWM") / 1024)
+
+        problems = []
+        if elapsed > case.seconds + TIME_SLACK_S:
+            problems.append(f"took {elapsed:.2f} s, limit {case.seconds} s")
+        if result is not None:
+            size = len(json.dumps(result.model_dump(by_alias=True, exclude_none=True, mode="json"), ensure_ascii=False))
+            if size > case.limit_chars():
+                problems.append(f"response of {size} chars, limit {case.limit_chars()}")
+            data = result.structured_content or {}
+            kind = (data.get("error") or {}).get("kind") if data else None
+            if case.kind is None and result.is_error:
+                problems.append(f"expected success, got: {text(result)[:300]}")
+            elif case.kind not in (None, "any") and kind != case.kind:
+                problems.append(f"expected error kind {case.kind!r}, got {kind!r}: {text(result)[:300]}")
+            elif case.kind == "any" and not result.is_error:
+                problems.append(f"expected an error, got success: {text(result)[:200]}")
+            if case.check:
+                found = case.check(data, text(result))
+                if found:
+                    problems.append(found)
+        elif case.kind not in ("any",):
+            problems.append(f"protocol error instead of a result: {error!r}")
+        if peaks["gateway"] > case.gateway_mib + self.gateway_baseline:
+            problems.append(f"gateway peak RSS {peaks['gateway']:.0f} MiB, limit {self.gateway_baseline:.0f}+{case.gateway_mib} MiB")
+        if peaks["worker"] > case.worker_mib:
+            problems.append(f"worker peak RSS {peaks['worker']:.0f} MiB, limit {case.worker_mib} MiB")
+        still = await self.answers()
+        if still:
+            problems.append(still)
+        if os.environ.get("HOSTILE_VERBOSE"):
+            kind = ((result.structured_content or {}).get("error") or {}).get("kind") if result else repr(error)[:60]
+            size = len(json.dumps(result.model_dump(by_alias=True, exclude_none=True, mode="json"), ensure_ascii=False)) if result else 0
+            print(f"{case.name:<50} {str(kind):<14} {elapsed:6.2f} s {size:>9} chars  gateway {peaks['gateway']:5.0f} MiB  worker {peaks['worker']:5.0f} MiB  {'FAIL' if problems else 'ok'}")
+        if problems:
+            self.failures.append(f"{case.name}: " + "; ".join(problems))
+
+    def assert_all_contained(self):
+        assert not self.failures, f"{len(self.failures)} of {self.cases_run} cases not contained:\n" + "\n".join(self.failures)
+
+
+def text(result) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+@contextlib.asynccontextmanager
+async def watched_gateway(tmp_path: Path, extra_servers: dict | None = None):
+    """`sandgate serve` over stdio with the three reference servers (and `extra_servers`)."""
+    servers = reference_servers(tmp_path)
+    servers.update(extra_servers or {})
+    config = write_config(tmp_path, "toml", servers)
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        gateway = Watched(client, find_gateway(config), tmp_path)
+        # Warm up: backends connected, workers started.
+        assert await gateway.answers() is None
+        gateway.gateway_baseline = gateway.gateway_rss_mib()
+        yield gateway
+
+
+async def run_table(tmp_path: Path, cases: list[Case]):
+    async with watched_gateway(tmp_path) as gateway:
+        for case in cases:
+            await gateway.run_case(case)
+        gateway.assert_all_contained()

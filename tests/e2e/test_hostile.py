@@ -1,0 +1,118 @@
+"""Hostile inputs at the MCP level, against `sandgate serve` with the real npm servers: one table per
+class of DESIGN.md section 10 (depth, size, count, time, channels between executions, ambient
+references, encodings). Every case checks its error kind, time, response size and the peak RSS of
+the gateway and its workers, then that the gateway still answers (see hostile.py)."""
+
+import json
+
+import pytest
+
+from hostile import Case, run_table
+
+pytestmark = pytest.mark.anyio
+
+N = 5000  # deep enough to overflow any parser stack that is not sized for it
+
+
+def contains(*needles):
+    def check(data, text):
+        missing = [n for n in needles if n not in text]
+        return f"response lacks {missing}: {text[:300]}" if missing else None
+
+    return check
+
+
+def result_is(expected):
+    def check(data, text):
+        got = data.get("result")
+        return None if got == expected else f"result {got!r}, expected {expected!r}"
+
+    return check
+
+
+DEPTH = [
+    Case("brackets", f"return {'[' * N}{']' * N}", kind="syntax", check=contains("1000 levels")),
+    Case("parens", f"return {'(' * N}1{')' * N}", kind="syntax"),
+    Case("braces", f"{'{' * N}{'}' * N}", kind="syntax"),
+    Case("arrows", f"return {'x=>' * 100_000}x", kind="syntax"),
+    Case("arrows across lines", f"return {'x =>' + chr(10)}" * 20_000 + "x", kind="syntax"),
+    Case("not", f"return {'!' * 100_000}x", kind="syntax"),
+    Case("unary minus", f"return {'- ' * 50_000}1", kind="syntax"),
+    Case("plus chain", f"return {'1+' * 100_000}1", kind="syntax"),
+    Case("ternary", f"return {'a?b:' * 20_000}c", kind="syntax"),
+    Case("assignments", f"let a; return {'a=' * 50_000}1", kind="syntax"),
+    Case("template literals", f"return {'`${' * N}1{'}`' * N}", kind="syntax"),
+    Case("async arrows", f"{'async()=>{' * N}{'}' * N}", kind="syntax"),
+    Case("functions", f"{'function f(){' * N}{'}' * N}", kind="syntax"),
+    Case("object literal", f"return {'{a:' * N}1{'}' * N}", kind="syntax"),
+    Case("generic type", f"let x: {'A<' * N}number{'>' * N} = 1", kind="syntax"),
+    Case("if chain", f"{'if(1)' * N};", kind="syntax"),
+    Case("new chain", f"return {'new ' * 50_000}X", kind="syntax"),
+    Case("member chain", f"return a{'.b' * 50_000}", kind="syntax"),
+    Case("call chain", f"return f{'()' * N}", kind="syntax"),
+    Case("tool call with deep literal arguments", f"return await everything.echo({{message: {'[' * N}1{']' * N}}})", kind="syntax"),
+    Case("else-if chain", "if (1) {}" + " else if (0) {}" * 15_000, kind="syntax"),
+    # A chain the lexical check does not count (each `;` ends a chain): the host still parses it
+    # on a stack sized for it, and QuickJS refuses it with its own stack limit.
+    Case("else-if chain of statements", "if (0) ;" + " else if (0) ;" * 15_000 + "\nreturn 'parsed'", kind="stack"),
+    Case("deep JSON call", json.dumps({"tool": "everything.echo", "arguments": {"message": "x"}})[:-2] + ', "deep": ' + "[" * N + "]" * N + "}}", kind="any"),
+    Case("deep value built at runtime, returned", "let a = []; for (let i = 0; i < 100000; i++) a = [a]; return a", kind="any"),
+    Case("deep value built at runtime, sent to a tool", "let a = []; for (let i = 0; i < 100000; i++) a = [a]; return await everything.echo({message: a})", kind="any"),
+    Case("deep recursion", "function f(n) { return f(n + 1) + 1 } return f(0)", kind="stack"),
+    Case("code over the size limit", "return 1;" + " " * 300_000, kind="syntax", check=contains("max_code_bytes")),
+]
+
+
+@pytest.mark.timeout(600)
+async def test_depth(tmp_path):
+    await run_table(tmp_path, DEPTH)
+
+
+def logs_readable(data, text):
+    if not data.get("logs_truncated"):
+        return "logs were not marked truncated"
+    if "part\": \"logs\"" not in text:
+        return "the text does not say how to read the whole logs"
+    return None
+
+
+def shaped_with_handle(data, text):
+    if not data.get("shaped") or not (data.get("output") or {}).get("resource"):
+        return f"not shaped with a handle: {json.dumps(data.get('output'))}"
+    return None
+
+
+def error_cut(data, text):
+    message = (data.get("error") or {}).get("message", "")
+    if len(message) > 2000:
+        return f"error message of {len(message)} chars shown"
+    return None if "part\": \"error\"" in text else "no handle to the whole error"
+
+
+BIG_ITEMS = "Array.from({length: 5000}, (_, i) => ({id: i, name: 'item ' + i, tags: ['a', 'b'], size: i * 7}))"
+
+SIZE = [
+    Case("empty log lines for 2 s", "const end = Date.now() + 2000; while (Date.now() < end) console.log('')", kind=None, seconds=2.5, check=logs_readable),
+    Case("200,000 short log lines", "for (let i = 0; i < 200000; i++) console.log(i)", kind=None, seconds=3, check=logs_readable),
+    Case("one 2 MB log line", "console.log('x'.repeat(2e6)); return 1", kind=None, check=logs_readable),
+    Case("logged objects of 500 KB", "const o = {s: 'y'.repeat(5e5)}; for (let i = 0; i < 20; i++) console.log(o); return 1", kind=None, check=logs_readable),
+    Case("3 MB error message", "throw new Error('x'.repeat(3e6))", kind="runtime", check=error_cut),
+    Case("3 MB thrown string", "throw 'x'.repeat(3e6)", kind="runtime", check=error_cut),
+    Case("a 5,000-item array (212 KB) is shaped, not refused", f"return {BIG_ITEMS}", kind=None, check=shaped_with_handle),
+    Case("a 4 MB string result is shaped", "return 'ab'.repeat(2e6)", kind=None, check=shaped_with_handle, gateway_mib=96),
+    Case("a 20 MB result passes the raw limit", "return 'x'.repeat(20e6)", kind="output_limit", check=contains("max_result_bytes"), gateway_mib=96, worker_mib=160),
+    Case("a small max_output_size holds", f"return {BIG_ITEMS}", extra={"max_output_size": 300}, kind=None, check=shaped_with_handle),
+    Case("logs and an error with a small max_output_size", "for (let i = 0; i < 1000; i++) console.log('line', i); throw new Error('e'.repeat(50000))", extra={"max_output_size": 100}, kind="runtime"),
+    Case("1,000 calls listed", "for (let i = 0; i < 1000; i++) await everything.echo({message: 'm' + i}); throw new Error('after')", kind="runtime", seconds=20, check=contains("1000 completed call")),
+    Case("an 11 MiB argument is refused before the backend", "return await everything.echo({message: 'x'.repeat(11 * 1024 * 1024)})", kind="any", check=contains("4 MiB"), gateway_mib=96, worker_mib=160),
+    Case("48 calls of 6 MiB arguments", "return (await Promise.all(Array.from({length: 48}, () => everything.echo({message: 'x'.repeat(6 * 1024 * 1024)})))).length", kind="any", seconds=10, gateway_mib=128, worker_mib=160),
+    Case("ArrayBuffer churn stays under the heap limit", "for (let n = 1; n < 64; n++) { try { new ArrayBuffer(n * 1024 * 1024) } catch (e) {} } return 1", kind=None, worker_mib=160),
+    Case("a 100 MB allocation", "return 'x'.repeat(100e6).length", kind="memory", worker_mib=160),
+    Case("a read_output json_path on a huge selection", None, tool="read_output", arguments={"execution_id": "ex-none", "json_path": "$" + "[0]" * 10000}, kind="any"),
+    Case("search_tools with a 1 MB query", None, tool="search_tools", arguments={"query": "echo " * 200_000}, kind="any", seconds=3),
+]
+
+
+@pytest.mark.timeout(600)
+async def test_size(tmp_path):
+    await run_table(tmp_path, SIZE)
