@@ -116,3 +116,107 @@ SIZE = [
 @pytest.mark.timeout(600)
 async def test_size(tmp_path):
     await run_table(tmp_path, SIZE)
+
+
+COUNT = [
+    Case("100,000 tool calls stop at the call limit", "for (let i = 0; i < 100000; i++) await everything.echo({message: 'x'})", kind="runtime", seconds=25, check=contains("at most 1000 calls")),
+    Case("5,000 calls at once stop at the call limit", "await Promise.all(Array.from({length: 5000}, () => everything.echo({message: 'x'})))", kind="runtime", seconds=10),
+    Case("20,000 timers stop at the timer limit", "for (let i = 0; i < 20000; i++) setTimeout(() => {}, 100000)", kind="runtime", check=contains("too many pending timers")),
+    Case("10,000 chained promises", "let p = Promise.resolve(0); for (let i = 0; i < 1e4; i++) p = p.then(x => x + 1); return await p", kind=None, seconds=5, check=result_is(10000)),
+    Case("a million chained promises run out of memory", "let p = Promise.resolve(0); for (let i = 0; i < 1e6; i++) p = p.then(x => x + 1); return await p", kind="memory", seconds=5),
+    Case("a million array items", "return new Array(1e6).fill(7).length", kind=None, check=result_is(1000000)),
+    Case("10,000 object keys in the result", "const o = {}; for (let i = 0; i < 10000; i++) o['k' + i] = i; return o", kind=None),
+    Case("1,000 distinct log levels and lines", "for (let i = 0; i < 1000; i++) console[['log', 'info', 'warn', 'error', 'debug'][i % 5]]('line ' + i); return 1", kind=None),
+]
+
+TIME = [
+    Case("an endless loop", "while (true) {}", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("an endless loop inside try/catch", "for (;;) { try { while (true) {} } catch (e) {} }", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("an endless loop after an await", "await everything.echo({message: 'x'}); while (true) {}", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("an endless loop in a timer callback", "setTimeout(() => { while (true) {} }, 0); await new Promise(() => {})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("an endless microtask loop", "(async () => { for (;;) await null })(); await new Promise(() => {})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("an endless, growing promise chain", "const f = () => Promise.resolve().then(f); f(); await new Promise(() => {})", extra={"timeout_ms": 1000}, kind="any", seconds=1.5),
+    Case("a sort comparator that never ends", "[3, 2, 1].sort(() => { while (true) {} })", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("toJSON of the result loops", "return {toJSON() { while (true) {} }}", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("a getter on the result loops", "return {get x() { while (true) {} }}", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("toJSON of a call's arguments loops", "return await everything.echo({message: {toJSON() { while (true) {} }}})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("a logged object's getter loops", "console.log({get x() { while (true) {} }})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("a Proxy in the result loops", "return new Proxy({}, {ownKeys() { while (true) {} }})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("catastrophic regular expression", "return /(a+)+$/.test('a'.repeat(40) + 'b')", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("a promise that never settles", "await new Promise(() => {})", kind="runtime", check=contains("can never happen")),
+    Case("a timer far in the future", "await new Promise(r => setTimeout(r, 1e9))", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("a slow tool past the timeout", "return await everything['trigger-long-running-operation']({duration: 5, steps: 1})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    Case("a huge timeout_ms is capped", "return 1", extra={"timeout_ms": 10**15}, kind=None),
+]
+
+
+def fresh_counters(data, text):
+    r = data.get("result") or {}
+    return None if r.get("timer") == 1 and r.get("polluted") == "undefined" else f"state leaked between runs: {r}"
+
+
+CHANNELS = [
+    # Run twice: the second run must see nothing of the first.
+    Case("globals and prototypes do not persist", "globalThis.leak = 1; Object.prototype.polluted = 'yes'; return 1", kind=None),
+    Case("a fresh run sees no earlier state", "return {timer: setTimeout(() => {}, 0), polluted: typeof ({}).polluted, leak: typeof leak}", kind=None, check=fresh_counters),
+    Case("execution ids carry 128 random bits", "return 1", kind=None, check=lambda d, t: None if len(d["execution_id"].rsplit("-", 1)[1]) == 32 else f"id {d['execution_id']}"),
+    Case("an unknown execution id is not found", None, tool="read_output", arguments={"execution_id": "ex-0-" + "0" * 32}, kind="any", check=contains("no stored output")),
+    Case("a guessed id in another owner's form is not found", None, tool="read_output", arguments={"execution_id": "ex-0@abc"}, kind="any"),
+    Case("Math.random differs between runs", "return Math.random()", kind=None),
+]
+
+AMBIENT = [
+    Case("import() of the preamble", "return Object.keys(await import('sandgate:preamble'))", kind="runtime", check=contains("import() is not available")),
+    Case("import() of the web module", "return await import('sandgate:web')", kind="runtime", check=contains("import() is not available")),
+    Case("import() through eval", "return await eval(\"import('sandgate:preamble')\")", kind="runtime", check=contains("import() is not available")),
+    Case("a static import", "import fs from 'fs'; return 1", kind="syntax"),
+    Case("CallSite getFunction yields nothing", "const got = []; Error.prepareStackTrace = (e, s) => { for (const c of s) { const f = c.getFunction(); if (f) got.push(String(f).slice(0, 20)) } return '' }; try { await everything.echo(5) } catch (e) {} try { await everything.echo({message: {toJSON() { new Error().stack; return 'm' }}}) } catch (e) {} new Error().stack; return got", kind=None, check=result_is([])),
+    Case("CallSite getFunction cannot be put back", "const s = []; Error.prepareStackTrace = (e, x) => { s.push(x[0]); return '' }; new Error().stack; const p = Object.getPrototypeOf(s[0]); try { Object.defineProperty(p, 'getFunction', {value: 1}) } catch (e) { return 'locked' } return 'open'", kind=None, check=result_is("locked")),
+    Case("Function.prototype.caller", "return typeof everything.echo.caller", kind="runtime"),
+    Case("arguments.callee", "return (function () { return typeof arguments.callee })()", kind="runtime"),
+    Case("no natives on the global object", "return Object.getOwnPropertyNames(globalThis).filter(k => /^(natives|call|callHost|log|setTimer|toolsOf|require|process|Deno|fetch|std|os)$/.test(k))", kind=None, check=result_is([])),
+    Case("replaced builtins receive no closure of ours", "const got = []; const m = Array.prototype.map; Array.prototype.map = function (f) { got.push(String(f).slice(0, 20)); return m.call(this, f) }; const j = JSON.stringify; JSON.stringify = function (v, r) { if (r) got.push('replacer'); return j(v, r) }; console.log({a: 1}, [2]); try { await everything.echo(5) } catch (e) {} new URLSearchParams('a=1').getAll('a'); return got", kind=None, check=result_is([])),
+    Case("the Function constructor stays inside", "return new Function('return typeof process + typeof require')()", kind=None, check=result_is("undefinedundefined")),
+]
+
+ENCODINGS = [
+    Case("a lone surrogate in a log line", "console.log('a\\ud800b'); return 1", kind=None, check=contains("a\ufffdb")),
+    Case("a lone surrogate in the result", "return {s: 'x\\udc00y'}", kind=None, check=result_is({"s": "x\ufffdy"})),
+    Case("a lone surrogate in an error", "throw new Error('bad \\ud800')", kind="runtime", check=contains("bad \ufffd")),
+    Case("a lone surrogate in a call's arguments", "return await everything.echo({message: 'x\\ud800'})", kind=None, check=result_is("Echo: x\ufffd")),
+    Case("a lone surrogate in a single call (tier 2)", "everything.echo({message: 'y\\udbff'})", kind=None, check=result_is("Echo: y\ufffd")),
+    Case("NUL bytes survive", "return 'a\\u0000b'", kind=None, check=result_is("a\u0000b")),
+    Case("U+2028 and U+2029 in code and result", "const s = 'a\u2028b\u2029c'; return s", kind=None, check=result_is("a\u2028b\u2029c")),
+    Case("a right-to-left override in a result", "return 'abc\\u202edef'", kind=None, check=result_is("abc\u202edef")),
+    Case("invalid UTF-16 pairs reversed", "return '\\udc00\\ud800'", kind=None, check=result_is("\ufffd\ufffd")),
+]
+
+
+@pytest.mark.timeout(600)
+async def test_count(tmp_path):
+    await run_table(tmp_path, COUNT)
+
+
+@pytest.mark.timeout(600)
+async def test_time(tmp_path):
+    await run_table(tmp_path, TIME)
+
+
+@pytest.mark.timeout(600)
+async def test_channels(tmp_path):
+    await run_table(tmp_path, CHANNELS)
+
+
+@pytest.mark.timeout(600)
+async def test_ambient(tmp_path):
+    await run_table(tmp_path, AMBIENT)
+
+
+@pytest.mark.timeout(600)
+async def test_encodings(tmp_path):
+    await run_table(tmp_path, ENCODINGS)
+
+
+def test_the_suite_is_large_enough():
+    tables = [DEPTH, SIZE, COUNT, TIME, CHANNELS, AMBIENT, ENCODINGS]
+    assert sum(len(t) for t in tables) >= 80

@@ -12,15 +12,22 @@
 //! region), exactly where it was before anything ran. No finalizer, no teardown, no rebuild:
 //! the next execution starts from the same bytes as the first.
 //!
-//! The allocator is deliberately simple: size classes a quarter of a power of two apart, a free
-//! list per class, and a bump pointer. If the region runs out, allocations fall back to the C
-//! allocator (a block outside the region is freed there, wherever the free comes from), so a
-//! memory-hungry script meets QuickJS's own limit, never a crash. Only one thread may use an
-//! active region; allocations on every other thread are never placed in it.
+//! The allocator is deliberately simple: size classes an eighth of a power of two apart, a free
+//! list per class, and a bump pointer. Free lists never merge, so large blocks would pin their
+//! memory: code that made and dropped buffers of ever new sizes grew a worker with a 64 MiB
+//! heap limit to 459 MB. So during an execution (once the template is captured), a block of
+//! [`BIG_BYTES`] or more gets a mapping of its own, unmapped the moment it is freed, and so
+//! does any block when the region is full. Those *big blocks* are listed in a fixed table
+//! outside the region, and [`restore`] unmaps whatever an execution left of them: nothing of a
+//! run outlives it, and a worker's memory returns to the image plus `TRIM_ABOVE_BYTES`
+//! after every execution. When the table is full an allocation fails, which QuickJS reports as
+//! running out of memory. Before capture (while the template is built), a full region falls
+//! back to the C allocator. Only one thread may use an active region; allocations on every
+//! other thread are never placed in it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use nix::libc;
 
@@ -42,8 +49,19 @@ const CLASSES: usize = 16 + 8 * 56;
 /// The largest alignment placed in the region (larger ones go to the C allocator).
 const MAX_ALIGN: usize = 4096;
 
+/// Blocks of at least this many bytes, made during an execution, get a mapping of their own.
+pub const BIG_BYTES: usize = 256 * 1024;
+/// Big blocks alive at once, at most (a 64 MiB heap holds at most 256 of [`BIG_BYTES`]).
+const BIG_SLOTS: usize = 4096;
+
 static BASE: AtomicUsize = AtomicUsize::new(0);
 static END: AtomicUsize = AtomicUsize::new(0);
+/// Whether the template has been captured: from then on, what the region's thread allocates
+/// belongs to an execution.
+static CAPTURED: AtomicBool = AtomicBool::new(false);
+/// The big blocks alive: their mappings' start addresses, in `BIG[..BIG_LIVE]`.
+static BIG: [AtomicUsize; BIG_SLOTS] = [const { AtomicUsize::new(0) }; BIG_SLOTS];
+static BIG_LIVE: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// Whether this thread's allocations go to the region.
@@ -164,6 +182,7 @@ pub fn capture() -> Option<Image> {
         std::ptr::copy_nonoverlapping(base as *const u8, bytes.as_mut_ptr(), used);
         bytes.set_len(used);
     }
+    CAPTURED.store(true, Ordering::Relaxed);
     Some(Image { bytes })
 }
 
@@ -175,6 +194,7 @@ pub fn restore(image: &Image) {
     if base == 0 {
         return;
     }
+    unmap_big_blocks();
     // SAFETY: the region is mapped and `Meta` lives at its start.
     let reached = unsafe { (*(base as *const Meta)).bump };
     let kept = round_up(base + image.bytes.len(), 4096);
@@ -295,13 +315,133 @@ unsafe fn region_usable(ptr: *mut u8) -> usize {
     HEADER + capacity(class) - offset
 }
 
-/// `malloc` for QuickJS: the region while it is active, else the C allocator.
+/// Whether allocations of the region's thread now belong to an execution.
+fn in_execution() -> bool {
+    CAPTURED.load(Ordering::Relaxed)
+}
+
+/// A block for an active region's thread: a big block when it is big (or the region is full)
+/// during an execution, else a region block. `None` when the caller should fall back to the C
+/// allocator (before capture only); a null block during an execution is a failed allocation.
+#[allow(unsafe_code)]
+unsafe fn active_alloc(size: usize, align: usize) -> Option<*mut u8> {
+    let execution = in_execution();
+    if execution && size >= BIG_BYTES && align <= HEADER {
+        // SAFETY: plain allocation.
+        return Some(unsafe { big_alloc(size) });
+    }
+    // SAFETY: plain allocation.
+    let p = unsafe { region_alloc(size, align) };
+    if !p.is_null() {
+        return Some(p);
+    }
+    if execution && align <= HEADER {
+        // SAFETY: plain allocation.
+        return Some(unsafe { big_alloc(size) });
+    }
+    None
+}
+
+/// A mapping of its own for `size` bytes, listed among the big blocks; null if the table is
+/// full or the kernel refuses.
+#[allow(unsafe_code)]
+unsafe fn big_alloc(size: usize) -> *mut u8 {
+    let Some(len) = size.checked_add(HEADER + 4095).map(|n| n & !4095) else {
+        return std::ptr::null_mut();
+    };
+    let slot = BIG_LIVE.load(Ordering::Relaxed);
+    if slot >= BIG_SLOTS {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: a fresh private anonymous mapping.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the mapping is page-aligned and larger than `HEADER`; it starts with its length.
+    unsafe { *(base as *mut usize) = len };
+    BIG[slot].store(base as usize, Ordering::Relaxed);
+    BIG_LIVE.store(slot + 1, Ordering::Relaxed);
+    (base as usize + HEADER) as *mut u8
+}
+
+/// The slot of the big block whose payload is `ptr`, if it is one.
+fn big_slot(ptr: *mut u8) -> Option<usize> {
+    let live = BIG_LIVE.load(Ordering::Relaxed);
+    if live == 0 {
+        return None;
+    }
+    let base = (ptr as usize).checked_sub(HEADER)?;
+    (0..live).find(|&i| BIG[i].load(Ordering::Relaxed) == base)
+}
+
+/// The length of the mapping of the big block in `slot`.
+#[allow(unsafe_code)]
+fn big_len(slot: usize) -> usize {
+    // SAFETY: a listed big block's mapping is live and starts with its length.
+    unsafe { *(BIG[slot].load(Ordering::Relaxed) as *const usize) }
+}
+
+/// Unmaps the big block in `slot` and takes it off the table.
+#[allow(unsafe_code)]
+fn big_free(slot: usize) {
+    let base = BIG[slot].load(Ordering::Relaxed);
+    let len = big_len(slot);
+    // SAFETY: the mapping is live and nothing uses it any more.
+    unsafe { libc::munmap(base as *mut libc::c_void, len) };
+    let last = BIG_LIVE.load(Ordering::Relaxed) - 1;
+    BIG[slot].store(BIG[last].load(Ordering::Relaxed), Ordering::Relaxed);
+    BIG[last].store(0, Ordering::Relaxed);
+    BIG_LIVE.store(last, Ordering::Relaxed);
+}
+
+/// Grows or shrinks the big block in `slot` to hold `size` bytes, moving it if it must;
+/// null (the block unchanged) if the kernel refuses.
+#[allow(unsafe_code)]
+fn big_resize(slot: usize, size: usize) -> *mut u8 {
+    let base = BIG[slot].load(Ordering::Relaxed);
+    let old = big_len(slot);
+    let Some(len) = size.checked_add(HEADER + 4095).map(|n| n & !4095) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: the mapping is live; MREMAP_MAYMOVE keeps its contents wherever it ends up.
+    let moved = unsafe { libc::mremap(base as *mut libc::c_void, old, len, libc::MREMAP_MAYMOVE) };
+    if moved == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the (moved) mapping starts with its length.
+    unsafe { *(moved as *mut usize) = len };
+    BIG[slot].store(moved as usize, Ordering::Relaxed);
+    (moved as usize + HEADER) as *mut u8
+}
+
+/// Unmaps every big block: what an execution left is gone with it.
+fn unmap_big_blocks() {
+    while BIG_LIVE.load(Ordering::Relaxed) > 0 {
+        big_free(BIG_LIVE.load(Ordering::Relaxed) - 1);
+    }
+}
+
+/// How many big blocks are alive.
+pub fn big_blocks() -> usize {
+    BIG_LIVE.load(Ordering::Relaxed)
+}
+
+/// `malloc` for QuickJS: the region (or a big block) while it is active, else the C allocator.
 #[allow(unsafe_code)]
 pub(crate) unsafe fn c_malloc(size: usize) -> *mut u8 {
     if active() {
         // SAFETY: plain allocation.
-        let p = unsafe { region_alloc(size, HEADER) };
-        if !p.is_null() {
+        if let Some(p) = unsafe { active_alloc(size, HEADER) } {
             return p;
         }
     }
@@ -317,10 +457,13 @@ pub(crate) unsafe fn c_calloc(count: usize, size: usize) -> *mut u8 {
     };
     if active() {
         // SAFETY: plain allocation.
-        let p = unsafe { region_alloc(total, HEADER) };
-        if !p.is_null() {
-            // SAFETY: the block has room for `total` bytes; a reused one holds old data.
-            unsafe { std::ptr::write_bytes(p, 0, total) };
+        if let Some(p) = unsafe { active_alloc(total, HEADER) } {
+            // A reused region block holds old data; a fresh mapping is zero already, and
+            // zeroing it would touch every page.
+            if !p.is_null() && big_slot(p).is_none() {
+                // SAFETY: the block has room for `total` bytes.
+                unsafe { std::ptr::write_bytes(p, 0, total) };
+            }
             return p;
         }
     }
@@ -334,6 +477,8 @@ pub(crate) unsafe fn c_free(ptr: *mut u8) {
     if contains(ptr) {
         // SAFETY: the caller passes a live pointer from `c_malloc` and friends.
         unsafe { region_free(ptr) }
+    } else if let Some(slot) = big_slot(ptr) {
+        big_free(slot);
     } else {
         // SAFETY: as above; not in the region, so it came from the C allocator.
         unsafe { libc::free(ptr.cast()) }
@@ -346,6 +491,8 @@ pub(crate) unsafe fn c_usable_size(ptr: *mut u8) -> usize {
     if contains(ptr) {
         // SAFETY: the caller passes a live pointer from `c_malloc` and friends.
         unsafe { region_usable(ptr) }
+    } else if let Some(slot) = big_slot(ptr) {
+        big_len(slot) - HEADER
     } else {
         // SAFETY: as above.
         unsafe { libc::malloc_usable_size(ptr.cast()) }
@@ -355,6 +502,9 @@ pub(crate) unsafe fn c_usable_size(ptr: *mut u8) -> usize {
 /// `realloc` for QuickJS. A null result leaves the old block valid.
 #[allow(unsafe_code)]
 pub(crate) unsafe fn c_realloc(ptr: *mut u8, size: usize) -> *mut u8 {
+    if let Some(slot) = big_slot(ptr) {
+        return big_resize(slot, size);
+    }
     if !contains(ptr) && !active() {
         // SAFETY: a C allocator block, resized by the C allocator.
         return unsafe { libc::realloc(ptr.cast(), size.max(1)) }.cast();
@@ -388,8 +538,7 @@ unsafe impl GlobalAlloc for RegionAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if active() {
             // SAFETY: plain allocation.
-            let p = unsafe { region_alloc(layout.size(), layout.align()) };
-            if !p.is_null() {
+            if let Some(p) = unsafe { active_alloc(layout.size(), layout.align()) } {
                 return p;
             }
         }
@@ -400,10 +549,12 @@ unsafe impl GlobalAlloc for RegionAllocator {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if active() {
             // SAFETY: plain allocation.
-            let p = unsafe { region_alloc(layout.size(), layout.align()) };
-            if !p.is_null() {
-                // SAFETY: the block has room for the layout; a reused one holds old data.
-                unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
+            if let Some(p) = unsafe { active_alloc(layout.size(), layout.align()) } {
+                // A reused region block holds old data; a fresh mapping is zero already.
+                if !p.is_null() && big_slot(p).is_none() {
+                    // SAFETY: the block has room for the layout.
+                    unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
+                }
                 return p;
             }
         }
@@ -415,6 +566,8 @@ unsafe impl GlobalAlloc for RegionAllocator {
         if contains(ptr) {
             // SAFETY: a live region block.
             unsafe { region_free(ptr) }
+        } else if let Some(slot) = big_slot(ptr) {
+            big_free(slot);
         } else {
             // SAFETY: not in the region, so the system allocator made it with this layout.
             unsafe { System.dealloc(ptr, layout) }
@@ -422,6 +575,9 @@ unsafe impl GlobalAlloc for RegionAllocator {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if let Some(slot) = big_slot(ptr) {
+            return big_resize(slot, new_size);
+        }
         if !contains(ptr) && !active() {
             // SAFETY: a system block, resized by the system allocator.
             return unsafe { System.realloc(ptr, layout, new_size) };
@@ -522,10 +678,32 @@ mod tests {
             );
             c_free(huge);
 
+            // After capture, big blocks get mappings of their own, freed at once.
+            let big = c_malloc(BIG_BYTES);
+            assert!(
+                !big.is_null() && !in_region(big),
+                "a big block is not in the region"
+            );
+            assert_eq!(big_blocks(), 1);
+            assert!(c_usable_size(big) >= BIG_BYTES);
+            std::ptr::write_bytes(big, 3, BIG_BYTES);
+            let bigger = c_realloc(big, 4 * BIG_BYTES);
+            assert!(
+                (0..BIG_BYTES).all(|i| *bigger.add(i) == 3),
+                "resizing keeps contents"
+            );
+            assert_eq!(big_blocks(), 1);
+            c_free(bigger);
+            assert_eq!(big_blocks(), 0, "freed at once");
+            let left = c_calloc(1, 2 * BIG_BYTES);
+            assert!((0..2 * BIG_BYTES).all(|i| *left.add(i) == 0));
+            assert_eq!(big_blocks(), 1);
+
             c_free(grown);
             c_free(zeroed);
             c_free(adopted);
             restore(&image);
+            assert_eq!(big_blocks(), 0, "restore unmaps what a run left");
             let again = c_malloc(100);
             assert_eq!(
                 again, a,
