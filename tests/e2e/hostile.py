@@ -72,11 +72,19 @@ def rss_kib(pid: int, field_name: str = "VmRSS") -> int:
 
 
 def children(pid: int) -> list[int]:
+    """Every child of `pid`, whichever of its threads started it."""
+    found = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
         return []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(p) for p in f.read().split()]
+        except FileNotFoundError:
+            pass
+    return found
 
 
 def cmdline(pid: int) -> str:

@@ -87,6 +87,7 @@ impl ServerHandler for SandgateServer {
             &request.name,
             request.arguments,
             progress,
+            &context.ct,
         );
         match contained(&request.name, work.map(Ok)).await? {
             Some(result) => Ok(result.into()),

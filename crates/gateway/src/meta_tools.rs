@@ -127,13 +127,14 @@ pub async fn call(
     name: &str,
     arguments: Option<JsonObject>,
     progress: Option<ProgressSink>,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallToolResult> {
     // The counter key must be 'static, so take it from the table rather than the request.
     let counter = *META_TOOLS.iter().find(|n| **n == name)?;
     let args = Value::Object(arguments.unwrap_or_default());
     let result = match name {
         "call_tool_chain" => match parse::<ChainArgs>(name, args) {
-            Ok(a) => Ok(chain::call_tool_chain(gateway, caller, a, progress).await),
+            Ok(a) => Ok(chain::call_tool_chain(gateway, caller, a, progress, cancel).await),
             Err(e) => Err(e),
         },
         "read_output" => match parse(name, args) {

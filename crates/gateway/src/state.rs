@@ -12,6 +12,7 @@ use sandgate_policy::{Authorized, Decide, Grant, PolicyError, ToolCall};
 use sandgate_sandbox::ToolBinding;
 use sandgate_upstream::BackendManager;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::bridge::tool_bindings;
 use crate::chain::ChainRuntime;
@@ -33,9 +34,61 @@ pub struct Gateway {
     catalog_builds: AtomicU64,
     changes: broadcast::Sender<()>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Cancelled when the gateway shuts down: every execution still running is cancelled.
+    stopping: CancellationToken,
+    /// `call_tool_chain` executions in progress, so shutting down can wait for their records.
+    running: AtomicU64,
+}
+
+/// One execution in progress, counted in `Gateway::running` while it lives.
+pub(crate) struct Running<'a>(&'a AtomicU64);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Gateway {
+    /// Cancels every execution in progress (and any that starts from now on): the first step
+    /// of shutting down.
+    pub fn cancel_all(&self) {
+        self.stopping.cancel();
+    }
+
+    /// Shuts down within about `within`: cancels every execution, stops the sandbox's workers
+    /// and every backend (each backend's whole process group is killed). Returns whether
+    /// everything ended in time.
+    pub async fn shut_down(&self, within: std::time::Duration) -> bool {
+        let started = std::time::Instant::now();
+        self.cancel_all();
+        // Cancelled executions answer at once; wait for them to record what they did.
+        while self.running.load(Ordering::SeqCst) > 0 && started.elapsed() < within / 3 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        if let Some(chain) = self.chain() {
+            if let Some(store) = &chain.store {
+                let _ = tokio::time::timeout(within / 6, store.flush()).await;
+            }
+            let _ = tokio::time::timeout(within / 6, chain.sandbox.shutdown()).await;
+        }
+        self.manager.stop(within / 3).await
+    }
+
+    /// Counts one execution as running until the guard is dropped.
+    pub(crate) fn execution_started(&self) -> Running<'_> {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        Running(&self.running)
+    }
+
+    /// Completes when the caller cancels `request` (its token) or the gateway shuts down.
+    pub async fn cancelled(&self, request: &CancellationToken) {
+        tokio::select! {
+            () = request.cancelled() => {}
+            () = self.stopping.cancelled() => {}
+        }
+    }
+
     /// Wraps a running manager and keeps the catalog in step with it. Must be called inside a
     /// tokio runtime.
     pub fn new(manager: Arc<BackendManager>, grant: Grant) -> Arc<Gateway> {
@@ -52,6 +105,8 @@ impl Gateway {
             catalog_builds: AtomicU64::new(1),
             changes,
             legacy_peers: Mutex::default(),
+            stopping: CancellationToken::new(),
+            running: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&gateway);
         let mut events = gateway.manager.subscribe();

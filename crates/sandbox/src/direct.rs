@@ -212,6 +212,19 @@ pub(crate) fn output_limit_guest_error(bytes: usize, max_bytes: usize) -> GuestE
     }
 }
 
+/// The error of an execution the caller cancelled.
+pub fn cancelled_error() -> ExecError {
+    explain(
+        &GuestError {
+            kind: Some("cancelled".into()),
+            name: "CancelledError".into(),
+            message: "the execution was cancelled by the caller and stopped where it stood".into(),
+            stack: String::new(),
+        },
+        None,
+    )
+}
+
 /// Why a call whose arguments are over the limit was not sent; the same words whether the
 /// worker or the host refused it, so every tier says the same.
 pub fn arguments_too_large(qualified: &str, bytes: usize, max_bytes: usize) -> String {

@@ -75,6 +75,11 @@ impl Sandbox {
         self.pool.protections()
     }
 
+    /// Kills the idle workers and takes no more executions: for shutting down.
+    pub async fn shutdown(&self) {
+        self.pool.shutdown().await;
+    }
+
     /// Size of the template image each execution's fresh runtime is copied from, or `None`
     /// if the workers build a runtime per execution (see `engine::Snapshot`).
     pub fn template_bytes(&self) -> Option<u64> {
@@ -83,6 +88,21 @@ impl Sandbox {
 
     /// Runs one execution. Failures of the code are in the result, never an `Err`.
     pub async fn run(&self, execution: Execution, bridge: Arc<dyn Bridge>) -> ExecutionResult {
+        self.run_until(execution, bridge, std::future::pending())
+            .await
+    }
+
+    /// Runs one execution until it ends or `cancelled` completes, whichever is first. A
+    /// cancelled execution is stopped as the deadline stops one: its worker is killed (no
+    /// further call leaves it), its calls still in flight are dropped (an MCP backend is sent
+    /// `notifications/cancelled`), and the result says `cancelled`, with the calls that
+    /// completed.
+    pub async fn run_until(
+        &self,
+        execution: Execution,
+        bridge: Arc<dyn Bridge>,
+        cancelled: impl Future<Output = ()> + Send,
+    ) -> ExecutionResult {
         let started = Instant::now();
         if execution.code.len() > execution.limits.max_code_bytes {
             return ExecutionResult::failed(transpile::code_too_large(
@@ -104,14 +124,7 @@ impl Sandbox {
         };
         let raw = self
             .pool
-            .run(
-                transpiled.js,
-                execution.tools.clone(),
-                execution.host_functions.clone(),
-                execution.context,
-                execution.limits,
-                bridge,
-            )
+            .run(transpiled.js, &execution, bridge, cancelled)
             .await;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
         let raw = match raw {

@@ -22,6 +22,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::SandboxError;
 use crate::limits::LOG_LINE_OVERHEAD_BYTES;
 use crate::lockdown::Protections;
 use crate::protocol::{
@@ -30,7 +31,6 @@ use crate::protocol::{
 };
 use crate::result::{CallRecord, ErrorKind, ExecError, LogLine};
 use crate::worker_output::{Next, WorkerOutput};
-use crate::{Limits, SandboxError};
 
 /// How long a new worker has to lock down and report ready.
 const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -210,6 +210,20 @@ impl Pool {
         }))
     }
 
+    /// Kills every idle worker and waits for each to exit (workers running an execution are
+    /// killed by its cancellation). For shutting down: the pool makes no new workers after.
+    pub async fn shutdown(&self) {
+        self.slots.close();
+        let idle: Vec<Worker> = match self.idle.lock() {
+            Ok(mut idle) => idle.drain(..).collect(),
+            Err(poisoned) => poisoned.into_inner().drain(..).collect(),
+        };
+        for mut worker in idle {
+            let _ = worker.child.start_kill();
+            let _ = worker.child.wait().await;
+        }
+    }
+
     /// Whether a core is free for spinning instead of sleeping: each execution running needs
     /// one for its worker and, while it waits, one for the host.
     fn has_spare_core(&self) -> bool {
@@ -232,12 +246,13 @@ impl Pool {
     pub(crate) async fn run(
         self: &Arc<Self>,
         js: String,
-        tools: Arc<Vec<ToolBinding>>,
-        host_functions: Arc<Vec<String>>,
-        context: Option<serde_json::Value>,
-        limits: Limits,
+        execution: &crate::Execution,
         bridge: Arc<dyn Bridge>,
+        cancelled: impl Future<Output = ()> + Send,
     ) -> Result<RawRun, ExecError> {
+        let (tools, host_functions) = (&execution.tools, &execution.host_functions);
+        let (context, limits) = (execution.context.clone(), execution.limits);
+        let mut cancelled = std::pin::pin!(cancelled);
         // Executions admitted (running or queued); the guard gives the place back however this
         // function ends.
         let admitted = Admission::enter(&self.admitted);
@@ -253,7 +268,10 @@ impl Pool {
                 hint: Some("Retry shortly.".into()),
             });
         }
-        let permit = self.slots.acquire().await;
+        let permit = tokio::select! {
+            permit = self.slots.acquire() => permit,
+            () = &mut cancelled => return Err(cancelled_error()),
+        };
         let _permit = permit.map_err(|_| internal("the sandbox pool is shut down"))?;
         let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop_front());
         let mut worker = match idle {
@@ -268,7 +286,7 @@ impl Pool {
         let known = worker
             .tools
             .as_ref()
-            .is_some_and(|sent| Arc::ptr_eq(sent, &tools) || sent == &tools);
+            .is_some_and(|sent| Arc::ptr_eq(sent, tools) || sent == tools);
         if !known {
             worker.tools = Some(tools.clone());
         }
@@ -284,14 +302,18 @@ impl Pool {
                 0
             },
         };
+        let callees = Callees {
+            tools,
+            host_functions,
+            bridge,
+        };
         let outcome = drive(
             &mut worker,
             &run,
-            &tools,
-            &host_functions,
+            callees,
             limits.wall_time() + self.config.kill_grace,
-            bridge,
             || self.has_spare_core(),
+            cancelled,
         )
         .await;
         worker.runs += 1;
@@ -302,6 +324,9 @@ impl Pool {
             }
         } else {
             let _ = worker.child.start_kill();
+            if self.slots.is_closed() {
+                return outcome;
+            }
             let pool = self.clone();
             tokio::spawn(async move {
                 if let Ok((fresh, _)) = spawn(&pool.config).await
@@ -332,6 +357,17 @@ impl<'a> Admission<'a> {
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
         self.counter.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The error of an execution cancelled before it reached a worker.
+fn cancelled_error() -> ExecError {
+    ExecError {
+        kind: ErrorKind::Cancelled,
+        message: "the execution was cancelled before it started".into(),
+        line: None,
+        column: None,
+        hint: None,
     }
 }
 
@@ -413,19 +449,32 @@ enum Event {
     Frame(Next),
     CallDone(CallDone),
     Deadline,
+    Cancelled,
 }
 
 /// Sends a run and serves it until the worker says it is done or the deadline passes.
 /// `spare_core` says whether the host may poll the worker's output instead of sleeping.
+/// What a run's calls go to: the execution's tools and host functions, by index, and the
+/// bridge that serves them.
+struct Callees<'a> {
+    tools: &'a [ToolBinding],
+    host_functions: &'a [String],
+    bridge: Arc<dyn Bridge>,
+}
+
 async fn drive(
     worker: &mut Worker,
     run: &HostFrame,
-    tools: &[ToolBinding],
-    host_functions: &[String],
+    callees: Callees<'_>,
     hard_limit: Duration,
-    bridge: Arc<dyn Bridge>,
     spare_core: impl Fn() -> bool,
+    mut cancelled: std::pin::Pin<&mut impl Future<Output = ()>>,
 ) -> Result<RawRun, ExecError> {
+    let Callees {
+        tools,
+        host_functions,
+        bridge,
+    } = callees;
     let started = Instant::now();
     let deadline = started + hard_limit;
     let body = encode_frame(run).map_err(|e| internal(&e.to_string()))?;
@@ -470,6 +519,7 @@ async fn drive(
                 Some(first) = calls.next(), if !calls.is_empty() => Event::CallDone(first),
                 frame = worker.output.next() => Event::Frame(frame),
                 _ = &mut deadline_passed => Event::Deadline,
+                () = &mut cancelled => Event::Cancelled,
             },
         };
         match event {
@@ -565,6 +615,18 @@ async fn drive(
                     served.answer(call)?;
                     done = calls.next().now_or_never().flatten();
                 }
+            }
+            Event::Cancelled => {
+                // Killed, not asked: a worker running code reads no frames. The calls still
+                // out are dropped with this function, which cancels them upstream.
+                let _ = worker.child.start_kill();
+                return Ok(RawRun::lost(
+                    "cancelled",
+                    "CancelledError",
+                    "the execution was cancelled by the caller and stopped where it stood".into(),
+                    logs,
+                    served.unfinished(),
+                ));
             }
             Event::Deadline => {
                 let _ = worker.child.start_kill();

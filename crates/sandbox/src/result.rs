@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Busy,
     /// A fault of sandgate itself (a worker died, a broken pipe).
     Internal,
+    /// The caller cancelled the execution (or the gateway is shutting down); it was stopped
+    /// where it stood.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -44,6 +47,7 @@ impl ErrorKind {
             ErrorKind::OutputLimit => "output_limit",
             ErrorKind::Busy => "busy",
             ErrorKind::Internal => "internal",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }

@@ -134,7 +134,8 @@ fn bench(c: &mut Criterion) {
                     force_sandbox: Some(force),
                     ..ChainArgs::default()
                 };
-                let result = call_tool_chain(&gateway, &Caller::Local, args, None).await;
+                let never = tokio_util::sync::CancellationToken::new();
+                let result = call_tool_chain(&gateway, &Caller::Local, args, None, &never).await;
                 assert_ne!(result.is_error, Some(true), "{result:?}");
             }
         });

@@ -36,7 +36,11 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::run(args)) {
+    let outcome = runtime.block_on(cli::run(args));
+    // Tasks still blocked (the stdio server's read of a stdin that stays open) must not hold
+    // the process: give them a moment, then go.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(300));
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             eprintln!("sandgate: {e:#}");

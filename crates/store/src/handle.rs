@@ -113,6 +113,11 @@ impl StoreHandle {
         self.ask(|reply| Command::Stats { reply }).await
     }
 
+    /// Waits until every write queued before this call is done (the queue is served in order).
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.stats().await.map(|_| ())
+    }
+
     async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.queue

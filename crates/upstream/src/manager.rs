@@ -90,6 +90,8 @@ pub struct BackendManager {
     backends: BTreeMap<String, Arc<Backend>>,
     shared: Arc<Shared>,
     shutdown: CancellationToken,
+    /// One supervisor task per enabled backend, awaited by [`BackendManager::stop`].
+    supervisors: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl BackendManager {
@@ -110,14 +112,15 @@ impl BackendManager {
         });
         let shutdown = CancellationToken::new();
         let mut backends = BTreeMap::new();
+        let mut supervisors = Vec::new();
         for cfg in &config.backends {
             let backend = Arc::new(Backend::new(cfg.clone()));
             if cfg.enabled {
-                tokio::spawn(crate::supervisor::supervise(
+                supervisors.push(tokio::spawn(crate::supervisor::supervise(
                     backend.clone(),
                     shared.clone(),
                     shutdown.child_token(),
-                ));
+                )));
             }
             backends.insert(cfg.name.clone(), backend);
         }
@@ -125,6 +128,7 @@ impl BackendManager {
             backends,
             shared,
             shutdown,
+            supervisors: std::sync::Mutex::new(supervisors),
         })
     }
 
@@ -232,6 +236,19 @@ impl BackendManager {
     /// Stops every backend (children are killed).
     pub fn shutdown(&self) {
         self.shutdown.cancel();
+    }
+
+    /// Stops every backend and waits, at most `within`, until each supervisor has ended and
+    /// killed its backend's process group. Returns whether all ended in time.
+    pub async fn stop(&self, within: Duration) -> bool {
+        self.shutdown.cancel();
+        let supervisors = match self.supervisors.lock() {
+            Ok(mut list) => std::mem::take(&mut *list),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        tokio::time::timeout(within, futures::future::join_all(supervisors))
+            .await
+            .is_ok()
     }
 }
 

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, Conn, Live};
 use crate::manager::Shared;
-use crate::transport::{http_transport, spawn_stdio};
+use crate::transport::{ChildGroup, http_transport, spawn_stdio};
 
 /// How restarts are paced. The defaults suit production; tests shorten them.
 #[derive(Debug, Clone)]
@@ -281,7 +281,7 @@ async fn list_tools(
         .collect())
 }
 
-async fn wait_child(child: &mut Option<tokio::process::Child>) -> String {
+async fn wait_child(child: &mut Option<ChildGroup>) -> String {
     match child {
         Some(c) => match c.wait().await {
             Ok(status) => status.to_string(),
@@ -292,7 +292,7 @@ async fn wait_child(child: &mut Option<tokio::process::Child>) -> String {
 }
 
 /// Adds the child's exit status to a message, if it exits promptly.
-async fn with_exit_status(message: String, child: &mut Option<tokio::process::Child>) -> String {
+async fn with_exit_status(message: String, child: &mut Option<ChildGroup>) -> String {
     if child.is_none() {
         return message;
     }

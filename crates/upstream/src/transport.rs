@@ -37,9 +37,36 @@ impl StdoutNoise {
     }
 }
 
+/// A stdio backend's process, leader of a process group of its own: when this is dropped
+/// (the backend is restarted, or sandgate stops), the whole group is killed, so a backend
+/// started through a wrapper (`npx`, a shell script) leaves no grandchild behind.
+pub(crate) struct ChildGroup {
+    child: Child,
+}
+
+impl ChildGroup {
+    /// Waits for the leader to exit.
+    pub(crate) async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.wait().await
+    }
+}
+
+impl Drop for ChildGroup {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.child.id().and_then(|id| i32::try_from(id).ok()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        // The leader is killed (and reaped) by `kill_on_drop` in any case.
+    }
+}
+
 /// A running stdio child and the pipes rmcp should use.
 pub(crate) struct StdioChild {
-    pub child: Child,
+    pub child: ChildGroup,
     pub reader: DuplexStream,
     pub writer: ChildStdin,
 }
@@ -64,6 +91,10 @@ pub(crate) fn spawn_stdio(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    // A group of its own: killed as one (see `ChildGroup`), and a Ctrl-C in sandgate's
+    // terminal reaches sandgate, which stops its backends, rather than each backend directly.
+    #[cfg(unix)]
+    cmd.process_group(0);
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
     }
@@ -118,7 +149,7 @@ pub(crate) fn spawn_stdio(
         }
     });
     Ok(StdioChild {
-        child,
+        child: ChildGroup { child },
         reader,
         writer: stdin,
     })

@@ -31,6 +31,7 @@ pub use bounds::RESPONSE_SLACK;
 pub use progress::ProgressSink;
 pub use route::Tier;
 use route::{Route, route};
+use tokio_util::sync::CancellationToken;
 
 /// What `call_tool_chain` runs on; given to the gateway with [`Gateway::attach_chain`].
 #[derive(Debug, Clone)]
@@ -86,7 +87,10 @@ pub async fn call_tool_chain(
     caller: &Caller,
     args: ChainArgs,
     progress: Option<ProgressSink>,
+    cancel: &CancellationToken,
 ) -> CallToolResult {
+    let _running = gateway.execution_started();
+    let cancelled = gateway.cancelled(cancel);
     let started = Instant::now();
     let id = sandgate_store::new_execution_id();
     let started_at_ms = sandgate_store::now_ms();
@@ -126,7 +130,7 @@ pub async fn call_tool_chain(
                     "the tool set changed during the call; retry",
                 )]);
             };
-            direct_call(&bridge, binding, arguments, raw, tier, &limits).await
+            direct_call(&bridge, binding, arguments, raw, tier, &limits, cancelled).await
         }
         Route::Interface { index } => Outcome {
             tier: Tier::Introspection,
@@ -148,7 +152,10 @@ pub async fn call_tool_chain(
                 context: None,
                 limits,
             };
-            let result = runtime.sandbox.run(execution, Arc::new(bridge)).await;
+            let result = runtime
+                .sandbox
+                .run_until(execution, Arc::new(bridge), cancelled)
+                .await;
             Outcome {
                 tier: Tier::Sandbox,
                 value: result.value,
@@ -207,22 +214,39 @@ async fn direct_call(
     raw: bool,
     tier: Tier,
     limits: &Limits,
+    cancelled: impl Future<Output = ()>,
 ) -> Outcome {
     let args = Value::Object(arguments).to_string();
     let args_bytes = args.len();
     let qualified = format!("{}.{}", binding.backend, binding.name);
     let call_started = Instant::now();
-    let answer = tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args)).await;
-    let duration_ms = call_started.elapsed().as_secs_f64() * 1000.0;
     let mut record = CallRecord {
         name: qualified.clone(),
         args_bytes,
         started_ms: 0.0,
-        duration_ms: Some(duration_ms),
+        duration_ms: None,
         ok: false,
         result_bytes: 0,
         error: None,
     };
+    // A cancel drops the call, which sends the backend `notifications/cancelled`.
+    let call = tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args));
+    let answer = tokio::select! {
+        answer = call => answer,
+        () = cancelled => {
+            record.duration_ms = None;
+            record.error = Some("unfinished when the execution was cancelled".into());
+            return Outcome {
+                tier,
+                value: None,
+                error: Some(direct::cancelled_error()),
+                logs: vec![],
+                calls: vec![record],
+                duration_ms: 0.0,
+            };
+        }
+    };
+    record.duration_ms = Some(call_started.elapsed().as_secs_f64() * 1000.0);
     let (value, error) = match answer {
         Err(_) => {
             record.duration_ms = None;

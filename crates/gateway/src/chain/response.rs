@@ -153,7 +153,7 @@ pub fn respond(
     let structured = json!({
         "execution_id": request.id,
         "tier": outcome.tier.as_str(),
-        "status": if outcome.error.is_none() { "ok" } else { "error" },
+        "status": status(outcome),
         "result": repeated,
         "shaped": shaped.as_ref().is_some_and(Shaped::reduced),
         "logs": logs.lines,
@@ -263,8 +263,17 @@ fn error_text(error: &ExecError) -> String {
 fn was_stopped(error: &ExecError) -> bool {
     matches!(
         error.kind,
-        ErrorKind::Timeout | ErrorKind::Memory | ErrorKind::Internal
+        ErrorKind::Timeout | ErrorKind::Memory | ErrorKind::Internal | ErrorKind::Cancelled
     )
+}
+
+/// `ok`, `cancelled` (the caller stopped it), or `error`.
+fn status(outcome: &Outcome) -> &'static str {
+    match &outcome.error {
+        None => "ok",
+        Some(e) if e.kind == ErrorKind::Cancelled => "cancelled",
+        Some(_) => "error",
+    }
 }
 
 /// Where a failed execution stopped: what completed, what was still running, and which
@@ -349,12 +358,7 @@ fn record(
         tier: outcome.tier.as_str().to_string(),
         code_hash: code_hash(request.code),
         duration_ms: outcome.duration_ms,
-        status: if outcome.error.is_none() {
-            "ok"
-        } else {
-            "error"
-        }
-        .to_string(),
+        status: status(outcome).to_string(),
         calls: outcome.calls.len() as u32,
         output_bytes: full.map_or(0, str::len) as u64,
         returned_bytes: returned_bytes as u64,

@@ -74,33 +74,82 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .map_err(anyhow::Error::from)
         });
     }
+    let mut signals = Signals::install()?;
     let outcome = tokio::select! {
         done = tasks.join_next() => match done {
             Some(Ok(result)) => result,
             Some(Err(e)) => Err(anyhow::anyhow!("a server task failed: {e}")),
             None => Ok(()),
         },
-        _ = shutdown_signal() => Ok(()),
+        signal = signals.next() => {
+            tracing::info!("{signal}: shutting down (a second signal exits at once)");
+            Ok(())
+        }
     };
+    // A second SIGINT or SIGTERM while shutting down exits at once.
+    tokio::spawn(async move {
+        let signal = signals.next().await;
+        eprintln!("sandgate: {signal} again: exiting at once");
+        std::process::exit(130);
+    });
     shutdown.cancel();
+    if !gateway.shut_down(SHUTDOWN_GRACE).await {
+        tracing::warn!(
+            "some backends did not stop within {SHUTDOWN_GRACE:?}; their process groups were killed"
+        );
+    }
     manager.shutdown();
+    // The stdio reader may still be blocked on stdin; `main` does not wait for it.
     outcome.map(|()| ExitCode::SUCCESS)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// How long shutting down may take before sandgate exits anyway (the whole shutdown stays
+/// within 2 s: this, then the runtime's own short grace in `main`).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(1200);
+
+/// SIGINT and SIGTERM (which stop sandgate) and SIGHUP (which must not: a terminal that closes
+/// or a supervisor that sends it to the group would otherwise kill the gateway; it is logged
+/// and ignored).
+struct Signals {
     #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => return std::future::pending().await,
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                interrupt: signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+                terminate: signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
+                hangup: signal(SignalKind::hangup()).context("cannot handle SIGHUP")?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// The next stopping signal's name; SIGHUPs before it are logged and ignored.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        loop {
+            tokio::select! {
+                _ = self.interrupt.recv() => return "SIGINT",
+                _ = self.terminate.recv() => return "SIGTERM",
+                _ = self.hangup.recv() => {
+                    tracing::info!("SIGHUP ignored: sandgate keeps serving (stop it with SIGINT or SIGTERM)");
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
         }
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
 }
