@@ -220,12 +220,12 @@ def text(result) -> str:
 
 
 @contextlib.asynccontextmanager
-async def watched_gateway(tmp_path: Path, extra_servers: dict | None = None):
+async def watched_gateway(tmp_path: Path, extra_servers: dict | None = None, env: dict | None = None):
     """`sandgate serve` over stdio with the three reference servers (and `extra_servers`)."""
     servers = reference_servers(tmp_path)
     servers.update(extra_servers or {})
     config = write_config(tmp_path, "toml", servers)
-    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)], env=env)
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
         gateway = Watched(client, find_gateway(config), tmp_path)
         # Warm up: backends connected, workers started.

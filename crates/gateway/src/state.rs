@@ -2,7 +2,7 @@
 //! and the fan-out of "the tool set changed" to connected clients.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
@@ -38,6 +38,8 @@ pub struct Gateway {
     stopping: CancellationToken,
     /// `call_tool_chain` executions in progress, so shutting down can wait for their records.
     running: AtomicU64,
+    /// Whether free memory is being handed back right now (see `after_large_work`).
+    trimming: AtomicBool,
 }
 
 /// One execution in progress, counted in `Gateway::running` while it lives.
@@ -75,6 +77,20 @@ impl Gateway {
         self.manager.stop(within / 3).await
     }
 
+    /// After an execution that made the gateway hold `bytes` (arguments, results, logs): past a
+    /// mebibyte, the memory it freed is handed back to the kernel, off the async threads, one
+    /// hand-back at a time. So the gateway's RSS returns near its baseline after load.
+    pub(crate) fn after_large_work(self: &Arc<Self>, bytes: usize, large: usize) {
+        if bytes < large || self.trimming.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let gateway = self.clone();
+        tokio::task::spawn_blocking(move || {
+            sandgate_sandbox::region::return_free_memory();
+            gateway.trimming.store(false, Ordering::Release);
+        });
+    }
+
     /// Counts one execution as running until the guard is dropped.
     pub(crate) fn execution_started(&self) -> Running<'_> {
         self.running.fetch_add(1, Ordering::SeqCst);
@@ -107,6 +123,7 @@ impl Gateway {
             legacy_peers: Mutex::default(),
             stopping: CancellationToken::new(),
             running: AtomicU64::new(0),
+            trimming: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&gateway);
         let mut events = gateway.manager.subscribe();

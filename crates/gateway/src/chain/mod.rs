@@ -179,13 +179,59 @@ pub async fn call_tool_chain(
         started_at_ms,
         caller,
     };
-    response::respond(
+    let response = response::respond(
         &outcome,
         &request,
         &catalog,
         runtime.store.as_ref(),
         &runtime.output,
-    )
+    );
+    gateway.after_large_work(bytes_moved(&outcome), LARGE_WORK_BYTES);
+    response
+}
+
+/// Roughly how many bytes an execution made the gateway hold: its calls' arguments and
+/// results, its logs, and its result.
+fn bytes_moved(outcome: &Outcome) -> usize {
+    let calls: usize = outcome
+        .calls
+        .iter()
+        .map(|c| c.args_bytes + c.result_bytes)
+        .sum();
+    let logs: usize = outcome.logs.iter().map(|l| l.message.len()).sum();
+    let result = outcome
+        .value
+        .as_ref()
+        .map_or(0, |v| size_up_to(v, LARGE_WORK_BYTES));
+    calls + logs + result
+}
+
+/// What counts as large work (see `Gateway::after_large_work`).
+const LARGE_WORK_BYTES: usize = 1024 * 1024;
+
+/// About how many bytes `value` takes as JSON, counting no further than `limit` (so a large
+/// value costs no more to measure than a small one).
+fn size_up_to(value: &Value, limit: usize) -> usize {
+    let mut size = 0;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        if size >= limit {
+            break;
+        }
+        size += match value {
+            Value::String(s) => s.len() + 2,
+            Value::Array(items) => {
+                pending.extend(items);
+                items.len() + 2
+            }
+            Value::Object(map) => {
+                pending.extend(map.values());
+                map.keys().map(|k| k.len() + 4).sum::<usize>() + 2
+            }
+            _ => 8,
+        };
+    }
+    size
 }
 
 /// A JSON input that names no callable tool.
