@@ -62,6 +62,31 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
+/// The key quoted at the start of `text` (by `quote`, with `\` escaping the next character, and
+/// JSON's escapes for a double quote), and how many bytes the quoted key takes.
+fn quoted_key(text: &str, quote: char) -> Option<(String, usize)> {
+    let mut chars = text.char_indices().skip(1);
+    while let Some((i, c)) = chars.next() {
+        if c == '\\' {
+            chars.next();
+        } else if c == quote {
+            let literal = &text[..=i];
+            let key = if quote == '"' {
+                serde_json::from_str(literal).ok()?
+            } else {
+                let mut key = String::new();
+                let mut inner = literal[1..literal.len() - 1].chars();
+                while let Some(c) = inner.next() {
+                    key.push(if c == '\\' { inner.next()? } else { c });
+                }
+                key
+            };
+            return Some((key, i + 1));
+        }
+    }
+    None
+}
+
 fn parse(path: &str) -> Result<Vec<Step>, String> {
     let bad = |why: &str| {
         format!(
@@ -73,22 +98,24 @@ fn parse(path: &str) -> Result<Vec<Step>, String> {
     let mut steps = Vec::new();
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix('[') {
+            let after = after.trim_start();
+            if let Some(quote @ ('"' | '\'')) = after.chars().next() {
+                // A quoted key, with `\` escapes: it may hold `]`, `.` or its own quote.
+                let (key, len) =
+                    quoted_key(after, quote).ok_or_else(|| bad("a quoted key is not closed"))?;
+                let tail = after[len..].trim_start();
+                rest = tail
+                    .strip_prefix(']')
+                    .ok_or_else(|| bad("a quoted key must be followed by ]"))?;
+                steps.push(Step::Key(key));
+                continue;
+            }
             let close = after.find(']').ok_or_else(|| bad("a [ is not closed"))?;
-            let inside = after[..close].trim();
-            let step = if let Some(quoted) = inside
-                .strip_prefix('"')
-                .and_then(|s| s.strip_suffix('"'))
-                .or_else(|| inside.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')))
-            {
-                Step::Key(quoted.to_string())
-            } else {
-                Step::Index(
-                    inside
-                        .parse()
-                        .map_err(|_| bad("an index must be a whole number"))?,
-                )
-            };
-            steps.push(step);
+            let index = after[..close]
+                .trim()
+                .parse()
+                .map_err(|_| bad("an index must be a whole number"))?;
+            steps.push(Step::Index(index));
             rest = &after[close + 1..];
         } else {
             let body = rest.strip_prefix('.').unwrap_or(rest);
@@ -107,6 +134,17 @@ fn parse(path: &str) -> Result<Vec<Step>, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Found by the fuzz target (tests/fuzz.rs): a quoted key holding `]` or its quote.
+    #[test]
+    fn quoted_keys_may_hold_brackets_and_quotes() {
+        let v = json!({"a]\"b": 1, "it's": 2, "x.y": {"[0]": 3}});
+        assert_eq!(select(&v, r#"$["a]\"b"]"#), Ok(&json!(1)));
+        assert_eq!(select(&v, r#"$['it\'s']"#), Ok(&json!(2)));
+        assert_eq!(select(&v, r#"[ "x.y" ][ "[0]" ]"#), Ok(&json!(3)));
+        assert!(select(&v, r#"$["open"#).is_err());
+        assert!(select(&v, r#"$["a"x]"#).is_err());
+    }
 
     #[test]
     fn selects_keys_indices_and_quoted_keys() {

@@ -92,11 +92,16 @@ pub fn head_and_tail(text: &str, max_bytes: usize) -> Cow<'_, str> {
     let head_end = floor_boundary(text, half);
     let tail_start = ceil_boundary(text, text.len() - half);
     let omitted = tail_start - head_end;
-    Cow::Owned(format!(
+    let cut = format!(
         "{}\n[… {omitted} bytes left out …]\n{}",
         &text[..head_end],
         &text[tail_start..]
-    ))
+    );
+    // Just over the budget, the marker can outweigh what it replaces.
+    if cut.len() >= text.len() {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(cut)
 }
 
 /// The largest character boundary at or before `at`.
