@@ -3,6 +3,8 @@
 //! nests. `cargo test` runs a short smoke; `PROPTEST_CASES=100000 cargo test --release -p
 //! sandgate-config --test fuzz` runs long.
 
+#![allow(clippy::expect_used)]
+
 use proptest::prelude::*;
 use sandgate_config::{Format, parse_str};
 

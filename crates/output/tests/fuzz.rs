@@ -4,6 +4,8 @@
 //! `cargo test` runs a short smoke; `PROPTEST_CASES=100000 cargo test --release -p
 //! sandgate-output --test fuzz` runs long.
 
+#![allow(clippy::expect_used)]
+
 use proptest::prelude::*;
 use sandgate_output::{OutputConfig, select, shape};
 use serde_json::Value;
@@ -12,7 +14,7 @@ fn json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i32>().prop_map(|n| Value::from(n)),
+        any::<i32>().prop_map(Value::from),
         "[a-zé \"\\\\.\\[\\]]{0,8}".prop_map(Value::String),
     ];
     leaf.prop_recursive(6, 64, 6, |inner| {

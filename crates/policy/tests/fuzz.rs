@@ -2,6 +2,8 @@
 //! name, without a panic, agreeing with a plain reference matcher. `cargo test` runs a short
 //! smoke; `PROPTEST_CASES=100000 cargo test --release -p sandgate-policy --test fuzz` runs long.
 
+#![allow(clippy::expect_used)]
+
 use proptest::prelude::*;
 use sandgate_policy::glob_match;
 

@@ -11,6 +11,8 @@
 //! `cargo test` runs a short smoke; `PROPTEST_CASES=100000 cargo test --release -p
 //! sandgate-sandbox --test fuzz` runs long.
 
+#![allow(clippy::expect_used)]
+
 use proptest::prelude::*;
 use sandgate_sandbox::encoding::{head_and_tail, well_formed_json};
 use sandgate_sandbox::protocol::{Callee, Frame, HostFrame, WorkerFrame, read_frame, write_frame};
