@@ -194,3 +194,51 @@ async def test_sighup_does_not_stop_it_and_a_shutdown_cancels_what_runs(tmp_path
     finally:
         if serving.proc.poll() is None:
             serving.proc.kill()
+
+
+def test_a_client_that_disconnects_over_http_cancels_its_execution(tmp_path):
+    """A legacy (2025-11-25) HTTP session whose client drops the connection while its
+    call_tool_chain runs: the execution is cancelled then, not when its 8 s would have passed."""
+    import re
+    import socket
+
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    server = HttpServer(config)
+    try:
+        port = int(re.search(r":(\d+)/mcp", server.url).group(1))
+
+        def post(body, session=None, keep=False):
+            conn = socket.create_connection(("127.0.0.1", port))
+            data = json.dumps(body).encode()
+            head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                    f"Accept: application/json, text/event-stream\r\nContent-Length: {len(data)}\r\n")
+            if session:
+                head += f"Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+            conn.sendall((head + "\r\n").encode() + data)
+            if keep:
+                return conn
+            conn.settimeout(5)
+            received = b""
+            while b"\r\n\r\n" not in received or (b"data:" not in received and b" 202 " not in received):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+            conn.close()
+            return received.decode(errors="replace")
+
+        answer = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        session = re.search(r"(?i)mcp-session-id: (\S+)", answer).group(1)
+        post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        code = "await everything.echo({message: 'a'}); await new Promise(r => setTimeout(r, 8000)); return 1"
+        conn = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "call_tool_chain", "arguments": {"code": code}}}, session, keep=True)
+        time.sleep(1.0)
+        conn.close()
+        deadline = time.time() + 3
+        while time.time() < deadline and not records(config):
+            time.sleep(0.1)
+        found = records(config)
+        assert [r["status"] for r in found] == ["cancelled"], found
+        assert found[0]["duration_ms"] < 3000, found
+    finally:
+        server.close()

@@ -29,6 +29,32 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
 }
 
+/// Cancelled when the HTTP response to a request is gone: sent in full, or dropped because the
+/// client went away. The handler reads it from the request's parts, so an execution whose
+/// client disconnected is cancelled like one the client cancelled.
+#[derive(Debug, Clone)]
+pub(crate) struct ResponseGone(pub CancellationToken);
+
+/// Gives each request a [`ResponseGone`] token, cancelled when its response body is dropped.
+async fn watch_disconnect(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let token = CancellationToken::new();
+    request.extensions_mut().insert(ResponseGone(token.clone()));
+    let response = next.run(request).await;
+    let (parts, body) = response.into_parts();
+    let guard = token.drop_guard();
+    let body = axum::body::Body::from_stream(futures::StreamExt::map(
+        body.into_data_stream(),
+        move |chunk| {
+            let _alive = &guard;
+            chunk
+        },
+    ));
+    axum::response::Response::from_parts(parts, body)
+}
+
 /// Binds and serves until `shutdown` is cancelled. Returns the bound address through `bound`
 /// (useful with port 0) before serving.
 pub async fn serve_http(
@@ -67,7 +93,9 @@ pub async fn serve_http(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let app = axum::Router::new().nest_service("/mcp", service);
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(watch_disconnect));
     bound(addr);
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })

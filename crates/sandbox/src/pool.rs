@@ -397,6 +397,9 @@ async fn spawn(config: &PoolConfig) -> Result<(Worker, Reported), SandboxError> 
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
+        // A group of its own: a Ctrl-C in the gateway's terminal reaches the gateway, which
+        // cancels and stops its workers, rather than killing them under running executions.
+        .process_group(0)
         .spawn()
         .map_err(|source| SandboxError::Spawn {
             program: config.program.clone(),
