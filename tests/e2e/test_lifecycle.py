@@ -99,6 +99,25 @@ async def test_a_cancelled_chain_stops_writing(tmp_path):
     assert [(c["tool"], c["duration_ms"] is not None, c["changed_state"]) for c in calls] == [("create_entities", True, True)], calls
 
 
+@pytest.mark.parametrize("code", [
+    '{"tool": "everything.trigger-long-running-operation", "arguments": {"duration": 8, "steps": 1}}',
+    "return await everything['trigger-long-running-operation']({duration: 8, steps: 1})",
+], ids=["json", "single_call"])
+async def test_a_cancel_stops_the_direct_tiers_too(tmp_path, code):
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    async with connect("stdio", config) as client:
+        started = time.monotonic()
+        with anyio.move_on_after(0.8):
+            await client.call_tool("call_tool_chain", {"code": code})
+        with anyio.fail_after(5):
+            while not records(config):
+                await anyio.sleep(0.05)
+        assert time.monotonic() - started < 3
+    found = records(config)
+    tier = "json" if code.startswith("{") else "single_call"
+    assert [(r["status"], r["tier"]) for r in found] == [("cancelled", tier)], found
+
+
 class Serving:
     """`sandgate serve` in a process of its own, with its stderr collected."""
 
