@@ -10,9 +10,10 @@
 //!   [`MAX_NESTING`] is refused with a `syntax` error that names the limit and the place.
 //! - [`on_sized_stack`]: every parse runs on a stack sized for the *length* of its input, at
 //!   more than the most stack per input byte measured for any construct (docs/BENCHMARKS.md,
-//!   "Parsing on a sized stack"). Code short enough for the caller's own stack is parsed in
-//!   place; longer code gets a thread of its own. This is the sound backstop: a form of
-//!   nesting that [`check`] does not see still cannot overflow, because no construct nests
+//!   "Parsing on a sized stack"). When the calling thread has that much stack left, the parse
+//!   runs in place; otherwise on a fresh stack segment of that size, on the same thread
+//!   (`stacker`: a mapping and a stack switch, no thread). This is the sound backstop: a form
+//!   of nesting that [`check`] does not see still cannot overflow, because no construct nests
 //!   more than one level per byte of input.
 //!
 //! The length itself is bounded by `Limits::max_code_bytes`, so the largest stack ever asked
@@ -31,32 +32,21 @@ const STACK_PER_INPUT_BYTE: usize = if cfg!(debug_assertions) { 4096 } else { 20
 /// Stack every parse needs whatever its input: oxc's own frames and the caller's.
 const BASE_STACK: usize = 256 * 1024;
 
-/// Stack the caller's thread is assumed to have free. A tokio worker has 2 MiB, and the
-/// futures that lead here use part of it.
-const CALLER_STACK: usize = 512 * 1024;
+/// Stack left untouched below a parse that runs in place, for whatever runs after it.
+const MARGIN: usize = 64 * 1024;
 
 /// Runs `parse` (which reads `input_len` bytes of untrusted text) on a stack large enough for
-/// any nesting those bytes can hold: in place when the caller's stack suffices, otherwise on a
-/// thread of its own. `None` if no such thread could be started (the system is out of memory
-/// or threads), which the caller reports as an error of its input's size.
-pub fn on_sized_stack<R: Send>(input_len: usize, parse: impl FnOnce() -> R + Send) -> Option<R> {
+/// any nesting those bytes can hold: in place when the calling thread has that much left,
+/// otherwise on a fresh stack segment of that size (whose pages are touched only as deep as
+/// the parse really goes). A panic in `parse` is the caller's either way. If the segment
+/// cannot be mapped (the system is out of memory), that is a panic too, which the gateway
+/// turns into an internal error for this request alone.
+pub fn on_sized_stack<R>(input_len: usize, parse: impl FnOnce() -> R) -> R {
     let needed = stack_for(input_len);
-    if needed <= CALLER_STACK {
-        return Some(parse());
+    match stacker::remaining_stack() {
+        Some(left) if left >= needed.saturating_add(MARGIN) => parse(),
+        _ => stacker::grow(needed, parse),
     }
-    std::thread::scope(|scope| {
-        let thread = std::thread::Builder::new()
-            .name("sandgate-parse".into())
-            .stack_size(needed)
-            .spawn_scoped(scope, parse)
-            .ok()?;
-        // A panic in the parse is the caller's, as it would be had the parse run in place.
-        Some(
-            thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        )
-    })
 }
 
 /// The stack a parse of `input_len` bytes may need.
@@ -587,7 +577,9 @@ return { titles, total, half, m: "((((", c: '}}}}' } // ((((((
         // chain of `else if`, which oxc still nests): parsed on a thread of its own.
         let code = format!("if (a) b;{}", " else if (a) b;".repeat(40_000));
         assert!(depth_ok(&code));
-        let parsed = on_sized_stack(code.len(), || crate::transpile::transpile(&code).is_ok());
-        assert_eq!(parsed, Some(true));
+        let parsed = on_sized_stack(code.len(), || {
+            crate::transpile::transpile_on_this_stack(&code).is_ok()
+        });
+        assert!(parsed);
     }
 }

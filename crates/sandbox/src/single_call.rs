@@ -58,7 +58,7 @@ pub struct SingleCall {
 /// (see [`crate::nesting`]).
 pub fn recognise(code: &str) -> Option<Shortcut> {
     crate::nesting::check(code).ok()?;
-    crate::nesting::on_sized_stack(code.len(), || recognise_on_this_stack(code)).flatten()
+    crate::nesting::on_sized_stack(code.len(), || recognise_on_this_stack(code))
 }
 
 /// [`recognise`] without the nesting check or the sized stack: for measuring how much stack a

@@ -100,17 +100,7 @@ pub fn transpile(source: &str) -> Result<Transpiled, SourceProblem> {
     if let Err(deep) = nesting::check(source) {
         return Err(too_deep(source, deep));
     }
-    nesting::on_sized_stack(source.len(), || transpile_on_this_stack(source)).unwrap_or_else(|| {
-        Err(SourceProblem {
-            message: format!(
-                "the gateway could not set aside a stack to read {} bytes of code",
-                source.len()
-            ),
-            line: 1,
-            column: 1,
-            hint: Some("Send shorter code, or retry when the gateway is less loaded.".into()),
-        })
-    })
+    nesting::on_sized_stack(source.len(), || transpile_on_this_stack(source))
 }
 
 /// The `syntax` problem for code that nests past [`nesting::MAX_NESTING`].
