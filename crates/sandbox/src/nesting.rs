@@ -174,6 +174,29 @@ pub fn check(source: &str) -> Result<(), TooDeep> {
             run = 0;
         }};
     }
+    // Template text from `$from` on: past its closing backtick, or into a `${` substitution,
+    // which opens a level as a bracket does (`$at` is where).
+    macro_rules! template_text {
+        ($from:expr, $at:expr) => {{
+            match skip_template_text(bytes, $from) {
+                TemplateStop::End(next) => {
+                    i = next;
+                    last = Last::Operand;
+                }
+                TemplateStop::Substitution(next) => {
+                    deeper!($at);
+                    opens.push(Open {
+                        closer: b'}',
+                        template: true,
+                        outer_run: run,
+                    });
+                    run = 0;
+                    i = next;
+                    last = Last::Operator;
+                }
+            }
+        }};
+    }
     while i < bytes.len() {
         let b = bytes[i];
         match b {
@@ -226,23 +249,7 @@ pub fn check(source: &str) -> Result<(), TooDeep> {
                 continue;
             }
             b'`' => {
-                match skip_template_text(bytes, i + 1) {
-                    TemplateStop::End(next) => {
-                        i = next;
-                        last = Last::Operand;
-                    }
-                    TemplateStop::Substitution(next) => {
-                        deeper!(i);
-                        opens.push(Open {
-                            closer: b'}',
-                            template: true,
-                            outer_run: run,
-                        });
-                        run = 0;
-                        i = next;
-                        last = Last::Operator;
-                    }
-                }
+                template_text!(i + 1, i);
                 continue;
             }
             b'(' | b'[' | b'{' => {
@@ -269,23 +276,7 @@ pub fn check(source: &str) -> Result<(), TooDeep> {
                 if let Some(open) = opens.pop() {
                     run = open.outer_run;
                     if open.template && open.closer == b'}' && b == b'}' {
-                        match skip_template_text(bytes, i + 1) {
-                            TemplateStop::End(next) => {
-                                i = next;
-                                last = Last::Operand;
-                            }
-                            TemplateStop::Substitution(next) => {
-                                deeper!(i);
-                                opens.push(Open {
-                                    closer: b'}',
-                                    template: true,
-                                    outer_run: run,
-                                });
-                                run = 0;
-                                i = next;
-                                last = Last::Operator;
-                            }
-                        }
+                        template_text!(i + 1, i);
                         continue;
                     }
                 }

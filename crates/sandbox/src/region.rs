@@ -120,31 +120,37 @@ pub fn is_mapped() -> bool {
     BASE.load(Ordering::Relaxed) != 0
 }
 
-/// Reserves the region. Once per process, before the worker locks down.
+/// A fresh private anonymous read-write mapping of `len` bytes (pages backed only when
+/// touched), or `None` if the kernel refuses.
 #[allow(unsafe_code)]
-pub fn map() -> Result<(), SandboxError> {
-    if is_mapped() {
-        return Ok(());
-    }
-    // SAFETY: a fresh private anonymous mapping; nothing else refers to that address range.
+fn fresh_mapping(len: usize) -> Option<usize> {
+    // SAFETY: a new mapping at an address the kernel chooses; nothing else refers to it.
     let base = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            REGION_BYTES,
+            len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
         )
     };
-    if base == libc::MAP_FAILED {
+    (base != libc::MAP_FAILED).then_some(base as usize)
+}
+
+/// Reserves the region. Once per process, before the worker locks down.
+#[allow(unsafe_code)]
+pub fn map() -> Result<(), SandboxError> {
+    if is_mapped() {
+        return Ok(());
+    }
+    let Some(base) = fresh_mapping(REGION_BYTES) else {
         return Err(SandboxError::WorkerStart(format!(
             "cannot reserve the {} MiB heap region: {}",
             REGION_BYTES >> 20,
             std::io::Error::last_os_error()
         )));
-    }
-    let base = base as usize;
+    };
     // SAFETY: the mapping is zeroed, writable and large enough for `Meta`, and `base` is
     // page-aligned.
     unsafe { (*(base as *mut Meta)).bump = round_up(base + size_of::<Meta>(), 64) };
@@ -366,25 +372,14 @@ unsafe fn big_alloc(size: usize) -> *mut u8 {
     if slot >= BIG_SLOTS {
         return std::ptr::null_mut();
     }
-    // SAFETY: a fresh private anonymous mapping.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
+    let Some(base) = fresh_mapping(len) else {
         return std::ptr::null_mut();
-    }
+    };
     // SAFETY: the mapping is page-aligned and larger than `HEADER`; it starts with its length.
     unsafe { *(base as *mut usize) = len };
-    BIG[slot].store(base as usize, Ordering::Relaxed);
+    BIG[slot].store(base, Ordering::Relaxed);
     BIG_LIVE.store(slot + 1, Ordering::Relaxed);
-    (base as usize + HEADER) as *mut u8
+    (base + HEADER) as *mut u8
 }
 
 /// The slot of the big block whose payload is `ptr`, if it is one.
