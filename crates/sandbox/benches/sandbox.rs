@@ -288,6 +288,21 @@ fn bench(c: &mut Criterion) {
     c.bench_function("transpile_30_line_script", |b| {
         b.iter(|| sandgate_sandbox::transpile::transpile(std::hint::black_box(SCRIPT_30_LINES)))
     });
+    // Its parts: the nesting check every parse of untrusted code starts with, and the parse
+    // itself without the check or the sized stack.
+    c.bench_function("nesting_check_30_line_script", |b| {
+        b.iter(|| sandgate_sandbox::nesting::check(std::hint::black_box(SCRIPT_30_LINES)))
+    });
+    c.bench_function("sized_stack_for_30_line_script", |b| {
+        b.iter(|| sandgate_sandbox::nesting::on_sized_stack(SCRIPT_30_LINES.len(), || 1))
+    });
+    c.bench_function("transpile_30_line_script_unguarded", |b| {
+        b.iter(|| {
+            sandgate_sandbox::transpile::transpile_on_this_stack(std::hint::black_box(
+                SCRIPT_30_LINES,
+            ))
+        })
+    });
     // A gateway in front of twenty servers gives every execution all of their tools and the
     // code uses one: `among_400_tools/*` minus the `execute/*` row of the same script is what
     // the rest cost. `no_template/*` runs on workers that build a runtime per execution.

@@ -81,66 +81,39 @@ enum Last {
     Operand,
 }
 
-/// Keywords that nest what follows them (or join two operands, as binary operators do).
-const NESTING_KEYWORDS: &[&str] = &[
-    "typeof",
-    "void",
-    "delete",
-    "await",
-    "new",
-    "if",
-    "else",
-    "while",
-    "for",
-    "with",
-    "do",
-    "yield",
-    "instanceof",
-    "in",
-    "of",
-    "extends",
-    "keyof",
-    "as",
-    "satisfies",
-];
+/// What a word does to the estimate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Word {
+    /// It can only start a statement: the chain before it has ended.
+    StartsStatement,
+    /// It nests what follows it, or joins two operands as a binary operator does; an
+    /// expression (or a regular expression) may follow it.
+    Nests,
+    /// It nests what follows, which is not an expression (`if (`, `as Type`).
+    NestsThenOperand,
+    /// An identifier or a literal keyword.
+    Operand,
+}
 
-/// Keywords that can only start a statement: the chain before them has ended.
-const STATEMENT_KEYWORDS: &[&str] = &[
-    "const",
-    "let",
-    "var",
-    "return",
-    "throw",
-    "break",
-    "continue",
-    "function",
-    "class",
-    "try",
-    "switch",
-    "case",
-    "default",
-    "type",
-    "interface",
-    "enum",
-];
-
-/// Keywords after which a `/` starts a regular expression, not a division.
-const BEFORE_REGEX: &[&str] = &[
-    "return",
-    "typeof",
-    "instanceof",
-    "in",
-    "of",
-    "new",
-    "delete",
-    "void",
-    "throw",
-    "case",
-    "do",
-    "else",
-    "yield",
-    "await",
-];
+/// The class of a word (one `match`, compiled to comparisons by length).
+fn classify(word: &str) -> Word {
+    // Every keyword is lowercase ASCII, 2 to 10 bytes: most identifiers are settled here.
+    if !(2..=10).contains(&word.len()) || !word.as_bytes()[0].is_ascii_lowercase() {
+        return Word::Operand;
+    }
+    match word {
+        "const" | "let" | "var" | "return" | "throw" | "break" | "continue" | "function"
+        | "class" | "try" | "switch" | "case" | "default" | "type" | "interface" | "enum" => {
+            Word::StartsStatement
+        }
+        "typeof" | "void" | "delete" | "await" | "new" | "else" | "do" | "yield" | "instanceof"
+        | "in" | "of" => Word::Nests,
+        "if" | "while" | "for" | "with" | "extends" | "keyof" | "as" | "satisfies" => {
+            Word::NestsThenOperand
+        }
+        _ => Word::Operand,
+    }
+}
 
 /// Estimates how deep `source` nests and refuses it past [`MAX_NESTING`]. It counts open
 /// brackets (`(`, `[`, `{`, `${`) plus, at every open level, the operators and nesting
@@ -311,26 +284,20 @@ pub fn check(source: &str) -> Result<(), TooDeep> {
             {
                 i += 1;
             }
-            let word = &source[start..i];
-            if STATEMENT_KEYWORDS.contains(&word) {
-                chain_ends!();
-                last = Last::Operator;
-            } else if NESTING_KEYWORDS.contains(&word) {
-                deeper!(start);
-                last = if BEFORE_REGEX.contains(&word) {
-                    Last::Operator
-                } else {
-                    Last::Operand
-                };
-                if matches!(word, "typeof" | "void" | "delete" | "await" | "new") {
+            match classify(&source[start..i]) {
+                Word::StartsStatement => {
+                    chain_ends!();
                     last = Last::Operator;
                 }
-            } else {
-                last = if BEFORE_REGEX.contains(&word) {
-                    Last::Operator
-                } else {
-                    Last::Operand
-                };
+                Word::Nests => {
+                    deeper!(start);
+                    last = Last::Operator;
+                }
+                Word::NestsThenOperand => {
+                    deeper!(start);
+                    last = Last::Operand;
+                }
+                Word::Operand => last = Last::Operand,
             }
             continue;
         }
@@ -363,10 +330,21 @@ const LONG_OPERATORS: &[&[u8]] = &[
 
 /// The length of the operator token at the start of `rest`, if one starts there.
 fn operator_len(rest: &[u8]) -> Option<usize> {
-    if let Some(long) = LONG_OPERATORS.iter().find(|op| rest.starts_with(op)) {
-        return Some(long.len());
+    let first = *rest.first()?;
+    if !is_operator_char(first) {
+        return None;
     }
-    rest.first().filter(|b| is_operator_char(**b)).map(|_| 1)
+    // Most operators stand alone: the list is searched only when another operator character
+    // follows.
+    if !rest.get(1).is_some_and(|b| is_operator_char(*b)) {
+        return Some(1);
+    }
+    Some(
+        LONG_OPERATORS
+            .iter()
+            .find(|op| rest.starts_with(op))
+            .map_or(1, |long| long.len()),
+    )
 }
 
 fn is_operator_char(b: u8) -> bool {
