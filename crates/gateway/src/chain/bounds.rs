@@ -41,6 +41,14 @@ pub(crate) struct ShownLogs {
 
 /// The logs within a budget of a quarter of `max_chars` (between the two bounds above).
 pub(crate) fn shown_logs(logs: &[LogLine], max_chars: usize) -> ShownLogs {
+    if logs.is_empty() {
+        return ShownLogs {
+            full: String::new(),
+            text: String::new(),
+            lines: Vec::new(),
+            cut: false,
+        };
+    }
     let budget = (max_chars / 4).clamp(LOGS_SHOWN_MIN, LOGS_SHOWN_MAX);
     let rendered: Vec<String> = logs
         .iter()
