@@ -31,7 +31,10 @@ impl Snapshot {
         }
         let template = {
             let _region = region::enter();
-            fresh()?
+            let template = fresh()?;
+            // What building the template left unreachable is not copied into every run.
+            template.runtime.run_gc();
+            template
         };
         let Some(image) = region::capture() else {
             return Ok(None);
