@@ -21,6 +21,8 @@ use crate::stderr::StderrRing;
 
 /// Largest single stdout line accepted from a backend (a tool result is one line).
 const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// The most buffer the stdout filter keeps between lines.
+const KEPT_LINE_CAPACITY: usize = 1024 * 1024;
 /// Buffer between the stdout filter and rmcp.
 const PIPE_BYTES: usize = 256 * 1024;
 
@@ -107,13 +109,7 @@ pub(crate) fn spawn_stdio(
         ));
     };
     let name = config.name.clone();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::info!(backend = %name, "stderr: {line}");
-            stderr_ring.push(&line);
-        }
-    });
+    tokio::spawn(async move { crate::stderr::pump(stderr, &name, stderr_ring).await });
     let (mut filtered, reader) = tokio::io::duplex(PIPE_BYTES);
     let name = config.name.clone();
     tokio::spawn(async move {
@@ -121,6 +117,10 @@ pub(crate) fn spawn_stdio(
         let mut line = Vec::with_capacity(4096);
         loop {
             line.clear();
+            // A huge line (a large result) must not pin its buffer for the backend's life.
+            if line.capacity() > KEPT_LINE_CAPACITY {
+                line = Vec::with_capacity(4096);
+            }
             match (&mut stdout)
                 .take(MAX_LINE_BYTES as u64)
                 .read_until(b'\n', &mut line)

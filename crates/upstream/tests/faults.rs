@@ -204,6 +204,25 @@ async fn garbage_on_stdout_is_reported_and_the_backend_keeps_serving() {
 }
 
 #[tokio::test]
+async fn stderr_that_is_not_utf8_or_has_huge_lines_is_read_and_the_backend_keeps_serving() {
+    let m = start(&[("messy", "stderr-garbage", "timeout = \"5s\"")]);
+    // Each call writes to stderr: had sandgate stopped reading it (it used to, at the first
+    // byte that is not UTF-8), the backend's write would fail and so would the call.
+    for i in 0..5 {
+        let text_in = format!("call {i}");
+        let answer = call(&m, "messy", "echo", json!({"text": text_in}))
+            .await
+            .expect("still serving");
+        assert_eq!(text(&answer), text_in);
+    }
+    let lines = m.stderr_tail("messy");
+    let tail = lines.join("\n");
+    assert!(tail.contains("not utf-8: \u{fffd}\u{fffd}"), "{tail}");
+    assert!(tail.contains("call \u{fffd}( echo"), "{tail}");
+    assert!(lines.iter().all(|l| l.len() <= 2048));
+}
+
+#[tokio::test]
 async fn slow_calls_time_out_and_others_stay_responsive() {
     let m = start(&[(
         "slowpoke",
