@@ -97,6 +97,13 @@ pub async fn serve_http(
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(watch_disconnect));
     bound(addr);
+    // Without TCP_NODELAY a response written in two pieces waits for the client's delayed
+    // ACK: about 40 ms per request on a keep-alive connection.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY on an accepted connection: {e}");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
         .await
