@@ -121,23 +121,28 @@ COUNT = [
     Case("1,000 distinct log levels and lines", "for (let i = 0; i < 1000; i++) console[['log', 'info', 'warn', 'error', 'debug'][i % 5]]('line ' + i); return 1", kind=None),
 ]
 
+def stopped_in_a_second(name, code):
+    """Code that never ends by itself, given a 1 s limit: it must end in `timeout` by then."""
+    return Case(name, code, extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5)
+
+
 TIME = [
-    Case("an endless loop", "while (true) {}", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("an endless loop inside try/catch", "for (;;) { try { while (true) {} } catch (e) {} }", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("an endless loop after an await", "await everything.echo({message: 'x'}); while (true) {}", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("an endless loop in a timer callback", "setTimeout(() => { while (true) {} }, 0); await new Promise(() => {})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("an endless microtask loop", "(async () => { for (;;) await null })(); await new Promise(() => {})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    stopped_in_a_second("an endless loop", "while (true) {}"),
+    stopped_in_a_second("an endless loop inside try/catch", "for (;;) { try { while (true) {} } catch (e) {} }"),
+    stopped_in_a_second("an endless loop after an await", "await everything.echo({message: 'x'}); while (true) {}"),
+    stopped_in_a_second("an endless loop in a timer callback", "setTimeout(() => { while (true) {} }, 0); await new Promise(() => {})"),
+    stopped_in_a_second("an endless microtask loop", "(async () => { for (;;) await null })(); await new Promise(() => {})"),
     Case("an endless, growing promise chain", "const f = () => Promise.resolve().then(f); f(); await new Promise(() => {})", extra={"timeout_ms": 1000}, kind="any", seconds=1.5),
-    Case("a sort comparator that never ends", "[3, 2, 1].sort(() => { while (true) {} })", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("toJSON of the result loops", "return {toJSON() { while (true) {} }}", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("a getter on the result loops", "return {get x() { while (true) {} }}", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("toJSON of a call's arguments loops", "return await everything.echo({message: {toJSON() { while (true) {} }}})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("a logged object's getter loops", "console.log({get x() { while (true) {} }})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("a Proxy in the result loops", "return new Proxy({}, {ownKeys() { while (true) {} }})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("catastrophic regular expression", "return /(a+)+$/.test('a'.repeat(40) + 'b')", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    stopped_in_a_second("a sort comparator that never ends", "[3, 2, 1].sort(() => { while (true) {} })"),
+    stopped_in_a_second("toJSON of the result loops", "return {toJSON() { while (true) {} }}"),
+    stopped_in_a_second("a getter on the result loops", "return {get x() { while (true) {} }}"),
+    stopped_in_a_second("toJSON of a call's arguments loops", "return await everything.echo({message: {toJSON() { while (true) {} }}})"),
+    stopped_in_a_second("a logged object's getter loops", "console.log({get x() { while (true) {} }})"),
+    stopped_in_a_second("a Proxy in the result loops", "return new Proxy({}, {ownKeys() { while (true) {} }})"),
+    stopped_in_a_second("catastrophic regular expression", "return /(a+)+$/.test('a'.repeat(40) + 'b')"),
     Case("a promise that never settles", "await new Promise(() => {})", kind="runtime", check=contains("can never happen")),
-    Case("a timer far in the future", "await new Promise(r => setTimeout(r, 1e9))", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
-    Case("a slow tool past the timeout", "return await everything['trigger-long-running-operation']({duration: 5, steps: 1})", extra={"timeout_ms": 1000}, kind="timeout", seconds=1.5),
+    stopped_in_a_second("a timer far in the future", "await new Promise(r => setTimeout(r, 1e9))"),
+    stopped_in_a_second("a slow tool past the timeout", "return await everything['trigger-long-running-operation']({duration: 5, steps: 1})"),
     Case("a huge timeout_ms is capped", "return 1", extra={"timeout_ms": 10**15}, kind=None),
 ]
 

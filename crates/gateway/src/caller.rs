@@ -33,20 +33,46 @@ impl Caller {
         }
     }
 
-    /// The store key of `part` (`output`, `logs` or `error`) of execution `id`, or `None` for
-    /// an unknown part.
-    pub fn key(&self, id: &str, part: &str) -> Option<String> {
+    /// The store key of `part` of execution `id`.
+    pub fn key(&self, id: &str, part: Part) -> String {
         let base = match part {
-            "output" => id.to_string(),
-            "logs" => format!("{id}/logs"),
-            "error" => format!("{id}/error"),
-            _ => return None,
+            Part::Output => id.to_string(),
+            Part::Logs | Part::Error => format!("{id}/{}", part.as_str()),
         };
-        Some(match self {
+        match self {
             Caller::Local => base,
             Caller::Session(hash) => format!("{base}@{hash}"),
             Caller::Stateless => format!("{base}@http"),
-        })
+        }
+    }
+}
+
+/// The parts of an execution's output the store keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The whole result.
+    Output,
+    /// The whole logs.
+    Logs,
+    /// The whole error message and hint.
+    Error,
+}
+
+impl Part {
+    /// The name in `read_output`'s `part` and in `sandgate://executions/{id}/{part}`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Part::Output => "output",
+            Part::Logs => "logs",
+            Part::Error => "error",
+        }
+    }
+
+    /// The part named `name`, if there is one.
+    pub fn named(name: &str) -> Option<Part> {
+        [Part::Output, Part::Logs, Part::Error]
+            .into_iter()
+            .find(|part| part.as_str() == name)
     }
 }
 
@@ -68,7 +94,7 @@ mod tests {
     fn each_caller_has_its_own_keys() {
         let one = Caller::Session(fnv_hex(b"session-one"));
         let two = Caller::Session(fnv_hex(b"session-two"));
-        for part in ["output", "logs", "error"] {
+        for part in [Part::Output, Part::Logs, Part::Error] {
             let keys = [
                 Caller::Local.key("ex-1", part),
                 one.key("ex-1", part),
@@ -81,7 +107,8 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Caller::Local.key("ex-1", "output").as_deref(), Some("ex-1"));
-        assert_eq!(Caller::Local.key("ex-1", "code"), None);
+        assert_eq!(Caller::Local.key("ex-1", Part::Output), "ex-1");
+        assert_eq!(Caller::Local.key("ex-1", Part::Logs), "ex-1/logs");
+        assert_eq!(Part::named("code"), None);
     }
 }

@@ -81,7 +81,7 @@ impl ServerHandler for SandgateServer {
         let progress =
             crate::chain::progress_sink(context.peer.clone(), context.meta.get_progress_token());
         let caller = Caller::of(&context);
-        let cancel = cancelled_or_gone(&context);
+        let cancel = cancellation(&context);
         let work = meta_tools::call(
             &self.gateway,
             &caller,
@@ -202,26 +202,18 @@ impl ServerHandler for SandgateServer {
     }
 }
 
-/// A token cancelled when the client cancels the request (`notifications/cancelled`) or, over
-/// HTTP, when the request's response is gone because the client disconnected.
-fn cancelled_or_gone(context: &RequestContext<RoleServer>) -> tokio_util::sync::CancellationToken {
-    let gone = context
+/// How the client can cancel this request: `notifications/cancelled`, and over HTTP also by
+/// going away (the request's response is then dropped).
+fn cancellation(context: &RequestContext<RoleServer>) -> crate::chain::Cancellation {
+    let cancellation = crate::chain::Cancellation::new(context.ct.clone());
+    match context
         .extensions
         .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<crate::http::ResponseGone>());
-    let Some(crate::http::ResponseGone(gone)) = gone else {
-        return context.ct.clone();
-    };
-    let either = context.ct.child_token();
-    let (gone, watcher) = (gone.clone(), either.clone());
-    // Ends when the response is gone, which always happens: no task outlives its request.
-    tokio::spawn(async move {
-        tokio::select! {
-            () = gone.cancelled() => watcher.cancel(),
-            () = watcher.cancelled() => {}
-        }
-    });
-    either
+        .and_then(|parts| parts.extensions.get::<crate::http::ResponseGone>())
+    {
+        Some(crate::http::ResponseGone(gone)) => cancellation.or_response_gone(gone.clone()),
+        None => cancellation,
+    }
 }
 
 /// Runs one request's work so that a panic in it fails that request alone, with an internal

@@ -18,7 +18,7 @@ mod state;
 
 pub use bridge::{UpstreamBridge, tool_bindings};
 pub use caller::Caller;
-pub use chain::{ChainArgs, ChainRuntime, call_tool_chain};
+pub use chain::{Cancellation, ChainArgs, ChainRuntime, call_tool_chain};
 pub use error::GatewayError;
 pub use handler::SandgateServer;
 pub use http::{HttpOptions, serve_http};

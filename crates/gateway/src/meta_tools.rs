@@ -127,7 +127,7 @@ pub async fn call(
     name: &str,
     arguments: Option<JsonObject>,
     progress: Option<ProgressSink>,
-    cancel: &tokio_util::sync::CancellationToken,
+    cancel: &chain::Cancellation,
 ) -> Option<CallToolResult> {
     // The counter key must be 'static, so take it from the table rather than the request.
     let counter = *META_TOOLS.iter().find(|n| **n == name)?;

@@ -97,8 +97,8 @@ impl Gateway {
         Running(&self.running)
     }
 
-    /// Completes when the caller cancels `request` (its token) or the gateway shuts down.
-    pub async fn cancelled(&self, request: &CancellationToken) {
+    /// Completes when the caller cancels the request or the gateway shuts down.
+    pub async fn cancelled(&self, request: &crate::chain::Cancellation) {
         tokio::select! {
             () = request.cancelled() => {}
             () = self.stopping.cancelled() => {}

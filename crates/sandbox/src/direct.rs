@@ -212,13 +212,17 @@ pub(crate) fn output_limit_guest_error(bytes: usize, max_bytes: usize) -> GuestE
     }
 }
 
+/// What a cancelled execution's error says, whichever tier it was in and wherever it stood.
+pub(crate) const CANCELLED_MESSAGE: &str =
+    "the execution was cancelled by the caller and stopped where it stood";
+
 /// The error of an execution the caller cancelled.
 pub fn cancelled_error() -> ExecError {
     explain(
         &GuestError {
             kind: Some("cancelled".into()),
             name: "CancelledError".into(),
-            message: "the execution was cancelled by the caller and stopped where it stood".into(),
+            message: CANCELLED_MESSAGE.into(),
             stack: String::new(),
         },
         None,

@@ -63,9 +63,8 @@ pub struct TooDeep {
     pub offset: usize,
 }
 
-/// One open bracket: what closes it, and the operator run of the level it opened in.
+/// One open bracket, and the operator run of the level it opened in.
 struct Open {
-    closer: u8,
     /// `${` inside a template literal: its `}` returns to the template's text.
     template: bool,
     /// The enclosing level's run when the bracket opened.
@@ -159,7 +158,6 @@ pub fn check(source: &str) -> Result<(), TooDeep> {
                 TemplateStop::Substitution(next) => {
                     deeper!($at);
                     opens.push(Open {
-                        closer: b'}',
                         template: true,
                         outer_run: run,
                     });
@@ -228,11 +226,6 @@ pub fn check(source: &str) -> Result<(), TooDeep> {
             b'(' | b'[' | b'{' => {
                 deeper!(i);
                 opens.push(Open {
-                    closer: match b {
-                        b'(' => b')',
-                        b'[' => b']',
-                        _ => b'}',
-                    },
                     template: false,
                     outer_run: run,
                 });
@@ -248,7 +241,7 @@ pub fn check(source: &str) -> Result<(), TooDeep> {
                 // nests calls), as the opening counted it.
                 if let Some(open) = opens.pop() {
                     run = open.outer_run;
-                    if open.template && open.closer == b'}' && b == b'}' {
+                    if open.template && b == b'}' {
                         template_text!(i + 1, i);
                         continue;
                     }
@@ -275,13 +268,9 @@ pub fn check(source: &str) -> Result<(), TooDeep> {
             }
             _ => {}
         }
-        if b.is_ascii_alphabetic() || matches!(b, b'_' | b'$' | b'\\' | b'#' | b'@') || b >= 0x80 {
+        if is_word_byte(b) {
             let start = i;
-            while i < bytes.len()
-                && (bytes[i].is_ascii_alphanumeric()
-                    || matches!(bytes[i], b'_' | b'$' | b'\\' | b'#' | b'@')
-                    || bytes[i] >= 0x80)
-            {
+            while i < bytes.len() && is_word_byte(bytes[i]) {
                 i += 1;
             }
             match classify(&source[start..i]) {
@@ -345,6 +334,12 @@ fn operator_len(rest: &[u8]) -> Option<usize> {
             .find(|op| rest.starts_with(op))
             .map_or(1, |long| long.len()),
     )
+}
+
+/// A byte of an identifier or keyword (digits never start one here: numbers are read first),
+/// or of a private name, decorator or escape.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'\\' | b'#' | b'@') || b >= 0x80
 }
 
 fn is_operator_char(b: u8) -> bool {

@@ -270,7 +270,7 @@ impl Pool {
         }
         let permit = tokio::select! {
             permit = self.slots.acquire() => permit,
-            () = &mut cancelled => return Err(cancelled_error()),
+            () = &mut cancelled => return Err(crate::direct::cancelled_error()),
         };
         let _permit = permit.map_err(|_| internal("the sandbox pool is shut down"))?;
         let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop_front());
@@ -357,17 +357,6 @@ impl<'a> Admission<'a> {
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
         self.counter.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// The error of an execution cancelled before it reached a worker.
-fn cancelled_error() -> ExecError {
-    ExecError {
-        kind: ErrorKind::Cancelled,
-        message: "the execution was cancelled before it started".into(),
-        line: None,
-        column: None,
-        hint: None,
     }
 }
 
@@ -626,7 +615,7 @@ async fn drive(
                 return Ok(RawRun::lost(
                     "cancelled",
                     "CancelledError",
-                    "the execution was cancelled by the caller and stopped where it stood".into(),
+                    crate::direct::CANCELLED_MESSAGE.into(),
                     logs,
                     served.unfinished(),
                 ));

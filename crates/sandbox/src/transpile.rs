@@ -359,11 +359,7 @@ fn first_error<'a>(
 
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_column(source: &str, offset: u32) -> (u32, u32) {
-    let mut end = (offset as usize).min(source.len());
-    while !source.is_char_boundary(end) {
-        end -= 1;
-    }
-    let before = &source[..end];
+    let before = &source[..crate::encoding::floor_boundary(source, offset as usize)];
     let line = before.matches('\n').count() as u32 + 1;
     let column = before
         .rsplit('\n')

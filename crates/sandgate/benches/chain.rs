@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sandgate_config::{Format, parse_str};
-use sandgate_gateway::{Caller, ChainArgs, ChainRuntime, Gateway, call_tool_chain};
+use sandgate_gateway::{Caller, Cancellation, ChainArgs, ChainRuntime, Gateway, call_tool_chain};
 use sandgate_policy::{Grant, ToolCall};
 use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
 use sandgate_store::{Retention, Store, StoreHandle};
@@ -134,7 +134,7 @@ fn bench(c: &mut Criterion) {
                     force_sandbox: Some(force),
                     ..ChainArgs::default()
                 };
-                let never = tokio_util::sync::CancellationToken::new();
+                let never = Cancellation::default();
                 let result = call_tool_chain(&gateway, &Caller::Local, args, None, &never).await;
                 assert_ne!(result.is_error, Some(true), "{result:?}");
             }

@@ -47,6 +47,41 @@ pub struct ChainRuntime {
     pub limits: Limits,
 }
 
+/// How a caller cancels an execution: its request's token (`notifications/cancelled`), and,
+/// over HTTP, the token of the request's response, cancelled when the client goes away.
+#[derive(Debug, Clone, Default)]
+pub struct Cancellation {
+    request: CancellationToken,
+    response_gone: Option<CancellationToken>,
+}
+
+impl Cancellation {
+    /// Cancelled by `request` only (stdio; or a caller that never cancels).
+    pub fn new(request: CancellationToken) -> Self {
+        Cancellation {
+            request,
+            response_gone: None,
+        }
+    }
+
+    /// Cancelled also when `gone` is: the HTTP response to the request was dropped.
+    pub fn or_response_gone(mut self, gone: CancellationToken) -> Self {
+        self.response_gone = Some(gone);
+        self
+    }
+
+    /// Completes when either token is cancelled.
+    pub async fn cancelled(&self) {
+        match &self.response_gone {
+            None => self.request.cancelled().await,
+            Some(gone) => tokio::select! {
+                () = self.request.cancelled() => {}
+                () = gone.cancelled() => {}
+            },
+        }
+    }
+}
+
 /// The tool's arguments.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +122,7 @@ pub async fn call_tool_chain(
     caller: &Caller,
     args: ChainArgs,
     progress: Option<ProgressSink>,
-    cancel: &CancellationToken,
+    cancel: &Cancellation,
 ) -> CallToolResult {
     let _running = gateway.execution_started();
     let cancelled = gateway.cancelled(cancel);

@@ -6,7 +6,8 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{Caller, Gateway};
+use crate::Gateway;
+use crate::caller::{Caller, Part};
 
 /// Prefix of stored-output resources.
 pub const EXECUTIONS_PREFIX: &str = "sandgate://executions/";
@@ -40,9 +41,9 @@ pub async fn read_output(
     if let Some(path) = &args.json_path {
         crate::meta_tools::short_text("json_path", path)?;
     }
-    let key = caller
-        .key(id.trim(), part)
+    let named = Part::named(part)
         .ok_or_else(|| format!("part must be \"output\", \"logs\" or \"error\", not {part:?}"))?;
+    let key = caller.key(id.trim(), named);
     let offset = args.offset.unwrap_or(0);
     let length = Some(args.length.unwrap_or(max).clamp(1, max.max(1)));
     let slice = match &args.json_path {
@@ -96,7 +97,7 @@ pub async fn read_resource(
 ) -> Option<Result<String, String>> {
     let rest = uri.strip_prefix(EXECUTIONS_PREFIX)?;
     let (id, part) = rest.rsplit_once('/')?;
-    let key = caller.key(id, part)?;
+    let key = caller.key(id, Part::named(part)?);
     let Some(store) = gateway.chain().and_then(|c| c.store.clone()) else {
         return Some(Err("this gateway keeps no outputs (it has no store)".into()));
     };

@@ -17,7 +17,7 @@ use sandgate_output::OutputConfig;
 use sandgate_store::StoreHandle;
 
 use super::{Outcome, bounds, may_change_state};
-use crate::Caller;
+use crate::caller::{Caller, Part};
 
 /// Facts about the request the response needs.
 pub struct Request<'a> {
@@ -37,10 +37,8 @@ pub struct Request<'a> {
 
 impl Request<'_> {
     /// The store key of one part of this execution's output.
-    fn key(&self, part: &str) -> String {
-        self.caller
-            .key(self.id, part)
-            .unwrap_or_else(|| format!("{}/{part}", self.id))
+    fn key(&self, part: Part) -> String {
+        self.caller.key(self.id, part)
     }
 }
 
@@ -88,13 +86,13 @@ pub fn respond(
     if let (Some(store), Some(full)) = (store, &full)
         && result_elsewhere
     {
-        store.save_output(request.key("output"), full.clone());
+        store.save_output(request.key(Part::Output), full.clone());
     }
     let logs = bounds::shown_logs(&outcome.logs, request.max_chars);
     if logs.cut
         && let Some(store) = store
     {
-        store.save_output(request.key("logs"), logs.full.clone());
+        store.save_output(request.key(Part::Logs), logs.full.clone());
     }
     let error = outcome
         .error
@@ -106,7 +104,7 @@ pub fn respond(
         text.push_str(&shaped.text);
         if shaped.reduced() {
             text.push('\n');
-            text.push_str(&where_the_rest_is(request.id, stored, "output"));
+            text.push_str(&where_the_rest_is(request.id, stored, Part::Output));
         }
     }
     if !outcome.logs.is_empty() {
@@ -114,7 +112,7 @@ pub fn respond(
         text.push_str(&logs.text);
         if logs.cut {
             text.push('\n');
-            text.push_str(&where_the_rest_is(request.id, stored, "logs"));
+            text.push_str(&where_the_rest_is(request.id, stored, Part::Logs));
         }
     }
     let stopped = outcome
@@ -127,7 +125,7 @@ pub fn respond(
         text.push_str(&error_text(shown));
         if *cut {
             text.push('\n');
-            text.push_str(&where_the_rest_is(request.id, stored, "error"));
+            text.push_str(&where_the_rest_is(request.id, stored, Part::Error));
         }
         if let Some(stopped) = &stopped {
             text.push('\n');
@@ -199,7 +197,7 @@ fn shown_error(
         .map(|hint| bounds::bounded(hint, bounds::HINT_SHOWN));
     let cut = message_cut || hint.as_ref().is_some_and(|(_, cut)| *cut);
     if cut && let Some(store) = store {
-        store.save_output(request.key("error"), error_text(error));
+        store.save_output(request.key(Part::Error), error_text(error));
     }
     let shown = ExecError {
         message,
@@ -209,7 +207,8 @@ fn shown_error(
     (shown, cut)
 }
 
-fn where_the_rest_is(id: &str, stored: bool, part: &str) -> String {
+fn where_the_rest_is(id: &str, stored: bool, part: Part) -> String {
+    let part = part.as_str();
     if stored {
         format!(
             "[Full {part}: read_output {{\"execution_id\": \"{id}\", \"part\": \"{part}\", \"offset\": 0}} or resource sandgate://executions/{id}/{part}]"

@@ -43,7 +43,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => config.http.listen,
     };
     let manager = setup::start_backends(&config);
-    let gateway = Gateway::new(manager.clone(), Grant::all_tools());
+    let gateway = Gateway::new(manager, Grant::all_tools());
     setup::attach_chain(&config, &gateway).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
@@ -98,7 +98,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "some backends did not stop within {SHUTDOWN_GRACE:?}; their process groups were killed"
         );
     }
-    manager.shutdown();
     // The stdio reader may still be blocked on stdin; `main` does not wait for it.
     outcome.map(|()| ExitCode::SUCCESS)
 }
