@@ -18,8 +18,9 @@ mod suggest;
 pub use error::ConfigError;
 pub use interpolate::interpolate;
 pub use model::{
-    BackendConfig, Config, DEFAULT_CALL_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
+    BackendBounds, BackendConfig, Config, DEFAULT_CALL_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_RECORDS,
-    DEFAULT_OUTPUT_RETENTION_HOURS, HttpConfig, OutputConfig, StoreConfig, ToolFilter, Transport,
+    DEFAULT_OUTPUT_RETENTION_HOURS, HttpConfig, MAX_TOOL_NAME_BYTES, OutputConfig, StoreConfig,
+    ToolFilter, Transport,
 };
 pub use parse::{Format, load_file, parse_str};

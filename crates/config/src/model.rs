@@ -23,6 +23,45 @@ pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
 /// The largest `max_argument_bytes` a backend may be given: a backend's whole message limit.
 pub const MAX_ARGUMENT_BYTES_CEILING: usize = 64 * 1024 * 1024;
 
+/// What one backend may send before sandgate refuses it: every message, list and tool from a
+/// backend is untrusted input, bounded here. Each bound has a default and a config key of the
+/// same name (docs/config.md); past a bound the message, tool or list is refused with a reason
+/// that `sandgate status` shows, never buffered without limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendBounds {
+    /// Largest message (one result, one page of a list) read from the backend, in bytes.
+    pub max_result_bytes: usize,
+    /// Most tools kept from one backend.
+    pub max_tools: usize,
+    /// Most pages one `tools/list` may take.
+    pub max_list_pages: usize,
+    /// Most bytes one whole `tools/list` (all pages) may take.
+    pub max_list_bytes: usize,
+    /// Longest description kept, in characters; longer ones are cut with "…".
+    pub max_description_chars: usize,
+    /// Largest input or output schema kept, in JSON bytes; a larger one becomes `unknown`.
+    pub max_schema_bytes: usize,
+    /// Deepest input or output schema kept, in JSON levels; a deeper one becomes `unknown`.
+    pub max_schema_depth: usize,
+}
+
+/// Longest tool name accepted from a backend, in bytes (MCP asks for at most 128 characters).
+pub const MAX_TOOL_NAME_BYTES: usize = 256;
+
+impl Default for BackendBounds {
+    fn default() -> Self {
+        BackendBounds {
+            max_result_bytes: 16 * 1024 * 1024,
+            max_tools: 20_000,
+            max_list_pages: 1_000,
+            max_list_bytes: 64 * 1024 * 1024,
+            max_description_chars: 16 * 1024,
+            max_schema_bytes: 256 * 1024,
+            max_schema_depth: 32,
+        }
+    }
+}
+
 /// A whole, validated sandgate configuration.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
@@ -140,6 +179,8 @@ pub struct BackendConfig {
     pub max_concurrent_calls: usize,
     /// Cap on one call's arguments, in JSON bytes; a larger call is refused before it is sent.
     pub max_argument_bytes: usize,
+    /// What the backend may send (results, lists, tools).
+    pub bounds: BackendBounds,
     /// Disabled backends are listed but never started.
     pub enabled: bool,
     /// Which of its tools are exposed.

@@ -109,6 +109,13 @@ const BACKEND_KEYS: &[&str] = &[
     "handshake_timeout",
     "max_concurrent_calls",
     "max_argument_bytes",
+    "max_result_bytes",
+    "max_tools",
+    "max_list_pages",
+    "max_list_bytes",
+    "max_description_chars",
+    "max_schema_bytes",
+    "max_schema_depth",
     "enabled",
     "disabled",
     "allow_tools",
@@ -461,31 +468,44 @@ impl Walker<'_> {
             (None, Some(d)) => !d,
             (None, None) => true,
         };
-        let max_concurrent_calls = match table.get("max_concurrent_calls") {
-            None => DEFAULT_MAX_CONCURRENT_CALLS,
-            Some(v) => match v.as_u64() {
-                Some(n) if (1..=10_000).contains(&n) => n as usize,
-                _ => {
-                    return Err(self.invalid(
-                        &key("max_concurrent_calls"),
-                        format!("is {v}"),
-                        "use a whole number from 1 to 10000",
-                    ));
-                }
-            },
+        let number = |field: &str, default: usize, range: std::ops::RangeInclusive<usize>| {
+            whole_number(self, &key(field), table.get(field), default, range)
         };
-        let max_argument_bytes = match table.get("max_argument_bytes") {
-            None => DEFAULT_MAX_ARGUMENT_BYTES,
-            Some(v) => match v.as_u64() {
-                Some(n) if (1..=MAX_ARGUMENT_BYTES_CEILING as u64).contains(&n) => n as usize,
-                _ => {
-                    return Err(self.invalid(
-                        &key("max_argument_bytes"),
-                        format!("is {v}"),
-                        "use a whole number of bytes from 1 to 67108864 (64 MiB); the default is 4194304 (4 MiB)",
-                    ));
-                }
-            },
+        let max_concurrent_calls = number(
+            "max_concurrent_calls",
+            DEFAULT_MAX_CONCURRENT_CALLS,
+            1..=10_000,
+        )?;
+        let max_argument_bytes = number(
+            "max_argument_bytes",
+            DEFAULT_MAX_ARGUMENT_BYTES,
+            1..=MAX_ARGUMENT_BYTES_CEILING,
+        )?;
+        let defaults = BackendBounds::default();
+        let bounds = BackendBounds {
+            max_result_bytes: number(
+                "max_result_bytes",
+                defaults.max_result_bytes,
+                1024..=MAX_ARGUMENT_BYTES_CEILING,
+            )?,
+            max_tools: number("max_tools", defaults.max_tools, 1..=1_000_000)?,
+            max_list_pages: number("max_list_pages", defaults.max_list_pages, 1..=1_000_000)?,
+            max_list_bytes: number(
+                "max_list_bytes",
+                defaults.max_list_bytes,
+                1024..=1024 * 1024 * 1024,
+            )?,
+            max_description_chars: number(
+                "max_description_chars",
+                defaults.max_description_chars,
+                16..=1024 * 1024,
+            )?,
+            max_schema_bytes: number(
+                "max_schema_bytes",
+                defaults.max_schema_bytes,
+                64..=MAX_ARGUMENT_BYTES_CEILING,
+            )?,
+            max_schema_depth: number("max_schema_depth", defaults.max_schema_depth, 2..=100)?,
         };
         Ok(BackendConfig {
             name: name.to_string(),
@@ -501,6 +521,7 @@ impl Walker<'_> {
             .unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT),
             max_concurrent_calls,
             max_argument_bytes,
+            bounds,
             enabled,
             tools: ToolFilter {
                 allow: string_list(self, &key("allow_tools"), table.get("allow_tools"))?,
@@ -596,6 +617,31 @@ fn string_map(
 
 /// Reads a duration written as a number of seconds (`30`, `0.5`) or a string with a unit
 /// (`"500ms"`, `"30s"`, `"2m"`).
+/// A whole number in `range`, or `default` when the key is absent.
+fn whole_number(
+    w: &Walker,
+    key: &str,
+    value: Option<&Value>,
+    default: usize,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<usize, ConfigError> {
+    let Some(v) = value else {
+        return Ok(default);
+    };
+    match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+        Some(n) if range.contains(&n) => Ok(n),
+        _ => Err(w.invalid(
+            key,
+            format!("is {v}"),
+            format!(
+                "use a whole number from {} to {}; the default is {default}",
+                range.start(),
+                range.end()
+            ),
+        )),
+    }
+}
+
 fn duration(w: &Walker, key: &str, value: Option<&Value>) -> Result<Option<Duration>, ConfigError> {
     let bad = |shown: String| {
         w.invalid(

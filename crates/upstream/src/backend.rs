@@ -17,8 +17,9 @@ use tokio::sync::{Semaphore, watch};
 use tokio::time::{Instant, timeout_at};
 
 use crate::UpstreamError;
+use crate::frames::{REFUSED_CODE, REFUSED_MARK, StdoutNoise};
+use crate::listing::{Listing, ToolProblem};
 use crate::stderr::StderrRing;
-use crate::transport::StdoutNoise;
 
 /// Where a backend is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -56,6 +57,8 @@ pub struct BackendStatus {
     pub last_error: Option<String>,
     /// Negotiated MCP protocol version, when connected.
     pub protocol_version: Option<String>,
+    /// Tools the backend listed that were dropped or changed, and why (live connection only).
+    pub tool_problems: Vec<ToolProblem>,
 }
 
 /// A live connection.
@@ -63,7 +66,20 @@ pub struct BackendStatus {
 pub(crate) struct Live {
     pub peer: Peer<RoleClient>,
     pub tools: Arc<Vec<ToolSpec>>,
+    /// What was wrong with the tools the backend listed.
+    pub problems: Vec<ToolProblem>,
     pub protocol_version: String,
+}
+
+impl Live {
+    pub(crate) fn new(peer: Peer<RoleClient>, listing: Listing, protocol_version: String) -> Live {
+        Live {
+            peer,
+            tools: Arc::new(listing.tools),
+            problems: listing.problems,
+            protocol_version,
+        }
+    }
 }
 
 /// What a call sees of the backend.
@@ -146,6 +162,10 @@ impl Backend {
             restarts: self.restarts.load(Ordering::Relaxed),
             last_error: self.last_error.lock().ok().and_then(|e| e.clone()),
             protocol_version,
+            tool_problems: match &conn {
+                Conn::Ready(live) => live.problems.clone(),
+                _ => vec![],
+            },
         }
     }
 
@@ -193,10 +213,27 @@ impl Backend {
         params.arguments = arguments;
         match timeout_at(deadline, live.peer.call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
+            Ok(Err(ServiceError::McpError(e)))
+                if e.code.0 == REFUSED_CODE
+                    && e.data
+                        .as_ref()
+                        .is_some_and(|d| d.get(REFUSED_MARK).is_some()) =>
+            {
+                Err(UpstreamError::ResultRefused {
+                    backend: name.clone(),
+                    tool: tool.to_string(),
+                    reason: e.message.to_string(),
+                })
+            }
             Ok(Err(ServiceError::McpError(e))) => Err(UpstreamError::Protocol {
                 backend: name.clone(),
                 tool: tool.to_string(),
-                message: e.message.to_string(),
+                message: crate::error::bounded(&e.message),
+            }),
+            Ok(Err(ServiceError::UnexpectedResponse)) => Err(UpstreamError::ResultRefused {
+                backend: name.clone(),
+                tool: tool.to_string(),
+                reason: UNEXPECTED_RESULT.to_string(),
             }),
             Ok(Err(e)) => Err(UpstreamError::ConnectionLost {
                 backend: name.clone(),
@@ -268,6 +305,9 @@ impl Backend {
         }
     }
 }
+
+/// Why rmcp could not read a response as a tool result.
+const UNEXPECTED_RESULT: &str = "the response is not a valid MCP tool result (for example a content item of a type MCP does not define; the types are text, image, audio, resource and resource_link)";
 
 fn describe_service_error(error: &ServiceError) -> String {
     match error {

@@ -74,6 +74,19 @@ pub enum UpstreamError {
         /// Exit status or transport error.
         detail: String,
     },
+    /// The backend answered, but with a result sandgate does not pass on (too large, too
+    /// deep, not UTF-8, not a tool result). The backend stays up.
+    #[error(
+        "`{backend}.{tool}` answered with a result sandgate cannot pass on: {reason}. The backend is still running."
+    )]
+    ResultRefused {
+        /// The backend.
+        backend: String,
+        /// The tool.
+        tool: String,
+        /// What was wrong with the result, and what to do.
+        reason: String,
+    },
     /// The backend answered with a JSON-RPC error.
     #[error("`{backend}.{tool}` failed: {message}")]
     Protocol {
@@ -84,4 +97,20 @@ pub enum UpstreamError {
         /// The backend's error message.
         message: String,
     },
+}
+
+/// Most characters of a backend's own error message passed on to the model.
+pub(crate) const MAX_BACKEND_MESSAGE_CHARS: usize = 2000;
+
+/// A backend's error message, cut to [`MAX_BACKEND_MESSAGE_CHARS`] with a note of how much
+/// was left out.
+pub(crate) fn bounded(message: &str) -> String {
+    match message.char_indices().nth(MAX_BACKEND_MESSAGE_CHARS) {
+        None => message.to_string(),
+        Some((end, _)) => format!(
+            "{}… ({} more characters not shown)",
+            &message[..end],
+            message[end..].chars().count()
+        ),
+    }
 }

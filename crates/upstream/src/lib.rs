@@ -10,6 +10,8 @@
 mod backend;
 mod cache;
 mod error;
+mod frames;
+mod listing;
 mod manager;
 mod stderr;
 mod supervisor;
@@ -18,5 +20,6 @@ mod transport;
 pub use backend::{BackendState, BackendStatus};
 pub use cache::ToolCache;
 pub use error::UpstreamError;
+pub use listing::ToolProblem;
 pub use manager::{BackendManager, ManagerOptions, RestartPolicy, UpstreamEvent};
 pub use rmcp::model::CallToolResult;

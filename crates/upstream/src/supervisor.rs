@@ -16,14 +16,15 @@ use rmcp::model::{
     SubscriptionFilter,
 };
 use rmcp::service::{ClientLifecycleMode, NotificationContext, RoleClient, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ClientServiceExt};
-use sandgate_catalog::ToolSpec;
 use sandgate_config::Transport;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, Conn, Live};
+use crate::listing::list_tools;
 use crate::manager::Shared;
 use crate::transport::{ChildGroup, http_transport, spawn_stdio};
 
@@ -168,7 +169,13 @@ async fn run_once(
             child = Some(spawned.child);
             timeout(
                 handshake,
-                client.serve_with_lifecycle((spawned.reader, spawned.writer), lifecycle),
+                client.serve_with_lifecycle(
+                    // The inspector passes lines of at most `max_result_bytes`; rmcp's own
+                    // cap (16 MiB by default) must not refuse them silently.
+                    AsyncRwTransport::<RoleClient, _, _>::new(spawned.reader, spawned.writer)
+                        .with_max_line_length(config.bounds.max_result_bytes + 1024),
+                    lifecycle,
+                ),
             )
             .await
         }
@@ -195,14 +202,15 @@ async fn run_once(
         .peer_info()
         .map(|i| i.protocol_version.to_string())
         .unwrap_or_else(|| "unknown".into());
-    let tools = timeout(handshake, list_tools(backend, &peer))
+    let listing = timeout(handshake, list_tools(config, &peer))
         .await
         .map_err(|_| format!("tools/list did not answer within {handshake:?}"))??;
-    backend.conn.send_replace(Conn::Ready(Arc::new(Live {
-        peer: peer.clone(),
-        tools: Arc::new(tools.clone()),
-        protocol_version: protocol_version.clone(),
-    })));
+    let tools = listing.tools.clone();
+    backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(
+        peer.clone(),
+        listing,
+        protocol_version.clone(),
+    ))));
     if let Ok(mut e) = backend.last_error.lock() {
         *e = None;
     }
@@ -242,9 +250,10 @@ async fn run_once(
                 return Err(format!("the process exited ({status})"));
             }
             Some(()) = changed_rx.recv() => {
-                match timeout(handshake, list_tools(backend, &peer)).await {
-                    Ok(Ok(tools)) => {
-                        backend.conn.send_replace(Conn::Ready(Arc::new(Live { peer: peer.clone(), tools: Arc::new(tools.clone()), protocol_version: protocol_version.clone() })));
+                match timeout(handshake, list_tools(config, &peer)).await {
+                    Ok(Ok(listing)) => {
+                        let tools = listing.tools.clone();
+                        backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(peer.clone(), listing, protocol_version.clone()))));
                         shared.tools_changed(&config.name, tools);
                     }
                     Ok(Err(e)) => tracing::warn!(backend = %config.name, "refreshing tools failed: {e}"),
@@ -253,32 +262,6 @@ async fn run_once(
             }
         }
     }
-}
-
-/// Lists all tools (following pagination) and applies the config's allow/deny filter.
-async fn list_tools(
-    backend: &Backend,
-    peer: &rmcp::service::Peer<RoleClient>,
-) -> Result<Vec<ToolSpec>, String> {
-    let tools = peer
-        .list_all_tools()
-        .await
-        .map_err(|e| format!("tools/list failed: {e}"))?;
-    let name = &backend.config.name;
-    Ok(tools
-        .into_iter()
-        .filter(|t| backend.config.tools.permits(&t.name))
-        .map(|t| ToolSpec {
-            backend: name.clone(),
-            name: t.name.to_string(),
-            description: t.description.map(|d| d.to_string()),
-            input_schema: serde_json::Value::Object((*t.input_schema).clone()),
-            output_schema: t
-                .output_schema
-                .map(|s| serde_json::Value::Object((*s).clone())),
-            annotations: t.annotations.and_then(|a| serde_json::to_value(a).ok()),
-        })
-        .collect())
 }
 
 async fn wait_child(child: &mut Option<ChildGroup>) -> String {

@@ -1,43 +1,25 @@
 //! Building the transport to one backend.
 //!
 //! A stdio backend is a child process with a clean environment: only what its config lists,
-//! plus `PATH` and `HOME` handed in by the binary. Its stdout passes through a filter before
-//! rmcp sees it: a line that is not a JSON-RPC message (a stray `console.log`, a banner) is
-//! counted and logged instead of silently dropped, so a call that then times out can say why.
+//! plus `PATH` and `HOME` handed in by the binary. Its stdout passes through the inspector in
+//! `frames` before rmcp sees it, so every line is bounded and every response gets an answer.
 //! Its stderr goes to a ring buffer and to the log, never to the model.
 
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use sandgate_config::{BackendConfig, Transport};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::DuplexStream;
 use tokio::process::{Child, ChildStdin};
 
+use crate::frames::StdoutNoise;
 use crate::stderr::StderrRing;
 
-/// Largest single stdout line accepted from a backend (a tool result is one line).
-const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
-/// The most buffer the stdout filter keeps between lines.
-const KEPT_LINE_CAPACITY: usize = 1024 * 1024;
-/// Buffer between the stdout filter and rmcp.
+/// Buffer between the stdout inspector and rmcp.
 const PIPE_BYTES: usize = 256 * 1024;
-
-/// Counts stdout lines that were not protocol messages.
-#[derive(Debug, Default)]
-pub(crate) struct StdoutNoise {
-    lines: AtomicU64,
-}
-
-impl StdoutNoise {
-    /// Number of non-protocol lines seen so far.
-    pub(crate) fn count(&self) -> u64 {
-        self.lines.load(Ordering::Relaxed)
-    }
-}
 
 /// A stdio backend's process, leader of a process group of its own: when this is dropped
 /// (the backend is restarted, or sandgate stops), the whole group is killed, so a backend
@@ -110,44 +92,11 @@ pub(crate) fn spawn_stdio(
     };
     let name = config.name.clone();
     tokio::spawn(async move { crate::stderr::pump(stderr, &name, stderr_ring).await });
-    let (mut filtered, reader) = tokio::io::duplex(PIPE_BYTES);
-    let name = config.name.clone();
-    tokio::spawn(async move {
-        let mut stdout = BufReader::with_capacity(64 * 1024, stdout);
-        let mut line = Vec::with_capacity(4096);
-        loop {
-            line.clear();
-            // A huge line (a large result) must not pin its buffer for the backend's life.
-            if line.capacity() > KEPT_LINE_CAPACITY {
-                line = Vec::with_capacity(4096);
-            }
-            match (&mut stdout)
-                .take(MAX_LINE_BYTES as u64)
-                .read_until(b'\n', &mut line)
-                .await
-            {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let first = line.iter().find(|b| !b.is_ascii_whitespace());
-            match first {
-                None => continue,
-                Some(b'{') | Some(b'[') => {
-                    if !line.ends_with(b"\n") {
-                        line.push(b'\n');
-                    }
-                    if filtered.write_all(&line).await.is_err() {
-                        break;
-                    }
-                }
-                Some(_) => {
-                    noise.lines.fetch_add(1, Ordering::Relaxed);
-                    let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
-                    tracing::warn!(backend = %name, "backend wrote a non-MCP line to stdout (MCP servers must log to stderr): {}", shown.trim_end());
-                }
-            }
-        }
-    });
+    let (inspected, reader) = tokio::io::duplex(PIPE_BYTES);
+    let (name, max_bytes) = (config.name.clone(), config.bounds.max_result_bytes);
+    tokio::spawn(crate::frames::inspect(
+        stdout, inspected, max_bytes, noise, name,
+    ));
     Ok(StdioChild {
         child: ChildGroup { child },
         reader,

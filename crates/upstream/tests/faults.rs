@@ -3,85 +3,14 @@
 
 #![allow(clippy::expect_used)] // test helpers panic on broken fixtures by design
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
-use rmcp::model::CallToolResult;
-use sandgate_config::{Format, parse_str};
+use common::{call, start, start_with, text};
 use sandgate_policy::{Decide, Grant, ToolCall};
-use sandgate_upstream::{
-    BackendManager, BackendState, ManagerOptions, RestartPolicy, ToolCache, UpstreamError,
-};
+use sandgate_upstream::{BackendState, ToolCache, UpstreamError};
 use serde_json::json;
-
-fn fixture() -> String {
-    format!(
-        "{}/../../tests/fixtures/fake_backend.py",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
-
-fn inherited_env() -> Vec<(String, String)> {
-    ["PATH", "HOME"]
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect()
-}
-
-fn fast_restarts() -> RestartPolicy {
-    RestartPolicy {
-        base_delay: Duration::from_millis(50),
-        max_delay: Duration::from_millis(200),
-        budget: 5,
-        window: Duration::from_secs(60),
-        stable_after: Duration::from_secs(60),
-    }
-}
-
-/// Starts a manager whose backends are the fake backend in the given modes, with extra TOML
-/// per backend.
-fn start(backends: &[(&str, &str, &str)]) -> Arc<BackendManager> {
-    start_with(backends, None)
-}
-
-fn start_with(backends: &[(&str, &str, &str)], cache: Option<ToolCache>) -> Arc<BackendManager> {
-    let mut toml = String::new();
-    for (name, mode, extra) in backends {
-        toml.push_str(&format!(
-            "[servers.{name}]\ncommand = \"python3\"\nargs = [\"{}\", \"{mode}\"]\n{extra}\n",
-            fixture()
-        ));
-    }
-    let config = parse_str(&toml, Format::Toml, "test.toml").expect("test config");
-    BackendManager::start(
-        &config,
-        ManagerOptions {
-            inherited_env: inherited_env(),
-            cache,
-            restart: fast_restarts(),
-        },
-    )
-}
-
-async fn call(
-    m: &BackendManager,
-    backend: &str,
-    tool: &str,
-    args: serde_json::Value,
-) -> Result<CallToolResult, UpstreamError> {
-    let authorized = Grant::all_tools()
-        .authorize(ToolCall::new(backend, tool))
-        .expect("grant");
-    m.call(&authorized, args.as_object().cloned(), None).await
-}
-
-fn text(result: &CallToolResult) -> String {
-    let value = serde_json::to_value(result).expect("serializable");
-    match value["content"][0]["text"].as_str() {
-        Some(text) => text.to_string(),
-        None => panic!("expected one text item, got {value}"),
-    }
-}
 
 #[tokio::test]
 async fn crash_mid_call_gives_a_clear_error_then_restarts() {

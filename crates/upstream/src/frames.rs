@@ -1,0 +1,725 @@
+//! The inspector between a stdio backend's stdout and the MCP client: every line the backend
+//! writes is checked before rmcp parses it, so no message can be lost without an answer.
+//!
+//! rmcp drops a line it cannot parse (too long, nested deeper than serde's 128 levels, not
+//! UTF-8) and the call that waited for it only ends at its timeout, with a misleading message.
+//! Here each line is read with a bound (the backend's `max_result_bytes`) and scanned once:
+//! - a response that is too large, too deep or not UTF-8 is replaced by a JSON-RPC error for
+//!   the same id, which the call reports at once ([`REFUSED_CODE`]);
+//! - a `tools/list` page that is too deep has its deep parts cut to `null`, so only the tools
+//!   they belong to lose their schema (the catalog then renders it as `unknown`);
+//! - a lone UTF-16 surrogate escape (Node writes them for text cut mid-emoji) is replaced with
+//!   `\ufffd` in place, as the sandbox does for strings;
+//! - a line that is not JSON (a stray `console.log`) is counted and logged, never passed on.
+//!
+//! The scan is linear and keeps no more than one line (at most `max_result_bytes`); a line
+//! over the bound is streamed through the scanner for its id and never held.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// The JSON-RPC error code of a response sandgate wrote in place of one it refused.
+pub(crate) const REFUSED_CODE: i32 = -32099;
+/// The key in the refusal's `data` that marks it as sandgate's own.
+pub(crate) const REFUSED_MARK: &str = "sandgate_refused";
+/// Deepest message passed on (serde, inside rmcp, refuses past 128; the envelope takes a few).
+pub(crate) const MAX_MESSAGE_DEPTH: usize = 100;
+/// The most buffer kept between lines; a larger line's buffer is released after it.
+const KEPT_LINE_CAPACITY: usize = 1024 * 1024;
+/// Most bytes of a captured id; a longer "id" is not one a client sent.
+const MAX_ID_BYTES: usize = 256;
+
+/// Counts stdout lines that were not protocol messages.
+#[derive(Debug, Default)]
+pub(crate) struct StdoutNoise {
+    lines: AtomicU64,
+}
+
+impl StdoutNoise {
+    /// Number of non-protocol lines seen so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.lines.load(Ordering::Relaxed)
+    }
+}
+
+/// Copies a backend's stdout to `out`, line by line, inspecting each (see the module docs).
+/// Ends when either side closes.
+pub(crate) async fn inspect(
+    stdout: impl AsyncRead + Unpin,
+    mut out: impl AsyncWrite + Unpin,
+    max_bytes: usize,
+    noise: Arc<StdoutNoise>,
+    backend: String,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line: Vec<u8> = Vec::with_capacity(4096);
+    loop {
+        if line.capacity() > KEPT_LINE_CAPACITY {
+            line = Vec::with_capacity(4096);
+        }
+        line.clear();
+        let forward = match read_line(&mut reader, &mut line, max_bytes).await {
+            Ok(Line::End) | Err(_) => return,
+            Ok(Line::Held) => judge(&mut line),
+            Ok(Line::Oversized { scanner, bytes }) => refuse(
+                &scanner,
+                Refusal::TooLarge {
+                    bytes,
+                    limit: max_bytes,
+                },
+            ),
+        };
+        let bytes: &[u8] = match &forward {
+            Forward::Line => &line,
+            Forward::Replacement(bytes) => bytes,
+            Forward::Nothing { why } => {
+                if *why == Dropped::NotJson {
+                    noise.lines.fetch_add(1, Ordering::Relaxed);
+                    let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
+                    tracing::warn!(backend = %backend, "backend wrote a non-MCP line to stdout (MCP servers must log to stderr): {}", shown.trim_end());
+                } else {
+                    tracing::debug!(backend = %backend, "dropped a backend message: {why:?}");
+                }
+                continue;
+            }
+        };
+        if out.write_all(bytes).await.is_err() || out.write_all(b"\n").await.is_err() {
+            return;
+        }
+    }
+}
+
+enum Line {
+    /// The whole line (without its newline) is in the buffer.
+    Held,
+    /// The line passed the bound; it was scanned for its envelope and discarded.
+    Oversized { scanner: Scanner, bytes: usize },
+    /// The backend closed stdout.
+    End,
+}
+
+/// Reads one line into `line`, holding at most `max_bytes` of it.
+async fn read_line(
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
+    line: &mut Vec<u8>,
+    max_bytes: usize,
+) -> std::io::Result<Line> {
+    let mut over: Option<(Scanner, usize)> = None;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match over {
+                Some((scanner, bytes)) => Line::Oversized { scanner, bytes },
+                None if line.is_empty() => Line::End,
+                None => Line::Held,
+            });
+        }
+        let newline = memchr::memchr(b'\n', available);
+        let take = newline.unwrap_or(available.len());
+        match &mut over {
+            Some((scanner, bytes)) => {
+                scanner.feed_streaming(&available[..take]);
+                *bytes += take;
+            }
+            None if line.len() + take > max_bytes => {
+                let mut scanner = Scanner::default();
+                scanner.feed_streaming(line);
+                scanner.feed_streaming(&available[..take]);
+                over = Some((scanner, line.len() + take));
+                line.clear();
+                line.shrink_to(4096);
+            }
+            None => line.extend_from_slice(&available[..take]),
+        }
+        let consumed = newline.map_or(take, |n| n + 1);
+        reader.consume(consumed);
+        if newline.is_some() {
+            return Ok(match over {
+                Some((scanner, bytes)) => Line::Oversized { scanner, bytes },
+                None => Line::Held,
+            });
+        }
+    }
+}
+
+/// What to send on in place of a line.
+#[derive(Debug, PartialEq)]
+enum Forward {
+    /// The line itself (possibly repaired in place).
+    Line,
+    /// A different message (a refusal, or the line with its deep parts cut).
+    Replacement(Vec<u8>),
+    /// Nothing.
+    Nothing { why: Dropped },
+}
+
+#[derive(Debug, PartialEq, Clone, Copy)]
+enum Dropped {
+    /// Blank.
+    Blank,
+    /// Not a JSON-RPC message at all.
+    NotJson,
+    /// A request or notification from the backend that could not be passed on.
+    Unanswerable,
+}
+
+/// Why a response was refused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Refusal {
+    TooLarge { bytes: usize, limit: usize },
+    TooDeep,
+    NotUtf8 { offset: usize },
+}
+
+impl Refusal {
+    fn kind(self) -> &'static str {
+        match self {
+            Refusal::TooLarge { .. } => "too_large",
+            Refusal::TooDeep => "too_deep",
+            Refusal::NotUtf8 { .. } => "not_utf8",
+        }
+    }
+
+    fn message(self) -> String {
+        match self {
+            Refusal::TooLarge { bytes, limit } => format!(
+                "the result was {bytes} bytes, over this backend's max_result_bytes ({limit}). Ask for less (a page, a filter), or raise max_result_bytes for this backend in the config"
+            ),
+            Refusal::TooDeep => format!(
+                "the result nests deeper than {MAX_MESSAGE_DEPTH} levels, which sandgate does not pass on. Ask the tool for a flatter shape"
+            ),
+            Refusal::NotUtf8 { offset } => format!(
+                "the result is not valid UTF-8 (the first bad byte is at offset {offset}); MCP messages must be UTF-8 JSON, so this is a bug in the backend"
+            ),
+        }
+    }
+}
+
+/// Decides what becomes of a line held whole, repairing lone surrogates in place.
+fn judge(line: &mut [u8]) -> Forward {
+    let Some(&first) = line.iter().find(|b| !b.is_ascii_whitespace()) else {
+        return Forward::Nothing {
+            why: Dropped::Blank,
+        };
+    };
+    if first != b'{' && first != b'[' {
+        return Forward::Nothing {
+            why: Dropped::NotJson,
+        };
+    }
+    let mut scanner = Scanner::default();
+    scanner.feed_repairing(line);
+    if let Err(e) = std::str::from_utf8(line) {
+        return refuse(
+            &scanner,
+            Refusal::NotUtf8 {
+                offset: e.valid_up_to(),
+            },
+        );
+    }
+    if scanner.max_depth <= MAX_MESSAGE_DEPTH {
+        return Forward::Line;
+    }
+    if scanner.is_response() && scanner.result_lists_tools {
+        return Forward::Replacement(cut_deeper_than(line, MAX_MESSAGE_DEPTH));
+    }
+    refuse(&scanner, Refusal::TooDeep)
+}
+
+/// A JSON-RPC error for the refused response's id, or nothing if the line was not a response
+/// with an id a client could have sent.
+fn refuse(scanner: &Scanner, refusal: Refusal) -> Forward {
+    let id = match serde_json::from_slice::<serde_json::Value>(&scanner.id) {
+        Ok(id @ (serde_json::Value::Number(_) | serde_json::Value::String(_)))
+            if scanner.is_response() =>
+        {
+            id
+        }
+        _ => {
+            return Forward::Nothing {
+                why: Dropped::Unanswerable,
+            };
+        }
+    };
+    let message = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": REFUSED_CODE,
+            "message": refusal.message(),
+            "data": { REFUSED_MARK: refusal.kind() },
+        },
+    });
+    Forward::Replacement(message.to_string().into_bytes())
+}
+
+/// Copies a JSON text, writing `null` for every value nested deeper than `limit`.
+fn cut_deeper_than(line: &[u8], limit: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len());
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut skipping_from: Option<usize> = None;
+    for &b in line {
+        if in_string {
+            if skipping_from.is_none() {
+                out.push(b);
+            }
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > limit && skipping_from.is_none() {
+                    skipping_from = Some(depth);
+                    out.extend_from_slice(b"null");
+                }
+            }
+            b'}' | b']' => {
+                let closing = depth;
+                depth = depth.saturating_sub(1);
+                if skipping_from == Some(closing) {
+                    skipping_from = None;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        if skipping_from.is_none() {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// Where the scanner is in an escape sequence inside a string.
+#[derive(Debug, Default, Clone, Copy)]
+enum Escape {
+    #[default]
+    None,
+    /// Just after a backslash at this offset.
+    Backslash(usize),
+    /// In `\uXXXX` begun at this offset, with `digits` read so far.
+    Unicode {
+        start: usize,
+        digits: u8,
+        value: u16,
+    },
+}
+
+/// Top-level keys of a JSON-RPC message the scanner cares about.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum TopKey {
+    #[default]
+    Other,
+    Id,
+    Method,
+    Result,
+}
+
+/// One pass over a message: how deep it nests, its id, whether it is a response, whether its
+/// result lists tools; and, when repairing, lone surrogate escapes rewritten to `\ufffd`.
+#[derive(Debug, Default)]
+struct Scanner {
+    depth: usize,
+    max_depth: usize,
+    in_string: bool,
+    escape: Escape,
+    /// The high surrogate escape just seen (start offset, end offset) awaiting its low half.
+    high: Option<(usize, usize)>,
+    /// Whether the current string is an object key at depth 1 or 2.
+    key_string: bool,
+    key: Vec<u8>,
+    /// Whether the next string at depth 1 or 2 is an object key.
+    expect_key: bool,
+    /// Whether the containers at depth 1 and 2 are objects.
+    object_at: [bool; 3],
+    top_key: TopKey,
+    id: Vec<u8>,
+    capturing_id: bool,
+    has_method: bool,
+    has_result_or_error: bool,
+    result_lists_tools: bool,
+}
+
+impl Scanner {
+    fn is_response(&self) -> bool {
+        !self.has_method && self.has_result_or_error
+    }
+
+    /// Scans a whole line, rewriting lone surrogate escapes to `\ufffd` (same length).
+    fn feed_repairing(&mut self, line: &mut [u8]) {
+        let mut lone = Vec::new();
+        let mut i = 0;
+        while i < line.len() {
+            i = self.step(line, i, &mut |start| lone.push(start));
+        }
+        lone.extend(self.high.take().map(|(start, _)| start));
+        for start in lone {
+            line[start..start + 6].copy_from_slice(b"\\ufffd");
+        }
+    }
+
+    /// Scans part of a line that is not kept (nothing is rewritten).
+    fn feed_streaming(&mut self, part: &[u8]) {
+        self.high = None;
+        let mut i = 0;
+        while i < part.len() {
+            i = self.step(part, i, &mut |_| {});
+        }
+    }
+
+    /// Handles the byte at `i` (or a run of plain string bytes from it); returns the next
+    /// offset. `lone` is told the start of each lone surrogate escape.
+    fn step(&mut self, bytes: &[u8], i: usize, lone: &mut dyn FnMut(usize)) -> usize {
+        let b = bytes[i];
+        if self.in_string {
+            return self.step_in_string(bytes, i, lone);
+        }
+        if self.capturing_id
+            && self.depth == 1
+            && !matches!(b, b',' | b'}')
+            && self.id.len() < MAX_ID_BYTES
+            && !b.is_ascii_whitespace()
+        {
+            self.id.push(b);
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                self.key_string = self.expect_key && (1..=2).contains(&self.depth);
+                self.key.clear();
+                if self.key_string {
+                    self.expect_key = false;
+                }
+            }
+            b'{' | b'[' => {
+                self.depth += 1;
+                self.max_depth = self.max_depth.max(self.depth);
+                if self.depth <= 2 {
+                    self.object_at[self.depth] = b == b'{';
+                    self.expect_key =
+                        b == b'{' && (self.depth == 1 || self.top_key == TopKey::Result);
+                }
+            }
+            b'}' | b']' => {
+                self.depth = self.depth.saturating_sub(1);
+                if self.depth == 0 {
+                    self.capturing_id = false;
+                }
+            }
+            b',' if (1..=2).contains(&self.depth) => {
+                if self.depth == 1 {
+                    self.capturing_id = false;
+                }
+                self.expect_key = self.object_at[self.depth]
+                    && (self.depth == 1 || self.top_key == TopKey::Result);
+            }
+            b':' if self.depth == 1 => {
+                self.capturing_id = self.top_key == TopKey::Id;
+                if self.capturing_id {
+                    self.id.clear();
+                }
+            }
+            _ => {}
+        }
+        i + 1
+    }
+
+    fn step_in_string(&mut self, bytes: &[u8], i: usize, lone: &mut dyn FnMut(usize)) -> usize {
+        let b = bytes[i];
+        // A high surrogate must be followed at once by a `\u` escape (checked when it ends).
+        if let Some((start, end)) = self.high
+            && matches!(self.escape, Escape::None)
+            && (i != end || b != b'\\')
+        {
+            self.high = None;
+            lone(start);
+        }
+        match self.escape {
+            Escape::Backslash(start) => {
+                self.escape = if b == b'u' {
+                    Escape::Unicode {
+                        start,
+                        digits: 0,
+                        value: 0,
+                    }
+                } else {
+                    if let Some((high, _)) = self.high.take() {
+                        lone(high);
+                    }
+                    Escape::None
+                };
+                self.capture(b);
+                return i + 1;
+            }
+            Escape::Unicode {
+                start,
+                digits,
+                value,
+            } => {
+                let digit = (b as char).to_digit(16).unwrap_or(0) as u16;
+                let value = value << 4 | digit;
+                self.capture(b);
+                if digits + 1 < 4 {
+                    self.escape = Escape::Unicode {
+                        start,
+                        digits: digits + 1,
+                        value,
+                    };
+                    return i + 1;
+                }
+                self.escape = Escape::None;
+                self.unicode_escape(start, i + 1, value, lone);
+                return i + 1;
+            }
+            Escape::None => {}
+        }
+        match b {
+            b'\\' => {
+                self.escape = Escape::Backslash(i);
+                self.capture(b);
+                i + 1
+            }
+            b'"' => {
+                self.in_string = false;
+                if let Some((high, _)) = self.high.take() {
+                    lone(high);
+                }
+                if self.key_string {
+                    self.key_string = false;
+                    self.key_closed();
+                } else if self.capturing_id {
+                    self.id.push(b'"');
+                }
+                i + 1
+            }
+            _ => {
+                // A run of plain bytes: jump to the next quote or backslash.
+                let run = memchr::memchr2(b'"', b'\\', &bytes[i..]).unwrap_or(bytes.len() - i);
+                for &c in &bytes[i..i + run] {
+                    self.capture(c);
+                }
+                i + run
+            }
+        }
+    }
+
+    fn unicode_escape(
+        &mut self,
+        start: usize,
+        end: usize,
+        value: u16,
+        lone: &mut dyn FnMut(usize),
+    ) {
+        let pending = self.high.take();
+        match value {
+            0xD800..=0xDBFF => {
+                if let Some((high, _)) = pending {
+                    lone(high);
+                }
+                self.high = Some((start, end));
+            }
+            0xDC00..=0xDFFF => {
+                if pending.is_none_or(|(_, high_end)| high_end != start) {
+                    if let Some((high, _)) = pending {
+                        lone(high);
+                    }
+                    lone(start);
+                }
+            }
+            _ => {
+                if let Some((high, _)) = pending {
+                    lone(high);
+                }
+            }
+        }
+    }
+
+    /// Keeps the bytes of a key (or of a string id) being read.
+    fn capture(&mut self, b: u8) {
+        if self.key_string {
+            if self.key.len() < 16 {
+                self.key.push(b);
+            }
+        } else if self.capturing_id && self.depth == 1 && self.id.len() < MAX_ID_BYTES {
+            self.id.push(b);
+        }
+    }
+
+    fn key_closed(&mut self) {
+        if self.depth == 1 {
+            self.top_key = match self.key.as_slice() {
+                b"id" => TopKey::Id,
+                b"method" => TopKey::Method,
+                b"result" => TopKey::Result,
+                _ => TopKey::Other,
+            };
+            match self.top_key {
+                TopKey::Method => self.has_method = true,
+                TopKey::Result => self.has_result_or_error = true,
+                _ if self.key == b"error" => self.has_result_or_error = true,
+                _ => {}
+            }
+        } else if self.depth == 2 && self.top_key == TopKey::Result && self.key == b"tools" {
+            self.result_lists_tools = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(text: &str) -> (Forward, String) {
+        let mut line = text.as_bytes().to_vec();
+        let forward = judge(&mut line);
+        (forward, String::from_utf8_lossy(&line).into_owned())
+    }
+
+    fn replacement(forward: Forward) -> serde_json::Value {
+        match forward {
+            Forward::Replacement(bytes) => serde_json::from_slice(&bytes).expect("valid JSON"),
+            other => panic!("expected a replacement, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn plain_messages_pass_untouched() {
+        let text = r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"a \"quoted\" \ud83d\ude00 ok"}]}}"#;
+        let (forward, line) = judged(text);
+        assert_eq!(forward, Forward::Line);
+        assert_eq!(line, text);
+    }
+
+    #[test]
+    fn lone_surrogates_are_replaced_in_place() {
+        let (forward, line) = judged(
+            r#"{"result":{"content":[{"type":"text","text":"cut \ud83d","b":"\ude00x","c":"\ud83d\u0041"}]},"jsonrpc":"2.0","id":1}"#,
+        );
+        assert_eq!(forward, Forward::Line);
+        let value: serde_json::Value = serde_json::from_str(&line).expect("parses");
+        let item = &value["result"]["content"][0];
+        assert_eq!(item["text"], "cut \u{fffd}");
+        assert_eq!(item["b"], "\u{fffd}x");
+        assert_eq!(item["c"], "\u{fffd}A");
+    }
+
+    #[test]
+    fn a_too_deep_result_is_refused_for_its_id_even_when_the_id_comes_last() {
+        let deep = format!("{}{}", "[".repeat(500), "]".repeat(500));
+        let text = format!(
+            r#"{{"result":{{"structuredContent":{{"x":{deep}}}}},"jsonrpc":"2.0","id":"req-7"}}"#
+        );
+        let error = replacement(judged(&text).0);
+        assert_eq!(error["id"], "req-7");
+        assert_eq!(error["error"]["code"], REFUSED_CODE);
+        assert_eq!(error["error"]["data"][REFUSED_MARK], "too_deep");
+    }
+
+    #[test]
+    fn a_too_deep_tool_list_keeps_its_shallow_parts() {
+        let deep = format!(
+            "{}{}",
+            "{\"a\":".repeat(300),
+            "1".to_string() + &"}".repeat(300)
+        );
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{{"tools":[{{"name":"ok","inputSchema":{{"type":"object"}}}},{{"name":"deep","inputSchema":{deep}}}]}}}}"#
+        );
+        let value = replacement(judged(&text).0);
+        assert_eq!(value["result"]["tools"][0]["name"], "ok");
+        assert_eq!(value["result"]["tools"][1]["name"], "deep");
+        let mut schema = &value["result"]["tools"][1]["inputSchema"];
+        let mut levels = 0;
+        while let Some(inner) = schema.get("a") {
+            schema = inner;
+            levels += 1;
+        }
+        assert!(schema.is_null(), "the deep part is cut to null");
+        assert!(levels < MAX_MESSAGE_DEPTH, "{levels}");
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused_with_its_offset() {
+        let mut line =
+            br#"{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"ab"#.to_vec();
+        let offset = line.len();
+        line.extend_from_slice(b"\xff\xfe\"}]}}");
+        let error = replacement(judge(&mut line));
+        assert_eq!(error["id"], 9);
+        assert_eq!(error["error"]["data"][REFUSED_MARK], "not_utf8");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&format!("offset {offset}"))
+        );
+    }
+
+    #[test]
+    fn requests_and_notifications_that_cannot_pass_are_dropped() {
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        let (forward, _) = judged(&format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{deep}}}"#
+        ));
+        assert_eq!(
+            forward,
+            Forward::Nothing {
+                why: Dropped::Unanswerable
+            }
+        );
+        let (forward, _) = judged("Server listening on port 3000");
+        assert_eq!(
+            forward,
+            Forward::Nothing {
+                why: Dropped::NotJson
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oversized_line_is_never_held_and_is_answered() {
+        let body = "x".repeat(300_000);
+        let input = format!(
+            "{{\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{body}\"}}]}},\"jsonrpc\":\"2.0\",\"id\":41}}\n{{\"jsonrpc\":\"2.0\",\"id\":42,\"result\":{{}}}}\n"
+        );
+        let (mut out, mut sink) = tokio::io::duplex(1 << 20);
+        let noise = Arc::new(StdoutNoise::default());
+        inspect(input.as_bytes(), &mut out, 100_000, noise, "t".into()).await;
+        drop(out);
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut sink, &mut text)
+            .await
+            .expect("read");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["id"], 41);
+        assert_eq!(lines[0]["error"]["data"][REFUSED_MARK], "too_large");
+        assert!(
+            lines[0]["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&format!(
+                    "{} bytes",
+                    input.lines().next().map_or(0, str::len)
+                )),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(lines[1]["id"], 42, "the next message still passes");
+    }
+}

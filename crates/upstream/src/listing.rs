@@ -1,0 +1,349 @@
+//! Listing one backend's tools, with the backend's bounds applied to everything it sends.
+//!
+//! rmcp's typed `tools/list` fails the whole list when one tool is malformed (an
+//! `inputSchema` that is not an object), and follows `nextCursor` forever. Here the list is
+//! read as plain JSON, page by page, and each tool is judged on its own: a tool that cannot be
+//! used is dropped, a schema too deep or too large to render becomes `unknown`, a description
+//! too long is cut, and each of these is kept as a [`ToolProblem`] that `sandgate status` and
+//! `sandgate://backend/{name}` show. Pages, tools and bytes per list are capped; past a cap
+//! the tools read so far are kept and the cut is reported.
+
+use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
+use rmcp::service::{Peer, RoleClient};
+use sandgate_catalog::ToolSpec;
+use sandgate_config::{BackendBounds, BackendConfig, MAX_TOOL_NAME_BYTES};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// Something wrong with one tool (or with the list) that a backend sent, and what sandgate did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolProblem {
+    /// The tool's name as sent (cut to 100 characters), or `*` for the list as a whole.
+    pub tool: String,
+    /// What was wrong and what sandgate did about it.
+    pub problem: String,
+}
+
+/// The tools of one listing, and what was wrong with what the backend sent.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    pub tools: Vec<ToolSpec>,
+    pub problems: Vec<ToolProblem>,
+}
+
+/// Lists every tool of a backend (following pagination within the bounds) and applies the
+/// config's allow/deny filter.
+pub(crate) async fn list_tools(
+    config: &BackendConfig,
+    peer: &Peer<RoleClient>,
+) -> Result<Listing, String> {
+    let bounds = &config.bounds;
+    let mut listing = Listing::default();
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor: Option<String> = None;
+    let mut bytes = 0usize;
+    for page in 0.. {
+        if page == bounds.max_list_pages {
+            listing.problems.push(whole_list(format!(
+                "tools/list went on past {page} pages (max_list_pages); the tools of the first {page} are kept"
+            )));
+            break;
+        }
+        let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
+        let result = peer
+            .send_request(ClientRequest::CustomRequest(CustomRequest::new(
+                "tools/list",
+                params,
+            )))
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        let result = match result {
+            ServerResult::CustomResult(custom) => custom.0,
+            other => serde_json::to_value(other).map_err(|e| format!("tools/list failed: {e}"))?,
+        };
+        let Value::Object(mut result) = result else {
+            return Err("tools/list answered with something that is not an object".into());
+        };
+        let Some(Value::Array(tools)) = result.remove("tools") else {
+            return Err("tools/list answered without a `tools` array".into());
+        };
+        for raw in tools {
+            if listing.tools.len() == bounds.max_tools {
+                listing.problems.push(whole_list(format!(
+                    "the backend lists more than {} tools (max_tools); the first {} are kept",
+                    bounds.max_tools, bounds.max_tools
+                )));
+                return Ok(listing);
+            }
+            match judge(raw, config, &mut listing.problems) {
+                Some((spec, size)) if seen.insert(spec.name.clone()) => {
+                    bytes += size;
+                    if bytes > bounds.max_list_bytes {
+                        listing.problems.push(whole_list(format!(
+                            "the tool list is larger than {} bytes (max_list_bytes); the first {} tools are kept",
+                            bounds.max_list_bytes,
+                            listing.tools.len()
+                        )));
+                        return Ok(listing);
+                    }
+                    if config.tools.permits(&spec.name) {
+                        listing.tools.push(spec);
+                    }
+                }
+                Some((spec, _)) => listing.problems.push(ToolProblem {
+                    tool: shown_name(&spec.name),
+                    problem: "is listed twice; the first one is kept".into(),
+                }),
+                None => {}
+            }
+        }
+        let next = match result.remove("nextCursor") {
+            Some(Value::String(next)) if !next.is_empty() => Some(next),
+            _ => None,
+        };
+        if next.is_none() || next == cursor {
+            break;
+        }
+        cursor = next;
+    }
+    Ok(listing)
+}
+
+fn whole_list(problem: String) -> ToolProblem {
+    ToolProblem {
+        tool: "*".into(),
+        problem,
+    }
+}
+
+fn shown_name(name: &str) -> String {
+    match name.char_indices().nth(100) {
+        Some((end, _)) => format!("{}…", &name[..end]),
+        None => name.to_string(),
+    }
+}
+
+/// One tool as sent, judged against the bounds: the spec to keep (with its size in bytes), or
+/// `None` when it is dropped. Problems are recorded either way.
+fn judge(
+    raw: Value,
+    config: &BackendConfig,
+    problems: &mut Vec<ToolProblem>,
+) -> Option<(ToolSpec, usize)> {
+    let bounds = &config.bounds;
+    let Value::Object(mut raw) = raw else {
+        problems.push(whole_list(
+            "an entry of the tools array is not an object; it is skipped".into(),
+        ));
+        return None;
+    };
+    let name = match raw.remove("name") {
+        Some(Value::String(name)) if !name.is_empty() => name,
+        _ => {
+            problems.push(whole_list(
+                "a tool has no name (a non-empty string); it is skipped".into(),
+            ));
+            return None;
+        }
+    };
+    let mut drop = |problem: String| {
+        problems.push(ToolProblem {
+            tool: shown_name(&name),
+            problem,
+        });
+        None
+    };
+    if name.len() > MAX_TOOL_NAME_BYTES {
+        return drop(format!(
+            "its name is {} bytes, over the {MAX_TOOL_NAME_BYTES} sandgate accepts; the tool is dropped",
+            name.len()
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return drop("its name holds control characters; the tool is dropped".into());
+    }
+    let input_schema = match raw.remove("inputSchema") {
+        Some(Value::Object(schema)) => schema,
+        Some(_) => {
+            return drop(
+                "its inputSchema is not an object (MCP requires a JSON Schema object); the tool is dropped"
+                    .into(),
+            );
+        }
+        None => {
+            return drop("it has no inputSchema (MCP requires one); the tool is dropped".into());
+        }
+    };
+    let mut notes = Vec::new();
+    let (input_schema, input_size) = bounded_schema(input_schema, "input", bounds, &mut notes);
+    let (output_schema, output_size) = match raw.remove("outputSchema") {
+        Some(Value::Object(schema)) => {
+            let (schema, size) = bounded_schema(schema, "output", bounds, &mut notes);
+            (Some(schema), size)
+        }
+        Some(Value::Null) | None => (None, 0),
+        Some(_) => {
+            notes.push("its outputSchema is not an object; results are typed unknown".into());
+            (None, 0)
+        }
+    };
+    let description = match raw.remove("description") {
+        Some(Value::String(text)) => Some(cut_description(text, bounds, &mut notes)),
+        _ => None,
+    };
+    let annotations = raw
+        .remove("annotations")
+        .filter(|a| a.is_object() && serde_json::to_vec(a).is_ok_and(|b| b.len() <= 4096));
+    for note in notes {
+        problems.push(ToolProblem {
+            tool: shown_name(&name),
+            problem: note,
+        });
+    }
+    let size = name.len() + description.as_ref().map_or(0, String::len) + input_size + output_size;
+    Some((
+        ToolSpec {
+            backend: config.name.clone(),
+            name,
+            description,
+            input_schema,
+            output_schema,
+            annotations,
+        },
+        size,
+    ))
+}
+
+/// The schema itself, or an empty schema (rendered `unknown`) when it is too deep or too
+/// large; with its size in bytes.
+fn bounded_schema(
+    schema: Map<String, Value>,
+    which: &str,
+    bounds: &BackendBounds,
+    notes: &mut Vec<String>,
+) -> (Value, usize) {
+    let schema = Value::Object(schema);
+    let depth = depth_of(&schema);
+    if depth > bounds.max_schema_depth {
+        notes.push(format!(
+            "its {which} schema nests {depth} levels, over max_schema_depth ({}); it is shown as unknown",
+            bounds.max_schema_depth
+        ));
+        return (Value::Object(Map::new()), 2);
+    }
+    let size = serde_json::to_vec(&schema).map_or(usize::MAX, |b| b.len());
+    if size > bounds.max_schema_bytes {
+        notes.push(format!(
+            "its {which} schema is {size} bytes, over max_schema_bytes ({}); it is shown as unknown",
+            bounds.max_schema_bytes
+        ));
+        return (Value::Object(Map::new()), 2);
+    }
+    (schema, size)
+}
+
+fn cut_description(text: String, bounds: &BackendBounds, notes: &mut Vec<String>) -> String {
+    let Some((end, _)) = text.char_indices().nth(bounds.max_description_chars) else {
+        return text;
+    };
+    notes.push(format!(
+        "its description has more than {} characters (max_description_chars); it is cut",
+        bounds.max_description_chars
+    ));
+    format!("{}…", &text[..end])
+}
+
+/// How many levels of arrays and objects a value nests (a scalar is 0). Iterative, so a
+/// value of any depth is measured without recursion.
+fn depth_of(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Object(map) => Box::new(map.values()),
+            Value::Array(items) => Box::new(items.iter()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth);
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> BackendConfig {
+        sandgate_config::parse_str(
+            "[servers.b]\ncommand = \"x\"\nmax_schema_depth = 4\nmax_description_chars = 20\n",
+            sandgate_config::Format::Toml,
+            "test.toml",
+        )
+        .expect("config")
+        .backends
+        .remove(0)
+    }
+
+    fn judged(raw: Value) -> (Option<ToolSpec>, Vec<ToolProblem>) {
+        let mut problems = vec![];
+        let spec = judge(raw, &config(), &mut problems).map(|(spec, _)| spec);
+        (spec, problems)
+    }
+
+    #[test]
+    fn a_tool_without_an_object_schema_is_dropped_with_a_reason() {
+        for schema in [
+            None,
+            Some(Value::Bool(true)),
+            Some(Value::String("x".into())),
+        ] {
+            let mut raw = serde_json::json!({"name": "t"});
+            if let Some(schema) = schema {
+                raw["inputSchema"] = schema;
+            }
+            let (spec, problems) = judged(raw);
+            assert!(spec.is_none());
+            assert!(problems[0].problem.contains("inputSchema"), "{problems:?}");
+        }
+    }
+
+    #[test]
+    fn a_deep_schema_becomes_unknown_and_the_tool_stays() {
+        let deep = serde_json::json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "object"}}}}});
+        let (spec, problems) = judged(serde_json::json!({"name": "t", "inputSchema": deep}));
+        let spec = spec.expect("kept");
+        assert_eq!(spec.input_schema, serde_json::json!({}));
+        assert!(
+            problems[0].problem.contains("max_schema_depth (4)"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn long_descriptions_and_names_are_bounded() {
+        let (spec, problems) = judged(
+            serde_json::json!({"name": "t", "inputSchema": {}, "description": "é".repeat(50)}),
+        );
+        assert_eq!(
+            spec.expect("kept").description,
+            Some(format!("{}…", "é".repeat(20)))
+        );
+        assert_eq!(problems.len(), 1);
+        let (spec, problems) =
+            judged(serde_json::json!({"name": "n".repeat(300), "inputSchema": {}}));
+        assert!(spec.is_none());
+        assert!(problems[0].tool.ends_with('…') && problems[0].tool.len() < 110);
+    }
+
+    #[test]
+    fn depth_is_measured_without_recursion() {
+        let mut value = Value::Null;
+        for _ in 0..100_000 {
+            value = Value::Array(vec![value]);
+        }
+        assert_eq!(depth_of(&value), 100_000);
+        // Dropping a value this deep recurses in serde_json; leak it in the test instead.
+        std::mem::forget(value);
+    }
+}
