@@ -58,3 +58,21 @@ def test_http_front_rejects_foreign_host_and_origin(tmp_path):
         assert post({"Origin": "http://localhost:5173"}) == 200, "a loopback page is allowed"
     finally:
         server.close()
+
+
+async def test_a_call_waits_only_for_its_own_backend(tmp_path):
+    """A backend stuck in its first handshake holds up no call to another backend."""
+    servers = reference_servers(tmp_path)
+    servers["stuck"] = {"command": sys.executable, "args": [str(FAKE_BACKEND), "hang-handshake"], "handshake_timeout": "30s"}
+    config = write_config(tmp_path, "toml", servers)
+    async with connect("stdio", config) as client:
+        structured(await client.call_tool("call_tool_chain", {"code": "return 1"}))  # everything is up
+        started = time.monotonic()
+        result = structured(await client.call_tool(
+            "call_tool_chain", {"code": 'return (await everything.echo({message: "hi"}))'}))
+        took = time.monotonic() - started
+        assert "hi" in json.dumps(result), result
+        assert took < 3, f"the call waited {took:.1f} s for a backend it does not use"
+        result = await client.call_tool("call_tool_chain", {"code": "return await stuck.anything({})"})
+        error = json.dumps(result.structured_content["error"])
+        assert result.is_error and "is still starting" in error and "sandgate://backend/stuck" in error, error

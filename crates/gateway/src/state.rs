@@ -133,6 +133,11 @@ impl Gateway {
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
+                // Events that arrived together make one rebuild.
+                while !matches!(
+                    events.try_recv(),
+                    Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
+                ) {}
                 let Some(gateway) = weak.upgrade() else {
                     return;
                 };
@@ -171,10 +176,22 @@ impl Gateway {
     /// have no cached tool list) up to [`STARTUP_WAIT`] to connect. Without this, a client that
     /// searches right after start-up would be told there are no tools.
     pub async fn settled_catalog(&self) -> Arc<Catalog> {
-        if !self.manager.has_cold_backend() {
+        self.settled_catalog_for(|_| true).await
+    }
+
+    /// [`Gateway::settled_catalog`], waiting only for the cold backends `needed` names: a call
+    /// waits for its own backends, never for another one that is slow to start.
+    pub async fn settled_catalog_for(&self, needed: impl Fn(&str) -> bool) -> Arc<Catalog> {
+        let cold: Vec<String> = self
+            .manager
+            .cold_backends()
+            .into_iter()
+            .filter(|name| needed(name))
+            .collect();
+        if cold.is_empty() {
             return self.catalog();
         }
-        self.manager.wait_settled(STARTUP_WAIT).await;
+        self.manager.wait_settled_for(&cold, STARTUP_WAIT).await;
         self.rebuild()
     }
 
@@ -231,8 +248,13 @@ impl Gateway {
         catalog
     }
 
-    async fn refresh(&self) {
-        let catalog = self.rebuild();
+    async fn refresh(self: Arc<Self>) {
+        // A catalog of many tools takes a while to build: off the async threads, so calls in
+        // flight never wait for it (they keep the snapshot they have).
+        let building = self.clone();
+        let Ok(catalog) = tokio::task::spawn_blocking(move || building.rebuild()).await else {
+            return;
+        };
         for collision in catalog.collisions() {
             tracing::warn!(
                 backend = collision.backend.as_deref().unwrap_or("<backends>"),

@@ -59,6 +59,44 @@ pub struct BackendStatus {
     pub protocol_version: Option<String>,
     /// Tools the backend listed that were dropped or changed, and why (live connection only).
     pub tool_problems: Vec<ToolProblem>,
+    /// When restarting: milliseconds until the next attempt.
+    pub retry_in_ms: Option<u64>,
+}
+
+impl BackendStatus {
+    /// Why the backend's tools cannot be used right now, in words for the model; `None` when
+    /// it is ready.
+    pub fn unavailability(&self) -> Option<String> {
+        let name = &self.name;
+        let last = self
+            .last_error
+            .as_deref()
+            .map(|e| format!(" Its last error: {e}."))
+            .unwrap_or_default();
+        let text = match self.state {
+            BackendState::Ready => return None,
+            BackendState::Disabled => format!("backend `{name}` is disabled in the config."),
+            BackendState::Starting => format!(
+                "backend `{name}` is still starting (its first connection is in progress), so its tools are not available yet.{last} Retry in a few seconds."
+            ),
+            BackendState::Restarting => format!(
+                "backend `{name}` is restarting; the next attempt is in {:.1} s.{last} Retry after that.",
+                self.retry_in_ms.unwrap_or(0) as f64 / 1000.0
+            ),
+            BackendState::Failed => format!(
+                "backend `{name}` has failed and is not retried.{last}"
+            ),
+        };
+        Some(format!("{text} sandgate://backend/{name} shows its status."))
+    }
+}
+
+/// Why a restarting backend cannot take a call, with when it is retried.
+fn restarting_reason(reason: &str, retry_at: Instant) -> String {
+    format!(
+        "it is restarting after: {reason}; the next attempt is in {:.1} s",
+        retry_at.saturating_duration_since(Instant::now()).as_secs_f64()
+    )
 }
 
 /// A live connection.
@@ -88,7 +126,7 @@ pub(crate) enum Conn {
     Disabled,
     Starting,
     Ready(Arc<Live>),
-    Restarting { reason: String },
+    Restarting { reason: String, retry_at: Instant },
     Failed { reason: String },
 }
 
@@ -162,6 +200,12 @@ impl Backend {
             restarts: self.restarts.load(Ordering::Relaxed),
             last_error: self.last_error.lock().ok().and_then(|e| e.clone()),
             protocol_version,
+            retry_in_ms: match &conn {
+                Conn::Restarting { retry_at, .. } => Some(
+                    retry_at.saturating_duration_since(Instant::now()).as_millis() as u64,
+                ),
+                _ => None,
+            },
             tool_problems: match &conn {
                 Conn::Ready(live) => live.problems.clone(),
                 _ => vec![],
@@ -273,10 +317,10 @@ impl Backend {
                 reason: "sandgate is shutting down".into(),
             },
             Err(_) => match &*rx.borrow() {
-                Conn::Restarting { reason } => {
+                Conn::Restarting { reason, retry_at } => {
                     return Err(UpstreamError::Unavailable {
                         backend: name.clone(),
-                        reason: format!("it is restarting after: {reason}"),
+                        reason: restarting_reason(reason, *retry_at),
                     });
                 }
                 _ => {
@@ -292,12 +336,14 @@ impl Backend {
             Conn::Disabled => Err(UpstreamError::Disabled {
                 backend: name.clone(),
             }),
-            Conn::Failed { reason } | Conn::Restarting { reason } => {
-                Err(UpstreamError::Unavailable {
-                    backend: name.clone(),
-                    reason,
-                })
-            }
+            Conn::Failed { reason } => Err(UpstreamError::Unavailable {
+                backend: name.clone(),
+                reason,
+            }),
+            Conn::Restarting { reason, retry_at } => Err(UpstreamError::Unavailable {
+                backend: name.clone(),
+                reason: restarting_reason(&reason, retry_at),
+            }),
             Conn::Starting => Err(UpstreamError::StillStarting {
                 backend: name.clone(),
                 waited: started.elapsed(),

@@ -163,16 +163,20 @@ impl BackendManager {
             .collect()
     }
 
-    /// Whether a backend is still on its first connection attempt with no tool list to offer
-    /// (none cached). Cheap: it copies nothing, so callers may ask on every request.
-    pub fn has_cold_backend(&self) -> bool {
+    /// The backends still on their first connection attempt with no tool list to offer (none
+    /// cached). Cheap when there are none: callers may ask on every request.
+    pub fn cold_backends(&self) -> Vec<String> {
         let Ok(known) = self.shared.known_tools.lock() else {
-            return false;
+            return vec![];
         };
-        self.backends.iter().any(|(name, b)| {
-            matches!(*b.conn.borrow(), Conn::Starting)
-                && known.get(name).is_none_or(|tools| tools.is_empty())
-        })
+        self.backends
+            .iter()
+            .filter(|(name, b)| {
+                matches!(*b.conn.borrow(), Conn::Starting)
+                    && known.get(*name).is_none_or(|tools| tools.is_empty())
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     /// The last lines a backend wrote to stderr, for operators only (never the model).
@@ -185,7 +189,13 @@ impl BackendManager {
 
     /// Waits until no backend is starting or restarting for the first time, or `max` passes.
     pub async fn wait_settled(&self, max: Duration) {
-        let waits = self.backends.values().map(|b| {
+        let all: Vec<String> = self.backends.keys().cloned().collect();
+        self.wait_settled_for(&all, max).await;
+    }
+
+    /// Waits until none of `names` is on its first connection attempt, or `max` passes.
+    pub async fn wait_settled_for(&self, names: &[String], max: Duration) {
+        let waits = names.iter().filter_map(|n| self.backends.get(n)).map(|b| {
             let mut rx = b.conn.subscribe();
             async move {
                 let _ = rx.wait_for(|c| !matches!(c, Conn::Starting)).await;

@@ -55,6 +55,10 @@ impl Default for RestartPolicy {
     }
 }
 
+/// The shortest time between two re-fetches of one backend's tool list after
+/// `tools/list_changed`.
+const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Receives backend notifications and forwards list changes to the supervisor.
 struct BackendClient {
     changed: mpsc::Sender<()>,
@@ -127,6 +131,7 @@ pub(crate) async fn supervise(
         consecutive += 1;
         backend.conn.send_replace(Conn::Restarting {
             reason: reason.clone(),
+            retry_at: Instant::now() + delay,
         });
         shared.status_changed(&backend.config.name);
         tokio::select! {
@@ -145,7 +150,7 @@ async fn run_once(
 ) -> Result<String, String> {
     let config = &backend.config;
     let handshake = config.handshake_timeout;
-    let (changed_tx, mut changed_rx) = mpsc::channel(4);
+    let (changed_tx, mut changed_rx) = mpsc::channel(1);
     let client = BackendClient {
         changed: changed_tx.clone(),
     };
@@ -241,6 +246,7 @@ async fn run_once(
 
     let closed = running.waiting();
     tokio::pin!(closed);
+    let mut last_refresh = Instant::now();
     loop {
         tokio::select! {
             _ = &mut closed => {
@@ -250,6 +256,13 @@ async fn run_once(
                 return Err(format!("the process exited ({status})"));
             }
             Some(()) = changed_rx.recv() => {
+                // Coalesce a flood: one re-fetch at a time, at most one per interval, and every
+                // notice that arrived meanwhile is answered by that one re-fetch.
+                if let Some(wait) = MIN_REFRESH_INTERVAL.checked_sub(last_refresh.elapsed()) {
+                    sleep(wait).await;
+                }
+                while changed_rx.try_recv().is_ok() {}
+                last_refresh = Instant::now();
                 match timeout(handshake, list_tools(config, &peer)).await {
                     Ok(Ok(listing)) => {
                         let tools = listing.tools.clone();

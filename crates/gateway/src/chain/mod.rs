@@ -145,7 +145,14 @@ pub async fn call_tool_chain(
         wall_ms: args.timeout_ms.filter(|&ms| ms > 0),
         ..LimitRequest::default()
     });
-    let catalog = gateway.settled_catalog().await;
+    // Wait only for the cold backends the code could be calling: a backend's tools are reached
+    // through its name (or the identifier made from it), so code that never mentions it cannot.
+    let catalog = gateway
+        .settled_catalog_for(|backend| {
+            args.code.contains(backend)
+                || args.code.contains(&sandgate_catalog::sanitize_ident(backend))
+        })
+        .await;
     let bindings = gateway.bindings();
     let route = if args.force_sandbox == Some(true) {
         Route::Sandbox
@@ -202,6 +209,9 @@ pub async fn call_tool_chain(
         }
     };
     outcome.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    if let Some(error) = outcome.error.as_mut() {
+        explain_absent_backend(gateway, error);
+    }
     let max_chars = args
         .max_output_size
         .filter(|&n| n > 0)
@@ -223,6 +233,24 @@ pub async fn call_tool_chain(
     );
     gateway.after_large_work(bytes_moved(&outcome), LARGE_WORK_BYTES);
     response
+}
+
+/// "`x` is not defined", where `x` is a configured backend whose tools are not in the catalog
+/// (starting, restarting, failed, disabled): the hint says so, with its state, instead of
+/// "no backend is named `x`".
+fn explain_absent_backend(gateway: &Gateway, error: &mut sandgate_sandbox::ExecError) {
+    let message = error.message.as_str();
+    let message = message.strip_prefix("ReferenceError: ").unwrap_or(message);
+    let Some(name) = message.strip_suffix(" is not defined") else {
+        return;
+    };
+    let name = name.trim_matches('`');
+    let absent = gateway.manager().statuses().into_iter().find(|s| {
+        s.name == name || sandgate_catalog::sanitize_ident(&s.name) == name
+    });
+    if let Some(why) = absent.and_then(|s| s.unavailability()) {
+        error.hint = Some(why);
+    }
 }
 
 /// Roughly how many bytes an execution made the gateway hold: its calls' arguments and

@@ -60,6 +60,11 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
             c.assigned
         );
     }
+    for s in &statuses {
+        for p in &s.tool_problems {
+            println!("note: {}: tool `{}` {}", s.name, p.tool, p.problem);
+        }
+    }
     if detailed {
         match setup::cache_for(&config) {
             Some(cache) => println!("tool cache: {}", cache.path().display()),
