@@ -1,5 +1,7 @@
 //! Catalog benchmarks: search over 2,000 synthetic tools and `types.d.ts` generation for them.
-//! Targets (issue 2): search p50 ≤ 1 ms, declarations ≤ 50 ms.
+//! Targets (issue 2): search p50 ≤ 1 ms, declarations ≤ 50 ms. And growth (issue 13): build
+//! and search at 10,000 and 20,000 tools, and build with one 50 KB and one 100 KB description,
+//! each of which must scale linearly (memory: `tests/index_growth.rs`).
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -34,10 +36,10 @@ const NOUNS: &[&str] = &[
     "database",
 ];
 
-/// 2,000 tools over 20 backends, with realistic names, descriptions and schemas.
-fn synthetic_tools() -> Vec<ToolSpec> {
-    let mut tools = Vec::with_capacity(2000);
-    for i in 0..2000 {
+/// `count` tools over 20 backends, with realistic names, descriptions and schemas.
+fn synthetic_tools(count: usize) -> Vec<ToolSpec> {
+    let mut tools = Vec::with_capacity(count);
+    for i in 0..count {
         let verb = VERBS[i % VERBS.len()];
         let noun = NOUNS[(i / VERBS.len()) % NOUNS.len()];
         let backend = format!("service-{}", i % 20);
@@ -62,7 +64,7 @@ fn synthetic_tools() -> Vec<ToolSpec> {
 }
 
 fn bench(c: &mut Criterion) {
-    let catalog = Catalog::new(synthetic_tools());
+    let catalog = Catalog::new(synthetic_tools(2000));
     let index = catalog.search_index();
     c.bench_function("search_2000_tools/natural_query", |b| {
         b.iter(|| index.search(black_box("create a calendar event for the customer"), 10))
@@ -74,9 +76,67 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(catalog.declarations()))
     });
     c.bench_function("catalog_build_2000_tools", |b| {
-        b.iter(|| Catalog::new(black_box(synthetic_tools())))
+        b.iter(|| Catalog::new(black_box(synthetic_tools(2000))))
     });
 }
 
-criterion_group!(benches, bench);
+/// One tool whose description is `bytes` long: words of every length up to 40 000 letters, the
+/// shape that once made the index quadratic.
+fn long_description(bytes: usize) -> Vec<ToolSpec> {
+    let mut text = String::with_capacity(bytes);
+    let mut state: u32 = 7;
+    let mut word_len = 1;
+    while text.len() < bytes {
+        for _ in 0..word_len.min(bytes - text.len()) {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            text.push(char::from(b'a' + ((state >> 16) % 26) as u8));
+        }
+        text.push(' ');
+        word_len = (word_len * 3).min(40_000);
+    }
+    vec![ToolSpec {
+        backend: "b".into(),
+        name: "long".into(),
+        description: Some(text),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: None,
+    }]
+}
+
+fn growth(c: &mut Criterion) {
+    let mut group = c.benchmark_group("growth");
+    group.sample_size(10);
+    for count in [10_000, 20_000] {
+        let tools = synthetic_tools(count);
+        group.bench_function(format!("catalog_build_{count}_tools"), |b| {
+            b.iter_batched(
+                || tools.clone(),
+                |tools| Catalog::new(black_box(tools)),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+        let catalog = Catalog::new(tools);
+        group.bench_function(format!("search_{count}_tools"), |b| {
+            b.iter(|| {
+                catalog
+                    .search_index()
+                    .search(black_box("creat calender evnt"), 10)
+            })
+        });
+    }
+    for kb in [50, 100] {
+        let tools = long_description(kb * 1000);
+        group.bench_function(format!("catalog_build_{kb}kb_description"), |b| {
+            b.iter_batched(
+                || tools.clone(),
+                |tools| Catalog::new(black_box(tools)),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, growth);
 criterion_main!(benches);

@@ -128,14 +128,27 @@ impl Catalog {
         }
 
         let mut entries = Vec::with_capacity(tools.len());
+        // A tool whose name already is an identifier keeps it; the others are sanitized and,
+        // when that is taken, numbered in name order (`get_sum_2`). So `get_sum` is always
+        // `get_sum`, whatever other tools sanitize to, and no identifier is another tool's name.
         let mut taken_tools: HashMap<String, HashMap<String, String>> = HashMap::new();
+        for spec in tools.iter().filter(|t| sanitize_ident(&t.name) == t.name) {
+            taken_tools
+                .entry(spec.backend.clone())
+                .or_default()
+                .insert(spec.name.clone(), spec.name.clone());
+        }
         for spec in tools {
             let js_backend = backend_idents
                 .get(&spec.backend)
                 .cloned()
                 .unwrap_or_default();
             let taken = taken_tools.entry(spec.backend.clone()).or_default();
-            let js_tool = unique_ident(&spec.name, taken, Some(&spec.backend), &mut collisions);
+            let js_tool = if sanitize_ident(&spec.name) == spec.name {
+                spec.name.clone()
+            } else {
+                unique_ident(&spec.name, taken, Some(&spec.backend), &mut collisions)
+            };
             entries.push(Entry {
                 qualified: format!("{}.{}", spec.backend, spec.name),
                 js_backend,

@@ -56,12 +56,23 @@ pub struct SearchIndex {
 }
 
 /// Lowercases, splits words (camelCase, snake_case, kebab-case), drops stopwords and stems
-/// plurals, so "Numbers" and "number" meet.
+/// plurals, so "Numbers" and "number" meet. A word is kept to its first [`MAX_TERM_CHARS`]
+/// characters, so what the index holds per word is bounded whatever a backend sends.
 pub(crate) fn tokenize(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split_whitespace()
         .flat_map(split_words)
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .map(|w| stem(&w))
+        .map(|w| stem(cut_term(&w)))
+}
+
+/// Longest term indexed, in characters; a longer word is indexed (and looked up) by its start.
+pub(crate) const MAX_TERM_CHARS: usize = 40;
+
+fn cut_term(word: &str) -> &str {
+    match word.char_indices().nth(MAX_TERM_CHARS) {
+        Some((end, _)) => &word[..end],
+        None => word,
+    }
 }
 
 fn stem(word: &str) -> String {
@@ -116,7 +127,7 @@ impl SearchIndex {
         vocabulary.sort();
         let mut deletions: HashMap<String, Vec<u32>> = HashMap::new();
         for (id, term) in vocabulary.iter().enumerate() {
-            if term.chars().count() >= MIN_FUZZY_LEN - 1 {
+            if (MIN_FUZZY_LEN - 1..=MAX_FUZZY_LEN + 1).contains(&term.chars().count()) {
                 for variant in deletion_variants(term).chain(std::iter::once(term.clone())) {
                     deletions.entry(variant).or_default().push(id as u32);
                 }
@@ -191,7 +202,7 @@ impl SearchIndex {
                 found.push((candidate, PREFIX_FACTOR));
             }
         }
-        if term.chars().count() >= MIN_FUZZY_LEN {
+        if (MIN_FUZZY_LEN..=MAX_FUZZY_LEN).contains(&term.chars().count()) {
             let probes = deletion_variants(term).chain(std::iter::once(term.to_string()));
             for probe in probes {
                 for &id in self
@@ -217,6 +228,10 @@ impl SearchIndex {
 const MIN_PREFIX_LEN: usize = 3;
 /// Query terms shorter than this never match fuzzily (too many false friends).
 const MIN_FUZZY_LEN: usize = 4;
+/// Query terms longer than this match by prefix, not fuzzily: the deletion variants of a term
+/// cost the square of its length, so typo tolerance is capped per word (a 40,000-character
+/// word once took 3.2 GB).
+const MAX_FUZZY_LEN: usize = 20;
 
 /// Every string obtained by deleting one character of `term`.
 fn deletion_variants(term: &str) -> impl Iterator<Item = String> + '_ {

@@ -43,11 +43,7 @@ pub struct TsDecl {
 impl TsDecl {
     /// Generates the declaration for one catalog entry.
     pub fn for_entry(entry: &Entry) -> TsDecl {
-        let prefix = format!(
-            "{}{}",
-            pascal_case(&entry.spec.backend),
-            pascal_case(&entry.spec.name)
-        );
+        let prefix = type_prefix(entry);
         let mut inline = Generator::new(&entry.spec.input_schema, &prefix, Detail::Signature);
         let inline_args = inline.render(&entry.spec.input_schema, 0);
         let inline_out = entry
@@ -79,14 +75,20 @@ impl TsDecl {
     }
 }
 
+/// The start of a tool's type names (`EverythingGetSum`): from its identifiers, which are
+/// unique, so tools whose names sanitize alike (`get-sum`, `get_sum`) get distinct types.
+fn type_prefix(entry: &Entry) -> String {
+    format!(
+        "{}{}",
+        pascal_case(&entry.js_backend),
+        pascal_case(&entry.js_tool)
+    )
+}
+
 /// The members one tool contributes to its backend's namespace: its named types, then the
 /// function with its JSDoc.
 fn namespace_body(entry: &Entry) -> String {
-    let prefix = format!(
-        "{}{}",
-        pascal_case(&entry.spec.backend),
-        pascal_case(&entry.spec.name)
-    );
+    let prefix = type_prefix(entry);
     let input_name = format!("{prefix}Input");
     let mut body = String::new();
     let mut input = Generator::new(&entry.spec.input_schema, &prefix, Detail::Full);

@@ -136,7 +136,8 @@ impl Gateway {
                 // Events that arrived together make one rebuild.
                 while !matches!(
                     events.try_recv(),
-                    Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
+                    Err(broadcast::error::TryRecvError::Empty
+                        | broadcast::error::TryRecvError::Closed)
                 ) {}
                 let Some(gateway) = weak.upgrade() else {
                     return;

@@ -83,11 +83,13 @@ impl BackendStatus {
                 "backend `{name}` is restarting; the next attempt is in {:.1} s.{last} Retry after that.",
                 self.retry_in_ms.unwrap_or(0) as f64 / 1000.0
             ),
-            BackendState::Failed => format!(
-                "backend `{name}` has failed and is not retried.{last}"
-            ),
+            BackendState::Failed => {
+                format!("backend `{name}` has failed and is not retried.{last}")
+            }
         };
-        Some(format!("{text} sandgate://backend/{name} shows its status."))
+        Some(format!(
+            "{text} sandgate://backend/{name} shows its status."
+        ))
     }
 }
 
@@ -95,7 +97,9 @@ impl BackendStatus {
 fn restarting_reason(reason: &str, retry_at: Instant) -> String {
     format!(
         "it is restarting after: {reason}; the next attempt is in {:.1} s",
-        retry_at.saturating_duration_since(Instant::now()).as_secs_f64()
+        retry_at
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
     )
 }
 
@@ -202,7 +206,9 @@ impl Backend {
             protocol_version,
             retry_in_ms: match &conn {
                 Conn::Restarting { retry_at, .. } => Some(
-                    retry_at.saturating_duration_since(Instant::now()).as_millis() as u64,
+                    retry_at
+                        .saturating_duration_since(Instant::now())
+                        .as_millis() as u64,
                 ),
                 _ => None,
             },

@@ -155,9 +155,13 @@ async fn a_flood_of_list_changed_is_coalesced() {
     m.wait_settled(Duration::from_secs(20)).await;
     // The flood (a notice a millisecond for 2 s) starts 0.5 s after the handshake.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let served: u32 = text(&call(&m, "flood", "list_count", json!({})).await.expect("count"))
-        .parse()
-        .expect("a number");
+    let served: u32 = text(
+        &call(&m, "flood", "list_count", json!({}))
+            .await
+            .expect("count"),
+    )
+    .parse()
+    .expect("a number");
     assert!(
         (2..=5).contains(&served),
         "a 2 s flood caused {served} tools/list requests (one at start, then at most one a second)"

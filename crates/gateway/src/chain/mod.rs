@@ -150,7 +150,9 @@ pub async fn call_tool_chain(
     let catalog = gateway
         .settled_catalog_for(|backend| {
             args.code.contains(backend)
-                || args.code.contains(&sandgate_catalog::sanitize_ident(backend))
+                || args
+                    .code
+                    .contains(&sandgate_catalog::sanitize_ident(backend))
         })
         .await;
     let bindings = gateway.bindings();
@@ -245,9 +247,11 @@ fn explain_absent_backend(gateway: &Gateway, error: &mut sandgate_sandbox::ExecE
         return;
     };
     let name = name.trim_matches('`');
-    let absent = gateway.manager().statuses().into_iter().find(|s| {
-        s.name == name || sandgate_catalog::sanitize_ident(&s.name) == name
-    });
+    let absent = gateway
+        .manager()
+        .statuses()
+        .into_iter()
+        .find(|s| s.name == name || sandgate_catalog::sanitize_ident(&s.name) == name);
     if let Some(why) = absent.and_then(|s| s.unavailability()) {
         error.hint = Some(why);
     }

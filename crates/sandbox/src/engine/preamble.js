@@ -246,7 +246,7 @@ export default function (natives) {
           const index = tools[i][0], tool = tools[i][1], jsTool = tools[i][2];
           const value = entry(index, `${name}.${tool}`);
           fixed(obj, jsTool, value);
-          if (tool !== jsTool) fixed(obj, tool, value, false);
+          if (tool !== jsTool && !(tool in obj)) fixed(obj, tool, value, false);
         }
         built[b] = freeze(obj);
         return built[b];
