@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Gateway;
+use crate::chain::bounds::bounded;
 use crate::chain::{self, ChainArgs, ProgressSink};
 
 /// Most results `search_tools` returns.
@@ -244,13 +245,15 @@ fn search_tools(catalog: &Catalog, args: SearchArgs) -> Result<CallToolResult, S
         match detail {
             Detail::Summary => {}
             Detail::Signature => {
-                text.push_str(&format!("  {}\n", decl.signature));
-                item["signature"] = json!(decl.signature);
+                let signature = shown(&decl.signature, SIGNATURE_SHOWN, entry);
+                text.push_str(&format!("  {signature}\n"));
+                item["signature"] = json!(signature);
             }
             Detail::Full => {
-                text.push_str(&format!("{}\n", decl.declaration));
-                item["signature"] = json!(decl.signature);
-                item["declaration"] = json!(decl.declaration);
+                let declaration = shown(&decl.declaration, DECLARATION_SHOWN / 5, entry);
+                text.push_str(&format!("{declaration}\n"));
+                item["signature"] = json!(shown(&decl.signature, SIGNATURE_SHOWN, entry));
+                item["declaration"] = json!(declaration);
             }
         }
         item["score"] = json!((hit.score * 1000.0).round() / 1000.0);
@@ -272,23 +275,29 @@ fn tool_info(catalog: &Catalog, args: InfoArgs) -> Result<CallToolResult, String
     let entry = resolve(catalog, &args.name)?;
     let decl = TsDecl::for_entry(entry);
     let mut item = entry_json(entry);
-    item["signature"] = json!(decl.signature);
+    let signature = shown(&decl.signature, SIGNATURE_SHOWN, entry);
+    item["signature"] = json!(signature);
     let text = if detail == Detail::Full {
-        item["declaration"] = json!(decl.declaration);
-        item["example"] = json!(decl.example);
-        item["inputSchema"] = entry.spec.input_schema.clone();
+        let declaration = shown(&decl.declaration, DECLARATION_SHOWN, entry);
+        let example = shown(&decl.example, SIGNATURE_SHOWN, entry);
+        item["declaration"] = json!(declaration);
+        item["example"] = json!(example);
+        let schema_bytes = serde_json::to_vec(&entry.spec.input_schema).map_or(0, |b| b.len());
+        if schema_bytes <= SCHEMA_SHOWN_BYTES {
+            item["inputSchema"] = entry.spec.input_schema.clone();
+        } else {
+            item["inputSchemaBytes"] = json!(schema_bytes);
+        }
         if let Some(annotations) = &entry.spec.annotations {
             item["annotations"] = annotations.clone();
         }
         format!(
-            "{} — {}\n\n```ts\n{}```\n\nExample:\n```ts\n{}\n```",
+            "{} — {}\n\n```ts\n{declaration}```\n\nExample:\n```ts\n{example}\n```",
             entry.qualified,
             one_line(entry),
-            decl.declaration,
-            decl.example
         )
     } else {
-        format!("{}\n  {}", entry.qualified, decl.signature)
+        format!("{}\n  {signature}", entry.qualified)
     };
     ok(text, item)
 }
@@ -364,13 +373,35 @@ fn list_tools_meta(catalog: &Catalog, args: ListArgs) -> Result<CallToolResult, 
     )
 }
 
+/// The most characters of a tool's one-line summary shown in listings.
+const SUMMARY_SHOWN: usize = 300;
+/// The most characters of a call signature shown per search hit.
+const SIGNATURE_SHOWN: usize = 1_000;
+/// The most characters of one declaration shown by `tool_info` (and per hit with
+/// `detail: "full"`, a fifth of it).
+const DECLARATION_SHOWN: usize = 20_000;
+/// Largest input schema `tool_info` repeats in `structuredContent`, in JSON bytes; a larger
+/// one is described by its declaration alone.
+const SCHEMA_SHOWN_BYTES: usize = 20_000;
+
 fn entry_json(entry: &Entry) -> Value {
-    json!({"name": entry.qualified, "call": entry.js_qualified(), "backend": entry.spec.backend, "description": entry.summary()})
+    json!({"name": entry.qualified, "call": entry.js_qualified(), "backend": entry.spec.backend, "description": bounded(entry.summary(), SUMMARY_SHOWN).0})
 }
 
-fn one_line(entry: &Entry) -> &str {
+fn one_line(entry: &Entry) -> String {
     match entry.summary() {
-        "" => "(no description)",
-        s => s,
+        "" => "(no description)".into(),
+        s => bounded(s, SUMMARY_SHOWN).0,
+    }
+}
+
+/// `text` within `max_chars`; when cut, it says where the whole is.
+fn shown(text: &str, max_chars: usize, entry: &Entry) -> String {
+    match bounded(text, max_chars) {
+        (text, false) => text,
+        (text, true) => format!(
+            "{text}\n/* cut at {max_chars} characters; the whole declaration is in sandgate://types.d.ts, or __getToolInterface({:?}) in code */",
+            entry.qualified
+        ),
     }
 }

@@ -17,6 +17,12 @@ use tokio_util::sync::CancellationToken;
 use crate::bridge::tool_bindings;
 use crate::chain::ChainRuntime;
 
+/// How long after large work its memory is handed back (see `Gateway::after_large_work`).
+const TRIM_AFTER: [std::time::Duration; 2] = [
+    std::time::Duration::from_millis(250),
+    std::time::Duration::from_millis(1500),
+];
+
 /// Longest a meta-tool waits for backends that are still starting and have nothing cached.
 pub const STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -86,7 +92,12 @@ impl Gateway {
         }
         let gateway = self.clone();
         tokio::task::spawn_blocking(move || {
-            sandgate_sandbox::region::return_free_memory();
+            // The caller still holds the response it is about to send, and the store may still
+            // be writing the full output: hand back what is free once each is likely done.
+            for delay in TRIM_AFTER {
+                std::thread::sleep(delay);
+                sandgate_sandbox::region::return_free_memory();
+            }
             gateway.trimming.store(false, Ordering::Release);
         });
     }

@@ -115,6 +115,20 @@ pub fn return_free_memory() {
     }
 }
 
+/// Makes the C allocator keep one arena for every thread. glibc otherwise gives threads arenas
+/// of their own, and `malloc_trim` does not give back what those hold: after one 15 MB result
+/// passed through the gateway's threads, 60 MB stayed resident, and more after each repeat;
+/// with one arena the gateway returns to its baseline. Small blocks still come from each
+/// thread's cache without a lock. Call it before any thread starts.
+#[allow(unsafe_code)]
+pub fn use_one_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only changes a tuning parameter of the allocator.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// Whether this process has a region.
 pub fn is_mapped() -> bool {
     BASE.load(Ordering::Relaxed) != 0

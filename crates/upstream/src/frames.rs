@@ -18,7 +18,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use rmcp::service::{RoleClient, RxJsonRpcMessage};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 /// The JSON-RPC error code of a response sandgate wrote in place of one it refused.
 pub(crate) const REFUSED_CODE: i32 = -32099;
@@ -28,6 +29,8 @@ pub(crate) const REFUSED_MARK: &str = "sandgate_refused";
 pub(crate) const MAX_MESSAGE_DEPTH: usize = 100;
 /// The most buffer kept between lines; a larger line's buffer is released after it.
 const KEPT_LINE_CAPACITY: usize = 1024 * 1024;
+/// Lines up to this size are judged on the reading task; larger ones on a blocking thread.
+const JUDGE_IN_PLACE_BYTES: usize = 256 * 1024;
 /// Most bytes of a captured id; a longer "id" is not one a client sent.
 const MAX_ID_BYTES: usize = 256;
 
@@ -44,11 +47,14 @@ impl StdoutNoise {
     }
 }
 
-/// Copies a backend's stdout to `out`, line by line, inspecting each (see the module docs).
-/// Ends when either side closes.
+/// A message read from a backend, as rmcp takes it.
+pub(crate) type Incoming = RxJsonRpcMessage<RoleClient>;
+
+/// Reads a backend's stdout line by line, inspects each (see the module docs) and sends the
+/// messages on to rmcp, parsed. Ends when either side closes.
 pub(crate) async fn inspect(
     stdout: impl AsyncRead + Unpin,
-    mut out: impl AsyncWrite + Unpin,
+    mut out: futures::channel::mpsc::Sender<Incoming>,
     max_bytes: usize,
     noise: Arc<StdoutNoise>,
     backend: String,
@@ -60,33 +66,95 @@ pub(crate) async fn inspect(
             line = Vec::with_capacity(4096);
         }
         line.clear();
-        let forward = match read_line(&mut reader, &mut line, max_bytes).await {
+        let decision = match read_line(&mut reader, &mut line, max_bytes).await {
             Ok(Line::End) | Err(_) => return,
-            Ok(Line::Held) => judge(&mut line),
-            Ok(Line::Oversized { scanner, bytes }) => refuse(
-                &scanner,
-                Refusal::TooLarge {
+            Ok(Line::Held) if line.len() <= JUDGE_IN_PLACE_BYTES => decide(&mut line),
+            Ok(Line::Held) => {
+                // Scanning and parsing a large line takes milliseconds: off the async threads,
+                // so other backends' calls do not wait behind it.
+                let mut held = std::mem::take(&mut line);
+                match tokio::task::spawn_blocking(move || {
+                    let decision = decide(&mut held);
+                    (held, decision)
+                })
+                .await
+                {
+                    Ok((held, decision)) => {
+                        line = held;
+                        decision
+                    }
+                    Err(_) => return,
+                }
+            }
+            Ok(Line::Oversized { scanner, bytes }) => {
+                let refusal = Refusal::TooLarge {
                     bytes,
                     limit: max_bytes,
-                },
-            ),
-        };
-        let bytes: &[u8] = match &forward {
-            Forward::Line => &line,
-            Forward::Replacement(bytes) => bytes,
-            Forward::Nothing { why } => {
-                if *why == Dropped::NotJson {
-                    noise.lines.fetch_add(1, Ordering::Relaxed);
-                    let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
-                    tracing::warn!(backend = %backend, "backend wrote a non-MCP line to stdout (MCP servers must log to stderr): {}", shown.trim_end());
-                } else {
-                    tracing::debug!(backend = %backend, "dropped a backend message: {why:?}");
+                };
+                match refuse(&scanner, &refusal) {
+                    Forward::Replacement(bytes) => parsed(&bytes, &scanner),
+                    _ => Decision::Drop(Dropped::Unanswerable),
                 }
-                continue;
             }
         };
-        if out.write_all(bytes).await.is_err() || out.write_all(b"\n").await.is_err() {
-            return;
+        match decision {
+            Decision::Pass(message) => {
+                if futures::SinkExt::send(&mut out, *message).await.is_err() {
+                    return;
+                }
+            }
+            Decision::Drop(Dropped::NotJson) => {
+                noise.lines.fetch_add(1, Ordering::Relaxed);
+                let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
+                tracing::warn!(backend = %backend, "backend wrote a non-MCP line to stdout (MCP servers must log to stderr): {}", shown.trim_end());
+            }
+            Decision::Drop(why) => {
+                tracing::debug!(backend = %backend, "dropped a backend message: {why:?}");
+            }
+        }
+    }
+}
+
+/// What becomes of one line.
+#[derive(Debug)]
+enum Decision {
+    /// This message goes to rmcp.
+    Pass(Box<Incoming>),
+    /// Nothing does.
+    Drop(Dropped),
+}
+
+/// Judges a held line and parses what is to be passed on.
+fn decide(line: &mut [u8]) -> Decision {
+    let forward = judge(line);
+    let bytes: &[u8] = match &forward {
+        Forward::Line => line,
+        Forward::Replacement(bytes) => bytes,
+        Forward::Nothing { why } => return Decision::Drop(*why),
+    };
+    let mut scanner = Scanner::default();
+    if serde_json::from_slice::<Incoming>(bytes).is_err() {
+        scanner.feed_streaming(bytes);
+    }
+    parsed(bytes, &scanner)
+}
+
+/// The message in `bytes`; if it is not a JSON-RPC message rmcp can read, a refusal for the id
+/// the scanner found (or nothing, when there is no id to answer).
+fn parsed(bytes: &[u8], scanner: &Scanner) -> Decision {
+    match serde_json::from_slice::<Incoming>(bytes) {
+        Ok(message) => Decision::Pass(Box::new(message)),
+        Err(error) => {
+            let refusal = Refusal::Invalid {
+                detail: crate::error::bounded(&error.to_string()),
+            };
+            match refuse(scanner, &refusal) {
+                Forward::Replacement(bytes) => match serde_json::from_slice::<Incoming>(&bytes) {
+                    Ok(message) => Decision::Pass(Box::new(message)),
+                    Err(_) => Decision::Drop(Dropped::Unanswerable),
+                },
+                _ => Decision::Drop(Dropped::Unanswerable),
+            }
         }
     }
 }
@@ -166,23 +234,33 @@ enum Dropped {
 }
 
 /// Why a response was refused.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Refusal {
-    TooLarge { bytes: usize, limit: usize },
+    TooLarge {
+        bytes: usize,
+        limit: usize,
+    },
     TooDeep,
-    NotUtf8 { offset: usize },
+    NotUtf8 {
+        offset: usize,
+    },
+    /// Well-formed JSON that is not a JSON-RPC message rmcp can read.
+    Invalid {
+        detail: String,
+    },
 }
 
 impl Refusal {
-    fn kind(self) -> &'static str {
+    fn kind(&self) -> &'static str {
         match self {
             Refusal::TooLarge { .. } => "too_large",
             Refusal::TooDeep => "too_deep",
             Refusal::NotUtf8 { .. } => "not_utf8",
+            Refusal::Invalid { .. } => "invalid",
         }
     }
 
-    fn message(self) -> String {
+    fn message(&self) -> String {
         match self {
             Refusal::TooLarge { bytes, limit } => format!(
                 "the result was {bytes} bytes, over this backend's max_result_bytes ({limit}). Ask for less (a page, a filter), or raise max_result_bytes for this backend in the config"
@@ -193,12 +271,19 @@ impl Refusal {
             Refusal::NotUtf8 { offset } => format!(
                 "the result is not valid UTF-8 (the first bad byte is at offset {offset}); MCP messages must be UTF-8 JSON, so this is a bug in the backend"
             ),
+            Refusal::Invalid { detail } => format!(
+                "the response is not a valid JSON-RPC message ({detail}), so this is a bug in the backend"
+            ),
         }
     }
 }
 
 /// Decides what becomes of a line held whole, repairing lone surrogates in place.
 fn judge(line: &mut [u8]) -> Forward {
+    // A UTF-8 byte order mark may open a line (RFC 8259 lets parsers ignore it).
+    if line.starts_with(b"\xEF\xBB\xBF") {
+        line[..3].copy_from_slice(b"   ");
+    }
     let Some(&first) = line.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Forward::Nothing {
             why: Dropped::Blank,
@@ -214,7 +299,7 @@ fn judge(line: &mut [u8]) -> Forward {
     if let Err(e) = std::str::from_utf8(line) {
         return refuse(
             &scanner,
-            Refusal::NotUtf8 {
+            &Refusal::NotUtf8 {
                 offset: e.valid_up_to(),
             },
         );
@@ -225,12 +310,12 @@ fn judge(line: &mut [u8]) -> Forward {
     if scanner.is_response() && scanner.result_lists_tools {
         return Forward::Replacement(cut_deeper_than(line, MAX_MESSAGE_DEPTH));
     }
-    refuse(&scanner, Refusal::TooDeep)
+    refuse(&scanner, &Refusal::TooDeep)
 }
 
 /// A JSON-RPC error for the refused response's id, or nothing if the line was not a response
 /// with an id a client could have sent.
-fn refuse(scanner: &Scanner, refusal: Refusal) -> Forward {
+fn refuse(scanner: &Scanner, refusal: &Refusal) -> Forward {
     let id = match serde_json::from_slice::<serde_json::Value>(&scanner.id) {
         Ok(id @ (serde_json::Value::Number(_) | serde_json::Value::String(_)))
             if scanner.is_response() =>
@@ -694,19 +779,15 @@ mod tests {
         let input = format!(
             "{{\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{body}\"}}]}},\"jsonrpc\":\"2.0\",\"id\":41}}\n{{\"jsonrpc\":\"2.0\",\"id\":42,\"result\":{{}}}}\n"
         );
-        let (mut out, mut sink) = tokio::io::duplex(1 << 20);
+        let (out, received) = futures::channel::mpsc::channel(4);
         let noise = Arc::new(StdoutNoise::default());
-        inspect(input.as_bytes(), &mut out, 100_000, noise, "t".into()).await;
-        drop(out);
-        let mut text = String::new();
-        tokio::io::AsyncReadExt::read_to_string(&mut sink, &mut text)
+        inspect(input.as_bytes(), out, 100_000, noise, "t".into()).await;
+        let lines: Vec<serde_json::Value> = futures::StreamExt::collect::<Vec<_>>(received)
             .await
-            .expect("read");
-        let lines: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .iter()
+            .map(|m| serde_json::to_value(m).expect("serializable"))
             .collect();
-        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!(lines[0]["id"], 41);
         assert_eq!(lines[0]["error"]["data"][REFUSED_MARK], "too_large");
         assert!(
@@ -721,5 +802,18 @@ mod tests {
             lines[0]
         );
         assert_eq!(lines[1]["id"], 42, "the next message still passes");
+    }
+
+    #[test]
+    fn a_response_rmcp_cannot_read_is_refused_for_its_id() {
+        let mut line =
+            br#"{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":"both"}}"#.to_vec();
+        let decided = decide(&mut line);
+        let Decision::Pass(message) = decided else {
+            panic!("expected a refusal, got {decided:?}");
+        };
+        let value = serde_json::to_value(&*message).expect("serializable");
+        assert_eq!(value["id"], 5, "{value}");
+        assert_eq!(value["error"]["data"][REFUSED_MARK], "invalid", "{value}");
     }
 }

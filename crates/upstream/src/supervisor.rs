@@ -15,12 +15,15 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerNotification,
     SubscriptionFilter,
 };
+use rmcp::service::TxJsonRpcMessage;
 use rmcp::service::{ClientLifecycleMode, NotificationContext, RoleClient, RunningService};
-use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::async_rw::JsonRpcMessageCodec;
+use rmcp::transport::sink_stream::SinkStreamTransport;
 use rmcp::{ClientHandler, ClientServiceExt};
 use sandgate_config::Transport;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, timeout};
+use tokio_util::codec::FramedWrite;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, Conn, Live};
@@ -175,10 +178,14 @@ async fn run_once(
             timeout(
                 handshake,
                 client.serve_with_lifecycle(
-                    // The inspector passes lines of at most `max_result_bytes`; rmcp's own
-                    // cap (16 MiB by default) must not refuse them silently.
-                    AsyncRwTransport::<RoleClient, _, _>::new(spawned.reader, spawned.writer)
-                        .with_max_line_length(config.bounds.max_result_bytes + 1024),
+                    // rmcp reads what the inspector parsed, and writes JSON lines to stdin.
+                    SinkStreamTransport::new(
+                        FramedWrite::new(
+                            spawned.writer,
+                            JsonRpcMessageCodec::<TxJsonRpcMessage<RoleClient>>::default(),
+                        ),
+                        spawned.incoming,
+                    ),
                     lifecycle,
                 ),
             )

@@ -12,14 +12,13 @@ use std::sync::Arc;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use sandgate_config::{BackendConfig, Transport};
-use tokio::io::DuplexStream;
 use tokio::process::{Child, ChildStdin};
 
-use crate::frames::StdoutNoise;
+use crate::frames::{Incoming, StdoutNoise};
 use crate::stderr::StderrRing;
 
-/// Buffer between the stdout inspector and rmcp.
-const PIPE_BYTES: usize = 256 * 1024;
+/// Parsed messages waiting between the stdout inspector and rmcp.
+const MESSAGES_IN_FLIGHT: usize = 16;
 
 /// A stdio backend's process, leader of a process group of its own: when this is dropped
 /// (the backend is restarted, or sandgate stops), the whole group is killed, so a backend
@@ -48,10 +47,11 @@ impl Drop for ChildGroup {
     }
 }
 
-/// A running stdio child and the pipes rmcp should use.
+/// A running stdio child and what rmcp reads from and writes to.
 pub(crate) struct StdioChild {
     pub child: ChildGroup,
-    pub reader: DuplexStream,
+    /// The backend's messages, inspected and parsed (see `frames`).
+    pub incoming: futures::channel::mpsc::Receiver<Incoming>,
     pub writer: ChildStdin,
 }
 
@@ -92,14 +92,14 @@ pub(crate) fn spawn_stdio(
     };
     let name = config.name.clone();
     tokio::spawn(async move { crate::stderr::pump(stderr, &name, stderr_ring).await });
-    let (inspected, reader) = tokio::io::duplex(PIPE_BYTES);
+    let (inspected, incoming) = futures::channel::mpsc::channel(MESSAGES_IN_FLIGHT);
     let (name, max_bytes) = (config.name.clone(), config.bounds.max_result_bytes);
     tokio::spawn(crate::frames::inspect(
         stdout, inspected, max_bytes, noise, name,
     ));
     Ok(StdioChild {
         child: ChildGroup { child },
-        reader,
+        incoming,
         writer: stdin,
     })
 }

@@ -5,7 +5,7 @@
 //! Every tier calls tools through the same [`UpstreamBridge`], so every call passes the policy
 //! exactly once, and every tier honours the caller's timeout and the output limits.
 
-mod bounds;
+pub(crate) mod bounds;
 mod progress;
 pub(crate) mod read;
 pub mod response;
