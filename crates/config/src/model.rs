@@ -160,6 +160,40 @@ pub struct HttpConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser origins to accept; requests with any other `Origin` are refused.
     pub allowed_origins: Vec<String>,
+    /// What a client may hold and how long it may take.
+    pub limits: HttpLimits,
+}
+
+/// What HTTP clients may hold of the gateway, and how slowly they may send. Every key has a
+/// default (docs/config.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Time a client has to send a request's headers (an idle keep-alive connection is
+    /// closed after it too).
+    pub header_timeout: Duration,
+    /// Time a client has to send a request's body once its headers arrived.
+    pub body_timeout: Duration,
+    /// Open connections, from everyone.
+    pub max_connections: usize,
+    /// Open connections from one IP address.
+    pub max_connections_per_ip: usize,
+    /// Open 2025-11-25 sessions; a new one past this gets 503 while the others keep working.
+    pub max_sessions: usize,
+    /// A session nobody used for this long is closed.
+    pub session_idle_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            max_connections_per_ip: 256,
+            max_sessions: 1000,
+            session_idle_timeout: Duration::from_secs(300),
+        }
+    }
 }
 
 /// One backend MCP server.

@@ -95,7 +95,17 @@ const OUTPUT_KEYS: &[&str] = &[
 ];
 const SANDBOX_KEYS: &[&str] = &["require_lockdown", "workers"];
 const GATEWAY_KEYS: &[&str] = &["cache_file"];
-const HTTP_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins"];
+const HTTP_KEYS: &[&str] = &[
+    "listen",
+    "allowed_hosts",
+    "allowed_origins",
+    "header_timeout",
+    "body_timeout",
+    "max_connections",
+    "max_connections_per_ip",
+    "max_sessions",
+    "session_idle_timeout",
+];
 const JSON_ROOT_KEYS: &[&str] = &["mcpServers", "sandgate"];
 const BACKEND_KEYS: &[&str] = &[
     "command",
@@ -340,6 +350,30 @@ impl Walker<'_> {
                 )
             })?),
         };
+        let defaults = HttpLimits::default();
+        let time = |key: &str, default: Duration| -> Result<Duration, ConfigError> {
+            Ok(duration(self, &format!("http.{key}"), table.get(key))?.unwrap_or(default))
+        };
+        let number = |key: &str, default: usize| {
+            whole_number(
+                self,
+                &format!("http.{key}"),
+                table.get(key),
+                default,
+                1..=1_000_000,
+            )
+        };
+        let limits = HttpLimits {
+            header_timeout: time("header_timeout", defaults.header_timeout)?,
+            body_timeout: time("body_timeout", defaults.body_timeout)?,
+            max_connections: number("max_connections", defaults.max_connections)?,
+            max_connections_per_ip: number(
+                "max_connections_per_ip",
+                defaults.max_connections_per_ip,
+            )?,
+            max_sessions: number("max_sessions", defaults.max_sessions)?,
+            session_idle_timeout: time("session_idle_timeout", defaults.session_idle_timeout)?,
+        };
         Ok(HttpConfig {
             listen,
             allowed_hosts: string_list(self, "http.allowed_hosts", table.get("allowed_hosts"))?,
@@ -348,6 +382,7 @@ impl Walker<'_> {
                 "http.allowed_origins",
                 table.get("allowed_origins"),
             )?,
+            limits,
         })
     }
 

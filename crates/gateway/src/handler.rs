@@ -173,6 +173,18 @@ impl ServerHandler for SandgateServer {
         Ok(())
     }
 
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            unsupported_method(&request.method),
+            None,
+        ))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.gateway.add_legacy_peer(context.peer);
     }
@@ -240,6 +252,18 @@ async fn contained<T>(
             ))
         }
     }
+}
+
+/// The methods this server answers, for the error a client gets for any other.
+const SUPPORTED_METHODS: &str = "initialize, ping, tools/list, tools/call, resources/list, resources/templates/list, resources/read, prompts/list, logging/setLevel and subscriptions/listen";
+
+/// Why a method is refused, with what is supported instead (bounded: a method name comes
+/// from the client).
+fn unsupported_method(method: &str) -> String {
+    let shown: String = method.chars().take(100).collect();
+    format!(
+        "Method not found: sandgate does not serve `{shown}`. It serves {SUPPORTED_METHODS}; its tools are reached through tools/call (search_tools, tool_info, call_tool_chain)."
+    )
 }
 
 #[cfg(test)]

@@ -246,6 +246,18 @@ impl Gateway {
         }
     }
 
+    /// Forgets the sessions that have closed (expired, deleted, disconnected); each peer kept
+    /// holds its session's channels. Returns how many are still open.
+    pub(crate) fn forget_closed_peers(&self) -> usize {
+        self.legacy_peers
+            .lock()
+            .map(|mut peers| {
+                peers.retain(|p| !p.is_transport_closed());
+                peers.len()
+            })
+            .unwrap_or(0)
+    }
+
     /// Builds a catalog from the manager's current tools and makes it the current snapshot.
     fn rebuild(&self) -> Arc<Catalog> {
         let catalog = Arc::new(Catalog::new(self.manager.tools()));

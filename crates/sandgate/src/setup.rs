@@ -28,11 +28,45 @@ pub fn init_logging(args: &Cli) {
     let level = args.log_level.as_deref().unwrap_or(default);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
+    let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        .finish();
+    let _ = tracing_subscriber::util::SubscriberInitExt::try_init(
+        tracing_subscriber::layer::SubscriberExt::with(subscriber, QuietDisconnects),
+    );
+}
+
+/// Drops rmcp's error "failed to send pending response during drain" (and its sibling): it
+/// means an HTTP client went away before its response, which is ordinary; the gateway logs
+/// that at debug level itself. Hundreds of such ERROR lines used to follow a load test.
+struct QuietDisconnects;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietDisconnects {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _cx: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        if !event.metadata().target().starts_with("rmcp") {
+            return true;
+        }
+        let mut message = MessageText(String::new());
+        event.record(&mut message);
+        !message.0.ends_with("during drain")
+    }
+}
+
+/// The `message` field of an event.
+struct MessageText(String);
+
+impl tracing::field::Visit for MessageText {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
 }
 
 /// Finds, loads and resolves the config.

@@ -55,6 +55,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             addr,
             allowed_hosts: config.http.allowed_hosts.clone(),
             allowed_origins: config.http.allowed_origins.clone(),
+            limits: config.http.limits,
         };
         let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
         tasks.spawn(async move {

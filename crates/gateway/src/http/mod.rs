@@ -2,13 +2,19 @@
 //!
 //! It serves 2025-11-25 sessions and stateless 2026-07-28 on one endpoint (`/mcp`). It binds to
 //! loopback unless told otherwise, and refuses requests whose `Host` is not an allowed name
-//! (DNS rebinding) or whose `Origin` is not an allowed browser origin.
+//! (DNS rebinding) or whose `Origin` is not an allowed browser origin. Clients are untrusted:
+//! connections are capped and timed (`accept`), every request is checked before rmcp sees it
+//! (`guard`), and sessions are capped and expire when idle.
+
+mod accept;
+mod guard;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sandgate_config::HttpLimits;
 use tokio_util::sync::CancellationToken;
 
 use crate::{Gateway, GatewayError, SandgateServer};
@@ -27,33 +33,11 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Extra accepted `Origin` values (beyond loopback pages).
     pub allowed_origins: Vec<String>,
+    /// Connection, time and session limits.
+    pub limits: HttpLimits,
 }
 
-/// Cancelled when the HTTP response to a request is gone: sent in full, or dropped because the
-/// client went away. The handler reads it from the request's parts, so an execution whose
-/// client disconnected is cancelled like one the client cancelled.
-#[derive(Debug, Clone)]
-pub(crate) struct ResponseGone(pub CancellationToken);
-
-/// Gives each request a [`ResponseGone`] token, cancelled when its response body is dropped.
-async fn watch_disconnect(
-    mut request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let token = CancellationToken::new();
-    request.extensions_mut().insert(ResponseGone(token.clone()));
-    let response = next.run(request).await;
-    let (parts, body) = response.into_parts();
-    let guard = token.drop_guard();
-    let body = axum::body::Body::from_stream(futures::StreamExt::map(
-        body.into_data_stream(),
-        move |chunk| {
-            let _alive = &guard;
-            chunk
-        },
-    ));
-    axum::response::Response::from_parts(parts, body)
-}
+pub(crate) use guard::ResponseGone;
 
 /// Binds and serves until `shutdown` is cancelled. Returns the bound address through `bound`
 /// (useful with port 0) before serving.
@@ -88,24 +72,52 @@ pub async fn serve_http(
         .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token());
+    let limits = options.limits;
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(limits.session_idle_timeout);
+    let sessions = Arc::new(manager);
+    let trimmed_gateway = gateway.clone();
     let service = StreamableHttpService::new(
         move || Ok(SandgateServer::new(gateway.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
+    let guard =
+        guard::RequestGuard::new(limits.body_timeout, limits.max_sessions, sessions.clone());
     let app = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn(watch_disconnect));
+        .layer(axum::middleware::from_fn_with_state(guard, guard::guard));
+    tokio::spawn(trim_after_sessions_expire(
+        trimmed_gateway,
+        sessions,
+        shutdown.clone(),
+    ));
     bound(addr);
-    // Without TCP_NODELAY a response written in two pieces waits for the client's delayed
-    // ACK: about 40 ms per request on a keep-alive connection.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY on an accepted connection: {e}");
+    accept::accept_loop(listener, app, limits, shutdown).await;
+    Ok(())
+}
+
+/// Drops what closed sessions left behind and, after many closed (each holds tens of KB),
+/// hands the memory back to the kernel: so the gateway returns near its baseline once a burst
+/// of sessions expires.
+async fn trim_after_sessions_expire(
+    gateway: Arc<Gateway>,
+    sessions: Arc<LocalSessionManager>,
+    stop: CancellationToken,
+) {
+    const CLOSED_BEFORE_TRIM: usize = 100;
+    let mut high = 0usize;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+            () = stop.cancelled() => return,
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await
-        .map_err(|e| GatewayError::Serve(e.to_string()))
+        let open = sessions.sessions.read().await.len();
+        gateway.forget_closed_peers();
+        high = high.max(open);
+        if high >= open + CLOSED_BEFORE_TRIM {
+            high = open;
+            let _ = tokio::task::spawn_blocking(sandgate_sandbox::region::return_free_memory).await;
+        }
+    }
 }

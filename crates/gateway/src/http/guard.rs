@@ -1,0 +1,255 @@
+//! What every HTTP request passes before rmcp's service sees it.
+//!
+//! - A POST body must arrive within `http.body_timeout` (408) and hold at most 4 MiB (413).
+//! - It must be one JSON-RPC message: text that is not JSON, or JSON nested past serde's
+//!   128 levels, gets 400 with JSON-RPC -32700; a batch (`[...]`) or a non-object gets 400
+//!   with -32600 (rmcp answered 415, or nothing, before).
+//! - A request that reuses the id of one still in flight in the same session gets 400 with
+//!   -32600 (rmcp used to answer neither).
+//! - An `initialize` that would open a session past `http.max_sessions` gets 503 while the
+//!   open sessions keep working.
+//! - Every response body carries a [`ResponseGone`] token, cancelled when the body is dropped
+//!   (sent in full, or the client went away), so an execution whose client left is cancelled;
+//!   a client that left early is logged at debug level.
+
+use std::collections::HashSet;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use futures::stream::BoxStream;
+use http::StatusCode;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::{Value, json};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// The largest request body accepted (rmcp's own limit).
+pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Cancelled when the HTTP response to a request is gone: sent in full, or dropped because the
+/// client went away. The handler reads it from the request's parts, so an execution whose
+/// client disconnected is cancelled like one the client cancelled.
+#[derive(Debug, Clone)]
+pub(crate) struct ResponseGone(pub CancellationToken);
+
+/// The request checks' settings and state.
+pub(crate) struct RequestGuard {
+    pub body_timeout: Duration,
+    pub max_sessions: usize,
+    pub sessions: Arc<LocalSessionManager>,
+    /// (session id, request id as JSON) of requests whose response is not done yet.
+    in_flight: Arc<Mutex<HashSet<(String, String)>>>,
+}
+
+impl RequestGuard {
+    pub(crate) fn new(
+        body_timeout: Duration,
+        max_sessions: usize,
+        sessions: Arc<LocalSessionManager>,
+    ) -> Arc<RequestGuard> {
+        Arc::new(RequestGuard {
+            body_timeout,
+            max_sessions,
+            sessions,
+            in_flight: Arc::default(),
+        })
+    }
+}
+
+/// A JSON-RPC error as an HTTP response.
+fn rpc_error(status: StatusCode, id: Value, code: i32, message: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// The middleware (see the module docs).
+pub(crate) async fn guard(
+    State(guard): State<Arc<RequestGuard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let gone = CancellationToken::new();
+    let mut request = request;
+    request.extensions_mut().insert(ResponseGone(gone.clone()));
+    let mut in_flight_key = None;
+    if request.method() == http::Method::POST {
+        let (parts, body) = request.into_parts();
+        let bytes = match tokio::time::timeout(
+            guard.body_timeout,
+            axum::body::to_bytes(body, MAX_BODY_BYTES),
+        )
+        .await
+        {
+            Err(_) => {
+                return rpc_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    Value::Null,
+                    -32600,
+                    format!(
+                        "the request body did not arrive within {:?} (http.body_timeout)",
+                        guard.body_timeout
+                    ),
+                );
+            }
+            Ok(Err(_)) => {
+                return rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    Value::Null,
+                    -32600,
+                    format!(
+                        "the request body is over {MAX_BODY_BYTES} bytes, or was cut off; send one smaller message"
+                    ),
+                );
+            }
+            Ok(Ok(bytes)) => bytes,
+        };
+        let session = parts
+            .headers
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match check_message(&guard, &bytes, session).await {
+            Ok(key) => in_flight_key = key,
+            Err(response) => return *response,
+        }
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
+    let response = next.run(request).await;
+    let release = in_flight_key.map(|key| InFlight {
+        set: guard.in_flight.clone(),
+        key,
+    });
+    let (parts, body) = response.into_parts();
+    let watched = Watched {
+        inner: futures::StreamExt::boxed(body.into_data_stream()),
+        finished: false,
+        _gone: gone.drop_guard(),
+        _in_flight: release,
+    };
+    Response::from_parts(parts, Body::from_stream(watched))
+}
+
+/// Checks one POST body; on success, the in-flight key of a request in a session.
+async fn check_message(
+    guard: &RequestGuard,
+    bytes: &Bytes,
+    session: Option<String>,
+) -> Result<Option<(String, String)>, Box<Response>> {
+    let message: Value = serde_json::from_slice(bytes).map_err(|e| {
+        Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32700,
+            format!("Parse error: the body is not one JSON value sandgate can read ({e})"),
+        ))
+    })?;
+    let Value::Object(message) = message else {
+        let why = if message.is_array() {
+            "a JSON-RPC batch; MCP (2025-06-18 and later) takes one message per request"
+        } else {
+            "not a JSON-RPC message (an object)"
+        };
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32600,
+            format!("Invalid request: the body is {why}"),
+        )));
+    };
+    let id = message.get("id").cloned();
+    let method = message.get("method").and_then(Value::as_str);
+    if method == Some("initialize") && session.is_none() {
+        let open = guard.sessions.sessions.read().await.len();
+        if open >= guard.max_sessions {
+            let mut response = rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                id.unwrap_or(Value::Null),
+                -32000,
+                format!(
+                    "sandgate has {open} open sessions, its limit (http.max_sessions); close idle sessions with DELETE, or retry in a few seconds"
+                ),
+            );
+            response.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("5"),
+            );
+            return Err(Box::new(response));
+        }
+    }
+    let (Some(session), Some(id), Some(_)) = (session, id, method) else {
+        return Ok(None);
+    };
+    let key = (session, id.to_string());
+    let fresh = guard
+        .in_flight
+        .lock()
+        .map(|mut set| set.insert(key.clone()))
+        .unwrap_or(true);
+    if !fresh {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32600,
+            format!(
+                "Invalid request: id {} is already in use by a request of this session that has not been answered; give every request its own id",
+                key.1
+            ),
+        )));
+    }
+    Ok(Some(key))
+}
+
+/// Removes a request from the in-flight set when its response is done.
+struct InFlight {
+    set: Arc<Mutex<HashSet<(String, String)>>>,
+    key: (String, String),
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut set) = self.set.lock() {
+            set.remove(&self.key);
+        }
+    }
+}
+
+/// A response body that, when dropped, cancels its request's [`ResponseGone`] token, frees its
+/// in-flight id, and logs (at debug level) a client that left before the end.
+struct Watched {
+    inner: BoxStream<'static, Result<Bytes, axum::Error>>,
+    finished: bool,
+    _gone: DropGuard,
+    _in_flight: Option<InFlight>,
+}
+
+impl Stream for Watched {
+    type Item = Result<Bytes, axum::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.inner.as_mut().poll_next(cx);
+        if matches!(next, Poll::Ready(None)) {
+            self.finished = true;
+        }
+        next
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if !self.finished {
+            tracing::debug!("an HTTP client went away before its response was complete");
+        }
+    }
+}
