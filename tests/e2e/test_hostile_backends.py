@@ -412,3 +412,44 @@ async def test_hostile_backend_class(tmp_path, kind):
 def test_the_table_covers_every_class():
     assert len(CASES) >= 40
     assert {c.kind for c in CASES} == {"call", "list", "startup"}
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("case", ["grandchild_in_group", "grandchild_setsid"])
+async def test_a_backends_processes_end_with_it_even_after_setsid(tmp_path, case):
+    """A backend's grandchild, in its process group or escaped with `setsid`, ends when the
+    backend restarts and when the gateway shuts down."""
+    pids = tmp_path / "grandchildren"
+    servers = {"hostile": {"command": sys.executable, "args": [str(HOSTILE), case],
+                           "env": {"GRANDCHILD_PID_FILE": str(pids)}}}
+    config = write_config(tmp_path, "toml", servers)
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        g = Gateway(client, find_gateway(config), tmp_path)
+        await g.wait_for(lambda s: s["state"] == "ready", 20)
+        first = int(pids.read_text().split()[0])
+        assert alive(first)
+        await g.chain("return await hostile.trigger({})")  # the backend exits; it is restarted
+        status = await g.wait_for(lambda s: s["state"] == "ready" and s["restarts"] >= 1, 20)
+        assert status["restarts"] >= 1, status
+        deadline = time.monotonic() + 5
+        while alive(first) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert not alive(first), "the first run's grandchild ended with it"
+        while os.path.exists(f"/proc/{first}") and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert not os.path.exists(f"/proc/{first}"), "and was reaped, not left a zombie"
+        second = int(pids.read_text().split()[-1])
+        assert second != first and alive(second)
+    deadline = time.monotonic() + 5
+    while alive(second) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert not alive(second), "the grandchild ended with the gateway"

@@ -10,6 +10,7 @@
 mod backend;
 mod cache;
 mod error;
+mod escapees;
 mod frames;
 mod listing;
 mod manager;

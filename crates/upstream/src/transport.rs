@@ -25,6 +25,8 @@ const MESSAGES_IN_FLIGHT: usize = 16;
 /// started through a wrapper (`npx`, a shell script) leaves no grandchild behind.
 pub(crate) struct ChildGroup {
     child: Child,
+    /// The run's name in its processes' environment (see `escapees`).
+    run: String,
 }
 
 impl ChildGroup {
@@ -36,14 +38,17 @@ impl ChildGroup {
 
 impl Drop for ChildGroup {
     fn drop(&mut self) {
+        let leader = self.child.id();
         #[cfg(unix)]
-        if let Some(pid) = self.child.id().and_then(|id| i32::try_from(id).ok()) {
+        if let Some(pid) = leader.and_then(|id| i32::try_from(id).ok()) {
             let _ = nix::sys::signal::killpg(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
             );
         }
-        // The leader is killed (and reaped) by `kill_on_drop` in any case.
+        // The leader is killed (and reaped) by `kill_on_drop` in any case; what left the
+        // group is found by its run's name.
+        crate::escapees::end(&self.run, leader);
     }
 }
 
@@ -66,11 +71,14 @@ pub(crate) fn spawn_stdio(
     let Transport::Stdio { command, args, cwd } = &config.transport else {
         return Err(std::io::Error::other("not a stdio backend"));
     };
+    let run = crate::escapees::new_run();
+    crate::escapees::adopt_orphans();
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
         .env_clear()
         .envs(inherited_env.iter().map(|(k, v)| (k, v)))
         .envs(&config.env)
+        .env(crate::escapees::RUN_VAR, &run)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -98,7 +106,7 @@ pub(crate) fn spawn_stdio(
         stdout, inspected, max_bytes, noise, name,
     ));
     Ok(StdioChild {
-        child: ChildGroup { child },
+        child: ChildGroup { child, run },
         incoming,
         writer: stdin,
     })

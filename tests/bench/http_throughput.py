@@ -1,0 +1,144 @@
+"""Throughput of the HTTP front: tier-1 `call_tool_chain` calls (`everything.echo` through the
+JSON tier) from 1, 10, 50 and 200 keep-alive clients, in both protocol eras: 2025-11-25
+sessions (one per client) and stateless 2026-07-28 requests. Each client sends its next request
+when the last is answered. The load runs in two processes of asyncio clients (raw sockets, no
+SDK), next to the gateway on the same machine.
+
+    .venv/bin/python tests/bench/http_throughput.py target/release/sandgate [seconds] [clients...]
+
+Prints one line per (era, clients): requests/s, p50 and p99 latency, and errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+from conftest import reference_servers, write_config  # noqa: E402
+
+CALL = {"name": "call_tool_chain", "arguments": {"code": json.dumps({"tool": "everything.echo", "arguments": {"message": "k"}})}}
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+async def request(reader, writer, port, body: dict, headers: dict) -> tuple[int, bytes]:
+    data = json.dumps(body).encode()
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(data)}\r\n")
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    writer.write((head + "\r\n").encode() + data)
+    status_line = await reader.readline()
+    status = int(status_line.split()[1])
+    length, chunked, found = 0, False, {}
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b""):
+            break
+        key, _, value = line.decode().partition(":")
+        found[key.strip().lower()] = value.strip()
+    if found.get("transfer-encoding", "").lower() == "chunked":
+        body_bytes = b""
+        while True:
+            size = int((await reader.readline()).split(b";")[0], 16)
+            chunk = await reader.readexactly(size + 2)
+            body_bytes += chunk[:-2]
+            if size == 0:
+                break
+    else:
+        length = int(found.get("content-length", "0"))
+        body_bytes = await reader.readexactly(length) if length else b""
+    return status, body_bytes, found
+
+
+async def client(port: int, era: str, until: float, latencies: list, errors: list):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    headers = {}
+    if era == "2025-11-25":
+        _, _, found = await request(reader, writer, port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": era, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}, {})
+        headers = {"Mcp-Session-Id": found["mcp-session-id"], "Mcp-Protocol-Version": era}
+        await request(reader, writer, port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+    else:
+        headers = {"Mcp-Protocol-Version": era, "Mcp-Method": "tools/call"}
+    i = 0
+    while time.monotonic() < until:
+        i += 1
+        params = dict(CALL)
+        if era != "2025-11-25":
+            params["_meta"] = META
+        started = time.monotonic()
+        status, body, _ = await request(reader, writer, port, {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}, headers)
+        if status != 200 or b"Echo: k" not in body:
+            errors.append(f"{status} {body[:120]!r}")
+            continue
+        latencies.append(time.monotonic() - started)
+    writer.close()
+
+
+def load(port: int, era: str, clients: int, seconds: float, out):
+    async def run():
+        latencies, errors = [], []
+        until = time.monotonic() + seconds
+        await asyncio.gather(*(client(port, era, until, latencies, errors) for _ in range(clients)))
+        return latencies, errors
+    out.put(asyncio.run(run()))
+
+
+def measure(port: int, era: str, clients: int, seconds: float) -> str:
+    processes = min(2, clients)
+    queue = multiprocessing.Queue()
+    shares = [clients // processes + (1 if i < clients % processes else 0) for i in range(processes)]
+    procs = [multiprocessing.Process(target=load, args=(port, era, n, seconds, queue)) for n in shares]
+    for p in procs:
+        p.start()
+    latencies, errors = [], []
+    for _ in procs:
+        got_latencies, got_errors = queue.get()
+        latencies += got_latencies
+        errors += got_errors
+    for p in procs:
+        p.join()
+    latencies.sort()
+    if not latencies:
+        return f"{era:<11} {clients:>4} clients: no answers; errors: {errors[:2]}"
+    p50 = latencies[len(latencies) // 2] * 1000
+    p99 = latencies[int(len(latencies) * 0.99)] * 1000
+    return (f"{era:<11} {clients:>4} clients: {len(latencies) / seconds:7.0f} requests/s  p50 {p50:6.2f} ms"
+            f"  p99 {p99:7.2f} ms  errors {len(errors)}")
+
+
+def main():
+    binary = sys.argv[1]
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5
+    counts = [int(c) for c in sys.argv[3:]] or [1, 10, 50, 200]
+    tmp = Path(tempfile.mkdtemp())
+    config = write_config(tmp, "toml", {"everything": reference_servers(tmp)["everything"]})
+    proc = subprocess.Popen([binary, "serve", "--config", str(config), "--http", "127.0.0.1:0"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    port = 0
+    for line in proc.stderr:
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        if found:
+            port = int(found.group(1))
+            break
+    subprocess.Popen(["cat"], stdin=proc.stderr, stdout=subprocess.DEVNULL)
+    time.sleep(3)
+    try:
+        for era in ("2025-11-25", "2026-07-28"):
+            for clients in counts:
+                print(measure(port, era, clients, seconds), flush=True)
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()
