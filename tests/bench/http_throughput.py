@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import os
 import re
 import subprocess
 import sys
@@ -67,7 +68,7 @@ async def client(port: int, era: str, until: float, latencies: list, errors: lis
         headers = {"Mcp-Session-Id": found["mcp-session-id"], "Mcp-Protocol-Version": era}
         await request(reader, writer, port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
     else:
-        headers = {"Mcp-Protocol-Version": era, "Mcp-Method": "tools/call"}
+        headers = {"Mcp-Protocol-Version": era, "Mcp-Method": "tools/call", "Mcp-Name": "call_tool_chain"}
     i = 0
     while time.monotonic() < until:
         i += 1
@@ -132,7 +133,7 @@ def main():
     subprocess.Popen(["cat"], stdin=proc.stderr, stdout=subprocess.DEVNULL)
     time.sleep(3)
     try:
-        for era in ("2025-11-25", "2026-07-28"):
+        for era in os.environ.get("ERAS", "2025-11-25,2026-07-28").split(","):
             for clients in counts:
                 print(measure(port, era, clients, seconds), flush=True)
     finally:

@@ -24,7 +24,7 @@ fn main() -> std::process::ExitCode {
         let code = sandgate_sandbox::worker::main();
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
-    sandgate_sandbox::region::use_one_arena();
+    sandgate_sandbox::region::map_large_blocks();
     let args = cli::Cli::parse();
     setup::init_logging(&args);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
