@@ -203,6 +203,11 @@ async fn read_line(
         }
         let consumed = newline.map_or(take, |n| n + 1);
         reader.consume(consumed);
+        if over.is_some() {
+            // Scanning a huge line runs chunk after chunk while the pipe stays full: let other
+            // tasks (other backends' calls) run between chunks.
+            tokio::task::yield_now().await;
+        }
         if newline.is_some() {
             return Ok(match over {
                 Some((scanner, bytes)) => Line::Oversized { scanner, bytes },
