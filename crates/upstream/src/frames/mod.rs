@@ -1,7 +1,8 @@
 //! The inspector between a stdio backend's stdout and the MCP client: every line the backend
-//! writes is checked before rmcp parses it, so no message can be lost without an answer.
+//! writes is checked and parsed here, and rmcp reads only what this passes on, so no message
+//! can be lost without an answer.
 //!
-//! rmcp drops a line it cannot parse (too long, nested deeper than serde's 128 levels, not
+//! rmcp's own reader drops a line it cannot parse (too long, nested deeper than serde's 128 levels, not
 //! UTF-8) and the call that waited for it only ends at its timeout, with a misleading message.
 //! Here each line is read with a bound (the backend's `max_result_bytes`) and scanned once:
 //! - a response that is too large, too deep or not UTF-8 is replaced by a JSON-RPC error for
@@ -15,10 +16,13 @@
 //! The scan is linear and keeps no more than one line (at most `max_result_bytes`); a line
 //! over the bound is streamed through the scanner for its id and never held.
 
+mod scan;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::service::{RoleClient, RxJsonRpcMessage};
+use scan::{Scanner, cut_deeper_than};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 /// The JSON-RPC error code of a response sandgate wrote in place of one it refused.
@@ -31,8 +35,6 @@ pub(crate) const MAX_MESSAGE_DEPTH: usize = 100;
 const KEPT_LINE_CAPACITY: usize = 1024 * 1024;
 /// Lines up to this size are judged on the reading task; larger ones on a blocking thread.
 const JUDGE_IN_PLACE_BYTES: usize = 256 * 1024;
-/// Most bytes of a captured id; a longer "id" is not one a client sent.
-const MAX_ID_BYTES: usize = 256;
 
 /// Counts stdout lines that were not protocol messages.
 #[derive(Debug, Default)]
@@ -343,328 +345,6 @@ fn refuse(scanner: &Scanner, refusal: &Refusal) -> Forward {
         },
     });
     Forward::Replacement(message.to_string().into_bytes())
-}
-
-/// Copies a JSON text, writing `null` for every value nested deeper than `limit`.
-fn cut_deeper_than(line: &[u8], limit: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(line.len());
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut skipping_from: Option<usize> = None;
-    for &b in line {
-        if in_string {
-            if skipping_from.is_none() {
-                out.push(b);
-            }
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > limit && skipping_from.is_none() {
-                    skipping_from = Some(depth);
-                    out.extend_from_slice(b"null");
-                }
-            }
-            b'}' | b']' => {
-                let closing = depth;
-                depth = depth.saturating_sub(1);
-                if skipping_from == Some(closing) {
-                    skipping_from = None;
-                    continue;
-                }
-            }
-            _ => {}
-        }
-        if skipping_from.is_none() {
-            out.push(b);
-        }
-    }
-    out
-}
-
-/// Where the scanner is in an escape sequence inside a string.
-#[derive(Debug, Default, Clone, Copy)]
-enum Escape {
-    #[default]
-    None,
-    /// Just after a backslash at this offset.
-    Backslash(usize),
-    /// In `\uXXXX` begun at this offset, with `digits` read so far.
-    Unicode {
-        start: usize,
-        digits: u8,
-        value: u16,
-    },
-}
-
-/// Top-level keys of a JSON-RPC message the scanner cares about.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-enum TopKey {
-    #[default]
-    Other,
-    Id,
-    Method,
-    Result,
-}
-
-/// One pass over a message: how deep it nests, its id, whether it is a response, whether its
-/// result lists tools; and, when repairing, lone surrogate escapes rewritten to `\ufffd`.
-#[derive(Debug, Default)]
-struct Scanner {
-    depth: usize,
-    max_depth: usize,
-    in_string: bool,
-    escape: Escape,
-    /// The high surrogate escape just seen (start offset, end offset) awaiting its low half.
-    high: Option<(usize, usize)>,
-    /// Whether the current string is an object key at depth 1 or 2.
-    key_string: bool,
-    key: Vec<u8>,
-    /// Whether the next string at depth 1 or 2 is an object key.
-    expect_key: bool,
-    /// Whether the containers at depth 1 and 2 are objects.
-    object_at: [bool; 3],
-    top_key: TopKey,
-    id: Vec<u8>,
-    capturing_id: bool,
-    has_method: bool,
-    has_result_or_error: bool,
-    result_lists_tools: bool,
-}
-
-impl Scanner {
-    fn is_response(&self) -> bool {
-        !self.has_method && self.has_result_or_error
-    }
-
-    /// Scans a whole line, rewriting lone surrogate escapes to `\ufffd` (same length).
-    fn feed_repairing(&mut self, line: &mut [u8]) {
-        let mut lone = Vec::new();
-        let mut i = 0;
-        while i < line.len() {
-            i = self.step(line, i, &mut |start| lone.push(start));
-        }
-        lone.extend(self.high.take().map(|(start, _)| start));
-        for start in lone {
-            line[start..start + 6].copy_from_slice(b"\\ufffd");
-        }
-    }
-
-    /// Scans part of a line that is not kept (nothing is rewritten).
-    fn feed_streaming(&mut self, part: &[u8]) {
-        self.high = None;
-        let mut i = 0;
-        while i < part.len() {
-            i = self.step(part, i, &mut |_| {});
-        }
-    }
-
-    /// Handles the byte at `i` (or a run of plain string bytes from it); returns the next
-    /// offset. `lone` is told the start of each lone surrogate escape.
-    fn step(&mut self, bytes: &[u8], i: usize, lone: &mut dyn FnMut(usize)) -> usize {
-        let b = bytes[i];
-        if self.in_string {
-            return self.step_in_string(bytes, i, lone);
-        }
-        if self.capturing_id
-            && self.depth == 1
-            && !matches!(b, b',' | b'}')
-            && self.id.len() < MAX_ID_BYTES
-            && !b.is_ascii_whitespace()
-        {
-            self.id.push(b);
-        }
-        match b {
-            b'"' => {
-                self.in_string = true;
-                self.key_string = self.expect_key && (1..=2).contains(&self.depth);
-                self.key.clear();
-                if self.key_string {
-                    self.expect_key = false;
-                }
-            }
-            b'{' | b'[' => {
-                self.depth += 1;
-                self.max_depth = self.max_depth.max(self.depth);
-                if self.depth <= 2 {
-                    self.object_at[self.depth] = b == b'{';
-                    self.expect_key =
-                        b == b'{' && (self.depth == 1 || self.top_key == TopKey::Result);
-                }
-            }
-            b'}' | b']' => {
-                self.depth = self.depth.saturating_sub(1);
-                if self.depth == 0 {
-                    self.capturing_id = false;
-                }
-            }
-            b',' if (1..=2).contains(&self.depth) => {
-                if self.depth == 1 {
-                    self.capturing_id = false;
-                }
-                self.expect_key = self.object_at[self.depth]
-                    && (self.depth == 1 || self.top_key == TopKey::Result);
-            }
-            b':' if self.depth == 1 => {
-                self.capturing_id = self.top_key == TopKey::Id;
-                if self.capturing_id {
-                    self.id.clear();
-                }
-            }
-            _ => {}
-        }
-        i + 1
-    }
-
-    fn step_in_string(&mut self, bytes: &[u8], i: usize, lone: &mut dyn FnMut(usize)) -> usize {
-        let b = bytes[i];
-        // A high surrogate must be followed at once by a `\u` escape (checked when it ends).
-        if let Some((start, end)) = self.high
-            && matches!(self.escape, Escape::None)
-            && (i != end || b != b'\\')
-        {
-            self.high = None;
-            lone(start);
-        }
-        match self.escape {
-            Escape::Backslash(start) => {
-                self.escape = if b == b'u' {
-                    Escape::Unicode {
-                        start,
-                        digits: 0,
-                        value: 0,
-                    }
-                } else {
-                    if let Some((high, _)) = self.high.take() {
-                        lone(high);
-                    }
-                    Escape::None
-                };
-                self.capture(b);
-                return i + 1;
-            }
-            Escape::Unicode {
-                start,
-                digits,
-                value,
-            } => {
-                let digit = (b as char).to_digit(16).unwrap_or(0) as u16;
-                let value = value << 4 | digit;
-                self.capture(b);
-                if digits + 1 < 4 {
-                    self.escape = Escape::Unicode {
-                        start,
-                        digits: digits + 1,
-                        value,
-                    };
-                    return i + 1;
-                }
-                self.escape = Escape::None;
-                self.unicode_escape(start, i + 1, value, lone);
-                return i + 1;
-            }
-            Escape::None => {}
-        }
-        match b {
-            b'\\' => {
-                self.escape = Escape::Backslash(i);
-                self.capture(b);
-                i + 1
-            }
-            b'"' => {
-                self.in_string = false;
-                if let Some((high, _)) = self.high.take() {
-                    lone(high);
-                }
-                if self.key_string {
-                    self.key_string = false;
-                    self.key_closed();
-                } else if self.capturing_id {
-                    self.id.push(b'"');
-                }
-                i + 1
-            }
-            _ => {
-                // A run of plain bytes: jump to the next quote or backslash.
-                let run = memchr::memchr2(b'"', b'\\', &bytes[i..]).unwrap_or(bytes.len() - i);
-                for &c in &bytes[i..i + run] {
-                    self.capture(c);
-                }
-                i + run
-            }
-        }
-    }
-
-    fn unicode_escape(
-        &mut self,
-        start: usize,
-        end: usize,
-        value: u16,
-        lone: &mut dyn FnMut(usize),
-    ) {
-        let pending = self.high.take();
-        match value {
-            0xD800..=0xDBFF => {
-                if let Some((high, _)) = pending {
-                    lone(high);
-                }
-                self.high = Some((start, end));
-            }
-            0xDC00..=0xDFFF => {
-                if pending.is_none_or(|(_, high_end)| high_end != start) {
-                    if let Some((high, _)) = pending {
-                        lone(high);
-                    }
-                    lone(start);
-                }
-            }
-            _ => {
-                if let Some((high, _)) = pending {
-                    lone(high);
-                }
-            }
-        }
-    }
-
-    /// Keeps the bytes of a key (or of a string id) being read.
-    fn capture(&mut self, b: u8) {
-        if self.key_string {
-            if self.key.len() < 16 {
-                self.key.push(b);
-            }
-        } else if self.capturing_id && self.depth == 1 && self.id.len() < MAX_ID_BYTES {
-            self.id.push(b);
-        }
-    }
-
-    fn key_closed(&mut self) {
-        if self.depth == 1 {
-            self.top_key = match self.key.as_slice() {
-                b"id" => TopKey::Id,
-                b"method" => TopKey::Method,
-                b"result" => TopKey::Result,
-                _ => TopKey::Other,
-            };
-            match self.top_key {
-                TopKey::Method => self.has_method = true,
-                TopKey::Result => self.has_result_or_error = true,
-                _ if self.key == b"error" => self.has_result_or_error = true,
-                _ => {}
-            }
-        } else if self.depth == 2 && self.top_key == TopKey::Result && self.key == b"tools" {
-            self.result_lists_tools = true;
-        }
-    }
 }
 
 #[cfg(test)]
