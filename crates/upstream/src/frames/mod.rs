@@ -33,6 +33,8 @@ pub(crate) const REFUSED_MARK: &str = "sandgate_refused";
 pub(crate) const MAX_MESSAGE_DEPTH: usize = 100;
 /// The most buffer kept between lines; a larger line's buffer is released after it.
 const KEPT_LINE_CAPACITY: usize = 1024 * 1024;
+/// How much of a held line is scanned between two yields, when it turns out too large.
+const SCAN_CHUNK_BYTES: usize = 64 * 1024;
 /// Lines up to this size are judged on the reading task; larger ones on a blocking thread.
 const JUDGE_IN_PLACE_BYTES: usize = 256 * 1024;
 
@@ -194,8 +196,13 @@ async fn read_line(
                 *bytes += take;
             }
             None if line.len() + take > max_bytes => {
+                // What was held (up to `max_bytes`) is scanned a chunk at a time, letting
+                // other tasks run between chunks.
                 let mut scanner = Scanner::default();
-                scanner.feed_streaming(line);
+                for part in line.chunks(SCAN_CHUNK_BYTES) {
+                    scanner.feed_streaming(part);
+                    tokio::task::yield_now().await;
+                }
                 scanner.feed_streaming(&available[..take]);
                 over = Some((scanner, line.len() + take));
                 line.clear();
