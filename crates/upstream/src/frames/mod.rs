@@ -90,16 +90,13 @@ pub(crate) async fn inspect(
                     Err(_) => return,
                 }
             }
-            Ok(Line::Oversized { scanner, bytes }) => {
-                let refusal = Refusal::TooLarge {
+            Ok(Line::Oversized { scanner, bytes }) => refusal(
+                &scanner,
+                &Refusal::TooLarge {
                     bytes,
                     limit: max_bytes,
-                };
-                match refuse(&scanner, &refusal) {
-                    Forward::Replacement(bytes) => parsed(&bytes, &scanner),
-                    _ => Decision::Drop(Dropped::Unanswerable),
-                }
-            }
+                },
+            ),
         };
         match decision {
             Decision::Pass(message) => {
@@ -136,30 +133,36 @@ fn decide(line: &mut [u8]) -> Decision {
         Forward::Replacement(bytes) => bytes,
         Forward::Nothing { why } => return Decision::Drop(*why),
     };
-    let mut scanner = Scanner::default();
-    if serde_json::from_slice::<Incoming>(bytes).is_err() {
+    parsed(bytes, || {
+        let mut scanner = Scanner::default();
         scanner.feed_streaming(bytes);
-    }
-    parsed(bytes, &scanner)
+        scanner
+    })
 }
 
-/// The message in `bytes`; if it is not a JSON-RPC message rmcp can read, a refusal for the id
-/// the scanner found (or nothing, when there is no id to answer).
-fn parsed(bytes: &[u8], scanner: &Scanner) -> Decision {
+/// The message in `bytes`, parsed once; if rmcp could not read it, a refusal for the id that
+/// `scan` finds (the scan runs only then).
+fn parsed(bytes: &[u8], scan: impl FnOnce() -> Scanner) -> Decision {
     match serde_json::from_slice::<Incoming>(bytes) {
         Ok(message) => Decision::Pass(Box::new(message)),
-        Err(error) => {
-            let refusal = Refusal::Invalid {
+        Err(error) => refusal(
+            &scan(),
+            &Refusal::Invalid {
                 detail: crate::error::bounded(&error.to_string()),
-            };
-            match refuse(scanner, &refusal) {
-                Forward::Replacement(bytes) => match serde_json::from_slice::<Incoming>(&bytes) {
-                    Ok(message) => Decision::Pass(Box::new(message)),
-                    Err(_) => Decision::Drop(Dropped::Unanswerable),
-                },
-                _ => Decision::Drop(Dropped::Unanswerable),
-            }
-        }
+            },
+        ),
+    }
+}
+
+/// The refusal of the response the scanner read, parsed for rmcp (or nothing, when there is
+/// no id to answer).
+fn refusal(scanner: &Scanner, why: &Refusal) -> Decision {
+    match refuse(scanner, why) {
+        Forward::Replacement(bytes) => serde_json::from_slice::<Incoming>(&bytes)
+            .map_or(Decision::Drop(Dropped::Unanswerable), |message| {
+                Decision::Pass(Box::new(message))
+            }),
+        _ => Decision::Drop(Dropped::Unanswerable),
     }
 }
 
