@@ -105,12 +105,19 @@ pub(crate) const MAX_BACKEND_MESSAGE_CHARS: usize = 2000;
 /// A backend's error message, cut to [`MAX_BACKEND_MESSAGE_CHARS`] with a note of how much
 /// was left out.
 pub(crate) fn bounded(message: &str) -> String {
-    match message.char_indices().nth(MAX_BACKEND_MESSAGE_CHARS) {
+    match cut_at_chars(message, MAX_BACKEND_MESSAGE_CHARS) {
         None => message.to_string(),
-        Some((end, _)) => format!(
-            "{}… ({} more characters not shown)",
-            &message[..end],
-            message[end..].chars().count()
+        Some((kept, rest)) => format!(
+            "{kept}… ({} more characters not shown)",
+            rest.chars().count()
         ),
     }
+}
+
+/// `text` split after its first `max` characters, or `None` when it has no more than that:
+/// how every text a backend sends is cut to a bound.
+pub(crate) fn cut_at_chars(text: &str, max: usize) -> Option<(&str, &str)> {
+    text.char_indices()
+        .nth(max)
+        .map(|(end, _)| text.split_at(end))
 }

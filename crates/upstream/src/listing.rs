@@ -13,6 +13,8 @@ use rmcp::service::{Peer, RoleClient};
 use sandgate_catalog::ToolSpec;
 use sandgate_config::{BackendBounds, BackendConfig, MAX_TOOL_NAME_BYTES};
 use serde::Serialize;
+
+use crate::error::cut_at_chars;
 use serde_json::{Map, Value};
 
 /// Something wrong with one tool (or with the list) that a backend sent, and what sandgate did.
@@ -117,8 +119,8 @@ fn whole_list(problem: String) -> ToolProblem {
 }
 
 fn shown_name(name: &str) -> String {
-    match name.char_indices().nth(100) {
-        Some((end, _)) => format!("{}…", &name[..end]),
+    match cut_at_chars(name, 100) {
+        Some((kept, _)) => format!("{kept}…"),
         None => name.to_string(),
     }
 }
@@ -243,14 +245,14 @@ fn bounded_schema(
 }
 
 fn cut_description(text: String, bounds: &BackendBounds, notes: &mut Vec<String>) -> String {
-    let Some((end, _)) = text.char_indices().nth(bounds.max_description_chars) else {
+    let Some((kept, _)) = cut_at_chars(&text, bounds.max_description_chars) else {
         return text;
     };
     notes.push(format!(
         "its description has more than {} characters (max_description_chars); it is cut",
         bounds.max_description_chars
     ));
-    format!("{}…", &text[..end])
+    format!("{kept}…")
 }
 
 /// How many levels of arrays and objects a value nests (a scalar is 0). Iterative, so a
