@@ -238,24 +238,21 @@ impl Gateway {
         self.changes.subscribe()
     }
 
-    /// Remembers a 2025-11-25 session so it hears about tool-set changes.
+    /// Remembers a 2025-11-25 session so it hears about tool-set changes. Closed sessions are
+    /// forgotten by [`Gateway::forget_closed_peers`] (every refresh, and every 2 s over HTTP),
+    /// not here: a burst of sessions would make each new one walk all the others.
     pub(crate) fn add_legacy_peer(&self, peer: Peer<RoleServer>) {
         if let Ok(mut peers) = self.legacy_peers.lock() {
-            peers.retain(|p| !p.is_transport_closed());
             peers.push(peer);
         }
     }
 
     /// Forgets the sessions that have closed (expired, deleted, disconnected); each peer kept
-    /// holds its session's channels. Returns how many are still open.
-    pub(crate) fn forget_closed_peers(&self) -> usize {
-        self.legacy_peers
-            .lock()
-            .map(|mut peers| {
-                peers.retain(|p| !p.is_transport_closed());
-                peers.len()
-            })
-            .unwrap_or(0)
+    /// holds its session's channels.
+    pub(crate) fn forget_closed_peers(&self) {
+        if let Ok(mut peers) = self.legacy_peers.lock() {
+            peers.retain(|p| !p.is_transport_closed());
+        }
     }
 
     /// Builds a catalog from the manager's current tools and makes it the current snapshot.
@@ -302,8 +299,6 @@ impl Gateway {
             let _ = peer.notify_tool_list_changed().await;
             let _ = peer.notify_resource_list_changed().await;
         }
-        if let Ok(mut peers) = self.legacy_peers.lock() {
-            peers.retain(|p| !p.is_transport_closed());
-        }
+        self.forget_closed_peers();
     }
 }
