@@ -42,8 +42,9 @@ struct InMemoryEcho {
 
 impl Link for InMemoryEcho {
     fn send(&mut self, frame: &WorkerFrame) -> std::io::Result<()> {
-        if let WorkerFrame::Call { id, args, .. } = frame {
+        if let WorkerFrame::Call { run, id, args, .. } = frame {
             self.replies.push(HostFrame::Reply {
+                run: *run,
                 id: *id,
                 result: Ok(format!(r#"{{"content":[],"structuredContent":{args}}}"#)),
             });
@@ -272,7 +273,7 @@ fn bench(c: &mut Criterion) {
                         limits: Limits::default(),
                     };
                     let started = Instant::now();
-                    let (done, spent) = engine::execute(fresh, request, &link);
+                    let (done, spent) = engine::execute(fresh, 1, request, &link);
                     total += started.elapsed();
                     drop(spent);
                     assert!(

@@ -218,15 +218,17 @@ pub(crate) const CANCELLED_MESSAGE: &str =
 
 /// The error of an execution the caller cancelled.
 pub fn cancelled_error() -> ExecError {
-    explain(
-        &GuestError {
-            kind: Some("cancelled".into()),
-            name: "CancelledError".into(),
-            message: CANCELLED_MESSAGE.into(),
-            stack: String::new(),
-        },
-        None,
-    )
+    explain(&cancelled_guest_error(), None)
+}
+
+/// The same, as the worker reports it.
+pub(crate) fn cancelled_guest_error() -> GuestError {
+    GuestError {
+        kind: Some("cancelled".into()),
+        name: "CancelledError".into(),
+        message: CANCELLED_MESSAGE.into(),
+        stack: String::new(),
+    }
 }
 
 /// Why a call whose arguments are over the limit was not sent; the same words whether the

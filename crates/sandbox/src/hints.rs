@@ -54,6 +54,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         Some("output_limit") => ErrorKind::OutputLimit,
         Some("internal") => ErrorKind::Internal,
         Some("cancelled") => ErrorKind::Cancelled,
+        Some("busy") => ErrorKind::Busy,
         // Only code QuickJS could not compile; a `SyntaxError` thrown while the code runs
         // (`JSON.parse` of text that is not JSON) is a runtime error.
         Some("syntax") => ErrorKind::Syntax,

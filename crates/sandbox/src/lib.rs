@@ -12,6 +12,7 @@
 //! This crate does not know MCP: the gateway is one [`Bridge`]; a Rust service that wants a
 //! sandbox for its own async functions is another (see `examples/embed.rs`).
 
+pub mod control;
 pub mod direct;
 pub mod encoding;
 pub mod engine;
@@ -20,10 +21,12 @@ mod hints;
 pub mod limits;
 pub mod lockdown;
 pub mod nesting;
+mod parking;
 mod pool;
 pub mod protocol;
 pub mod region;
 mod result;
+mod scheduler;
 pub mod single_call;
 mod stacks;
 pub mod transpile;
@@ -37,7 +40,7 @@ use std::time::Instant;
 pub use error::SandboxError;
 pub use limits::{LimitRequest, Limits};
 pub use lockdown::Protections;
-pub use pool::{Bridge, Pool, PoolConfig};
+pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
 pub use protocol::{CallFailure, ToolBinding};
 pub use result::{CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine};
 
@@ -84,6 +87,11 @@ impl Sandbox {
     /// if the workers build a runtime per execution (see `engine::Snapshot`).
     pub fn template_bytes(&self) -> Option<u64> {
         self.pool.template_bytes()
+    }
+
+    /// The live worker processes and the executions on each.
+    pub fn workers(&self) -> Vec<WorkerInfo> {
+        self.pool.workers()
     }
 
     /// Runs one execution. Failures of the code are in the result, never an `Err`.

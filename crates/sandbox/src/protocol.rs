@@ -36,8 +36,10 @@ pub struct ToolBinding {
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum HostFrame {
-    /// Run one execution.
+    /// Start one execution. A worker holds many at once; every frame about one names its run.
     Run {
+        /// The execution's number on this worker, chosen by the host.
+        run: u64,
         /// The wrapped JavaScript (see `transpile`).
         js: String,
         /// Tools the guest may call; calls name them by index. `None`: the same tools as this
@@ -56,10 +58,18 @@ pub enum HostFrame {
     },
     /// The answer to a [`WorkerFrame::Call`].
     Reply {
+        /// The run that made the call.
+        run: u64,
         /// The call's id.
         id: u64,
         /// JSON text of the result (a raw MCP result for tools), or the failure.
         result: Result<String, CallFailure>,
+    },
+    /// Stop a run: it ends with a `cancelled` error at once if it is waiting, or at its next
+    /// interrupt check if it is computing (see `control`).
+    Cancel {
+        /// The run to stop.
+        run: u64,
     },
     /// Test builds only: ask the locked-down worker to try something forbidden.
     #[cfg(any(test, feature = "test-probes"))]
@@ -111,7 +121,9 @@ pub enum WorkerFrame {
     },
     /// The guest called a tool or host function.
     Call {
-        /// Call id, unique within the run.
+        /// The run that calls.
+        run: u64,
+        /// Call id, unique within the worker.
         id: u64,
         /// What is called.
         callee: Callee,
@@ -120,6 +132,8 @@ pub enum WorkerFrame {
     },
     /// A console line.
     Log {
+        /// The run that wrote it.
+        run: u64,
         /// `log`, `info`, `warn`, `error` or `debug`.
         level: String,
         /// The formatted line.
@@ -127,6 +141,8 @@ pub enum WorkerFrame {
     },
     /// The run finished.
     Done {
+        /// The run.
+        run: u64,
         /// The result or the error.
         outcome: Result<String, GuestError>,
         /// What it used.
@@ -181,8 +197,9 @@ const RAW_CALL: u8 = b'C';
 impl Frame for HostFrame {
     fn encode_body(&self, out: &mut Vec<u8>) -> io::Result<()> {
         match self {
-            HostFrame::Reply { id, result } => {
+            HostFrame::Reply { run, id, result } => {
                 out.push(RAW_REPLY);
+                out.extend_from_slice(&run.to_le_bytes());
                 out.extend_from_slice(&id.to_le_bytes());
                 match result {
                     Ok(json) => {
@@ -203,6 +220,7 @@ impl Frame for HostFrame {
     fn decode_body(body: &[u8]) -> Result<Self, String> {
         match body.split_first() {
             Some((&RAW_REPLY, rest)) => {
+                let (run, rest) = split_u64(rest)?;
                 let (id, rest) = split_u64(rest)?;
                 let result = match rest.split_first() {
                     Some((0, json)) => Ok(utf8(json)?),
@@ -210,7 +228,7 @@ impl Frame for HostFrame {
                         .map_err(|e| format!("malformed call failure: {e}"))?),
                     _ => return Err("malformed reply frame".into()),
                 };
-                Ok(HostFrame::Reply { id, result })
+                Ok(HostFrame::Reply { run, id, result })
             }
             _ => serde_json::from_slice(body).map_err(|e| e.to_string()),
         }
@@ -220,8 +238,14 @@ impl Frame for HostFrame {
 impl Frame for WorkerFrame {
     fn encode_body(&self, out: &mut Vec<u8>) -> io::Result<()> {
         match self {
-            WorkerFrame::Call { id, callee, args } => {
+            WorkerFrame::Call {
+                run,
+                id,
+                callee,
+                args,
+            } => {
                 out.push(RAW_CALL);
+                out.extend_from_slice(&run.to_le_bytes());
                 out.extend_from_slice(&id.to_le_bytes());
                 let (kind, index) = match callee {
                     Callee::Tool(i) => (0u8, i),
@@ -239,6 +263,7 @@ impl Frame for WorkerFrame {
     fn decode_body(body: &[u8]) -> Result<Self, String> {
         match body.split_first() {
             Some((&RAW_CALL, rest)) => {
+                let (run, rest) = split_u64(rest)?;
                 let (id, rest) = split_u64(rest)?;
                 let (kind, rest) = rest.split_first().ok_or("malformed call frame")?;
                 let (index, args) = rest.split_at_checked(4).ok_or("malformed call frame")?;
@@ -249,6 +274,7 @@ impl Frame for WorkerFrame {
                     _ => return Err("malformed call frame".into()),
                 };
                 Ok(WorkerFrame::Call {
+                    run,
                     id,
                     callee,
                     args: utf8(args)?,
@@ -319,6 +345,7 @@ mod tests {
     fn calls_and_replies_carry_their_json_as_raw_bytes() {
         let args = r#"{"q":"a \"quoted\" line\nwith ünïcode","n":[1,2]}"#;
         let call = WorkerFrame::Call {
+            run: 9,
             id: 7,
             callee: Callee::Host(3),
             args: args.into(),
@@ -331,18 +358,20 @@ mod tests {
         );
         assert!(matches!(
             round_trip(&call),
-            WorkerFrame::Call { id: 7, callee: Callee::Host(3), args: a } if a == args
+            WorkerFrame::Call { run: 9, id: 7, callee: Callee::Host(3), args: a } if a == args
         ));
 
         let ok = HostFrame::Reply {
+            run: 3,
             id: u64::MAX,
             result: Ok(args.into()),
         };
         assert!(matches!(
             round_trip(&ok),
-            HostFrame::Reply { id: u64::MAX, result: Ok(r) } if r == args
+            HostFrame::Reply { run: 3, id: u64::MAX, result: Ok(r) } if r == args
         ));
         let failed = HostFrame::Reply {
+            run: 4,
             id: 1,
             result: Err(CallFailure {
                 kind: "tool_denied".into(),
@@ -351,10 +380,11 @@ mod tests {
         };
         assert!(matches!(
             round_trip(&failed),
-            HostFrame::Reply { id: 1, result: Err(f) } if f.kind == "tool_denied"
+            HostFrame::Reply { run: 4, id: 1, result: Err(f) } if f.kind == "tool_denied"
         ));
         // Other frames stay JSON, so a stand-in worker can speak plain JSON.
         let log = WorkerFrame::Log {
+            run: 1,
             level: "log".into(),
             message: "hi".into(),
         };
@@ -363,7 +393,7 @@ mod tests {
 
     #[test]
     fn json_calls_still_decode_and_broken_binary_frames_are_errors() {
-        let json = br#"{"Call": {"id": 1, "callee": {"k": "Tool", "i": 0}, "args": "{}"}}"#;
+        let json = br#"{"Call": {"run": 2, "id": 1, "callee": {"k": "Tool", "i": 0}, "args": "{}"}}"#;
         assert!(matches!(
             WorkerFrame::decode_body(json),
             Ok(WorkerFrame::Call {
@@ -375,11 +405,14 @@ mod tests {
         for broken in [
             &b"C"[..],
             b"C\x01\x00",
-            b"C\x01\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x00\x00{}",
+            b"C\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x00\x00{}",
         ] {
             assert!(WorkerFrame::decode_body(broken).is_err(), "{broken:?}");
         }
-        assert!(HostFrame::decode_body(b"R\x01\x00\x00\x00\x00\x00\x00\x00\x00\xff").is_err());
-        assert!(HostFrame::decode_body(b"R\x01\x00\x00\x00\x00\x00\x00\x00\x07").is_err());
+        let run = b"\x02\x00\x00\x00\x00\x00\x00\x00";
+        for tail in [&b"\x00\xff"[..], b"\x07"] {
+            let body = [&b"R"[..], run, b"\x01\x00\x00\x00\x00\x00\x00\x00", tail].concat();
+            assert!(HostFrame::decode_body(&body).is_err(), "{body:?}");
+        }
     }
 }

@@ -39,7 +39,7 @@ pub const REGION_BYTES: usize = 512 << 20;
 
 /// After an execution whose allocations reached this far past the image, the pages beyond the
 /// image are handed back to the kernel, so one big execution does not pin its memory.
-const TRIM_ABOVE_BYTES: usize = 8 << 20;
+pub(crate) const TRIM_ABOVE_BYTES: usize = 8 << 20;
 
 /// Bytes before every block's payload: its size class and the payload's offset in the block.
 const HEADER: usize = 16;
@@ -91,6 +91,11 @@ pub struct Image {
 }
 
 impl Image {
+    /// The image's bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// The image's size in bytes (what each [`restore`] copies).
     pub fn len(&self) -> usize {
         self.bytes.len()
@@ -461,6 +466,57 @@ fn unmap_big_blocks() {
 /// How many big blocks are alive.
 pub fn big_blocks() -> usize {
     BIG_LIVE.load(Ordering::Relaxed)
+}
+
+/// The region's start and how far its allocator has handed out memory (the bump pointer), if
+/// this process has a region.
+#[allow(unsafe_code)]
+pub(crate) fn used_span() -> Option<(usize, usize)> {
+    let base = BASE.load(Ordering::Acquire);
+    // SAFETY: the region is mapped and `Meta` lives at its start.
+    (base != 0).then(|| (base, unsafe { (*(base as *const Meta)).bump }))
+}
+
+/// Takes every big block off the table, into `into`: the caller now keeps them (for a parked
+/// execution) and must [`put_big_blocks`] them back before that execution runs again. `Err`
+/// when `into` cannot grow.
+pub(crate) fn take_big_blocks(into: &mut Vec<usize>) -> Result<(), std::collections::TryReserveError> {
+    let live = BIG_LIVE.load(Ordering::Relaxed);
+    into.try_reserve_exact(live)?;
+    for slot in BIG.iter().take(live) {
+        into.push(slot.swap(0, Ordering::Relaxed));
+    }
+    BIG_LIVE.store(0, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Puts a parked execution's big blocks back on the (empty) table.
+pub(crate) fn put_big_blocks(blocks: &[usize]) {
+    let live = BIG_LIVE.load(Ordering::Relaxed);
+    for (slot, &base) in BIG.iter().skip(live).zip(blocks) {
+        slot.store(base, Ordering::Relaxed);
+    }
+    BIG_LIVE.store((live + blocks.len()).min(BIG_SLOTS), Ordering::Relaxed);
+}
+
+/// The bytes mapped for big blocks listed in `blocks`.
+#[allow(unsafe_code)]
+pub(crate) fn big_block_bytes(blocks: &[usize]) -> usize {
+    blocks
+        .iter()
+        // SAFETY: a big block's mapping is live and starts with its length.
+        .map(|&base| unsafe { *(base as *const usize) })
+        .sum()
+}
+
+/// Hands the pages of the region from `from` to `to` back to the kernel (they read as zero).
+#[allow(unsafe_code)]
+pub(crate) fn discard_pages(from: usize, to: usize) {
+    let (from, to) = (round_up(from, 4096), round_up(to, 4096));
+    if to > from && contains(from as *mut u8) {
+        // SAFETY: `[from, to)` lies in the region and holds nothing anyone reads again.
+        unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_DONTNEED) };
+    }
 }
 
 /// `malloc` for QuickJS: the region (or a big block) while it is active, else the C allocator.

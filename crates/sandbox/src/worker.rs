@@ -1,21 +1,22 @@
-//! The worker process: lock down, say ready, then run executions one at a time.
+//! The worker process: lock down, say ready, then serve executions, many at once.
 //!
-//! The worker talks only over the stdin and stdout it was started with. It duplicates them
-//! into plain files and reserves its heap region ([`crate::region`]) before locking down (so
-//! no later syscall needs to open or map anything), applies [`crate::lockdown`], builds its
-//! template runtime ([`engine::Snapshot`]), and only then reads its first frame. A clean end
-//! of stdin ends it.
+//! The worker talks only over the stdin and stdout it was started with, plus the control page
+//! the host shares with it ([`crate::control`]). It duplicates its pipes into plain files,
+//! reserves its heap region ([`crate::region`]) and maps the control page before locking down
+//! (so no later syscall needs to open or map anything), applies [`crate::lockdown`], builds its
+//! template runtime ([`engine::Snapshot`]), and only then reads its first frame. The
+//! [`Scheduler`] then runs every execution the host sends. A clean end of stdin ends it.
 
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::os::fd::AsFd;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::{self, Link, RunRequest, SharedLink, ToolSet};
+use crate::engine::{self, Link, SharedLink};
 use crate::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
+use crate::scheduler::{Runtimes, Scheduler};
 
 /// Frames over the worker's own stdin and stdout.
 struct StdioLink {
@@ -53,6 +54,10 @@ impl Link for StdioLink {
             )),
         }
     }
+
+    fn set_reply_spin(&mut self, spin: Duration) {
+        self.reply_spin = spin;
+    }
 }
 
 /// Whether `file` has input within `timeout`, polling without sleeping for the first `spin`.
@@ -83,45 +88,6 @@ fn readable(file: &File, spin: Duration, timeout: Duration) -> std::io::Result<b
 /// one back from a template image (slower; for comparison and as a fallback).
 pub const NO_TEMPLATE_ARG: &str = "--no-template";
 
-/// Where each execution's never-used runtime comes from.
-enum Runtimes {
-    /// Copied back from the template's image after every execution (see `engine::Snapshot`).
-    Snapshot(engine::Snapshot),
-    /// Made anew after every execution, when the process cannot use a snapshot.
-    Fresh(Option<engine::Fresh>),
-}
-
-impl Runtimes {
-    fn template_bytes(&self) -> Option<u64> {
-        match self {
-            Runtimes::Snapshot(snapshot) => Some(snapshot.image_bytes() as u64),
-            Runtimes::Fresh(_) => None,
-        }
-    }
-
-    /// Runs one execution and sends its result; `Err` holds the exit code if the worker must
-    /// stop.
-    fn run(&mut self, request: RunRequest, link: &SharedLink) -> Result<(), i32> {
-        let send = |done: &WorkerFrame| link.borrow_mut().send(done).map_err(|_| 73);
-        match self {
-            Runtimes::Snapshot(snapshot) => snapshot.run(request, link, send),
-            Runtimes::Fresh(ready) => {
-                let fresh = ready
-                    .take()
-                    .map_or_else(engine::fresh, Ok)
-                    .map_err(|_| 75)?;
-                let (done, spent) = engine::execute(fresh, request, link);
-                send(&done)?;
-                // Only now, with the result on its way, tear the used runtime down and make
-                // the next one.
-                drop(spent);
-                *ready = engine::fresh().ok();
-                Ok(())
-            }
-        }
-    }
-}
-
 /// The worker's `main`. Returns the process exit code.
 pub fn main() -> i32 {
     let (Ok(stdin), Ok(stdout)) = (
@@ -133,6 +99,9 @@ pub fn main() -> i32 {
     // The heap region is reserved before the address-space limit applies; a worker without one
     // still runs, making a fresh runtime for each execution instead of copying one back.
     let _ = crate::region::map();
+    // The control page, if the host shared one (a worker without it still runs; the host then
+    // cannot stop a computing execution without killing the worker).
+    let _ = crate::control::attach();
     let protections = crate::lockdown::apply();
     // Compile the preamble once.
     if engine::warm_up().is_err() {
@@ -147,7 +116,7 @@ pub fn main() -> i32 {
         engine::Snapshot::take()
     };
     // A template that cannot be built leaves the worker building a runtime per execution.
-    let mut runtimes = match snapshot {
+    let runtimes = match snapshot {
         Ok(Some(snapshot)) => Runtimes::Snapshot(snapshot),
         Ok(None) | Err(_) => Runtimes::Fresh(engine::fresh().ok()),
     };
@@ -156,77 +125,27 @@ pub fn main() -> i32 {
         writer: BufWriter::with_capacity(1 << 16, File::from(stdout)),
         reply_spin: Duration::ZERO,
     }));
-    let shared: SharedLink = link.clone();
+    let template_bytes = match &runtimes {
+        Runtimes::Snapshot(snapshot) => Some(snapshot.image_bytes() as u64),
+        Runtimes::Fresh(_) => None,
+    };
     if link
         .borrow_mut()
         .send(&WorkerFrame::Ready {
             protections: protections.active,
-            template_bytes: runtimes.template_bytes(),
+            template_bytes,
         })
         .is_err()
     {
         return 71;
     }
-    // The tools of the last run, kept for the runs that reuse them. Made here, outside the
-    // region, so copying the template back never touches it.
-    let mut tool_set: Option<Arc<ToolSet>> = None;
-    loop {
-        let next = read_frame::<_, HostFrame>(&mut link.borrow_mut().reader);
-        let frame = match next {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return 0,
-            Err(_) => return 72,
-        };
-        match frame {
-            HostFrame::Run {
-                js,
-                tools,
-                host_functions,
-                context,
-                limits,
-                reply_spin_micros,
-            } => {
-                link.borrow_mut().reply_spin = Duration::from_micros(reply_spin_micros.into());
-                if let Some(tools) = tools {
-                    tool_set = Some(Arc::new(ToolSet::new(tools)));
-                }
-                // The host sends the tools with a worker's first run; without them it broke the
-                // protocol.
-                let Some(tools) = tool_set.clone() else {
-                    return 76;
-                };
-                let request = RunRequest {
-                    js,
-                    tools,
-                    host_functions,
-                    context,
-                    limits,
-                };
-                if let Err(code) = runtimes.run(request, &shared) {
-                    return code;
-                }
-            }
-            // A late reply to a call of a finished run.
-            HostFrame::Reply { .. } => {}
-            #[cfg(any(test, feature = "test-probes"))]
-            HostFrame::Probe { what } => {
-                if link
-                    .borrow_mut()
-                    .send(&WorkerFrame::ProbeResult {
-                        outcome: probe(&what),
-                    })
-                    .is_err()
-                {
-                    return 73;
-                }
-            }
-        }
-    }
+    let shared: SharedLink = link;
+    Scheduler::new(runtimes, shared).serve()
 }
 
 /// Test builds only: tries something the lockdown must forbid, from native code.
 #[cfg(any(test, feature = "test-probes"))]
-fn probe(what: &str) -> Result<String, String> {
+pub(crate) fn probe(what: &str) -> Result<String, String> {
     match what {
         "open" => std::fs::File::open("/etc/hostname")
             .map(|_| "opened /etc/hostname".to_string())

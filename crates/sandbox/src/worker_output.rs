@@ -190,6 +190,7 @@ mod tests {
 
     fn log(message: &str) -> Vec<u8> {
         let frame = WorkerFrame::Log {
+            run: 1,
             level: "log".into(),
             message: message.into(),
         };

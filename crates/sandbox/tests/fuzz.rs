@@ -113,26 +113,26 @@ proptest! {
     }
 
     #[test]
-    fn worker_frames_round_trip(id in any::<u64>(), index in any::<u32>(), host in any::<bool>(), args in any::<String>()) {
+    fn worker_frames_round_trip(run in any::<u64>(), id in any::<u64>(), index in any::<u32>(), host in any::<bool>(), args in any::<String>()) {
         let callee = if host { Callee::Host(index) } else { Callee::Tool(index) };
-        let frame = WorkerFrame::Call { id, callee, args: args.clone() };
+        let frame = WorkerFrame::Call { run, id, callee, args: args.clone() };
         let mut bytes = Vec::new();
         write_frame(&mut bytes, &frame).expect("encodes");
         let back: Option<WorkerFrame> = read_frame(&mut bytes.as_slice()).expect("decodes");
-        let same = matches!(back, Some(WorkerFrame::Call { id: i, callee: c, args: a }) if i == id && c == callee && a == args);
+        let same = matches!(back, Some(WorkerFrame::Call { run: r, id: i, callee: c, args: a }) if r == run && i == id && c == callee && a == args);
         prop_assert!(same, "the call frame came back different");
     }
 
     #[test]
-    fn host_frames_round_trip(id in any::<u64>(), ok in any::<bool>(), text in any::<String>()) {
+    fn host_frames_round_trip(run in any::<u64>(), id in any::<u64>(), ok in any::<bool>(), text in any::<String>()) {
         let result = if ok { Ok(text.clone()) } else { Err(CallFailure { kind: "tool_failed".into(), message: text.clone() }) };
-        let frame = HostFrame::Reply { id, result };
+        let frame = HostFrame::Reply { run, id, result };
         let mut bytes = Vec::new();
         write_frame(&mut bytes, &frame).expect("encodes");
         let back: Option<HostFrame> = read_frame(&mut bytes.as_slice()).expect("decodes");
         match back {
-            Some(HostFrame::Reply { id: i, result: Ok(t) }) => prop_assert!(ok && i == id && t == text),
-            Some(HostFrame::Reply { id: i, result: Err(f) }) => prop_assert!(!ok && i == id && f.message == text),
+            Some(HostFrame::Reply { run: r, id: i, result: Ok(t) }) => prop_assert!(ok && r == run && i == id && t == text),
+            Some(HostFrame::Reply { run: r, id: i, result: Err(f) }) => prop_assert!(!ok && r == run && i == id && f.message == text),
             _ => prop_assert!(false, "not a reply"),
         }
     }

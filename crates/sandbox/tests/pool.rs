@@ -1,4 +1,4 @@
-//! Pool behaviour: a full queue answers `busy`, a killed run still reports what ran, names that
+//! Pool behaviour: executions past the limit answer `busy`, a killed run still reports what ran, names that
 //! are awkward in JavaScript work, and `require_lockdown` refuses a worker without protections.
 
 #![allow(clippy::expect_used)]
@@ -15,10 +15,10 @@ use sandgate_sandbox::{
 use serde_json::json;
 
 #[tokio::test]
-async fn a_full_queue_answers_busy() {
+async fn executions_past_the_limit_answer_busy_naming_it() {
     let mut config = PoolConfig::new(worker_program());
     config.workers = 1;
-    config.max_queue = 0;
+    config.max_executions = 1;
     let sb = Sandbox::start(config).await.expect("sandbox");
     let slow = run(&sb, "await test.slow({ ms: 300 }); return 'slow';");
     let quick = async {
@@ -29,6 +29,10 @@ async fn a_full_queue_answers_busy() {
     assert_eq!(slow.value, Some(json!("slow")));
     let error = quick.error.expect("busy");
     assert_eq!(error.kind, ErrorKind::Busy, "{error:?}");
+    assert!(
+        error.message.contains("sandbox.max_executions"),
+        "the message names the limit: {error:?}"
+    );
     assert_eq!(
         run(&sb, "return 'after';").await.value,
         Some(json!("after")),
@@ -52,13 +56,16 @@ fn fixture(name: &str) -> String {
 
 #[tokio::test]
 async fn a_stuck_worker_is_killed_at_the_deadline_and_what_ran_is_reported() {
-    // A stand-in worker that logs, makes one call, then hangs where no interrupt reaches it:
-    // only the host's kill at the deadline plus grace stops it.
+    // A stand-in worker that logs, makes one call, then hangs where no interrupt reaches it,
+    // in what it reports as one turn: the host gives up on the run at its deadline plus grace,
+    // and kills the worker once that turn outlives every deadline on it.
     let mut config = PoolConfig::new(python());
     config.args = vec![fixture("stuck_worker.py")];
     config.workers = 1;
+    config.max_workers = 1;
     config.kill_grace = Duration::from_millis(100);
     let sb = Sandbox::start(config).await.expect("sandbox");
+    let stuck = sb.workers()[0].pid;
     let started = std::time::Instant::now();
     let result = run_with(
         &sb,
@@ -84,6 +91,19 @@ async fn a_stuck_worker_is_killed_at_the_deadline_and_what_ran_is_reported() {
         "{:?}",
         result.trace
     );
+    // The stuck worker is killed and replaced.
+    let replaced = async {
+        loop {
+            let pids: Vec<_> = sb.workers().iter().map(|w| w.pid).collect();
+            if !pids.is_empty() && !pids.contains(&stuck) {
+                return pids;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(3), replaced)
+        .await
+        .expect("the stuck worker is killed and replaced");
 }
 
 #[tokio::test]

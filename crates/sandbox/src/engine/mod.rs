@@ -10,11 +10,13 @@ mod bytecode;
 mod heap;
 mod natives;
 mod snapshot;
+mod steps;
 mod strings;
 mod tool_set;
 
 pub use bytecode::warm_up;
 pub use snapshot::Snapshot;
+pub use steps::{Step, execute};
 pub use tool_set::{BackendTools, ToolSet};
 
 use std::cell::RefCell;
@@ -23,7 +25,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rquickjs::promise::PromiseState;
 use rquickjs::{
     CatchResultExt, CaughtError, Context, Ctx, Function, Object, Persistent, Promise, Runtime,
     Value,
@@ -53,6 +54,8 @@ pub trait Link {
     }
     /// Waits up to `timeout` for a frame; `Ok(None)` on timeout.
     fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<HostFrame>>;
+    /// How long to poll for input before sleeping (a link that cannot poll ignores it).
+    fn set_reply_spin(&mut self, _spin: Duration) {}
 }
 
 /// One run's request.
@@ -73,6 +76,12 @@ pub struct RunRequest {
 /// Mutable state shared between the loop and the native functions.
 #[derive(Default)]
 pub(crate) struct LoopState {
+    /// The run this runtime serves, as the host numbered it (every frame names it).
+    pub run: u64,
+    /// When the run's wall time is up.
+    pub deadline: Option<Instant>,
+    /// The promise of the user's code: settled, the run is done.
+    pub promise: Option<Persistent<Promise<'static>>>,
     pub calls_made: u32,
     /// How many tools and host functions this execution may call (by index).
     pub tool_count: usize,
@@ -127,6 +136,7 @@ pub(crate) struct Settlers {
 impl LoopState {
     /// Drops every JavaScript value held from Rust.
     fn release(&mut self) {
+        self.promise = None;
         self.pending.clear();
         self.timers.clear();
         self.timer_ids.clear();
@@ -217,220 +227,12 @@ pub fn fresh() -> Result<Fresh, String> {
     })
 }
 
-/// Runs one execution to completion in `fresh`. Returns the `Done` frame to send, and the
-/// spent runtime to drop once it is sent.
-pub fn execute(fresh: Fresh, request: RunRequest, link: &SharedLink) -> (WorkerFrame, Spent) {
-    let done = execute_in(&fresh, request, link);
-    let spent = Spent {
-        _context: fresh.context,
-        _runtime: fresh.runtime,
-    };
-    (done, spent)
-}
-
-/// Runs one execution to completion in `fresh`, leaving it used but not torn down (the caller
-/// either drops it or, for a snapshot, puts its memory back).
-fn execute_in(fresh: &Fresh, request: RunRequest, link: &SharedLink) -> WorkerFrame {
-    let deadline = Instant::now() + request.limits.wall_time();
-    let bind = fresh.bind.clone();
-    let (outcome, stats) = match run(
-        &fresh.runtime,
-        &fresh.context,
-        &fresh.state,
-        bind,
-        &request,
-        link,
-        deadline,
-    ) {
-        Ok(result) => result,
-        Err(message) => (Err(internal(message)), RunStats::default()),
-    };
-    WorkerFrame::Done { outcome, stats }
-}
-
 fn internal(message: String) -> GuestError {
     GuestError {
         kind: Some("internal".into()),
         name: "InternalError".into(),
         message,
         stack: String::new(),
-    }
-}
-
-type Outcome = (Result<String, GuestError>, RunStats);
-
-fn run(
-    runtime: &Runtime,
-    context: &Context,
-    state: &Shared,
-    bind: Persistent<Function<'static>>,
-    request: &RunRequest,
-    link: &SharedLink,
-    deadline: Instant,
-) -> Result<Outcome, String> {
-    let limits = request.limits;
-    runtime.set_memory_limit(limits.memory_bytes);
-    runtime.set_max_stack_size(limits.stack_bytes);
-    // The first collection only after the run has allocated this much, whatever the template
-    // left of QuickJS's own threshold: a short execution then never pays for a GC of the
-    // template's heap, which it otherwise did whenever the template sat just under it.
-    let heap_now = state.borrow().heap.get();
-    runtime.set_gc_threshold(heap_now + GC_HEADROOM_BYTES.min(limits.memory_bytes / 4));
-    runtime.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
-    {
-        let mut s = state.borrow_mut();
-        s.limits = limits;
-        s.link = Some(link.clone());
-        s.tool_count = request.tools.bindings.len();
-        s.tools = Some(request.tools.clone());
-        s.host_count = request.host_functions.len();
-        s.random = getrandom::u64().unwrap_or_else(|_| clock_seed()) | 1;
-    }
-    let outcome = run_loop(runtime, context, state, bind, request, link, deadline);
-    natives::send_dropped_logs(state, link);
-    // Pending settlers and timers are JavaScript values held from Rust. Release them while the
-    // runtime is alive: QuickJS aborts if a runtime is freed with values still referenced.
-    state.borrow_mut().release();
-    outcome
-}
-
-fn run_loop(
-    runtime: &Runtime,
-    context: &Context,
-    state: &Shared,
-    bind: Persistent<Function<'static>>,
-    request: &RunRequest,
-    link: &SharedLink,
-    deadline: Instant,
-) -> Result<Outcome, String> {
-    let limits = request.limits;
-
-    let started: Result<Persistent<Promise<'static>>, GuestError> = context.with(|ctx| {
-        let bind = bind
-            .restore(&ctx)
-            .map_err(|e| internal(format!("preamble failed: {e}")))?;
-        natives::bind(&ctx, request, bind)
-            .map_err(|e| internal(format!("preamble failed: {e}")))?;
-        let mut options = rquickjs::context::EvalOptions::default();
-        options.global = true;
-        options.strict = true;
-        options.filename = Some(USER_FILE.to_string());
-        // Evaluating the wrapped script only starts it (its body is an async function), so
-        // what this step throws is QuickJS refusing to compile the code.
-        let value: Value = ctx
-            .eval_with_options(request.js.as_bytes().to_vec(), options)
-            .catch(&ctx)
-            .map_err(|e| {
-                let mut error = guest_error(&ctx, e, deadline);
-                if error.kind.is_none() && error.name == "SyntaxError" {
-                    error.kind = Some("syntax".into());
-                }
-                error
-            })?;
-        let promise = value
-            .into_promise()
-            .ok_or_else(|| internal("the wrapped script did not produce a promise".into()))?;
-        Ok(Persistent::save(&ctx, promise))
-    });
-    let promise = match started {
-        Ok(p) => p,
-        Err(e) => return Ok((Err(e), stats(state))),
-    };
-
-    loop {
-        // Run every pending job (promise reactions), stopping on an uncaught job error.
-        let mut jobs = 0u32;
-        loop {
-            // A chain of microtasks never returns to this loop's wait, so check the deadline
-            // here too: each job is short, but an endless chain of them is not.
-            jobs = jobs.wrapping_add(1);
-            if jobs.is_multiple_of(256) && Instant::now() >= deadline {
-                return Ok((Err(timeout_error(state, limits)), stats(state)));
-            }
-            match runtime.execute_pending_job() {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(job) => {
-                    let err = job.0.with(|ctx| {
-                        let caught = CaughtError::from_error(&ctx, rquickjs::Error::Exception);
-                        guest_error(&ctx, caught, deadline)
-                    });
-                    return Ok((Err(err), stats(state)));
-                }
-            }
-        }
-        flush(state, link)?;
-
-        let settled = context.with(|ctx| -> Option<Result<String, GuestError>> {
-            let promise = promise.clone().restore(&ctx).ok()?;
-            match promise.state() {
-                PromiseState::Pending => None,
-                PromiseState::Resolved => Some(serialize(
-                    &ctx,
-                    promise.result::<Value>(),
-                    limits.max_result_bytes,
-                    deadline,
-                )),
-                PromiseState::Rejected => {
-                    let err = match promise.result::<Value>() {
-                        Some(Err(e)) => {
-                            guest_error(&ctx, CaughtError::from_error(&ctx, e), deadline)
-                        }
-                        _ => internal("the promise was rejected without a reason".into()),
-                    };
-                    Some(Err(err))
-                }
-            }
-        });
-        if let Some(outcome) = settled {
-            return Ok((outcome, stats(state)));
-        }
-
-        let now = Instant::now();
-        if now >= deadline {
-            return Ok((Err(timeout_error(state, limits)), stats(state)));
-        }
-        let (waiting_calls, next_timer) = {
-            let s = state.borrow();
-            (s.in_flight > 0, s.timers.keys().next().map(|(due, _)| *due))
-        };
-        if !waiting_calls && next_timer.is_none() {
-            let used = stats(state);
-            // A promise chain can also stall because an allocation inside a job failed and
-            // took the rejection with it; a nearly full heap says that is what happened.
-            let err = if used.memory_bytes as f64 >= 0.75 * limits.memory_bytes as f64 {
-                GuestError {
-                    kind: Some("memory".into()),
-                    name: "InternalError".into(),
-                    message: format!(
-                        "out of memory: the execution used up its {} MiB heap",
-                        limits.memory_bytes >> 20
-                    ),
-                    stack: String::new(),
-                }
-            } else {
-                GuestError {
-                    kind: None,
-                    name: "Error".into(),
-                    message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)".into(),
-                    stack: String::new(),
-                }
-            };
-            return Ok((Err(err), used));
-        }
-        let wake = next_timer.map_or(deadline, |t| t.min(deadline));
-        let received = link.borrow_mut().recv(wake.saturating_duration_since(now));
-        match received.map_err(|e| format!("host link failed: {e}"))? {
-            Some(HostFrame::Reply { id, result }) => {
-                context.with(|ctx| settle(&ctx, state, id, result))
-            }
-            Some(HostFrame::Run { .. }) => {
-                return Err("the host sent a new run while one was in progress".into());
-            }
-            #[cfg(any(test, feature = "test-probes"))]
-            Some(HostFrame::Probe { .. }) => {}
-            None => context.with(|ctx| fire_due_timers(&ctx, state)),
-        }
     }
 }
 
@@ -461,7 +263,13 @@ fn flush(state: &Shared, link: &SharedLink) -> Result<(), String> {
                 break;
             };
             s.in_flight += 1;
-            s.outbox.push(WorkerFrame::Call { id, callee, args });
+            let run = s.run;
+            s.outbox.push(WorkerFrame::Call {
+                run,
+                id,
+                callee,
+                args,
+            });
         }
         std::mem::take(&mut s.outbox)
     };
@@ -554,7 +362,9 @@ fn fire_due_timers(ctx: &Ctx, state: &Shared) {
             if let Err(e) = f.call::<_, ()>(()).catch(ctx) {
                 let message = e.to_string();
                 let mut s = state.borrow_mut();
+                let run = s.run;
                 s.outbox.push(WorkerFrame::Log {
+                    run,
                     level: "error".into(),
                     message: format!("uncaught error in a setTimeout callback: {message}"),
                 });
@@ -568,11 +378,11 @@ fn serialize<'js>(
     ctx: &Ctx<'js>,
     result: Option<rquickjs::Result<Value<'js>>>,
     max_bytes: usize,
-    deadline: Instant,
+    ends: steps::Ends,
 ) -> Result<String, GuestError> {
     let value = match result {
         Some(Ok(v)) => v,
-        Some(Err(e)) => return Err(guest_error(ctx, CaughtError::from_error(ctx, e), deadline)),
+        Some(Err(e)) => return Err(guest_error(ctx, CaughtError::from_error(ctx, e), ends)),
         None => return Err(internal("the result was read before it settled".into())),
     };
     if value.is_undefined() {
@@ -586,7 +396,7 @@ fn serialize<'js>(
         ),
         Ok(None) => "null".to_string(),
         Err(e) => {
-            let mut err = guest_error(ctx, e, deadline);
+            let mut err = guest_error(ctx, e, ends);
             err.message = format!("the result cannot be turned into JSON: {}", err.message);
             return Err(err);
         }
@@ -601,7 +411,7 @@ fn serialize<'js>(
 }
 
 /// Turns a caught JavaScript error into a [`GuestError`], classifying limit hits.
-fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, deadline: Instant) -> GuestError {
+fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) -> GuestError {
     let (name, message, stack) = match &error {
         CaughtError::Exception(e) => {
             let obj: &Object = e.as_object();
@@ -636,9 +446,10 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, deadline: Instant) 
         CaughtError::Error(e) => ("InternalError".to_string(), e.to_string(), String::new()),
     };
     let lower = message.to_lowercase();
-    let kind = if Instant::now() >= deadline
-        && (lower.contains("interrupted") || name == "InternalError")
-    {
+    let interrupted = lower.contains("interrupted") || name == "InternalError";
+    let kind = if interrupted && crate::control::stop_requested(ends.run) {
+        return crate::direct::cancelled_guest_error();
+    } else if interrupted && Instant::now() >= ends.deadline {
         Some("timeout")
     } else if lower.contains("out of memory")
         || matches!(error, CaughtError::Error(rquickjs::Error::Allocation))

@@ -307,7 +307,12 @@ fn log<'js>(ctx: &Ctx<'js>, state: &Shared, level: Value<'js>, message: Value<'j
     if within {
         s.log_lines += 1;
         s.log_bytes += cost;
-        send_now(&s, WorkerFrame::Log { level, message });
+        let run = s.run;
+        send_now(&s, WorkerFrame::Log {
+            run,
+            level,
+            message,
+        });
         return;
     }
     let dropped = &mut s.dropped_logs;
@@ -327,15 +332,16 @@ fn log<'js>(ctx: &Ctx<'js>, state: &Shared, level: Value<'js>, message: Value<'j
 /// At the end of a run whose logs passed a limit: a marker saying what was dropped, then the
 /// last lines.
 pub(crate) fn send_dropped_logs(state: &Shared, link: &super::SharedLink) {
-    let (dropped, limits) = {
+    let (dropped, limits, run) = {
         let mut s = state.borrow_mut();
-        (std::mem::take(&mut s.dropped_logs), s.limits)
+        (std::mem::take(&mut s.dropped_logs), s.limits, s.run)
     };
     if dropped.lines == 0 {
         return;
     }
     let shown = dropped.tail.len() as u64;
     let mut frames = vec![WorkerFrame::Log {
+        run,
         level: "warn".into(),
         message: format!(
             "[{} log lines ({} bytes) past the log limits ({} lines, {} bytes) were dropped; the last {shown} follow]",
@@ -349,7 +355,11 @@ pub(crate) fn send_dropped_logs(state: &Shared, link: &super::SharedLink) {
         dropped
             .tail
             .into_iter()
-            .map(|(level, message)| WorkerFrame::Log { level, message }),
+            .map(|(level, message)| WorkerFrame::Log {
+                run,
+                level,
+                message,
+            }),
     );
     let _ = link.borrow_mut().send_all(&frames);
 }

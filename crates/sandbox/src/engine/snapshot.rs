@@ -6,12 +6,12 @@
 //! The template's Rust handles (runtime, context, preamble function) sit outside the region
 //! and are never dropped or changed, so after each copy-back they point at the same, unused
 //! runtime again. Executions run with the region active, so what they allocate is discarded
-//! with the copy-back; the `Done` frame is sent and dropped before it.
+//! with the copy-back; the `Done` frame is sent and dropped before it. A worker holds many
+//! executions in this one region by parking the ones that wait (see `parking`).
 
 use std::mem::ManuallyDrop;
 
-use super::{Fresh, RunRequest, SharedLink, execute_in, fresh};
-use crate::protocol::WorkerFrame;
+use super::{Fresh, fresh};
 use crate::region;
 
 /// The template runtime and its image.
@@ -50,22 +50,20 @@ impl Snapshot {
         self.image.len()
     }
 
-    /// Runs one execution in the template, hands its `Done` frame to `send`, then copies the
-    /// image back, so the next execution finds the runtime exactly as the first one did.
-    pub fn run<R>(
-        &mut self,
-        request: RunRequest,
-        link: &SharedLink,
-        send: impl FnOnce(&WorkerFrame) -> R,
-    ) -> R {
-        let done = {
-            let _region = region::enter();
-            execute_in(&self.template, request, link)
-        };
-        let sent = send(&done);
-        // The frame's blocks are in the region: free them before the region is overwritten.
-        drop(done);
+    /// The template runtime. Its handles point into the region, so they serve whichever
+    /// execution's image is resident there; call its steps with the region entered.
+    pub fn runtime(&self) -> &Fresh {
+        &self.template
+    }
+
+    /// The template's image, for parking executions (see `parking`).
+    pub fn image(&self) -> &region::Image {
+        &self.image
+    }
+
+    /// Puts the never-used template back after a run has ended and its `Done` frame has been
+    /// sent and dropped (its blocks are in the region).
+    pub fn reset(&self) {
         region::restore(&self.image);
-        sent
     }
 }

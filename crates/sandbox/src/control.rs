@@ -1,0 +1,205 @@
+//! The control page: one page of memory the host and a worker share, for what cannot wait for
+//! a frame.
+//!
+//! A worker reads frames only between turns, and a turn of CPU-bound code can last until its
+//! execution's deadline. Three things cannot wait that long, so they travel through this page
+//! instead, as plain atomic words:
+//! - the host asks a computing execution to stop (`stop_run`, read by the QuickJS interrupt
+//!   handler, so a cancelled loop ends within milliseconds without killing the worker and the
+//!   other executions on it);
+//! - the worker says since when its current turn has run (`turn_started_ns`), so the host
+//!   gives new executions to a worker that is not computing, and kills a worker only when one
+//!   turn outlives every deadline it could have;
+//! - the worker says how many executions it holds and how much memory their parked images
+//!   take, for admission.
+//!
+//! The page is a `memfd` the host maps and passes to the worker as fd [`CONTROL_FD`]; the
+//! worker maps it before it locks down. Nothing in it is trusted for safety by the host: a
+//! worker that writes nonsense only misleads dispatch, and the host's own limits still hold.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use nix::libc;
+
+/// The descriptor the worker finds the page at.
+pub const CONTROL_FD: i32 = 3;
+
+const PAGE_BYTES: usize = 4096;
+
+/// The shared words.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct ControlPage {
+    /// `CLOCK_MONOTONIC` nanoseconds at which the worker's current turn began; 0 while it waits
+    /// for input.
+    pub turn_started_ns: AtomicU64,
+    /// A run the host wants stopped: the run's interrupt handler ends it at its next check.
+    pub stop_run: AtomicU64,
+    /// Executions the worker holds (running, waiting or parked).
+    pub executions: AtomicU64,
+    /// Bytes of the worker's parked images and of its executions' big blocks.
+    pub held_bytes: AtomicU64,
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the same clock in every process on the host.
+pub fn now_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        (t.tv_sec() as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec() as u64)
+    })
+}
+
+/// The host's end: the mapping, and the descriptor a new worker inherits.
+#[derive(Debug)]
+pub struct HostControl {
+    page: NonNull<ControlPage>,
+    fd: OwnedFd,
+}
+
+// SAFETY: the page holds only atomics, and the mapping lives as long as the value.
+#[allow(unsafe_code)]
+unsafe impl Send for HostControl {}
+// SAFETY: as above: every access is atomic.
+#[allow(unsafe_code)]
+unsafe impl Sync for HostControl {}
+
+impl HostControl {
+    /// A new, zeroed page.
+    #[allow(unsafe_code)]
+    pub fn new() -> std::io::Result<HostControl> {
+        let fd = nix::sys::memfd::memfd_create(
+            c"sandgate-control",
+            nix::sys::memfd::MFdFlags::MFD_CLOEXEC,
+        )?;
+        nix::unistd::ftruncate(&fd, PAGE_BYTES as libc::off_t)?;
+        // SAFETY: a new shared mapping of the whole memfd; nothing else refers to it yet.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let page = NonNull::new(base.cast::<ControlPage>())
+            .ok_or_else(|| std::io::Error::other("mmap returned null"))?;
+        Ok(HostControl { page, fd })
+    }
+
+    /// The shared words.
+    pub fn page(&self) -> &ControlPage {
+        // SAFETY: the mapping is live, page-aligned, zero-initialized (a valid `ControlPage`)
+        // and only ever accessed through atomics.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.page.as_ref()
+        }
+    }
+
+    /// The descriptor to hand to the worker as [`CONTROL_FD`].
+    pub fn fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
+    /// How long the worker's current turn has run, if it is in one.
+    pub fn turn_age(&self) -> Option<std::time::Duration> {
+        let started = self.page().turn_started_ns.load(Ordering::Relaxed);
+        (started != 0)
+            .then(|| std::time::Duration::from_nanos(now_ns().saturating_sub(started)))
+    }
+}
+
+impl Drop for HostControl {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made in `new` with this length and is not used after.
+        unsafe { libc::munmap(self.page.as_ptr().cast(), PAGE_BYTES) };
+    }
+}
+
+static WORKER_PAGE: AtomicPtr<ControlPage> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Worker side: maps the page from [`CONTROL_FD`], if the host passed one, then closes the
+/// descriptor. Call before locking down. Returns whether a page is attached.
+#[allow(unsafe_code)]
+pub fn attach() -> bool {
+    // SAFETY: mapping a descriptor the worker may or may not have; failure is reported, not
+    // assumed. The descriptor is closed after (the mapping stays).
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            PAGE_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            CONTROL_FD,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return false;
+    }
+    // SAFETY: the descriptor is the worker's own and no longer needed.
+    unsafe { libc::close(CONTROL_FD) };
+    WORKER_PAGE.store(base.cast(), Ordering::Release);
+    true
+}
+
+/// Worker side: the attached page, if any.
+pub fn worker_page() -> Option<&'static ControlPage> {
+    let page = WORKER_PAGE.load(Ordering::Acquire);
+    // SAFETY: set once by `attach` to a live mapping that is never unmapped.
+    #[allow(unsafe_code)]
+    unsafe {
+        page.as_ref()
+    }
+}
+
+/// Worker side: whether the host asked `run` to stop.
+pub fn stop_requested(run: u64) -> bool {
+    worker_page().is_some_and(|page| page.stop_run.load(Ordering::Relaxed) == run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_is_shared_zeroed_and_ages_turns() {
+        let control = HostControl::new().expect("page");
+        assert_eq!(control.turn_age(), None, "a fresh page: no turn");
+        let page = control.page();
+        page.turn_started_ns
+            .store(now_ns() - 5_000_000, Ordering::Relaxed);
+        let age = control.turn_age().expect("in a turn");
+        assert!(age >= std::time::Duration::from_millis(5), "{age:?}");
+        // A second mapping of the same descriptor sees the same words.
+        // SAFETY: mapping the live memfd read-only for the check.
+        #[allow(unsafe_code)]
+        let other = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE_BYTES,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                control.fd(),
+                0,
+            )
+        };
+        assert_ne!(other, libc::MAP_FAILED);
+        page.stop_run.store(42, Ordering::Relaxed);
+        // SAFETY: the mapping is live and holds a `ControlPage`.
+        #[allow(unsafe_code)]
+        let seen = unsafe { &*(other as *const ControlPage) }
+            .stop_run
+            .load(Ordering::Relaxed);
+        assert_eq!(seen, 42);
+    }
+}

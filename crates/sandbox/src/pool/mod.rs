@@ -1,0 +1,504 @@
+//! The worker pool: warm, locked-down worker processes, each holding many executions at once.
+//!
+//! | piece | what it does |
+//! |---|---|
+//! | [`Pool::run`] | admits an execution (or answers `busy`, naming the limit), picks a worker, and drives the run |
+//! | `handle` | one worker process: its input, its output, its routes from runs to executions, its control page |
+//! | `drive` | serving one execution: its calls through the [`Bridge`], its logs, its end |
+//! | the watchdog | kills a worker stuck in one turn past every deadline on it, notices exits, keeps the base count, ends retired workers |
+//!
+//! **Dispatch.** An execution goes to the worker with the fewest executions in flight among
+//! those that are not computing (in one turn for [`COMPUTING_SLICE`] or more). When every worker
+//! is computing, the pool starts an extra worker, up to `max_workers`, so that new executions
+//! do not queue behind CPU-bound ones; an extra worker ends once it has no executions. Past
+//! `max_workers`, the least-loaded worker takes it anyway.
+//!
+//! **Admission** is about executions in flight (`max_executions`) and memory (each worker
+//! refuses a run when its parked executions hold too much, see `scheduler`), never about the
+//! number of workers: a waiting execution holds no worker.
+//!
+//! **Blast radius.** Killing a worker (its deadline backstop, or a crash) fails the executions
+//! that were on it, and only those, each with an `internal` error that lists the calls it had
+//! completed. Nothing is retried. A cancelled or timed-out execution is stopped inside its
+//! worker (through the control page if it is computing), and the worker lives on.
+
+mod drive;
+mod handle;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::SandboxError;
+use crate::lockdown::Protections;
+use crate::protocol::{CallFailure, GuestError, HostFrame, RunStats, ToolBinding};
+use crate::result::{CallRecord, ErrorKind, ExecError, LogLine};
+use drive::{Callees, Job, drive};
+use handle::{Reported, WorkerHandle, spawn};
+
+/// A worker in one turn for this long is computing: new executions go elsewhere.
+pub const COMPUTING_SLICE: Duration = Duration::from_millis(20);
+
+/// How often the watchdog looks at the workers.
+const WATCH_INTERVAL: Duration = Duration::from_millis(25);
+
+/// How long a worker polls for a tool call's reply before it sleeps, when a core is spare. An
+/// in-process tool answers well within it; a remote one costs the worker this much extra CPU.
+const WORKER_SPIN: Duration = Duration::from_micros(30);
+
+/// Where calls from the guest go. The gateway implements it over its backends; an embedding
+/// service implements it over its own functions.
+pub trait Bridge: Send + Sync + 'static {
+    /// Calls a tool; `args` is JSON text. Returns the raw MCP result as JSON text.
+    fn call_tool(
+        &self,
+        tool: &ToolBinding,
+        args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>>;
+    /// Calls a named host function; `args` is a JSON array. Returns JSON text.
+    fn call_host(
+        &self,
+        name: &str,
+        _args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+        let message = format!("host function `{name}` is not implemented");
+        Box::pin(async move {
+            Err(CallFailure {
+                kind: "internal".into(),
+                message,
+            })
+        })
+    }
+}
+
+/// How the pool runs workers.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// The worker executable.
+    pub program: PathBuf,
+    /// Its arguments (e.g. a hidden subcommand when the gateway binary re-executes itself;
+    /// add [`crate::worker::NO_TEMPLATE_ARG`] to build a runtime per execution).
+    pub args: Vec<String>,
+    /// Warm workers, kept running.
+    pub workers: usize,
+    /// Workers at most, extra ones included (started while every worker computes).
+    pub max_workers: usize,
+    /// Executions in flight at once, waiting ones included, before callers get `busy`.
+    pub max_executions: usize,
+    /// Runs after which a worker is retired (it ends once its runs have) and replaced.
+    pub recycle_after: u32,
+    /// Time past an execution's wall time before the host gives up on it, and past the
+    /// longest wall time on a worker before a turn that has not ended gets the worker killed.
+    pub kill_grace: Duration,
+    /// Refuse to start unless every lockdown protection is active.
+    pub require_lockdown: bool,
+}
+
+impl PoolConfig {
+    /// Defaults for a worker program: one worker per core, up to twice as many while they
+    /// compute, 2,048 executions in flight, recycling after 500 runs, 100 ms grace.
+    pub fn new(program: impl Into<PathBuf>) -> PoolConfig {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        PoolConfig {
+            program: program.into(),
+            args: vec![],
+            workers: cores,
+            max_workers: cores * 2,
+            max_executions: 2048,
+            recycle_after: 500,
+            kill_grace: Duration::from_millis(100),
+            require_lockdown: false,
+        }
+    }
+}
+
+/// A pool of worker processes.
+pub struct Pool {
+    config: PoolConfig,
+    workers: Mutex<Vec<Arc<WorkerHandle>>>,
+    /// Executions in flight.
+    admitted: AtomicUsize,
+    /// Workers being started (extra or replacement).
+    starting: AtomicUsize,
+    closed: AtomicBool,
+    protections: Protections,
+    template_bytes: Option<u64>,
+    /// CPUs this process may use.
+    cores: usize,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("config", &self.config)
+            .field("protections", &self.protections)
+            .field("template_bytes", &self.template_bytes)
+            .finish()
+    }
+}
+
+/// One worker, as [`Pool::workers`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerInfo {
+    /// Its process id.
+    pub pid: Option<u32>,
+    /// Executions on it now.
+    pub executions: usize,
+    /// Whether it was started beyond the base count.
+    pub extra: bool,
+}
+
+/// What a run on a worker produced, before hints.
+pub(crate) struct RawRun {
+    pub outcome: Result<String, GuestError>,
+    pub logs: Vec<LogLine>,
+    pub trace: Vec<CallRecord>,
+    pub stats: RunStats,
+    /// Whether the worker can take another run.
+    pub worker_ok: bool,
+}
+
+impl RawRun {
+    /// A run whose worker is gone (killed or failed): what it reported so far, and why.
+    pub(crate) fn lost(
+        kind: &str,
+        name: &str,
+        message: String,
+        logs: Vec<LogLine>,
+        trace: Vec<CallRecord>,
+    ) -> RawRun {
+        let error = GuestError {
+            kind: Some(kind.into()),
+            name: name.into(),
+            message,
+            stack: String::new(),
+        };
+        RawRun {
+            outcome: Err(error),
+            logs,
+            trace,
+            stats: RunStats::default(),
+            worker_ok: false,
+        }
+    }
+}
+
+impl Pool {
+    /// Starts the pool with all its workers warm, and its watchdog.
+    pub async fn start(config: PoolConfig) -> Result<Arc<Pool>, SandboxError> {
+        let base = config.workers.max(1);
+        let mut workers = Vec::with_capacity(base);
+        let mut reported = Reported::default();
+        for _ in 0..base {
+            let (worker, report) = spawn(&config.program, &config.args, false).await?;
+            reported = report;
+            workers.push(worker);
+        }
+        let Reported {
+            protections,
+            template_bytes,
+        } = reported;
+        if config.require_lockdown && !protections.all_active() {
+            for worker in &workers {
+                worker.stop();
+            }
+            return Err(SandboxError::LockdownUnavailable {
+                missing: protections.missing(),
+            });
+        }
+        let pool = Arc::new(Pool {
+            workers: Mutex::new(workers),
+            admitted: AtomicUsize::new(0),
+            starting: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            config,
+            protections,
+            template_bytes,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        });
+        tokio::spawn(watch(Arc::downgrade(&pool)));
+        Ok(pool)
+    }
+
+    /// Stops every worker and waits for each to exit. For shutting down (after the executions
+    /// were cancelled): the pool takes no new executions and starts no workers after.
+    pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let workers: Vec<Arc<WorkerHandle>> = std::mem::take(&mut *lock(&self.workers));
+        for worker in &workers {
+            worker.fail("the sandbox is shutting down".into());
+        }
+        let until = tokio::time::Instant::now() + Duration::from_secs(2);
+        for worker in workers {
+            while !worker.check_exited() && tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+
+    /// Whether a core is free for spinning instead of sleeping: each execution running needs
+    /// one for its worker and, while it waits, one for the host.
+    fn has_spare_core(&self) -> bool {
+        self.admitted.load(Ordering::Relaxed) * 2 <= self.cores
+    }
+
+    /// Which protections the workers run with.
+    pub fn protections(&self) -> &Protections {
+        &self.protections
+    }
+
+    /// Size of the template image workers copy each execution's runtime from, or `None` if
+    /// they build a runtime per execution.
+    pub fn template_bytes(&self) -> Option<u64> {
+        self.template_bytes
+    }
+
+    /// The live workers.
+    pub fn workers(&self) -> Vec<WorkerInfo> {
+        lock(&self.workers)
+            .iter()
+            .filter(|w| w.gone().is_none())
+            .map(|w| WorkerInfo {
+                pid: w.pid(),
+                executions: w.in_flight.load(Ordering::Relaxed),
+                extra: w.elastic,
+            })
+            .collect()
+    }
+
+    /// Runs wrapped JavaScript on a worker.
+    pub(crate) async fn run(
+        self: &Arc<Self>,
+        js: String,
+        execution: &crate::Execution,
+        bridge: Arc<dyn Bridge>,
+        cancelled: impl Future<Output = ()> + Send,
+    ) -> Result<RawRun, ExecError> {
+        let (tools, host_functions) = (&execution.tools, &execution.host_functions);
+        let (context, limits) = (execution.context.clone(), execution.limits);
+        let mut cancelled = std::pin::pin!(cancelled);
+        // Executions in flight; the guard gives the place back however this function ends.
+        let admitted = Admission::enter(&self.admitted);
+        if admitted.count > self.config.max_executions {
+            return Err(ExecError {
+                kind: ErrorKind::Busy,
+                message: format!(
+                    "the sandbox is busy: {} executions are in flight, its limit (sandbox.max_executions)",
+                    self.config.max_executions
+                ),
+                line: None,
+                column: None,
+                hint: Some("Retry shortly.".into()),
+            });
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(internal("the sandbox pool is shut down"));
+        }
+        let worker = tokio::select! {
+            worker = self.worker_for_run() => worker?,
+            () = &mut cancelled => return Err(crate::direct::cancelled_error()),
+        };
+        let _on_worker = OnWorker::enter(&worker);
+        worker.runs.fetch_add(1, Ordering::Relaxed);
+        let run = worker.next_run();
+        let reply_spin_micros = if self.has_spare_core() {
+            WORKER_SPIN.as_micros() as u32
+        } else {
+            0
+        };
+        let run_tools = tools.clone();
+        let run_host_functions = host_functions.as_ref().clone();
+        let job = Job {
+            run,
+            frame: Box::new(move |known| HostFrame::Run {
+                run,
+                js,
+                // A gateway gives every execution the same tool set (one `Arc` until the
+                // catalog changes), so it crosses to a worker once, not with every run.
+                tools: (!known).then(|| run_tools.as_ref().clone()),
+                host_functions: run_host_functions,
+                context,
+                limits,
+                reply_spin_micros,
+            }),
+            callees: Callees {
+                tools,
+                host_functions,
+                bridge,
+            },
+            wall: limits.wall_time(),
+            max_log_lines: limits.max_log_lines as usize,
+            max_log_bytes: limits.max_log_bytes,
+        };
+        let outcome = drive(
+            &worker,
+            job,
+            self.config.kill_grace,
+            || self.has_spare_core(),
+            cancelled.as_mut(),
+        )
+        .await;
+        // A worker that builds a runtime per run keeps what a run that ran out of memory left
+        // of its heap: retire it. (From the template, every run leaves nothing behind.)
+        let healthy = outcome.as_ref().is_ok_and(|r| r.worker_ok) || self.template_bytes.is_some();
+        if !healthy || worker.runs.load(Ordering::Relaxed) >= self.config.recycle_after {
+            worker.retiring.store(true, Ordering::Relaxed);
+        }
+        if worker.elastic {
+            worker.retiring.store(true, Ordering::Relaxed);
+        }
+        outcome
+    }
+
+    /// The worker for a new run (see the module docs).
+    async fn worker_for_run(self: &Arc<Self>) -> Result<Arc<WorkerHandle>, ExecError> {
+        let (ready, busiest_fallback, total) = {
+            let workers = lock(&self.workers);
+            let available = workers.iter().filter(|w| w.available());
+            let ready = available
+                .clone()
+                .filter(|w| !w.computing_for(COMPUTING_SLICE))
+                .min_by_key(|w| w.in_flight.load(Ordering::Relaxed))
+                .cloned();
+            let fallback = available
+                .min_by_key(|w| w.in_flight.load(Ordering::Relaxed))
+                .cloned();
+            let total = workers.iter().filter(|w| w.gone().is_none()).count();
+            (ready, fallback, total)
+        };
+        if let Some(worker) = ready {
+            return Ok(worker);
+        }
+        let room = total + self.starting.load(Ordering::Relaxed) < self.config.max_workers.max(1);
+        if (room || busiest_fallback.is_none()) && !self.closed.load(Ordering::SeqCst) {
+            let elastic = busiest_fallback.is_some();
+            match self.add_worker(elastic).await {
+                Ok(worker) => return Ok(worker),
+                Err(e) if busiest_fallback.is_none() => return Err(internal(&e.to_string())),
+                Err(_) => {}
+            }
+        }
+        busiest_fallback.ok_or_else(|| internal("no sandbox worker is available"))
+    }
+
+    /// Starts a worker and adds it to the pool.
+    async fn add_worker(&self, elastic: bool) -> Result<Arc<WorkerHandle>, SandboxError> {
+        self.starting.fetch_add(1, Ordering::SeqCst);
+        let spawned = spawn(&self.config.program, &self.config.args, elastic).await;
+        self.starting.fetch_sub(1, Ordering::SeqCst);
+        let (worker, _) = spawned?;
+        if self.closed.load(Ordering::SeqCst) {
+            worker.stop();
+            return Err(SandboxError::WorkerStart("the sandbox is shutting down".into()));
+        }
+        lock(&self.workers).push(worker.clone());
+        Ok(worker)
+    }
+}
+
+/// The watchdog: every [`WATCH_INTERVAL`], for as long as the pool lives.
+async fn watch(pool: Weak<Pool>) {
+    let mut ticks = tokio::time::interval(WATCH_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(pool) = pool.upgrade() else { return };
+        if pool.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let workers: Vec<Arc<WorkerHandle>> = lock(&pool.workers).clone();
+        for worker in &workers {
+            if worker.gone().is_some() {
+                continue;
+            }
+            if worker.check_exited() {
+                continue;
+            }
+            // A turn belongs to one execution, which its interrupt handler stops at its
+            // deadline: a turn older than every deadline on the worker is stuck in native code.
+            let limit = worker.longest_wall() + pool.config.kill_grace;
+            if worker.computing_for(limit) {
+                worker.fail(format!(
+                    "the sandbox worker was killed: one step of an execution on it ran past every deadline there ({limit:?})"
+                ));
+            }
+        }
+        // Workers that are gone or retired, and hold no executions, leave the pool.
+        lock(&pool.workers).retain(|worker| {
+            let idle = worker.in_flight.load(Ordering::Relaxed) == 0;
+            let leaving = worker.gone().is_some() || worker.retiring.load(Ordering::Relaxed);
+            if leaving && idle {
+                worker.stop();
+                return false;
+            }
+            true
+        });
+        // Keep the base count of workers that take runs.
+        let serving = lock(&pool.workers)
+            .iter()
+            .filter(|w| w.available() && !w.elastic)
+            .count();
+        let missing = pool.config.workers.max(1).saturating_sub(serving);
+        if missing > 0 && pool.starting.load(Ordering::SeqCst) == 0 {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let _ = pool.add_worker(false).await;
+            });
+        }
+    }
+}
+
+/// A place among the executions in flight, given back on drop.
+struct Admission<'a> {
+    counter: &'a AtomicUsize,
+    /// How many are admitted, this one included.
+    count: usize,
+}
+
+impl<'a> Admission<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Self {
+        let count = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        Admission { counter, count }
+    }
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An execution on a worker, counted there until drop.
+struct OnWorker<'a> {
+    worker: &'a WorkerHandle,
+}
+
+impl<'a> OnWorker<'a> {
+    fn enter(worker: &'a WorkerHandle) -> Self {
+        worker.in_flight.fetch_add(1, Ordering::SeqCst);
+        OnWorker { worker }
+    }
+}
+
+impl Drop for OnWorker<'_> {
+    fn drop(&mut self) {
+        self.worker.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn internal(message: &str) -> ExecError {
+    ExecError {
+        kind: ErrorKind::Internal,
+        message: message.to_string(),
+        line: None,
+        column: None,
+        hint: None,
+    }
+}
