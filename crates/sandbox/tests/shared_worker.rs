@@ -1,0 +1,386 @@
+//! Many executions on one worker: they wait together, never see each other, keep their own
+//! limits, and a worker that dies takes only its own executions with it.
+//!
+//! Most tests here use a *gate*: a `test.gate` tool whose calls are all held until a given
+//! number of them wait at once. Executions that each call it get through only if the worker
+//! holds all of them in flight together (a worker that ran one execution at a time would
+//! never open the gate), and while they wait there, every one of them is parked at the same
+//! moment.
+
+#![allow(clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use common::*;
+use futures::future::{BoxFuture, join_all};
+use sandgate_sandbox::{
+    Bridge, CallFailure, ErrorKind, Execution, ExecutionResult, Limits, PoolConfig, Sandbox,
+    ToolBinding,
+};
+use serde_json::{Value, json};
+
+/// `test.gate` waits for the gate; everything else answers as [`TestBridge`] does.
+struct GateBridge {
+    gate: Arc<tokio::sync::Barrier>,
+    waiting: Arc<AtomicU32>,
+    rest: TestBridge,
+}
+
+impl GateBridge {
+    fn new(parties: usize) -> Arc<GateBridge> {
+        Arc::new(GateBridge {
+            gate: Arc::new(tokio::sync::Barrier::new(parties)),
+            waiting: Arc::default(),
+            rest: TestBridge::default(),
+        })
+    }
+}
+
+impl Bridge for GateBridge {
+    fn call_tool(
+        &self,
+        tool: &ToolBinding,
+        args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+        if tool.name != "gate" {
+            return self.rest.call_tool(tool, args);
+        }
+        let (gate, waiting) = (self.gate.clone(), self.waiting.clone());
+        Box::pin(async move {
+            waiting.fetch_add(1, Ordering::SeqCst);
+            gate.wait().await;
+            Ok(json!({"content": [{"type": "text", "text": "through"}]}).to_string())
+        })
+    }
+}
+
+fn gated(code: &str, limits: Limits) -> Execution {
+    let mut tools = tools().as_ref().clone();
+    tools.push(tool("test", "gate"));
+    Execution {
+        tools: Arc::new(tools),
+        limits,
+        ..execution(code)
+    }
+}
+
+async fn one_worker() -> Sandbox {
+    let mut config = PoolConfig::new(worker_program());
+    config.workers = 1;
+    config.max_workers = 1;
+    Sandbox::start(config).await.expect("sandbox")
+}
+
+/// Runs every execution at once through one bridge, within `limit`.
+async fn all_at_once(
+    sb: &Sandbox,
+    executions: Vec<Execution>,
+    bridge: Arc<GateBridge>,
+    limit: Duration,
+) -> Vec<ExecutionResult> {
+    let runs = executions
+        .into_iter()
+        .map(|e| sb.run(e, bridge.clone() as Arc<dyn Bridge>));
+    tokio::time::timeout(limit, join_all(runs))
+        .await
+        .expect("the executions wait together, so the gate opens")
+}
+
+#[tokio::test]
+async fn a_hundred_executions_wait_at_once_on_one_worker() {
+    let sb = one_worker().await;
+    let n = 100;
+    let executions = (0..n)
+        .map(|i| gated(&format!("await test.gate({{}}); return {i};"), Limits::default()))
+        .collect();
+    let results = all_at_once(&sb, executions, GateBridge::new(n), Duration::from_secs(20)).await;
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(value(result), json!(i));
+    }
+    assert_eq!(sb.workers().len(), 1, "one worker held them all");
+}
+
+#[tokio::test]
+async fn executions_sharing_a_worker_never_see_each_others_state() {
+    let sb = one_worker().await;
+    // Each writer changes everything a run can change, then waits at the gate with every
+    // other execution parked beside it, then checks that all of it is still its own.
+    let writer = |id: u32| {
+        format!(
+            r#"
+            globalThis.mark = {id};
+            Object.prototype.polluted = {id};
+            Array.prototype.map = function () {{ return "map of {id}"; }};
+            JSON.stringify = () => "stringify of {id}";
+            const buffer = new Uint8Array(4096).fill({id});
+            let fired = null;
+            setTimeout(() => {{ fired = {id}; }}, 30);
+            setTimeout(() => {{ globalThis.late = {id}; }}, 60_000);
+            Symbol.for("writer-{id}");
+            const started = Math.random();
+            await test.gate({{}});
+            await new Promise((resolve) => setTimeout(resolve, 60));
+            return {{
+                mark: globalThis.mark,
+                polluted: ({{}}).polluted,
+                map: [1].map((x) => x),
+                stringify: JSON.stringify({{}}),
+                buffer: buffer.every((b) => b === {id}),
+                fired,
+                symbols: Symbol.keyFor(Symbol.for("writer-{id}")),
+                random: typeof started,
+            }};
+            "#
+        )
+    };
+    // Each reader starts while writers wait, and must see a never-used runtime.
+    let reader = r#"
+        const seen = {
+            mark: typeof mark,
+            polluted: ({}).polluted === undefined,
+            map: [1, 2].map((x) => x * 2),
+            stringify: JSON.stringify({ a: 1 }),
+            late: typeof late,
+            zeroed: new Uint8Array(1 << 16).every((b) => b === 0),
+        };
+        await test.gate({});
+        return seen;
+    "#;
+    let writers = 30u32;
+    let readers = 10usize;
+    let mut executions: Vec<Execution> = (1..=writers)
+        .map(|id| gated(&writer(id), Limits::default()))
+        .collect();
+    executions.extend((0..readers).map(|_| gated(reader, Limits::default())));
+    let bridge = GateBridge::new(writers as usize + readers);
+    let results = all_at_once(&sb, executions, bridge, Duration::from_secs(20)).await;
+    for (i, result) in results.iter().enumerate() {
+        let got = value(result);
+        if i < writers as usize {
+            let id = i as u32 + 1;
+            assert_eq!(
+                got,
+                json!({
+                    "mark": id, "polluted": id, "map": format!("map of {id}"),
+                    "stringify": format!("stringify of {id}"), "buffer": true, "fired": id,
+                    "symbols": format!("writer-{id}"), "random": "number",
+                }),
+                "writer {id}"
+            );
+        } else {
+            assert_eq!(
+                got,
+                json!({
+                    "mark": "undefined", "polluted": true, "map": [2, 4],
+                    "stringify": "{\"a\":1}", "late": "undefined", "zeroed": true,
+                }),
+                "reader {i}"
+            );
+        }
+    }
+    // And after them all, a run on the same worker starts from the template again.
+    let after = run(&sb, "return [typeof mark, ({}).polluted, [1].map((x) => x + 1)];").await;
+    assert_eq!(value(&after), json!(["undefined", null, [2]]));
+}
+
+#[tokio::test]
+async fn a_limit_hit_in_one_execution_leaves_the_others_on_its_worker_correct() {
+    let sb = one_worker().await;
+    let good = |id: u32| {
+        format!(
+            "const a = await test.echo({{ id: {id} }});\n\
+             const list = Array.from({{ length: 1000 }}, (_, i) => i * {id});\n\
+             await test.gate({{}});\n\
+             const b = await test.echo({{ id: {id}, sum: list.reduce((s, x) => s + x, 0) }});\n\
+             return [a.echo.id, b.echo.sum];"
+        )
+    };
+    let small = Limits {
+        memory_bytes: 16 << 20,
+        ..Limits::default()
+    };
+    let bad = [
+        // Memory: arrays kept until the heap limit.
+        (
+            "await test.gate({}); const keep = []; while (true) keep.push(new Array(10000).fill(keep.length));",
+            small,
+            ErrorKind::Memory,
+        ),
+        // Stack: unbounded recursion.
+        (
+            "await test.gate({}); function f(n) { return f(n + 1) + 1; } return f(0);",
+            Limits::default(),
+            ErrorKind::Stack,
+        ),
+        // Time: a loop past its wall time.
+        (
+            "await test.gate({}); while (true) {}",
+            Limits {
+                wall_ms: 400,
+                ..Limits::default()
+            },
+            ErrorKind::Timeout,
+        ),
+        // Calls: past the call limit.
+        (
+            "await test.gate({}); for (let i = 0; ; i++) await test.echo({ i });",
+            Limits {
+                max_tool_calls: 5,
+                ..Limits::default()
+            },
+            ErrorKind::Runtime,
+        ),
+    ];
+    let goods = 12u32;
+    let mut executions: Vec<Execution> = (1..=goods)
+        .map(|id| gated(&good(id), Limits::default()))
+        .collect();
+    executions.extend(bad.iter().map(|(code, limits, _)| gated(code, *limits)));
+    let bridge = GateBridge::new(goods as usize + bad.len());
+    let results = all_at_once(&sb, executions, bridge, Duration::from_secs(30)).await;
+    for (i, result) in results.iter().enumerate() {
+        if i < goods as usize {
+            let id = i as u64 + 1;
+            assert_eq!(value(result), json!([id, id * 499_500]), "good run {id}");
+        } else {
+            let (code, _, kind) = &bad[i - goods as usize];
+            let error = result.error.as_ref().expect("the bad run fails");
+            assert_eq!(error.kind, *kind, "{code}: {error:?}");
+        }
+    }
+    assert_eq!(value(&run(&sb, "return 'still serving';").await), json!("still serving"));
+}
+
+#[tokio::test]
+async fn a_killed_worker_fails_exactly_its_executions_with_their_completed_calls() {
+    let mut config = PoolConfig::new(worker_program());
+    config.workers = 2;
+    config.max_workers = 2;
+    let sb = Sandbox::start(config).await.expect("sandbox");
+    let n = 8usize;
+    // Each run completes one call, then waits on a slow one until the test kills a worker.
+    let executions: Vec<Execution> = (0..n)
+        .map(|i| {
+            gated(
+                &format!("await test.echo({{ i: {i} }}); await test.slow({{ ms: 4000 }}); return {i};"),
+                Limits::default(),
+            )
+        })
+        .collect();
+    let bridge = Arc::new(TestBridge::default());
+    let runs = executions.into_iter().map(|e| {
+        let (sb, bridge) = (sb.clone(), bridge.clone());
+        async move { sb.run(e, bridge as Arc<dyn Bridge>).await }
+    });
+    let all = tokio::spawn(join_all(runs));
+    // Every execution has made its first call and waits in its second.
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        while bridge.in_flight.load(Ordering::SeqCst) < n as u32 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "all {n} executions reach their slow call");
+    let workers = sb.workers();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let victim = &workers[0];
+    assert!(victim.executions > 0, "the least-loaded worker took some: {workers:?}");
+    let pid = victim.pid.expect("a live worker has a pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the worker");
+    let results = tokio::time::timeout(Duration::from_secs(15), all)
+        .await
+        .expect("every execution ends")
+        .expect("joined");
+    let failed: Vec<&ExecutionResult> = results.iter().filter(|r| r.error.is_some()).collect();
+    assert_eq!(
+        failed.len(),
+        victim.executions,
+        "exactly the executions on the killed worker fail"
+    );
+    for result in &failed {
+        let error = result.error.as_ref().expect("failed");
+        assert_eq!(error.kind, ErrorKind::Internal, "{error:?}");
+        assert!(
+            error
+                .message
+                .contains("1 call(s) had completed and may have changed state: test.echo"),
+            "the error lists the completed calls: {}",
+            error.message
+        );
+        assert!(error.message.contains("not retried"), "{}", error.message);
+        assert!(result.trace[0].ok && result.trace[0].name == "test.echo");
+    }
+    for (i, result) in results.iter().enumerate() {
+        if result.error.is_none() {
+            assert_eq!(value(result), json!(i));
+        }
+    }
+    // The pool replaces the worker and serves on.
+    assert_eq!(value(&run(&sb, "return 'served';").await), json!("served"));
+}
+
+#[tokio::test]
+async fn cancelling_a_computing_execution_spares_the_worker_and_its_neighbours() {
+    let sb = one_worker().await;
+    let pid = sb.workers()[0].pid;
+    let bridge = Arc::new(TestBridge::default());
+    let neighbour = sb.run(
+        execution("await test.slow({ ms: 600 }); return 'neighbour';"),
+        bridge.clone(),
+    );
+    let spinning = sb.run_until(
+        execution("await test.echo({}); while (true) {}"),
+        bridge.clone(),
+        tokio::time::sleep(Duration::from_millis(200)),
+    );
+    let started = std::time::Instant::now();
+    let (neighbour, spinning) = tokio::join!(neighbour, spinning);
+    let error = spinning.error.expect("cancelled");
+    assert_eq!(error.kind, ErrorKind::Cancelled, "{error:?}");
+    assert_eq!(value(&neighbour), json!("neighbour"));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the loop stopped long before its 30 s wall time"
+    );
+    assert_eq!(
+        sb.workers().iter().map(|w| w.pid).collect::<Vec<_>>(),
+        vec![pid],
+        "the worker was not killed"
+    );
+    // The loop was stopped inside the worker: the next run starts at once.
+    let next = run(&sb, "return 'next';").await;
+    assert_eq!(value(&next), json!("next"));
+    assert!(
+        next.stats.wall_ms < 1000.0,
+        "no loop holds the worker: {} ms",
+        next.stats.wall_ms
+    );
+}
+
+#[tokio::test]
+async fn a_run_waiting_in_the_parked_state_times_out_on_its_own() {
+    // An execution parked behind others still ends at its own deadline.
+    let sb = one_worker().await;
+    let bridge = GateBridge::new(2);
+    let lonely = gated(
+        "await test.gate({}); return 'never';",
+        Limits {
+            wall_ms: 300,
+            ..Limits::default()
+        },
+    );
+    let busy = gated("await test.slow({ ms: 800 }); return 'busy';", Limits::default());
+    let results = all_at_once(&sb, vec![lonely, busy], bridge, Duration::from_secs(10)).await;
+    let error = results[0].error.as_ref().expect("timed out");
+    assert_eq!(error.kind, ErrorKind::Timeout, "{error:?}");
+    assert_eq!(value(&results[1]), json!("busy"));
+    let _: Value = value(&run(&sb, "return 1;").await);
+}
