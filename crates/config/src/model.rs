@@ -15,8 +15,11 @@ use crate::{ConfigError, interpolate};
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time a backend has to finish the MCP handshake.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default cap on concurrent in-flight calls to one backend.
-pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 16;
+/// Default cap on concurrent in-flight calls to one backend. The npm reference servers answer
+/// 1,000 calls at once (1,000 one-second calls in 1.22 s, see docs/BENCHMARKS.md), so the cap
+/// is there against a runaway, not to pace ordinary use: 1,000 scripts that each wait on one
+/// call to the same backend never queue behind it.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 1024;
 /// Default size of one call's arguments (JSON bytes) sent to a backend. Many servers refuse
 /// messages over 10 MiB by exiting, which would take the backend down for every client.
 pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
@@ -115,6 +118,12 @@ pub struct SandboxConfig {
     pub require_lockdown: bool,
     /// Warm worker processes; `None` means one per CPU.
     pub workers: Option<usize>,
+    /// Workers at most, counting the extra ones started while every worker computes; `None`
+    /// means twice the warm count.
+    pub max_workers: Option<usize>,
+    /// Executions in flight at once (waiting ones included) before callers get `busy`;
+    /// `None` means the sandbox's default (2,048).
+    pub max_executions: Option<usize>,
 }
 
 impl Config {

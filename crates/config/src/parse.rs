@@ -93,7 +93,7 @@ const OUTPUT_KEYS: &[&str] = &[
     "intent_filter",
     "json_chunking",
 ];
-const SANDBOX_KEYS: &[&str] = &["require_lockdown", "workers"];
+const SANDBOX_KEYS: &[&str] = &["require_lockdown", "workers", "max_workers", "max_executions"];
 const GATEWAY_KEYS: &[&str] = &["cache_file"];
 const HTTP_KEYS: &[&str] = &[
     "listen",
@@ -252,20 +252,34 @@ impl Walker<'_> {
         };
         let table = self.table(key, value)?;
         self.check_keys(key, table, SANDBOX_KEYS, &[])?;
-        let workers = match table.get("workers") {
-            None => None,
-            Some(v) => match v.as_u64() {
-                Some(n) if (1..=256).contains(&n) => Some(n as usize),
-                _ => {
-                    return Err(self.invalid(
-                        &format!("{key}.workers"),
+        let count = |name: &str, max: u64| -> Result<Option<usize>, ConfigError> {
+            match table.get(name) {
+                None => Ok(None),
+                Some(v) => match v.as_u64() {
+                    Some(n) if (1..=max).contains(&n) => Ok(Some(n as usize)),
+                    _ => Err(self.invalid(
+                        &format!("{key}.{name}"),
                         format!("is {v}"),
-                        "use a whole number from 1 to 256",
-                    ));
-                }
-            },
+                        &format!("use a whole number from 1 to {max}"),
+                    )),
+                },
+            }
         };
+        let workers = count("workers", 256)?;
+        let max_workers = count("max_workers", 1024)?;
+        let max_executions = count("max_executions", 100_000)?;
+        if let (Some(base), Some(max)) = (workers, max_workers)
+            && max < base
+        {
+            return Err(self.invalid(
+                &format!("{key}.max_workers"),
+                format!("is {max}, below workers ({base})"),
+                "make max_workers at least workers",
+            ));
+        }
         Ok(SandboxConfig {
+            max_workers,
+            max_executions,
             require_lockdown: opt_bool(
                 self,
                 &format!("{key}.require_lockdown"),

@@ -204,6 +204,26 @@ fn output_and_store_sections_load_and_explain_mistakes() {
         (300, 5, Some(2))
     );
 
+    let sandbox = parse_str(
+        "[sandbox]\nworkers = 2\nmax_workers = 6\nmax_executions = 5000\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("sandbox keys load");
+    assert_eq!(
+        (
+            sandbox.sandbox.workers,
+            sandbox.sandbox.max_workers,
+            sandbox.sandbox.max_executions
+        ),
+        (Some(2), Some(6), Some(5000))
+    );
+    let fewer = toml_err("[sandbox]\nworkers = 4\nmax_workers = 2\n");
+    assert!(
+        fewer.contains("sandbox.max_workers") && fewer.contains("at least workers"),
+        "{fewer}"
+    );
+
     let typo = toml_err("[output]\nmax_char = 100\n");
     assert!(
         typo.contains("output.max_char") && typo.contains("max_chars"),

@@ -189,6 +189,13 @@ pub async fn start_sandbox(config: &Config) -> anyhow::Result<Sandbox> {
     pool.args = vec![crate::WORKER_ARG.to_string()];
     if let Some(workers) = config.sandbox.workers {
         pool.workers = workers;
+        pool.max_workers = workers * 2;
+    }
+    if let Some(max_workers) = config.sandbox.max_workers {
+        pool.max_workers = max_workers;
+    }
+    if let Some(max_executions) = config.sandbox.max_executions {
+        pool.max_executions = max_executions;
     }
     pool.require_lockdown = config.sandbox.require_lockdown;
     Ok(Sandbox::start(pool).await?)
