@@ -93,7 +93,12 @@ const OUTPUT_KEYS: &[&str] = &[
     "intent_filter",
     "json_chunking",
 ];
-const SANDBOX_KEYS: &[&str] = &["require_lockdown", "workers", "max_workers", "max_executions"];
+const SANDBOX_KEYS: &[&str] = &[
+    "require_lockdown",
+    "workers",
+    "max_workers",
+    "max_executions",
+];
 const GATEWAY_KEYS: &[&str] = &["cache_file"];
 const HTTP_KEYS: &[&str] = &[
     "listen",

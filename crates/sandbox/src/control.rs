@@ -112,8 +112,7 @@ impl HostControl {
     /// How long the worker's current turn has run, if it is in one.
     pub fn turn_age(&self) -> Option<std::time::Duration> {
         let started = self.page().turn_started_ns.load(Ordering::Relaxed);
-        (started != 0)
-            .then(|| std::time::Duration::from_nanos(now_ns().saturating_sub(started)))
+        (started != 0).then(|| std::time::Duration::from_nanos(now_ns().saturating_sub(started)))
     }
 }
 

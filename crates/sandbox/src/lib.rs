@@ -89,6 +89,11 @@ impl Sandbox {
         self.pool.template_bytes()
     }
 
+    /// How many workers were killed by the deadline backstop (see [`Pool::backstop_kills`]).
+    pub fn backstop_kills(&self) -> usize {
+        self.pool.backstop_kills()
+    }
+
     /// The live worker processes and the executions on each.
     pub fn workers(&self) -> Vec<WorkerInfo> {
         self.pool.workers()

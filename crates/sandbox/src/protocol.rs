@@ -393,7 +393,8 @@ mod tests {
 
     #[test]
     fn json_calls_still_decode_and_broken_binary_frames_are_errors() {
-        let json = br#"{"Call": {"run": 2, "id": 1, "callee": {"k": "Tool", "i": 0}, "args": "{}"}}"#;
+        let json =
+            br#"{"Call": {"run": 2, "id": 1, "callee": {"k": "Tool", "i": 0}, "args": "{}"}}"#;
         assert!(matches!(
             WorkerFrame::decode_body(json),
             Ok(WorkerFrame::Call {

@@ -480,7 +480,9 @@ pub(crate) fn used_span() -> Option<(usize, usize)> {
 /// Takes every big block off the table, into `into`: the caller now keeps them (for a parked
 /// execution) and must [`put_big_blocks`] them back before that execution runs again. `Err`
 /// when `into` cannot grow.
-pub(crate) fn take_big_blocks(into: &mut Vec<usize>) -> Result<(), std::collections::TryReserveError> {
+pub(crate) fn take_big_blocks(
+    into: &mut Vec<usize>,
+) -> Result<(), std::collections::TryReserveError> {
     let live = BIG_LIVE.load(Ordering::Relaxed);
     into.try_reserve_exact(live)?;
     for slot in BIG.iter().take(live) {

@@ -221,7 +221,12 @@ impl Scheduler {
         }
     }
 
-    fn reply(&mut self, run: u64, id: u64, result: Result<String, CallFailure>) -> Result<(), Exit> {
+    fn reply(
+        &mut self,
+        run: u64,
+        id: u64,
+        result: Result<String, CallFailure>,
+    ) -> Result<(), Exit> {
         // A late reply to a call of a finished run is ignored.
         if !self.in_flight.contains_key(&run) {
             return Ok(());
@@ -260,7 +265,11 @@ impl Scheduler {
 
     /// Runs one step of `run` in its runtime, bringing it into the region first if it is
     /// parked.
-    fn step(&mut self, run: u64, f: impl FnOnce(&Fresh, &SharedLink) -> Step) -> Result<Step, Exit> {
+    fn step(
+        &mut self,
+        run: u64,
+        f: impl FnOnce(&Fresh, &SharedLink) -> Step,
+    ) -> Result<Step, Exit> {
         self.report(true);
         match &self.runtimes {
             Runtimes::Snapshot(_) => {
@@ -270,9 +279,8 @@ impl Scheduler {
                         // worker failing, and says why.
                         let resident = self.resident;
                         if let Some(resident) = resident {
-                            let step = self.in_region(|fresh, _| {
-                                Step::Done(fresh.abort(out_of_room(held)))
-                            })?;
+                            let step = self
+                                .in_region(|fresh, _| Step::Done(fresh.abort(out_of_room(held))))?;
                             self.after(resident, step)?;
                         }
                     }
@@ -339,7 +347,13 @@ impl Scheduler {
                         snapshot.reset();
                         self.resident = None;
                     }
-                    (Runtimes::Fresh(ready), Some(InFlight { place: Place::Own(fresh), .. })) => {
+                    (
+                        Runtimes::Fresh(ready),
+                        Some(InFlight {
+                            place: Place::Own(fresh),
+                            ..
+                        }),
+                    ) => {
                         // Only now, with the result on its way, tear the used runtime down
                         // and make the next one.
                         drop(fresh);

@@ -355,6 +355,47 @@ async fn hostile_scripts_end_in_time_and_the_pool_keeps_serving() {
             "after {name}: {after:?}"
         );
     }
+    assert_eq!(
+        sb.backstop_kills(),
+        0,
+        "every hostile script was stopped by its own limits, none by killing its worker"
+    );
+}
+
+#[tokio::test]
+async fn hostile_scripts_end_in_time_while_benign_ones_share_their_worker() {
+    let mut config = sandgate_sandbox::PoolConfig::new(worker_program());
+    config.workers = 1;
+    config.max_workers = 1;
+    let sb = sandgate_sandbox::Sandbox::start(config)
+        .await
+        .expect("sandbox");
+    for (name, code, expect) in CASES {
+        let neighbours = (0..4).map(|i| {
+            let code = format!(
+                "const a = await test.echo({{ i: {i} }});\n\
+                 await test.slow({{ ms: 20 }});\n\
+                 globalThis.mine = {i};\n\
+                 const b = await test.echo({{ j: a.echo.i }});\n\
+                 return [b.echo.j, globalThis.mine, typeof leaked];"
+            );
+            let sb = sb.clone();
+            async move { run(&sb, &code).await }
+        });
+        let (_, neighbours) = tokio::join!(
+            check(&sb, name, code, expect),
+            futures::future::join_all(neighbours)
+        );
+        for (i, neighbour) in neighbours.iter().enumerate() {
+            assert_eq!(
+                neighbour.value,
+                Some(json!([i, i, "undefined"])),
+                "a neighbour of {name}: {neighbour:?}"
+            );
+        }
+    }
+    assert_eq!(sb.workers().len(), 1, "one worker served them all");
+    assert_eq!(sb.backstop_kills(), 0, "no worker was killed");
 }
 
 #[tokio::test]

@@ -95,7 +95,12 @@ async fn a_hundred_executions_wait_at_once_on_one_worker() {
     let sb = one_worker().await;
     let n = 100;
     let executions = (0..n)
-        .map(|i| gated(&format!("await test.gate({{}}); return {i};"), Limits::default()))
+        .map(|i| {
+            gated(
+                &format!("await test.gate({{}}); return {i};"),
+                Limits::default(),
+            )
+        })
         .collect();
     let results = all_at_once(&sb, executions, GateBridge::new(n), Duration::from_secs(20)).await;
     for (i, result) in results.iter().enumerate() {
@@ -183,7 +188,11 @@ async fn executions_sharing_a_worker_never_see_each_others_state() {
         }
     }
     // And after them all, a run on the same worker starts from the template again.
-    let after = run(&sb, "return [typeof mark, ({}).polluted, [1].map((x) => x + 1)];").await;
+    let after = run(
+        &sb,
+        "return [typeof mark, ({}).polluted, [1].map((x) => x + 1)];",
+    )
+    .await;
     assert_eq!(value(&after), json!(["undefined", null, [2]]));
 }
 
@@ -252,7 +261,10 @@ async fn a_limit_hit_in_one_execution_leaves_the_others_on_its_worker_correct() 
             assert_eq!(error.kind, *kind, "{code}: {error:?}");
         }
     }
-    assert_eq!(value(&run(&sb, "return 'still serving';").await), json!("still serving"));
+    assert_eq!(
+        value(&run(&sb, "return 'still serving';").await),
+        json!("still serving")
+    );
 }
 
 #[tokio::test]
@@ -266,7 +278,9 @@ async fn a_killed_worker_fails_exactly_its_executions_with_their_completed_calls
     let executions: Vec<Execution> = (0..n)
         .map(|i| {
             gated(
-                &format!("await test.echo({{ i: {i} }}); await test.slow({{ ms: 4000 }}); return {i};"),
+                &format!(
+                    "await test.echo({{ i: {i} }}); await test.slow({{ ms: 4000 }}); return {i};"
+                ),
                 Limits::default(),
             )
         })
@@ -288,7 +302,10 @@ async fn a_killed_worker_fails_exactly_its_executions_with_their_completed_calls
     let workers = sb.workers();
     assert_eq!(workers.len(), 2, "{workers:?}");
     let victim = &workers[0];
-    assert!(victim.executions > 0, "the least-loaded worker took some: {workers:?}");
+    assert!(
+        victim.executions > 0,
+        "the least-loaded worker took some: {workers:?}"
+    );
     let pid = victim.pid.expect("a live worker has a pid");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
@@ -377,7 +394,10 @@ async fn a_run_waiting_in_the_parked_state_times_out_on_its_own() {
             ..Limits::default()
         },
     );
-    let busy = gated("await test.slow({ ms: 800 }); return 'busy';", Limits::default());
+    let busy = gated(
+        "await test.slow({ ms: 800 }); return 'busy';",
+        Limits::default(),
+    );
     let results = all_at_once(&sb, vec![lonely, busy], bridge, Duration::from_secs(10)).await;
     let error = results[0].error.as_ref().expect("timed out");
     assert_eq!(error.kind, ErrorKind::Timeout, "{error:?}");

@@ -308,11 +308,14 @@ fn log<'js>(ctx: &Ctx<'js>, state: &Shared, level: Value<'js>, message: Value<'j
         s.log_lines += 1;
         s.log_bytes += cost;
         let run = s.run;
-        send_now(&s, WorkerFrame::Log {
-            run,
-            level,
-            message,
-        });
+        send_now(
+            &s,
+            WorkerFrame::Log {
+                run,
+                level,
+                message,
+            },
+        );
         return;
     }
     let dropped = &mut s.dropped_logs;

@@ -81,7 +81,9 @@ impl Fresh {
             s.host_count = request.host_functions.len();
             s.random = getrandom::u64().unwrap_or_else(|_| clock_seed()) | 1;
         }
-        let started = self.context.with(|ctx| evaluate(&ctx, &self.bind, &request, ends));
+        let started = self
+            .context
+            .with(|ctx| evaluate(&ctx, &self.bind, &request, ends));
         match started {
             Ok(promise) => {
                 self.state.borrow_mut().promise = Some(promise);
@@ -94,7 +96,8 @@ impl Fresh {
     /// Settles call `id` of the resident run with `result`, then runs what that unblocks.
     pub fn reply(&self, id: u64, result: Result<String, CallFailure>) -> Step {
         self.resume();
-        self.context.with(|ctx| settle(&ctx, &self.state, id, result));
+        self.context
+            .with(|ctx| settle(&ctx, &self.state, id, result));
         self.advance()
     }
 
@@ -183,7 +186,9 @@ impl Fresh {
         let Some(promise) = promise else {
             return Err("the run has no promise".into());
         };
-        let settled = self.context.with(|ctx| settled(&ctx, promise, limits, ends));
+        let settled = self
+            .context
+            .with(|ctx| settled(&ctx, promise, limits, ends));
         if settled.is_some() {
             return Ok(settled);
         }
@@ -315,7 +320,12 @@ fn stalled(state: &Shared, limits: crate::Limits) -> GuestError {
 /// Runs one execution to its end in `fresh`, waiting on `link` for replies: a worker (or a
 /// benchmark) that holds one execution at a time. Returns the `Done` frame, and the spent
 /// runtime to drop once it is sent.
-pub fn execute(fresh: Fresh, run: u64, request: RunRequest, link: &SharedLink) -> (WorkerFrame, Spent) {
+pub fn execute(
+    fresh: Fresh,
+    run: u64,
+    request: RunRequest,
+    link: &SharedLink,
+) -> (WorkerFrame, Spent) {
     let mut step = fresh.start(run, request, link);
     let done = loop {
         let wake = match step {

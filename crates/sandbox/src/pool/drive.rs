@@ -19,7 +19,9 @@ use tokio::time::Instant;
 use super::handle::{Route, WorkerHandle, run_of};
 use super::{Bridge, RawRun, internal};
 use crate::limits::LOG_LINE_OVERHEAD_BYTES;
-use crate::protocol::{CallFailure, Callee, HostFrame, ToolBinding, WorkerFrame, encode_frame, write_frame};
+use crate::protocol::{
+    CallFailure, Callee, HostFrame, ToolBinding, WorkerFrame, encode_frame, write_frame,
+};
 use crate::result::{CallRecord, ExecError, LogLine};
 use crate::worker_output::Next;
 
@@ -91,7 +93,13 @@ pub(crate) async fn drive(
     } = callees;
     let started = Instant::now();
     let (sender, mut mine) = mpsc::unbounded_channel();
-    if !worker.open_route(run, Route { frames: sender, wall }) {
+    if !worker.open_route(
+        run,
+        Route {
+            frames: sender,
+            wall,
+        },
+    ) {
         return Ok(lost_worker(worker, Vec::new(), Served::default()));
     }
     let mut route = RouteGuard { worker, run };
@@ -107,8 +115,10 @@ pub(crate) async fn drive(
     if let Err(e) = sent {
         return Err(internal(&format!("cannot reach the sandbox worker: {e}")));
     }
-    let (log_lines_held, log_bytes_held) =
-        (max_log_lines + LOG_SLACK_LINES, max_log_bytes + LOG_SLACK_BYTES);
+    let (log_lines_held, log_bytes_held) = (
+        max_log_lines + LOG_SLACK_LINES,
+        max_log_bytes + LOG_SLACK_BYTES,
+    );
     let mut logs = Vec::new();
     let mut held_log_bytes = 0usize;
     let mut served = Served::default();
@@ -355,9 +365,7 @@ fn lost_worker(worker: &WorkerHandle, logs: Vec<LogLine>, served: Served) -> Raw
             completed.join(", ")
         )
     };
-    let message = format!(
-        "{why}; this execution was on it and was stopped, not retried ({calls})"
-    );
+    let message = format!("{why}; this execution was on it and was stopped, not retried ({calls})");
     RawRun::lost("internal", "InternalError", message, logs, trace)
 }
 

@@ -180,7 +180,9 @@ pub(crate) fn run_of(frame: &WorkerFrame) -> Option<u64> {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A worker's stdin: frames written at once when the pipe has room, queued when it has not.
@@ -204,7 +206,8 @@ impl WorkerInput {
         set_nonblocking(&fd)?;
         // SAFETY: the `OwnedFd` owns the descriptor, so it stays open and the same for as long
         // as the `AsyncFd` holds it.
-        let pipe = unsafe { AsyncFd::register(fd) }.map_err(|e| std::io::Error::other(e.to_string()))?;
+        let pipe =
+            unsafe { AsyncFd::register(fd) }.map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(Arc::new(WorkerInput {
             pipe,
             state: Mutex::new(InputState {
@@ -337,7 +340,8 @@ pub(crate) async fn spawn(
         return Err(spawn_error(std::io::Error::other("no pipes")));
     };
     let output = WorkerOutput::new(stdout).map_err(spawn_error)?;
-    let input = WorkerInput::new(stdin.into_owned_fd().map_err(spawn_error)?).map_err(spawn_error)?;
+    let input =
+        WorkerInput::new(stdin.into_owned_fd().map_err(spawn_error)?).map_err(spawn_error)?;
     let worker = Arc::new(WorkerHandle {
         child: Mutex::new(child),
         input,

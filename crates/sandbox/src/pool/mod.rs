@@ -123,6 +123,8 @@ pub struct Pool {
     admitted: AtomicUsize,
     /// Workers being started (extra or replacement).
     starting: AtomicUsize,
+    /// Workers the watchdog killed because one step outlived every deadline on them.
+    backstop_kills: AtomicUsize,
     closed: AtomicBool,
     protections: Protections,
     template_bytes: Option<u64>,
@@ -213,6 +215,7 @@ impl Pool {
             workers: Mutex::new(workers),
             admitted: AtomicUsize::new(0),
             starting: AtomicUsize::new(0),
+            backstop_kills: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             config,
             protections,
@@ -254,6 +257,12 @@ impl Pool {
     /// they build a runtime per execution.
     pub fn template_bytes(&self) -> Option<u64> {
         self.template_bytes
+    }
+
+    /// How many workers the watchdog has killed because one step of an execution outlived
+    /// every deadline on them (the backstop behind the interrupt handler; expected: never).
+    pub fn backstop_kills(&self) -> usize {
+        self.backstop_kills.load(Ordering::Relaxed)
     }
 
     /// The live workers.
@@ -392,7 +401,9 @@ impl Pool {
         let (worker, _) = spawned?;
         if self.closed.load(Ordering::SeqCst) {
             worker.stop();
-            return Err(SandboxError::WorkerStart("the sandbox is shutting down".into()));
+            return Err(SandboxError::WorkerStart(
+                "the sandbox is shutting down".into(),
+            ));
         }
         lock(&self.workers).push(worker.clone());
         Ok(worker)
@@ -421,6 +432,7 @@ async fn watch(pool: Weak<Pool>) {
             // deadline: a turn older than every deadline on the worker is stuck in native code.
             let limit = worker.longest_wall() + pool.config.kill_grace;
             if worker.computing_for(limit) {
+                pool.backstop_kills.fetch_add(1, Ordering::Relaxed);
                 worker.fail(format!(
                     "the sandbox worker was killed: one step of an execution on it ran past every deadline there ({limit:?})"
                 ));
@@ -490,7 +502,9 @@ impl Drop for OnWorker<'_> {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn internal(message: &str) -> ExecError {
