@@ -265,7 +265,7 @@ impl Walker<'_> {
                     _ => Err(self.invalid(
                         &format!("{key}.{name}"),
                         format!("is {v}"),
-                        &format!("use a whole number from 1 to {max}"),
+                        format!("use a whole number from 1 to {max}"),
                     )),
                 },
             }
