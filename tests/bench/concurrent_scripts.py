@@ -211,10 +211,14 @@ async def main():
     parser.add_argument("--counts", type=int, nargs="+", default=[20, 1000])
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--mixed", action="store_true")
+    parser.add_argument("--sandbox", nargs="*", default=[], help="`[sandbox]` settings for sandgate, e.g. max_workers=8")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sandgate-concurrency-"))
     servers = {"everything": reference_servers(tmp)["everything"]}
     config = write_config(tmp, "toml", servers)
+    if args.sandbox:
+        with config.open("a") as f:
+            f.write("\n[sandbox]\n" + "".join(f"{setting}\n" for setting in args.sandbox))
     if args.mixed:
         await mixed(args.sandgate, config)
         return

@@ -26,7 +26,7 @@ server.registerTool(
   'call_tool_chain',
   { description: 'Runs TypeScript with the tools in reach', inputSchema: { code: z.string() } },
   async ({ code }) => {
-    const { result, logs } = await client.callToolChain(code, { timeout: 30000 });
+    const { result, logs } = await client.callToolChain(code, 30000);
     return { content: [{ type: 'text', text: JSON.stringify({ result, logs }) }] };
   },
 );
