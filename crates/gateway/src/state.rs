@@ -46,6 +46,10 @@ pub struct Gateway {
     running: AtomicU64,
     /// Whether free memory is being handed back right now (see `after_large_work`).
     trimming: AtomicBool,
+    /// Held while a catalog is rebuilt (see `rebuild`).
+    rebuilding: Mutex<()>,
+    /// The manager's generation the current catalog was built from.
+    catalog_generation: AtomicU64,
 }
 
 /// One execution in progress, counted in `Gateway::running` while it lives.
@@ -120,6 +124,7 @@ impl Gateway {
     /// tokio runtime.
     pub fn new(manager: Arc<BackendManager>, grant: Grant) -> Arc<Gateway> {
         let (changes, _) = broadcast::channel(16);
+        let generation = manager.generation();
         let catalog = Catalog::new(manager.tools());
         let gateway = Arc::new(Gateway {
             bindings: RwLock::new(Arc::new(tool_bindings(&catalog))),
@@ -135,6 +140,8 @@ impl Gateway {
             stopping: CancellationToken::new(),
             running: AtomicU64::new(0),
             trimming: AtomicBool::new(false),
+            rebuilding: Mutex::new(()),
+            catalog_generation: AtomicU64::new(generation),
         });
         let weak = Arc::downgrade(&gateway);
         let mut events = gateway.manager.subscribe();
@@ -200,11 +207,15 @@ impl Gateway {
             .into_iter()
             .filter(|name| needed(name))
             .collect();
-        if cold.is_empty() {
-            return self.catalog();
+        if !cold.is_empty() {
+            self.manager.wait_settled_for(&cold, STARTUP_WAIT).await;
         }
-        self.manager.wait_settled_for(&cold, STARTUP_WAIT).await;
-        self.rebuild()
+        // A backend that became ready a moment ago may not be in the snapshot yet (its refresh
+        // runs in the background): the generation says so.
+        if self.catalog_generation.load(Ordering::SeqCst) != self.manager.generation() {
+            return self.rebuild();
+        }
+        self.catalog()
     }
 
     /// Checks a backend tool call against this gateway's grant. This is the one door to
@@ -256,7 +267,15 @@ impl Gateway {
     }
 
     /// Builds a catalog from the manager's current tools and makes it the current snapshot.
+    /// Rebuilds take turns, so one that read the tools earlier can never replace the snapshot
+    /// of one that read them later (a background refresh used to overwrite the catalog a
+    /// search had just settled, dropping a backend that had become ready in between).
     fn rebuild(&self) -> Arc<Catalog> {
+        let _turn = self
+            .rebuilding
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let generation = self.manager.generation();
         let catalog = Arc::new(Catalog::new(self.manager.tools()));
         let bindings = Arc::new(tool_bindings(&catalog));
         if let Ok(mut slot) = self.catalog.write() {
@@ -265,6 +284,7 @@ impl Gateway {
         if let Ok(mut slot) = self.bindings.write() {
             *slot = bindings;
         }
+        self.catalog_generation.store(generation, Ordering::SeqCst);
         self.catalog_builds.fetch_add(1, Ordering::Relaxed);
         catalog
     }

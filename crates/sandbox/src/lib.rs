@@ -11,27 +11,27 @@
 //!
 //! This crate does not know MCP: the gateway is one [`Bridge`]; a Rust service that wants a
 //! sandbox for its own async functions is another (see `examples/embed.rs`).
+//!
+//! | module | runs in | what it holds |
+//! |---|---|---|
+//! | [`host`] | the gateway's process | reading code, the direct tiers, the worker pool, error hints |
+//! | [`worker`] | each locked-down worker process | the lockdown, the heap region, the engine, the scheduler of many executions |
+//! | [`wire`] | both | the frames, the limits, the control page, limit-hit texts, text encoding |
+//!
+//! The security boundary runs between `host` and `worker`: nothing in `worker` uses host code
+//! (`tests/layout.rs` checks), so what a worker process contains is what `worker` and `wire`
+//! hold.
 
-pub mod control;
-pub mod direct;
-pub mod encoding;
-pub mod engine;
 mod error;
-mod hints;
-pub mod limits;
-pub mod lockdown;
-pub mod nesting;
-mod parking;
-mod pool;
-pub mod protocol;
-pub mod region;
-mod result;
-mod scheduler;
-pub mod single_call;
-mod stacks;
-pub mod transpile;
+pub mod host;
+pub mod wire;
 pub mod worker;
-mod worker_output;
+
+pub use host::{direct, nesting, single_call, transpile};
+pub use wire::{control, encoding, limits, protocol};
+pub use worker::{engine, lockdown, region};
+
+use host::{hints, pool, result, stacks};
 
 use std::borrow::Cow;
 use std::sync::Arc;

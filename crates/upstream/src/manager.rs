@@ -49,9 +49,18 @@ pub(crate) struct Shared {
     events: broadcast::Sender<UpstreamEvent>,
     /// Last known tools per backend: the cache file's content, updated as backends connect.
     known_tools: Mutex<BTreeMap<String, Vec<ToolSpec>>>,
+    /// Counts changes of live tool lists; bumped before a new list becomes visible.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
+    /// Marks that a backend's live tools are about to change: call before publishing them, so
+    /// that whoever sees the new tools also sees a newer generation.
+    pub(crate) fn tools_changing(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
     pub(crate) fn tools_changed(&self, backend: &str, tools: Vec<ToolSpec>) {
         let snapshot = self.known_tools.lock().map(|mut known| {
             known.insert(backend.to_string(), tools);
@@ -109,6 +118,7 @@ impl BackendManager {
             options,
             events,
             known_tools: Mutex::new(known),
+            generation: Default::default(),
         });
         let shutdown = CancellationToken::new();
         let mut backends = BTreeMap::new();
@@ -135,6 +145,16 @@ impl BackendManager {
     /// Events about tool and status changes.
     pub fn subscribe(&self) -> broadcast::Receiver<UpstreamEvent> {
         self.shared.events.subscribe()
+    }
+
+    /// How many times a backend's live tool list has changed. Read it before [`tools`]: a
+    /// catalog built from those tools is current until the generation moves on.
+    ///
+    /// [`tools`]: BackendManager::tools
+    pub fn generation(&self) -> u64 {
+        self.shared
+            .generation
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every exposed tool: from live connections, or from the cache for backends that have

@@ -25,11 +25,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::control;
-use crate::engine::{self, Fresh, RunRequest, SharedLink, Snapshot, Step, ToolSet};
-use crate::parking::{self, Parked};
-use crate::protocol::{CallFailure, GuestError, HostFrame, WorkerFrame};
-use crate::region;
+use crate::wire::control;
+use crate::wire::protocol::{CallFailure, GuestError, HostFrame, WorkerFrame};
+use crate::worker::engine::{self, Fresh, RunRequest, SharedLink, Snapshot, Step, ToolSet};
+use crate::worker::parking::{self, Parked};
+use crate::worker::region;
 
 /// Bytes of parked images and big blocks a worker holds for its waiting executions before it
 /// refuses new ones as `busy`.

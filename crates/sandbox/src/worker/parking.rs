@@ -18,7 +18,7 @@
 //! Parked images live outside the region, in the C allocator; call both functions with the
 //! region inactive.
 
-use crate::region::{self, Image};
+use crate::worker::region::{self, Image};
 
 const PAGE: usize = 4096;
 

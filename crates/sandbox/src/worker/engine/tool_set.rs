@@ -8,7 +8,7 @@
 //! native the first time code touches it. The worker keeps the last set it was sent, outside the
 //! template region, so the host sends a set only when it changes (see `protocol::HostFrame::Run`).
 
-use crate::protocol::ToolBinding;
+use crate::wire::protocol::ToolBinding;
 
 /// An execution's tools and their grouping by backend.
 #[derive(Debug, Default)]

@@ -1,11 +1,17 @@
 //! The worker process: lock down, say ready, then serve executions, many at once.
 //!
 //! The worker talks only over the stdin and stdout it was started with, plus the control page
-//! the host shares with it ([`crate::control`]). It duplicates its pipes into plain files,
-//! reserves its heap region ([`crate::region`]) and maps the control page before locking down
-//! (so no later syscall needs to open or map anything), applies [`crate::lockdown`], builds its
+//! the host shares with it ([`crate::wire::control`]). It duplicates its pipes into plain files,
+//! reserves its heap region ([`crate::worker::region`]) and maps the control page before locking down
+//! (so no later syscall needs to open or map anything), applies [`crate::worker::lockdown`], builds its
 //! template runtime ([`engine::Snapshot`]), and only then reads its first frame. The
 //! [`Scheduler`] then runs every execution the host sends. A clean end of stdin ends it.
+
+pub mod engine;
+pub mod lockdown;
+mod parking;
+pub mod region;
+mod scheduler;
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -14,9 +20,9 @@ use std::os::fd::AsFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::engine::{self, Link, SharedLink};
-use crate::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
-use crate::scheduler::{Runtimes, Scheduler};
+use crate::wire::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
+use engine::{Link, SharedLink};
+use scheduler::{Runtimes, Scheduler};
 
 /// Frames over the worker's own stdin and stdout.
 struct StdioLink {
@@ -98,11 +104,11 @@ pub fn main() -> i32 {
     };
     // The heap region is reserved before the address-space limit applies; a worker without one
     // still runs, making a fresh runtime for each execution instead of copying one back.
-    let _ = crate::region::map();
+    let _ = crate::worker::region::map();
     // The control page, if the host shared one (a worker without it still runs; the host then
     // cannot stop a computing execution without killing the worker).
-    let _ = crate::control::attach();
-    let protections = crate::lockdown::apply();
+    let _ = crate::wire::control::attach();
+    let protections = crate::worker::lockdown::apply();
     // Compile the preamble once.
     if engine::warm_up().is_err() {
         return 74;

@@ -21,11 +21,11 @@ use tokio::io::unix::AsyncFd;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+use super::output::WorkerOutput;
 use crate::SandboxError;
 use crate::control::{CONTROL_FD, HostControl};
 use crate::lockdown::Protections;
 use crate::protocol::{ToolBinding, WorkerFrame};
-use crate::worker_output::WorkerOutput;
 
 /// How long a new worker has to lock down and report ready.
 const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);

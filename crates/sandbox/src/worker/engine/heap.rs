@@ -1,5 +1,5 @@
 //! The allocator each fresh QuickJS runtime uses: the worker's heap region while it is active,
-//! else the C allocator (see `crate::region`), plus a count of the bytes it holds.
+//! else the C allocator (see `crate::worker::region`), plus a count of the bytes it holds.
 //!
 //! An execution reports how much heap it used. QuickJS can only say so by walking every
 //! object, shape and atom in the runtime (`JS_ComputeMemoryUsage`), which cost tens of
@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use rquickjs::allocator::Allocator;
 
-use crate::region;
+use crate::worker::region;
 
 /// Bytes currently allocated by one runtime, shared with the engine that reads it.
 pub(crate) type HeapCounter = Rc<Cell<usize>>;

@@ -24,8 +24,8 @@ use super::{
     fire_due_timers, flush, guest_error, internal, natives, serialize, settle, stats,
     timeout_error,
 };
-use crate::control;
-use crate::protocol::{CallFailure, GuestError, HostFrame, WorkerFrame};
+use crate::wire::control;
+use crate::wire::protocol::{CallFailure, GuestError, HostFrame, WorkerFrame};
 
 /// What a run needs after a step.
 #[derive(Debug)]
@@ -110,7 +110,7 @@ impl Fresh {
 
     /// Ends the run at once, as cancelled.
     pub fn cancel(&self) -> WorkerFrame {
-        self.abort(crate::direct::cancelled_guest_error())
+        self.abort(crate::wire::errors::cancelled_guest_error())
     }
 
     /// Ends the run at once with `error`.
@@ -208,7 +208,7 @@ impl Fresh {
     /// The error of a run stopped by its deadline or by the host.
     fn ended_early(&self, ends: Ends) -> GuestError {
         if control::stop_requested(ends.run) {
-            crate::direct::cancelled_guest_error()
+            crate::wire::errors::cancelled_guest_error()
         } else {
             timeout_error(&self.state, self.state.borrow().limits)
         }
@@ -272,7 +272,7 @@ fn evaluate<'js>(
 fn settled(
     ctx: &Ctx<'_>,
     promise: Persistent<Promise<'static>>,
-    limits: crate::Limits,
+    limits: crate::wire::limits::Limits,
     ends: Ends,
 ) -> Option<Result<String, GuestError>> {
     let promise = promise.restore(ctx).ok()?;
@@ -293,7 +293,7 @@ fn settled(
 
 /// The error of a run that waits for nothing: no call is out and no timer is set, yet its
 /// promise is pending.
-fn stalled(state: &Shared, limits: crate::Limits) -> GuestError {
+fn stalled(state: &Shared, limits: crate::wire::limits::Limits) -> GuestError {
     let used = stats(state);
     // A promise chain can also stall because an allocation inside a job failed and took the
     // rejection with it; a nearly full heap says that is what happened.

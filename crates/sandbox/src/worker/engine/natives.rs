@@ -10,8 +10,8 @@ use rquickjs::prelude::Opt;
 use rquickjs::{Array, Ctx, Exception, Function, Object, Persistent, Promise, Value};
 
 use super::{RunRequest, Shared};
-use crate::limits::LOG_LINE_OVERHEAD_BYTES;
-use crate::protocol::{Callee, WorkerFrame};
+use crate::wire::limits::LOG_LINE_OVERHEAD_BYTES;
+use crate::wire::protocol::{Callee, WorkerFrame};
 
 /// Runs the first, ahead-of-time step of the preamble with every native, in a fresh context.
 /// Returns the preamble's `bind` function for the execution to call.
@@ -202,7 +202,7 @@ fn bridge<'js>(
             }
             st.calls_made += 1;
             // JSON.stringify escaped any lone surrogate; every tier sends U+FFFD instead.
-            let args = crate::encoding::into_well_formed_json(args);
+            let args = crate::wire::encoding::into_well_formed_json(args);
             if let Some((kind, message)) = refusal(&st, callee(index), args.len()) {
                 drop(st);
                 let (promise, _, reject) = Promise::new(&ctx)?;
@@ -257,7 +257,8 @@ fn refusal(
                 ),
             Callee::Host(_) => "this host function".to_string(),
         };
-        let message = crate::direct::arguments_too_large(&name, bytes, limits.max_call_args_bytes);
+        let message =
+            crate::wire::errors::arguments_too_large(&name, bytes, limits.max_call_args_bytes);
         return Some(("tool_failed", message));
     }
     let held = state.pending_args_bytes + bytes + state.heap.get();
@@ -321,7 +322,7 @@ fn log<'js>(ctx: &Ctx<'js>, state: &Shared, level: Value<'js>, message: Value<'j
     let dropped = &mut s.dropped_logs;
     dropped.lines += 1;
     dropped.bytes += message.len() as u64;
-    let kept = crate::encoding::head_and_tail(&message, TAIL_LINE_BYTES).into_owned();
+    let kept = crate::wire::encoding::head_and_tail(&message, TAIL_LINE_BYTES).into_owned();
     dropped.tail_bytes += kept.len();
     dropped.tail.push_back((level, kept));
     while dropped.tail.len() > TAIL_LINES || dropped.tail_bytes > TAIL_BYTES {
@@ -468,7 +469,7 @@ pub(crate) fn error_object<'js>(
 ) -> rquickjs::Result<Value<'js>> {
     let error = Exception::from_message(ctx.clone(), message)?;
     let error: &Object = error.as_object();
-    error.set("name", crate::protocol::failure_error_name(kind))?;
+    error.set("name", crate::wire::protocol::failure_error_name(kind))?;
     error.set("kind", kind)?;
     let site_stack = site
         .and_then(|site| site.into_object())

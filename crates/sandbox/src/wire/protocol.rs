@@ -11,7 +11,7 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Limits;
+use crate::wire::limits::Limits;
 
 /// Largest frame either side accepts.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;

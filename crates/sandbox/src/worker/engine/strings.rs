@@ -4,7 +4,7 @@
 
 use rquickjs::{Ctx, Value};
 
-use crate::encoding::{head_and_tail, well_formed_json};
+use crate::wire::encoding::{head_and_tail, well_formed_json};
 
 /// The most of one error message the worker reports; the response shows less, and the whole
 /// report is stored (see the gateway's response).

@@ -30,8 +30,8 @@ use rquickjs::{
     Value,
 };
 
-use crate::Limits;
-use crate::protocol::{CallFailure, Callee, GuestError, HostFrame, RunStats, WorkerFrame};
+use crate::wire::limits::Limits;
+use crate::wire::protocol::{CallFailure, Callee, GuestError, HostFrame, RunStats, WorkerFrame};
 
 /// Bytes an execution may allocate before QuickJS first collects garbage (a quarter of a
 /// smaller heap limit).
@@ -251,7 +251,7 @@ fn stats(state: &Shared) -> RunStats {
 }
 
 fn timeout_error(state: &Shared, limits: Limits) -> GuestError {
-    crate::direct::timeout_guest_error(limits.wall_ms, state.borrow().in_flight)
+    crate::wire::errors::timeout_guest_error(limits.wall_ms, state.borrow().in_flight)
 }
 
 /// Sends queued frames, first promoting queued calls into free concurrency slots.
@@ -391,7 +391,7 @@ fn serialize<'js>(
     let json = match ctx.json_stringify(value).catch(ctx) {
         // JSON.stringify escapes lone surrogates, so the text converts; the escapes are then
         // made well-formed, so the host (and every tier) reads the same value.
-        Ok(Some(s)) => crate::encoding::into_well_formed_json(
+        Ok(Some(s)) => crate::wire::encoding::into_well_formed_json(
             s.to_string().map_err(|e| internal(e.to_string()))?,
         ),
         Ok(None) => "null".to_string(),
@@ -402,7 +402,7 @@ fn serialize<'js>(
         }
     };
     if json.len() > max_bytes {
-        return Err(crate::direct::output_limit_guest_error(
+        return Err(crate::wire::errors::output_limit_guest_error(
             json.len(),
             max_bytes,
         ));
@@ -447,8 +447,8 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) 
     };
     let lower = message.to_lowercase();
     let interrupted = lower.contains("interrupted") || name == "InternalError";
-    let kind = if interrupted && crate::control::stop_requested(ends.run) {
-        return crate::direct::cancelled_guest_error();
+    let kind = if interrupted && crate::wire::control::stop_requested(ends.run) {
+        return crate::wire::errors::cancelled_guest_error();
     } else if interrupted && Instant::now() >= ends.deadline {
         Some("timeout")
     } else if lower.contains("out of memory")

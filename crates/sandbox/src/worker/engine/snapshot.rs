@@ -1,7 +1,7 @@
 //! A fresh runtime in the time of a memory copy: the template runtime built once in the
 //! worker's heap region, and the image of it that is copied back after every execution.
 //!
-//! See `crate::region` for why this is sound: everything the template owns, down to the
+//! See `crate::worker::region` for why this is sound: everything the template owns, down to the
 //! allocator's bookkeeping, lives in the region, and the image is taken before any code runs.
 //! The template's Rust handles (runtime, context, preamble function) sit outside the region
 //! and are never dropped or changed, so after each copy-back they point at the same, unused
@@ -12,7 +12,7 @@
 use std::mem::ManuallyDrop;
 
 use super::{Fresh, fresh};
-use crate::region;
+use crate::worker::region;
 
 /// The template runtime and its image.
 pub struct Snapshot {

@@ -18,6 +18,10 @@ use crate::hints::{self, HintContext};
 use crate::protocol::{CallFailure, GuestError, ToolBinding, failure_error_name};
 use crate::result::ExecError;
 use crate::transpile::PositionMap;
+pub use crate::wire::errors::{
+    CANCELLED_MESSAGE, arguments_too_large, cancelled_guest_error, output_limit_guest_error,
+    timeout_guest_error,
+};
 
 /// Largest integer a double holds exactly.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -188,64 +192,9 @@ pub fn call_failure(failure: &CallFailure, tool: &ToolBinding) -> ExecError {
     )
 }
 
-/// The guest error of an execution that ran out of time.
-pub(crate) fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
-    GuestError {
-        kind: Some("timeout".into()),
-        name: "TimeoutError".into(),
-        message: format!(
-            "the execution ran out of time ({wall_ms} ms) with {in_flight} call(s) still in flight"
-        ),
-        stack: String::new(),
-    }
-}
-
-/// The guest error of a result over the raw result limit.
-pub(crate) fn output_limit_guest_error(bytes: usize, max_bytes: usize) -> GuestError {
-    GuestError {
-        kind: Some("output_limit".into()),
-        name: "OutputLimitError".into(),
-        message: format!(
-            "the result is {bytes} bytes of JSON, over the {max_bytes}-byte raw result limit (limits.max_result_bytes); results below it are shortened for the response and kept whole, never refused"
-        ),
-        stack: String::new(),
-    }
-}
-
-/// What a cancelled execution's error says, whichever tier it was in and wherever it stood.
-pub(crate) const CANCELLED_MESSAGE: &str =
-    "the execution was cancelled by the caller and stopped where it stood";
-
 /// The error of an execution the caller cancelled.
 pub fn cancelled_error() -> ExecError {
     explain(&cancelled_guest_error(), None)
-}
-
-/// The same, as the worker reports it.
-pub(crate) fn cancelled_guest_error() -> GuestError {
-    GuestError {
-        kind: Some("cancelled".into()),
-        name: "CancelledError".into(),
-        message: CANCELLED_MESSAGE.into(),
-        stack: String::new(),
-    }
-}
-
-/// Why a call whose arguments are over the limit was not sent; the same words whether the
-/// worker or the host refused it, so every tier says the same.
-pub fn arguments_too_large(qualified: &str, bytes: usize, max_bytes: usize) -> String {
-    format!(
-        "the arguments of {qualified} are {bytes} bytes of JSON; one call's arguments may be at most {max_bytes} bytes ({}), so the call was not sent",
-        mib(max_bytes)
-    )
-}
-
-fn mib(bytes: usize) -> String {
-    if bytes.is_multiple_of(1024 * 1024) {
-        format!("{} MiB", bytes / (1024 * 1024))
-    } else {
-        format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-    }
 }
 
 /// The error of an execution that ran out of time with `in_flight` calls unfinished.

@@ -17,13 +17,13 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::handle::{Route, WorkerHandle, run_of};
+use super::output::Next;
 use super::{Bridge, RawRun, internal};
 use crate::limits::LOG_LINE_OVERHEAD_BYTES;
 use crate::protocol::{
     CallFailure, Callee, HostFrame, ToolBinding, WorkerFrame, encode_frame, write_frame,
 };
 use crate::result::{CallRecord, ExecError, LogLine};
-use crate::worker_output::Next;
 
 /// How long the host polls a computing worker's output before it sleeps, when a core is spare
 /// (see `worker_output`). Long enough for a short script or the stretch between two tool calls.
@@ -304,7 +304,7 @@ async fn read(reader: &mut Option<OutputGuard>) -> Next {
 }
 
 /// The worker's output, held by the execution that reads for the worker.
-type OutputGuard = tokio::sync::OwnedMutexGuard<crate::worker_output::WorkerOutput>;
+type OutputGuard = tokio::sync::OwnedMutexGuard<super::output::WorkerOutput>;
 
 /// Closes the run's route however the driver ends; stops the run in the worker if it did not
 /// end there.

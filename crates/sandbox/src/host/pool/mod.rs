@@ -24,6 +24,7 @@
 
 mod drive;
 mod handle;
+pub(crate) mod output;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

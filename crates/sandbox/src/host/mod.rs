@@ -1,0 +1,16 @@
+//! The host side of the sandbox: what runs in the gateway's process, and never in a worker.
+//!
+//! It reads untrusted code without trusting it (`nesting`, `transpile`), recognises the code
+//! it can answer without a worker (`single_call`, `direct`), hands the rest to the worker pool
+//! (`pool`), and turns what a worker reports into errors a model can act on (`hints`,
+//! `stacks`, `result`). Host code may use the worker's modules (to start one, or to read its
+//! report); the worker never uses host code.
+
+pub mod direct;
+pub(crate) mod hints;
+pub mod nesting;
+pub(crate) mod pool;
+pub(crate) mod result;
+pub mod single_call;
+pub(crate) mod stacks;
+pub mod transpile;
