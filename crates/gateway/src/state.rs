@@ -194,26 +194,42 @@ impl Gateway {
     /// The catalog, after giving backends that are still on their first connection attempt (and
     /// have no cached tool list) up to [`STARTUP_WAIT`] to connect. Without this, a client that
     /// searches right after start-up would be told there are no tools.
-    pub async fn settled_catalog(&self) -> Arc<Catalog> {
+    pub async fn settled_catalog(self: &Arc<Self>) -> Arc<Catalog> {
         self.settled_catalog_for(|_| true).await
     }
 
     /// [`Gateway::settled_catalog`], waiting only for the cold backends `needed` names: a call
     /// waits for its own backends, never for another one that is slow to start.
-    pub async fn settled_catalog_for(&self, needed: impl Fn(&str) -> bool) -> Arc<Catalog> {
+    pub async fn settled_catalog_for(
+        self: &Arc<Self>,
+        needed: impl Fn(&str) -> bool,
+    ) -> Arc<Catalog> {
         let cold: Vec<String> = self
             .manager
             .cold_backends()
             .into_iter()
             .filter(|name| needed(name))
             .collect();
-        if !cold.is_empty() {
+        let waited = !cold.is_empty();
+        if waited {
             self.manager.wait_settled_for(&cold, STARTUP_WAIT).await;
         }
-        // A backend that became ready a moment ago may not be in the snapshot yet (its refresh
-        // runs in the background): the generation says so.
-        if self.catalog_generation.load(Ordering::SeqCst) != self.manager.generation() {
-            return self.rebuild();
+        // A backend the caller needs that became ready a moment ago may not be in the snapshot
+        // yet (its refresh runs in the background): its generation says so. Tool changes of
+        // other backends never hold this caller up.
+        let built_from = self.catalog_generation.load(Ordering::SeqCst);
+        let stale = self
+            .manager
+            .backend_names()
+            .iter()
+            .any(|name| needed(name) && self.manager.generation_of(name) > built_from);
+        if stale || waited {
+            // Off the async threads: a catalog of many tools takes a while to build.
+            let building = self.clone();
+            return match tokio::task::spawn_blocking(move || building.rebuild()).await {
+                Ok(catalog) => catalog,
+                Err(_) => self.catalog(),
+            };
         }
         self.catalog()
     }

@@ -404,3 +404,44 @@ async fn a_run_waiting_in_the_parked_state_times_out_on_its_own() {
     assert_eq!(value(&results[1]), json!("busy"));
     let _: Value = value(&run(&sb, "return 1;").await);
 }
+
+#[tokio::test]
+async fn a_run_queued_behind_a_computing_step_moves_to_a_free_worker_and_runs_once() {
+    let mut config = PoolConfig::new(worker_program());
+    config.workers = 1;
+    config.max_workers = 2;
+    let sb = Sandbox::start(config).await.expect("sandbox");
+    let bridge = Arc::new(TestBridge::default());
+    // The loop goes first; the quick run lands behind it on the same worker, in its pipe.
+    let computing = {
+        let (sb, bridge) = (sb.clone(), bridge.clone());
+        tokio::spawn(async move {
+            sb.run(
+                execution(
+                    "const end = Date.now() + 3000; while (Date.now() < end) {} return 'done';",
+                ),
+                bridge,
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let quick = sb
+        .run(
+            execution("const r = await test.echo({ n: 1 }); return r.echo.n;"),
+            bridge.clone(),
+        )
+        .await;
+    assert_eq!(value(&quick), json!(1));
+    assert!(
+        !computing.is_finished(),
+        "the quick run finished while the loop still held the first worker"
+    );
+    assert_eq!(
+        bridge.calls.load(Ordering::SeqCst),
+        1,
+        "the moved run made its call once"
+    );
+    let computing = computing.await.expect("joined");
+    assert_eq!(value(&computing), json!("done"));
+}

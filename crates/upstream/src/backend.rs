@@ -143,6 +143,8 @@ pub(crate) struct Backend {
     pub noise: Arc<StdoutNoise>,
     pub restarts: AtomicU32,
     pub last_error: Mutex<Option<String>>,
+    /// The manager's generation when this backend's live tools last changed.
+    pub tools_generation: std::sync::atomic::AtomicU64,
     permits: Semaphore,
 }
 
@@ -160,6 +162,7 @@ impl Backend {
             noise: Arc::default(),
             restarts: AtomicU32::new(0),
             last_error: Mutex::new(None),
+            tools_generation: Default::default(),
             config,
         }
     }

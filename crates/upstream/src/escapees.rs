@@ -68,6 +68,27 @@ pub(crate) fn end(run: &str, leader: Option<u32>) {
     }
 }
 
+/// Kills every process of every backend run of this gateway, at once and without waiting:
+/// for exiting on the spot (a second signal), when there is no time to stop backends one by
+/// one. Without it, backends that only exit when their stdin closes could outlive the gateway
+/// by as long as they take to notice.
+pub fn kill_every_backend_process() {
+    let prefix = format!("{RUN_VAR}={}.", std::process::id());
+    for pid in all_processes() {
+        if pid == std::process::id() as i32 {
+            continue;
+        }
+        let tagged = std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+            environ
+                .split(|&b| b == 0)
+                .any(|entry| entry.starts_with(prefix.as_bytes()))
+        });
+        if tagged {
+            kill(pid);
+        }
+    }
+}
+
 /// Every process this user can see.
 fn all_processes() -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

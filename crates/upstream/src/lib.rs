@@ -21,6 +21,7 @@ mod transport;
 pub use backend::{BackendState, BackendStatus};
 pub use cache::ToolCache;
 pub use error::UpstreamError;
+pub use escapees::kill_every_backend_process;
 pub use listing::ToolProblem;
 pub use manager::{BackendManager, ManagerOptions, RestartPolicy, UpstreamEvent};
 pub use rmcp::model::CallToolResult;

@@ -54,11 +54,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Marks that a backend's live tools are about to change: call before publishing them, so
+    /// Marks that `backend`'s live tools are about to change: call before publishing them, so
     /// that whoever sees the new tools also sees a newer generation.
-    pub(crate) fn tools_changing(&self) {
-        self.generation
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    pub(crate) fn tools_changing(&self, backend: &crate::backend::Backend) {
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        backend
+            .tools_generation
+            .store(generation, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub(crate) fn tools_changed(&self, backend: &str, tools: Vec<ToolSpec>) {
@@ -155,6 +160,20 @@ impl BackendManager {
         self.shared
             .generation
             .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The [`generation`] at which `backend`'s live tools last changed (0 if never).
+    ///
+    /// [`generation`]: BackendManager::generation
+    pub fn generation_of(&self, backend: &str) -> u64 {
+        self.backends.get(backend).map_or(0, |b| {
+            b.tools_generation.load(std::sync::atomic::Ordering::SeqCst)
+        })
+    }
+
+    /// The names of every configured backend.
+    pub fn backend_names(&self) -> Vec<String> {
+        self.backends.keys().cloned().collect()
     }
 
     /// Every exposed tool: from live connections, or from the cache for backends that have

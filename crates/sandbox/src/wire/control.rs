@@ -41,6 +41,12 @@ pub struct ControlPage {
     pub executions: AtomicU64,
     /// Bytes of the worker's parked images and of its executions' big blocks.
     pub held_bytes: AtomicU64,
+    /// The highest run the worker has started (or skipped): runs arrive in the order they
+    /// are numbered.
+    pub started_run: AtomicU64,
+    /// Runs up to this number that the worker must skip when it reaches them: the host moved
+    /// them to another worker while this one was computing.
+    pub skip_up_to: AtomicU64,
 }
 
 /// `CLOCK_MONOTONIC` now, in nanoseconds: the same clock in every process on the host.
@@ -158,6 +164,18 @@ pub fn worker_page() -> Option<&'static ControlPage> {
     #[allow(unsafe_code)]
     unsafe {
         page.as_ref()
+    }
+}
+
+/// Worker side: whether the host moved `run` elsewhere before it started.
+pub fn skip_requested(run: u64) -> bool {
+    worker_page().is_some_and(|page| page.skip_up_to.load(Ordering::SeqCst) >= run)
+}
+
+/// Worker side: `run` has started (or was skipped).
+pub fn started(run: u64) {
+    if let Some(page) = worker_page() {
+        page.started_run.fetch_max(run, Ordering::SeqCst);
     }
 }
 

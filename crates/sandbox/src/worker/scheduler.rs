@@ -184,6 +184,12 @@ impl Scheduler {
         // Each step is a turn of its own for the host's watchdog: a turn then belongs to one
         // execution, which its deadline bounds.
         self.report(true);
+        // Moved to another worker while this one was computing: it runs there, not here.
+        let skipped = control::skip_requested(run);
+        control::started(run);
+        if skipped {
+            return Ok(());
+        }
         if self.held_bytes > PARKED_BUDGET_BYTES {
             return self.send(&busy(run, self.held_bytes));
         }

@@ -91,6 +91,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tokio::spawn(async move {
         let signal = signals.next().await;
         eprintln!("sandgate: {signal} again: exiting at once");
+        sandgate_upstream::kill_every_backend_process();
         std::process::exit(130);
     });
     shutdown.cancel();

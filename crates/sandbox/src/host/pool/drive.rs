@@ -16,7 +16,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::handle::{Route, WorkerHandle, run_of};
+use super::handle::{Route, Routed, WorkerHandle, run_of};
 use super::output::Next;
 use super::{Bridge, RawRun, internal};
 use crate::limits::LOG_LINE_OVERHEAD_BYTES;
@@ -26,7 +26,7 @@ use crate::protocol::{
 use crate::result::{CallRecord, ExecError, LogLine};
 
 /// How long the host polls a computing worker's output before it sleeps, when a core is spare
-/// (see `worker_output`). Long enough for a short script or the stretch between two tool calls.
+/// (see `output`). Long enough for a short script or the stretch between two tool calls.
 const HOST_SPIN: Duration = Duration::from_micros(100);
 
 /// Log lines and bytes the host holds beyond an execution's log limits: the worker's marker and
@@ -46,9 +46,9 @@ pub(crate) struct Callees<'a> {
 
 /// One run to serve.
 pub(crate) struct Job<'a> {
-    pub run: u64,
-    /// Builds the `Run` frame, given whether the worker already has the execution's tools.
-    pub frame: Box<dyn FnOnce(bool) -> HostFrame + Send + 'a>,
+    /// Builds the `Run` frame for a run number, given whether the worker already has the
+    /// execution's tools.
+    pub frame: &'a (dyn Fn(u64, bool) -> HostFrame + Send + Sync),
     pub callees: Callees<'a>,
     /// The execution's wall time (its deadline in the worker).
     pub wall: Duration,
@@ -60,8 +60,8 @@ pub(crate) struct Job<'a> {
 enum Event {
     /// A frame read from the worker's output (possibly another run's).
     Read(Next),
-    /// A frame of this run, handed over by the reader.
-    Mine(Option<WorkerFrame>),
+    /// A frame of this run (or a move), handed over by the reader or the watchdog.
+    Mine(Option<Routed>),
     /// The output's lock: this execution now reads for the worker.
     Lead(OutputGuard),
     CallDone(CallDone),
@@ -69,23 +69,31 @@ enum Event {
     Cancelled,
 }
 
+/// How serving a run on a worker ended.
+pub(crate) enum Driven {
+    /// It ran (or failed, or was stopped) there.
+    Ran(RawRun),
+    /// The worker was computing and had not started it: run it on another.
+    Moved,
+}
+
 /// Serves `job` on `worker` until it ends. `grace` is how long past the wall time the host
 /// waits for the worker before it gives up on the run.
 pub(crate) async fn drive(
     worker: &Arc<WorkerHandle>,
-    job: Job<'_>,
+    job: &Job<'_>,
     grace: Duration,
     spare_core: impl Fn() -> bool,
     mut cancelled: std::pin::Pin<&mut impl Future<Output = ()>>,
-) -> Result<RawRun, ExecError> {
+) -> Result<Driven, ExecError> {
     let Job {
-        run,
         frame,
         callees,
         wall,
         max_log_lines,
         max_log_bytes,
     } = job;
+    let (wall, max_log_lines, max_log_bytes) = (*wall, *max_log_lines, *max_log_bytes);
     let Callees {
         tools,
         host_functions,
@@ -93,28 +101,25 @@ pub(crate) async fn drive(
     } = callees;
     let started = Instant::now();
     let (sender, mut mine) = mpsc::unbounded_channel();
-    if !worker.open_route(
-        run,
-        Route {
-            frames: sender,
-            wall,
-        },
-    ) {
-        return Ok(lost_worker(worker, Vec::new(), Served::default()));
-    }
-    let mut route = RouteGuard { worker, run };
-    let sent = worker.input.send_with(|known| {
-        let same = known
-            .as_ref()
-            .is_some_and(|sent| Arc::ptr_eq(sent, tools) || sent == tools);
-        if !same {
-            *known = Some(tools.clone());
+    let route = Route {
+        frames: sender,
+        wall,
+    };
+    let sent = worker.start_run(route, tools, |run, known| encode_frame(&frame(run, known)));
+    let run = match sent {
+        Ok(Some(run)) => run,
+        Ok(None) => {
+            return Ok(Driven::Ran(lost_worker(
+                worker,
+                Vec::new(),
+                Served::default(),
+            )));
         }
-        encode_frame(&frame(same))
-    });
-    if let Err(e) = sent {
-        return Err(internal(&format!("cannot reach the sandbox worker: {e}")));
-    }
+        Err(e) => return Err(internal(&format!("cannot reach the sandbox worker: {e}"))),
+    };
+    let mut route = RouteGuard { worker, run };
+    // Whether anything of the run has been seen: from then on it cannot move.
+    let mut seen = false;
     let (log_lines_held, log_bytes_held) = (
         max_log_lines + LOG_SLACK_LINES,
         max_log_bytes + LOG_SLACK_BYTES,
@@ -134,8 +139,8 @@ pub(crate) async fn drive(
             // A failed write means the worker is gone; reading says why.
             let _ = worker.input.send(&replies);
         }
-        let event = if let Ok(frame) = mine.try_recv() {
-            Event::Mine(Some(frame))
+        let event = if let Ok(routed) = mine.try_recv() {
+            Event::Mine(Some(routed))
         } else {
             // While no call is out, the worker is computing: its next frame is close.
             let spun = match reader.as_mut() {
@@ -174,12 +179,21 @@ pub(crate) async fn drive(
                 };
                 worker.fail(format!("the sandbox worker failed: {problem}"));
                 drop(reader);
-                return Ok(lost_worker(worker, logs, served));
+                return Ok(Driven::Ran(lost_worker(worker, logs, served)));
             }
-            Event::Mine(Some(frame)) => frame,
+            Event::Mine(Some(Routed::Frame(frame))) => frame,
+            Event::Mine(Some(Routed::Moved)) => {
+                if seen {
+                    continue;
+                }
+                // Nothing of it ran that anyone will see: the worker skips it, or stops it if
+                // it started it meanwhile, and its frames are no longer read.
+                route.stop();
+                return Ok(Driven::Moved);
+            }
             Event::Mine(None) => {
                 drop(reader);
-                return Ok(lost_worker(worker, logs, served));
+                return Ok(Driven::Ran(lost_worker(worker, logs, served)));
             }
             Event::CallDone(first) => {
                 // Answer every call that is already done together.
@@ -195,28 +209,29 @@ pub(crate) async fn drive(
                 // computes; no frame of it is read after this, so no further call leaves it. The
                 // calls still out are dropped with this function, which cancels them upstream.
                 route.stop();
-                return Ok(RawRun::lost(
+                return Ok(Driven::Ran(RawRun::lost(
                     "cancelled",
                     "CancelledError",
                     crate::direct::CANCELLED_MESSAGE.into(),
                     logs,
                     served.unfinished(),
-                ));
+                )));
             }
             Event::Deadline => {
                 route.stop();
                 let message = format!(
                     "the execution did not finish within its time limit ({wall:?}, and {grace:?} of grace) and was stopped"
                 );
-                return Ok(RawRun::lost(
+                return Ok(Driven::Ran(RawRun::lost(
                     "timeout",
                     "TimeoutError",
                     message,
                     logs,
                     served.unfinished(),
-                ));
+                )));
             }
         };
+        seen = true;
         match frame {
             WorkerFrame::Call {
                 id, callee, args, ..
@@ -275,20 +290,20 @@ pub(crate) async fn drive(
                 // (a runtime of its own, without the template): retire the worker.
                 let worker_ok =
                     outcome.as_ref().err().and_then(|e| e.kind.as_deref()) != Some("memory");
-                return Ok(RawRun {
+                return Ok(Driven::Ran(RawRun {
                     outcome,
                     logs,
                     trace,
                     stats,
                     worker_ok,
-                });
+                }));
             }
             other => {
                 worker.fail(format!(
                     "the sandbox worker failed: it sent an unexpected frame {other:?}"
                 ));
                 drop(reader);
-                return Ok(lost_worker(worker, logs, served));
+                return Ok(Driven::Ran(lost_worker(worker, logs, served)));
             }
         }
     }

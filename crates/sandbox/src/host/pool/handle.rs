@@ -30,9 +30,19 @@ use crate::protocol::{ToolBinding, WorkerFrame};
 /// How long a new worker has to lock down and report ready.
 const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What reaches a run's driver over its route.
+#[derive(Debug)]
+pub(crate) enum Routed {
+    /// A frame of the run, read by another execution.
+    Frame(WorkerFrame),
+    /// The worker is computing and has not started the run: run it elsewhere (if nothing of
+    /// it has been seen yet).
+    Moved,
+}
+
 /// Where a run's frames go, and how long the run may take.
 pub(crate) struct Route {
-    pub frames: mpsc::UnboundedSender<WorkerFrame>,
+    pub frames: mpsc::UnboundedSender<Routed>,
     pub wall: Duration,
 }
 
@@ -64,18 +74,51 @@ pub(crate) struct Reported {
 }
 
 impl WorkerHandle {
-    /// A new run number on this worker (never reused).
-    pub fn next_run(&self) -> u64 {
-        self.next_run.fetch_add(1, Ordering::Relaxed) + 1
+    /// Sends a new run: numbers it (runs reach the worker in the order they are numbered),
+    /// opens its route, and writes the frame `build` makes for that number, given whether the
+    /// worker already has the execution's tools. `Ok(None)` if the worker is gone.
+    pub fn start_run(
+        &self,
+        route: Route,
+        tools: &Arc<Vec<ToolBinding>>,
+        build: impl FnOnce(u64, bool) -> std::io::Result<Vec<u8>>,
+    ) -> std::io::Result<Option<u64>> {
+        if self.gone().is_some() {
+            return Ok(None);
+        }
+        self.input.send_with(|known| {
+            let run = self.next_run.fetch_add(1, Ordering::SeqCst) + 1;
+            lock(&self.routes).insert(run, route);
+            let same = known
+                .as_ref()
+                .is_some_and(|sent| Arc::ptr_eq(sent, tools) || sent == tools);
+            if !same {
+                *known = Some(tools.clone());
+            }
+            Ok((build(run, same)?, Some(run)))
+        })
     }
 
-    /// Registers where `run`'s frames go. `false` if the worker is gone.
-    pub fn open_route(&self, run: u64, route: Route) -> bool {
-        if self.gone().is_some() {
-            return false;
+    /// While the worker computes, moves the runs it has not started to other workers: they
+    /// are skipped here and their drivers told to go elsewhere (a driver that has already
+    /// seen a frame of its run stays). Returns how many were told.
+    pub fn move_unstarted(&self) -> usize {
+        let Some(control) = &self.control else {
+            return 0;
+        };
+        let page = control.page();
+        let started = page.started_run.load(Ordering::SeqCst);
+        let routes = lock(&self.routes);
+        let unstarted: Vec<(&u64, &Route)> =
+            routes.iter().filter(|(run, _)| **run > started).collect();
+        let Some(last) = unstarted.iter().map(|(run, _)| **run).max() else {
+            return 0;
+        };
+        page.skip_up_to.fetch_max(last, Ordering::SeqCst);
+        for (_, route) in &unstarted {
+            let _ = route.frames.send(Routed::Moved);
         }
-        lock(&self.routes).insert(run, route);
-        true
+        unstarted.len()
     }
 
     /// Stops routing `run`'s frames (they are dropped from now on).
@@ -87,7 +130,7 @@ impl WorkerHandle {
     pub fn route(&self, frame: WorkerFrame) {
         let Some(run) = run_of(&frame) else { return };
         if let Some(route) = lock(&self.routes).get(&run) {
-            let _ = route.frames.send(frame);
+            let _ = route.frames.send(Routed::Frame(frame));
         }
     }
 
@@ -221,13 +264,14 @@ impl WorkerInput {
     /// Writes `bytes` after everything written before, never waiting. `build` makes the bytes
     /// under the input's lock, given the tools the worker last received (which it may update),
     /// so frames that depend on that go out in the order they were decided.
-    pub fn send_with(
+    pub fn send_with<T>(
         self: &Arc<Self>,
-        build: impl FnOnce(&mut Option<Arc<Vec<ToolBinding>>>) -> std::io::Result<Vec<u8>>,
-    ) -> std::io::Result<()> {
+        build: impl FnOnce(&mut Option<Arc<Vec<ToolBinding>>>) -> std::io::Result<(Vec<u8>, T)>,
+    ) -> std::io::Result<T> {
         let mut state = lock(&self.state);
-        let bytes = build(&mut state.tools)?;
-        self.write_locked(&mut state, &bytes)
+        let (bytes, out) = build(&mut state.tools)?;
+        self.write_locked(&mut state, &bytes)?;
+        Ok(out)
     }
 
     /// Writes `bytes` after everything written before, never waiting.

@@ -37,11 +37,14 @@ use crate::SandboxError;
 use crate::lockdown::Protections;
 use crate::protocol::{CallFailure, GuestError, HostFrame, RunStats, ToolBinding};
 use crate::result::{CallRecord, ErrorKind, ExecError, LogLine};
-use drive::{Callees, Job, drive};
+use drive::{Callees, Driven, Job, drive};
 use handle::{Reported, WorkerHandle, spawn};
 
 /// A worker in one turn for this long is computing: new executions go elsewhere.
 pub const COMPUTING_SLICE: Duration = Duration::from_millis(20);
+
+/// How many times an execution may be moved off a computing worker before it starts.
+const MAX_MOVES: u32 = 3;
 
 /// How often the watchdog looks at the workers.
 const WATCH_INTERVAL: Duration = Duration::from_millis(25);
@@ -307,33 +310,24 @@ impl Pool {
         if self.closed.load(Ordering::SeqCst) {
             return Err(internal("the sandbox pool is shut down"));
         }
-        let worker = tokio::select! {
-            worker = self.worker_for_run() => worker?,
-            () = &mut cancelled => return Err(crate::direct::cancelled_error()),
-        };
-        let _on_worker = OnWorker::enter(&worker);
-        worker.runs.fetch_add(1, Ordering::Relaxed);
-        let run = worker.next_run();
         let reply_spin_micros = if self.has_spare_core() {
             WORKER_SPIN.as_micros() as u32
         } else {
             0
         };
-        let run_tools = tools.clone();
-        let run_host_functions = host_functions.as_ref().clone();
-        let job = Job {
+        let frame = |run: u64, known: bool| HostFrame::Run {
             run,
-            frame: Box::new(move |known| HostFrame::Run {
-                run,
-                js,
-                // A gateway gives every execution the same tool set (one `Arc` until the
-                // catalog changes), so it crosses to a worker once, not with every run.
-                tools: (!known).then(|| run_tools.as_ref().clone()),
-                host_functions: run_host_functions,
-                context,
-                limits,
-                reply_spin_micros,
-            }),
+            js: js.clone(),
+            // A gateway gives every execution the same tool set (one `Arc` until the catalog
+            // changes), so it crosses to a worker once, not with every run.
+            tools: (!known).then(|| tools.as_ref().clone()),
+            host_functions: host_functions.as_ref().clone(),
+            context: context.clone(),
+            limits,
+            reply_spin_micros,
+        };
+        let job = Job {
+            frame: &frame,
             callees: Callees {
                 tools,
                 host_functions,
@@ -343,24 +337,55 @@ impl Pool {
             max_log_lines: limits.max_log_lines as usize,
             max_log_bytes: limits.max_log_bytes,
         };
-        let outcome = drive(
-            &worker,
-            job,
-            self.config.kill_grace,
-            || self.has_spare_core(),
-            cancelled.as_mut(),
-        )
-        .await;
-        // A worker that builds a runtime per run keeps what a run that ran out of memory left
-        // of its heap: retire it. (From the template, every run leaves nothing behind.)
-        let healthy = outcome.as_ref().is_ok_and(|r| r.worker_ok) || self.template_bytes.is_some();
-        if !healthy || worker.runs.load(Ordering::Relaxed) >= self.config.recycle_after {
-            worker.retiring.store(true, Ordering::Relaxed);
+        let mut moves = 0;
+        loop {
+            let worker = tokio::select! {
+                worker = self.worker_for_run() => worker?,
+                () = &mut cancelled => return Err(crate::direct::cancelled_error()),
+            };
+            let on_worker = OnWorker::enter(&worker);
+            worker.runs.fetch_add(1, Ordering::Relaxed);
+            let outcome = drive(
+                &worker,
+                &job,
+                self.config.kill_grace,
+                || self.has_spare_core(),
+                cancelled.as_mut(),
+            )
+            .await;
+            // A worker that builds a runtime per run keeps what a run that ran out of memory
+            // left of its heap: retire it. (From the template, every run leaves nothing behind.)
+            let healthy = match &outcome {
+                Ok(Driven::Ran(run)) => run.worker_ok || self.template_bytes.is_some(),
+                Ok(Driven::Moved) => true,
+                Err(_) => self.template_bytes.is_some(),
+            };
+            if !healthy || worker.runs.load(Ordering::Relaxed) >= self.config.recycle_after {
+                worker.retiring.store(true, Ordering::Relaxed);
+            }
+            // An extra worker ends once it is empty.
+            if worker.elastic && worker.in_flight.load(Ordering::SeqCst) == 1 {
+                worker.retiring.store(true, Ordering::Relaxed);
+            }
+            drop(on_worker);
+            match outcome? {
+                Driven::Ran(run) => return Ok(run),
+                // Moved off a computing worker before it started: at most a few times, so a
+                // run always lands somewhere.
+                Driven::Moved if moves < MAX_MOVES => moves += 1,
+                Driven::Moved => {
+                    return Err(ExecError {
+                        kind: ErrorKind::Busy,
+                        message: format!(
+                            "the sandbox is busy: every worker was computing, and this execution was moved {MAX_MOVES} times without starting"
+                        ),
+                        line: None,
+                        column: None,
+                        hint: Some("Retry shortly.".into()),
+                    });
+                }
+            }
         }
-        if worker.elastic {
-            worker.retiring.store(true, Ordering::Relaxed);
-        }
-        outcome
     }
 
     /// The worker for a new run (see the module docs).
@@ -392,6 +417,17 @@ impl Pool {
             }
         }
         busiest_fallback.ok_or_else(|| internal("no sandbox worker is available"))
+    }
+
+    /// Whether a run moved off `busy` could start elsewhere now: another worker that takes
+    /// runs and is not computing, or room for an extra one.
+    fn has_room_elsewhere(&self, busy: &Arc<WorkerHandle>) -> bool {
+        let workers = lock(&self.workers);
+        let free = workers
+            .iter()
+            .any(|w| !Arc::ptr_eq(w, busy) && w.available() && !w.computing_for(COMPUTING_SLICE));
+        let live = workers.iter().filter(|w| w.gone().is_none()).count();
+        free || live + self.starting.load(Ordering::Relaxed) < self.config.max_workers
     }
 
     /// Starts a worker and adds it to the pool.
@@ -431,6 +467,10 @@ async fn watch(pool: Weak<Pool>) {
             }
             // A turn belongs to one execution, which its interrupt handler stops at its
             // deadline: a turn older than every deadline on the worker is stuck in native code.
+            // Runs waiting in the pipe of a worker that computes go where they can start now.
+            if worker.computing_for(COMPUTING_SLICE) && pool.has_room_elsewhere(worker) {
+                worker.move_unstarted();
+            }
             let limit = worker.longest_wall() + pool.config.kill_grace;
             if worker.computing_for(limit) {
                 pool.backstop_kills.fetch_add(1, Ordering::Relaxed);
