@@ -274,7 +274,7 @@ async fn run_once(
                 match timeout(handshake, list_tools(config, &peer)).await {
                     Ok(Ok(listing)) => {
                         let tools = listing.tools.clone();
-                        shared.tools_changing(&backend);
+                        shared.tools_changing(backend);
                         backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(peer.clone(), listing, protocol_version.clone()))));
                         shared.tools_changed(&config.name, tools);
                     }
