@@ -239,3 +239,6 @@ async def run_table(tmp_path: Path, cases: list[Case]):
         for case in cases:
             await gateway.run_case(case)
         gateway.assert_all_contained()
+        # Every case was stopped by its own limits: no worker had to be killed.
+        stats = json.loads((await gateway.client.read_resource("sandgate://stats")).contents[0].text)
+        assert stats["sandbox"]["backstop_kills"] == 0, stats["sandbox"]

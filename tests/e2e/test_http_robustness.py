@@ -133,14 +133,15 @@ def test_slow_bodies_time_out_with_408(tmp_path):
             for s in socks:
                 s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                           b"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"json")
-            # Trickle within the timeout, then stop (a write after the server answered and
-            # closed would reset the connection and lose the answer before it is read).
-            for _ in range(3):
+            # Trickle well within the timeout, then stop (a write after the server answered
+            # and closed would reset the connection and lose the answer before it is read; on
+            # a loaded machine a third trickle at 1.5 s came too close to the 2 s deadline).
+            for _ in range(2):
                 time.sleep(0.5)
                 for s in socks:
                     with contextlib.suppress(OSError):
                         s.sendall(b" ")
-            time.sleep(1.5)
+            time.sleep(2.0)
         statuses = []
         for s in socks:
             s.settimeout(2)

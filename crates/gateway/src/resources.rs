@@ -170,5 +170,16 @@ fn stats(gateway: &Gateway, executions: Option<serde_json::Value>) -> String {
         "catalog_builds": gateway.catalog_builds(),
         "requests": gateway.counters(),
         "executions": executions,
+        "sandbox": gateway.chain().map(|chain| {
+            let workers = chain.sandbox.workers();
+            json!({
+                "workers": workers.len(),
+                "extra_workers": workers.iter().filter(|w| w.extra).count(),
+                "executions_in_flight": workers.iter().map(|w| w.executions).sum::<usize>(),
+                // Workers killed because one step outlived every deadline on them; the
+                // interrupt handler should make this stay 0.
+                "backstop_kills": chain.sandbox.backstop_kills(),
+            })
+        }),
     }))
 }

@@ -11,7 +11,10 @@
 //! those that are not computing (in one turn for [`COMPUTING_SLICE`] or more). When every worker
 //! is computing, the pool starts an extra worker, up to `max_workers`, so that new executions
 //! do not queue behind CPU-bound ones; an extra worker ends once it has no executions. Past
-//! `max_workers`, the least-loaded worker takes it anyway.
+//! `max_workers`, the least-loaded worker takes it anyway. Runs already sent to a worker that
+//! then computes, and not yet started there, are moved: the watchdog tells their drivers to
+//! go elsewhere and the worker to skip them (a run whose frames the host has seen never
+//! moves, so no call is made twice).
 //!
 //! **Admission** is about executions in flight (`max_executions`) and memory (each worker
 //! refuses a run when its parked executions hold too much, see `scheduler`), never about the
