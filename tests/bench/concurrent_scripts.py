@@ -115,11 +115,23 @@ def peer_value(result) -> object:
     return json.loads(text).get("result")
 
 
+def report_wrong(results, read, expected) -> None:
+    """Prints each distinct wrong answer once, with how often it came."""
+    wrong: dict[str, int] = {}
+    for r in results:
+        if read(r) != expected:
+            text = "".join(c.text for c in r.content if getattr(c, "type", "") == "text")[:300]
+            wrong[text] = wrong.get(text, 0) + 1
+    for text, count in wrong.items():
+        print(f"  wrong x{count}: {text}", flush=True)
+
+
 async def run_batch(client, script: str, n: int, read) -> tuple[float, int]:
     started = time.monotonic()
     results = await asyncio.gather(*(client.call_tool("call_tool_chain", {"code": script}) for _ in range(n)))
     wall = time.monotonic() - started
     right = sum(1 for r in results if read(r) == 1)
+    report_wrong(results, read, 1)
     return wall, right
 
 
@@ -193,6 +205,7 @@ async def mixed(binary: str, config: Path):
         p50 = latencies[len(latencies) // 2] * 1000
         p99 = latencies[int(len(latencies) * 0.99)] * 1000
         cpu_ok = sum(1 for r in cpu[1] if sandgate_value(r) is True)
+        report_wrong(cpu[1], sandgate_value, True)
         print(
             f"mixed: trivial p50 {p50:.1f} ms, p99 {p99:.1f} ms over {len(latencies)}; "
             f"1000 waiting: {waiting[1][0]:.2f} s, {waiting[1][1]}/1000 right; "

@@ -119,7 +119,7 @@ pub struct SandboxConfig {
     /// Warm worker processes; `None` means one per CPU.
     pub workers: Option<usize>,
     /// Workers at most, counting the extra ones started while every worker computes; `None`
-    /// means twice the warm count.
+    /// means four times the warm count.
     pub max_workers: Option<usize>,
     /// Executions in flight at once (waiting ones included) before callers get `busy`;
     /// `None` means the sandbox's default (2,048).

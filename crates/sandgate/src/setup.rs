@@ -189,7 +189,7 @@ pub async fn start_sandbox(config: &Config) -> anyhow::Result<Sandbox> {
     pool.args = vec![crate::WORKER_ARG.to_string()];
     if let Some(workers) = config.sandbox.workers {
         pool.workers = workers;
-        pool.max_workers = workers * 2;
+        pool.max_workers = workers * 4;
     }
     if let Some(max_workers) = config.sandbox.max_workers {
         pool.max_workers = max_workers;

@@ -30,7 +30,7 @@ const PAGE_BYTES: usize = 4096;
 
 /// The shared words.
 #[repr(C)]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ControlPage {
     /// `CLOCK_MONOTONIC` nanoseconds at which the worker's current turn began; 0 while it waits
     /// for input.
@@ -44,9 +44,24 @@ pub struct ControlPage {
     /// The highest run the worker has started (or skipped): runs arrive in the order they
     /// are numbered.
     pub started_run: AtomicU64,
-    /// Runs up to this number that the worker must skip when it reaches them: the host moved
-    /// them to another worker while this one was computing.
-    pub skip_up_to: AtomicU64,
+    /// Runs the worker must skip when it reaches them, each at `run % SKIP_SLOTS`: the host
+    /// moved them to another worker while this one was computing. (A slot overwritten before
+    /// the worker reached its run only means that run starts here too, unseen: the host no
+    /// longer reads its frames.)
+    pub skipped: [AtomicU64; SKIP_SLOTS],
+}
+
+/// Slots for moved runs on the control page.
+pub const SKIP_SLOTS: usize = 256;
+
+// The shared words fit the one page both sides map.
+const _: () = assert!(size_of::<ControlPage>() <= PAGE_BYTES);
+
+impl ControlPage {
+    /// Host side: the worker is to skip `run`.
+    pub fn skip(&self, run: u64) {
+        self.skipped[(run % SKIP_SLOTS as u64) as usize].store(run, Ordering::SeqCst);
+    }
 }
 
 /// `CLOCK_MONOTONIC` now, in nanoseconds: the same clock in every process on the host.
@@ -169,7 +184,9 @@ pub fn worker_page() -> Option<&'static ControlPage> {
 
 /// Worker side: whether the host moved `run` elsewhere before it started.
 pub fn skip_requested(run: u64) -> bool {
-    worker_page().is_some_and(|page| page.skip_up_to.load(Ordering::SeqCst) >= run)
+    worker_page().is_some_and(|page| {
+        page.skipped[(run % SKIP_SLOTS as u64) as usize].load(Ordering::SeqCst) == run
+    })
 }
 
 /// Worker side: `run` has started (or was skipped).

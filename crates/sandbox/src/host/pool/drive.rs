@@ -54,6 +54,8 @@ pub(crate) struct Job<'a> {
     pub wall: Duration,
     pub max_log_lines: usize,
     pub max_log_bytes: usize,
+    /// Whether the run may move to another worker before it starts.
+    pub movable: bool,
 }
 
 /// What the driver reacts to.
@@ -92,6 +94,7 @@ pub(crate) async fn drive(
         wall,
         max_log_lines,
         max_log_bytes,
+        movable,
     } = job;
     let (wall, max_log_lines, max_log_bytes) = (*wall, *max_log_lines, *max_log_bytes);
     let Callees {
@@ -104,6 +107,7 @@ pub(crate) async fn drive(
     let route = Route {
         frames: sender,
         wall,
+        movable: *movable,
     };
     let sent = worker.start_run(route, tools, |run, known| encode_frame(&frame(run, known)));
     let run = match sent {

@@ -40,10 +40,12 @@ pub(crate) enum Routed {
     Moved,
 }
 
-/// Where a run's frames go, and how long the run may take.
+/// Where a run's frames go, how long the run may take, and whether it may still move.
 pub(crate) struct Route {
     pub frames: mpsc::UnboundedSender<Routed>,
     pub wall: Duration,
+    /// Whether the run may move to another worker (not once it has moved too often).
+    pub movable: bool,
 }
 
 /// A worker process.
@@ -109,16 +111,17 @@ impl WorkerHandle {
         let page = control.page();
         let started = page.started_run.load(Ordering::SeqCst);
         let routes = lock(&self.routes);
-        let unstarted: Vec<(&u64, &Route)> =
-            routes.iter().filter(|(run, _)| **run > started).collect();
-        let Some(last) = unstarted.iter().map(|(run, _)| **run).max() else {
-            return 0;
-        };
-        page.skip_up_to.fetch_max(last, Ordering::SeqCst);
-        for (_, route) in &unstarted {
-            let _ = route.frames.send(Routed::Moved);
+        let mut moved = 0;
+        for (run, route) in routes.iter() {
+            if *run > started && route.movable {
+                // Marked skipped before the driver is told, so that a run that moves is never
+                // also started here.
+                page.skip(*run);
+                let _ = route.frames.send(Routed::Moved);
+                moved += 1;
+            }
         }
-        unstarted.len()
+        moved
     }
 
     /// Stops routing `run`'s frames (they are dropped from now on).

@@ -46,7 +46,8 @@ use handle::{Reported, WorkerHandle, spawn};
 /// A worker in one turn for this long is computing: new executions go elsewhere.
 pub const COMPUTING_SLICE: Duration = Duration::from_millis(20);
 
-/// How many times an execution may be moved off a computing worker before it starts.
+/// How many times an execution may be moved off a computing worker before it starts; after
+/// that it waits where it is.
 const MAX_MOVES: u32 = 3;
 
 /// How often the watchdog looks at the workers.
@@ -105,15 +106,16 @@ pub struct PoolConfig {
 }
 
 impl PoolConfig {
-    /// Defaults for a worker program: one worker per core, up to twice as many while they
-    /// compute, 2,048 executions in flight, recycling after 500 runs, 100 ms grace.
+    /// Defaults for a worker program: one worker per core, up to four times as many while
+    /// they compute (measured: docs/BENCHMARKS.md, the mixed load), 2,048 executions in
+    /// flight, recycling after 500 runs, 100 ms grace.
     pub fn new(program: impl Into<PathBuf>) -> PoolConfig {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         PoolConfig {
             program: program.into(),
             args: vec![],
             workers: cores,
-            max_workers: cores * 2,
+            max_workers: cores * 4,
             max_executions: 2048,
             recycle_after: 500,
             kill_grace: Duration::from_millis(100),
@@ -329,7 +331,7 @@ impl Pool {
             limits,
             reply_spin_micros,
         };
-        let job = Job {
+        let mut job = Job {
             frame: &frame,
             callees: Callees {
                 tools,
@@ -339,6 +341,7 @@ impl Pool {
             wall: limits.wall_time(),
             max_log_lines: limits.max_log_lines as usize,
             max_log_bytes: limits.max_log_bytes,
+            movable: true,
         };
         let mut moves = 0;
         loop {
@@ -346,6 +349,8 @@ impl Pool {
                 worker = self.worker_for_run() => worker?,
                 () = &mut cancelled => return Err(crate::direct::cancelled_error()),
             };
+            // Moved a few times already: it stays where it lands next.
+            job.movable = moves < MAX_MOVES;
             let on_worker = OnWorker::enter(&worker);
             worker.runs.fetch_add(1, Ordering::Relaxed);
             let outcome = drive(
@@ -373,20 +378,9 @@ impl Pool {
             drop(on_worker);
             match outcome? {
                 Driven::Ran(run) => return Ok(run),
-                // Moved off a computing worker before it started: at most a few times, so a
-                // run always lands somewhere.
-                Driven::Moved if moves < MAX_MOVES => moves += 1,
-                Driven::Moved => {
-                    return Err(ExecError {
-                        kind: ErrorKind::Busy,
-                        message: format!(
-                            "the sandbox is busy: every worker was computing, and this execution was moved {MAX_MOVES} times without starting"
-                        ),
-                        line: None,
-                        column: None,
-                        hint: Some("Retry shortly.".into()),
-                    });
-                }
+                // Moved off a computing worker before it started: at most `MAX_MOVES` times,
+                // then it stays where it lands.
+                Driven::Moved => moves += 1,
             }
         }
     }
