@@ -32,8 +32,11 @@ impl Protections {
     }
 }
 
-/// Address-space limit of a worker, on top of the QuickJS heap limit (a backstop).
-pub const WORKER_ADDRESS_SPACE: u64 = 1024 * 1024 * 1024;
+/// Address-space limit of a worker, on top of the QuickJS heap limits (a backstop): its heap
+/// region (512 MiB reserved), what its parked executions may hold (1 GiB, see
+/// `scheduler::PARKED_BUDGET_BYTES`), the resident execution's big blocks and the process's
+/// own needs.
+pub const WORKER_ADDRESS_SPACE: u64 = 2560 * 1024 * 1024;
 /// CPU seconds a worker may use over its whole life before the kernel stops it.
 pub const WORKER_CPU_SECONDS: u64 = 900;
 

@@ -33,7 +33,7 @@ use nix::libc;
 
 use crate::SandboxError;
 
-/// Address space the worker reserves for its region (within the worker's 1 GiB limit; pages
+/// Address space the worker reserves for its region (within the worker's address-space limit; pages
 /// are only backed when used).
 pub const REGION_BYTES: usize = 512 << 20;
 
