@@ -11,6 +11,7 @@ raised one at a time, so one run shows every case that is not contained (DESIGN.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -234,11 +235,44 @@ async def watched_gateway(tmp_path: Path, extra_servers: dict | None = None, env
         yield gateway
 
 
+NEIGHBOURS = 3
+
+
 async def run_table(tmp_path: Path, cases: list[Case]):
+    """Every case through one gateway, while benign neighbours run beside them the whole time:
+    executions that share the cases' workers (a worker holds many at once), each making a call,
+    waiting on a timer and setting a global, and each checked for exactly its own answer."""
     async with watched_gateway(tmp_path) as gateway:
-        for case in cases:
-            await gateway.run_case(case)
+        stop = asyncio.Event()
+        problems: list[str] = []
+        answered = [0]
+
+        async def neighbour(i: int):
+            code = (f"const a = await everything.echo({{message: 'n{i}'}});"
+                    f" await new Promise(r => setTimeout(r, 20)); globalThis.mine = {i};"
+                    " return [a, globalThis.mine, typeof leaked];")
+            while not stop.is_set():
+                try:
+                    result = await gateway.chain(code)
+                except Exception as e:  # noqa: BLE001 - any failure is the finding
+                    problems.append(f"neighbour {i} got no answer: {e!r}")
+                    continue
+                got = (result.structured_content or {}).get("result")
+                if got != [f"Echo: n{i}", i, "undefined"]:
+                    problems.append(f"neighbour {i} answered wrongly: {text(result)[:300]}")
+                answered[0] += 1
+
+        neighbours = [asyncio.create_task(neighbour(i)) for i in range(NEIGHBOURS)]
+        try:
+            for case in cases:
+                await gateway.run_case(case)
+        finally:
+            stop.set()
+            await asyncio.gather(*neighbours)
         gateway.assert_all_contained()
+        assert not problems, f"{len(problems)} neighbour problems:\n" + "\n".join(problems[:10])
+        assert answered[0] >= len(cases), f"the neighbours ran only {answered[0]} times"
+
         # Every case was stopped by its own limits: no worker had to be killed.
         stats = json.loads((await gateway.client.read_resource("sandgate://stats")).contents[0].text)
         assert stats["sandbox"]["backstop_kills"] == 0, stats["sandbox"]
