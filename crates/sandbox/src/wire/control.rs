@@ -96,22 +96,7 @@ impl HostControl {
             nix::sys::memfd::MFdFlags::MFD_CLOEXEC,
         )?;
         nix::unistd::ftruncate(&fd, PAGE_BYTES as libc::off_t)?;
-        // SAFETY: a new shared mapping of the whole memfd; nothing else refers to it yet.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                PAGE_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        let page = NonNull::new(base.cast::<ControlPage>())
-            .ok_or_else(|| std::io::Error::other("mmap returned null"))?;
+        let page = map_shared(fd.as_raw_fd())?;
         Ok(HostControl { page, fd })
     }
 
@@ -145,30 +130,41 @@ impl Drop for HostControl {
     }
 }
 
-static WORKER_PAGE: AtomicPtr<ControlPage> = AtomicPtr::new(std::ptr::null_mut());
-
-/// Worker side: maps the page from [`CONTROL_FD`], if the host passed one, then closes the
-/// descriptor. Call before locking down. Returns whether a page is attached.
+/// Maps the page behind `fd`, shared and writable.
 #[allow(unsafe_code)]
-pub fn attach() -> bool {
-    // SAFETY: mapping a descriptor the worker may or may not have; failure is reported, not
-    // assumed. The descriptor is closed after (the mapping stays).
+fn map_shared(fd: i32) -> std::io::Result<NonNull<ControlPage>> {
+    // SAFETY: a new shared mapping of one page of `fd` at an address the kernel chooses;
+    // nothing else refers to it yet, and a bad descriptor fails the call.
     let base = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             PAGE_BYTES,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            CONTROL_FD,
+            fd,
             0,
         )
     };
     if base == libc::MAP_FAILED {
-        return false;
+        return Err(std::io::Error::last_os_error());
     }
-    // SAFETY: the descriptor is the worker's own and no longer needed.
+    NonNull::new(base.cast::<ControlPage>())
+        .ok_or_else(|| std::io::Error::other("mmap returned null"))
+}
+
+static WORKER_PAGE: AtomicPtr<ControlPage> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Worker side: maps the page from [`CONTROL_FD`], if the host passed one, then closes the
+/// descriptor. Call before locking down. Returns whether a page is attached.
+#[allow(unsafe_code)]
+pub fn attach() -> bool {
+    // The worker may or may not have the descriptor; failure is reported, not assumed.
+    let Ok(page) = map_shared(CONTROL_FD) else {
+        return false;
+    };
+    // SAFETY: the descriptor is the worker's own and no longer needed (the mapping stays).
     unsafe { libc::close(CONTROL_FD) };
-    WORKER_PAGE.store(base.cast(), Ordering::Release);
+    WORKER_PAGE.store(page.as_ptr(), Ordering::Release);
     true
 }
 
@@ -215,25 +211,11 @@ mod tests {
         let age = control.turn_age().expect("in a turn");
         assert!(age >= std::time::Duration::from_millis(5), "{age:?}");
         // A second mapping of the same descriptor sees the same words.
-        // SAFETY: mapping the live memfd read-only for the check.
-        #[allow(unsafe_code)]
-        let other = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                PAGE_BYTES,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                control.fd(),
-                0,
-            )
-        };
-        assert_ne!(other, libc::MAP_FAILED);
+        let other = map_shared(control.fd()).expect("a second mapping");
         page.stop_run.store(42, Ordering::Relaxed);
         // SAFETY: the mapping is live and holds a `ControlPage`.
         #[allow(unsafe_code)]
-        let seen = unsafe { &*(other as *const ControlPage) }
-            .stop_run
-            .load(Ordering::Relaxed);
+        let seen = unsafe { other.as_ref() }.stop_run.load(Ordering::Relaxed);
         assert_eq!(seen, 42);
     }
 }
