@@ -264,14 +264,20 @@ async def run_table(tmp_path: Path, cases: list[Case]):
 
         neighbours = [asyncio.create_task(neighbour(i)) for i in range(NEIGHBOURS)]
         try:
+            # The neighbours are under way before the first case, and go on through the last.
+            deadline = time.monotonic() + 30
+            while answered[0] < NEIGHBOURS and time.monotonic() < deadline and not problems:
+                await asyncio.sleep(0.01)
+            before = answered[0]
             for case in cases:
                 await gateway.run_case(case)
+            during = answered[0] - before
         finally:
             stop.set()
             await asyncio.gather(*neighbours)
         gateway.assert_all_contained()
         assert not problems, f"{len(problems)} neighbour problems:\n" + "\n".join(problems[:10])
-        assert answered[0] >= len(cases), f"the neighbours ran only {answered[0]} times"
+        assert before >= NEIGHBOURS and during > 0, f"the neighbours ran {before} times before the cases and {during} during them"
 
         # Every case was stopped by its own limits: no worker had to be killed.
         stats = json.loads((await gateway.client.read_resource("sandgate://stats")).contents[0].text)
