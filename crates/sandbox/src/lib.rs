@@ -27,7 +27,7 @@ pub mod host;
 pub mod wire;
 pub mod worker;
 
-pub use host::{direct, nesting, single_call, transpile};
+pub use host::{direct, nesting, normalize, single_call, transpile};
 pub use wire::{control, encoding, limits, protocol};
 pub use worker::{engine, lockdown, region};
 

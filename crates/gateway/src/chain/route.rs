@@ -66,7 +66,11 @@ pub enum Route {
 }
 
 /// Picks the route for `code`.
-pub fn route(code: &str, catalog: &Catalog, bindings: &[ToolBinding]) -> Route {
+pub fn route(sent: &str, catalog: &Catalog, bindings: &[ToolBinding]) -> Route {
+    // Every tier reads the code the model meant: a markdown fence and the prose around it
+    // are dropped here as in the sandbox.
+    let model = sandgate_sandbox::normalize::model_code(sent);
+    let code: &str = &model.code;
     if code.trim_start().starts_with('{')
         && let Ok(Value::Object(call)) = serde_json::from_str::<Value>(code)
     {

@@ -9,6 +9,7 @@
 pub mod direct;
 pub(crate) mod hints;
 pub mod nesting;
+pub mod normalize;
 pub(crate) mod pool;
 pub(crate) mod result;
 pub mod single_call;

@@ -56,7 +56,10 @@ pub struct SingleCall {
 /// Reads `code` and returns the shortcut it is, if any. Code that nests too deep is no
 /// shortcut (the sandbox then reports it), and the parse runs on a stack sized for the code
 /// (see [`crate::nesting`]).
-pub fn recognise(code: &str) -> Option<Shortcut> {
+pub fn recognise(sent: &str) -> Option<Shortcut> {
+    // The code the model meant, as every tier reads it (see `normalize`).
+    let model = crate::host::normalize::model_code(sent);
+    let code: &str = &model.code;
     crate::nesting::check(code).ok()?;
     crate::nesting::on_sized_stack(code.len(), || recognise_on_this_stack(code))
 }

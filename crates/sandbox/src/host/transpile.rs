@@ -69,6 +69,8 @@ pub struct Transpiled {
 pub struct PositionMap {
     /// (generated line, generated column, source line, source column), all 0-based, sorted.
     tokens: Vec<(u32, u32, u32, u32)>,
+    /// Lines of what the model sent before its code (a markdown fence and prose before it).
+    line_offset: u32,
 }
 
 impl PositionMap {
@@ -84,23 +86,38 @@ impl PositionMap {
         } else {
             *self.tokens.first()?
         };
+        let offset = self.line_offset;
         // A position past the last token of its line still belongs to that line's code.
         if token.0 != line {
             let first_on_line = self.tokens.iter().find(|t| t.0 == line)?;
-            return Some((first_on_line.2 + 1, first_on_line.3 + 1));
+            return Some((first_on_line.2 + 1 + offset, first_on_line.3 + 1));
         }
-        Some((token.2 + 1, token.3 + column - token.1 + 1))
+        Some((token.2 + 1 + offset, token.3 + column - token.1 + 1))
     }
 }
 
 /// Turns the user's TypeScript into a runnable wrapped script. Code that nests too deep is
 /// refused before it is parsed, and the parse runs on a stack sized for the code's length
 /// (see [`crate::nesting`]), so no input can overflow the caller's stack.
-pub fn transpile(source: &str) -> Result<Transpiled, SourceProblem> {
+///
+/// `sent` is read as the model meant it (see [`crate::host::normalize`]): a markdown fence and
+/// the prose around it are dropped, and every position reported still points into `sent`.
+pub fn transpile(sent: &str) -> Result<Transpiled, SourceProblem> {
+    let model = crate::host::normalize::model_code(sent);
+    let (source, offset) = (&*model.code, model.line_offset);
+    let shifted = |mut problem: SourceProblem| {
+        problem.line += offset;
+        problem
+    };
     if let Err(deep) = nesting::check(source) {
-        return Err(too_deep(source, deep));
+        return Err(shifted(too_deep(source, deep)));
     }
     nesting::on_sized_stack(source.len(), || transpile_on_this_stack(source))
+        .map(|mut transpiled| {
+            transpiled.positions.line_offset = offset;
+            transpiled
+        })
+        .map_err(shifted)
 }
 
 /// The `syntax` problem for code that nests past [`nesting::MAX_NESTING`].
@@ -136,6 +153,15 @@ pub fn code_too_large(bytes: usize, limit: usize) -> crate::ExecError {
 pub fn transpile_on_this_stack(source: &str) -> Result<Transpiled, SourceProblem> {
     let allocator = Allocator::default();
     let program = parse(&allocator, source, source)?;
+    if let Some(at) = first_decorator(&program) {
+        let (line, column) = line_column(source, at);
+        return Err(SourceProblem {
+            message: "decorators (`@name` before a class or member) are not supported in the sandbox".into(),
+            line,
+            column,
+            hint: Some("Remove the decorator and call the function it would have applied directly, e.g. `const logged = log(fn)`.".into()),
+        });
+    }
     let (edited, shape) = recognise_shape(source, &program)?;
     match edited {
         // Most scripts have no exports to rewrite: one parse is enough.
@@ -219,7 +245,10 @@ fn finish<'a>(
     Ok(Transpiled {
         js,
         shape,
-        positions: PositionMap { tokens },
+        positions: PositionMap {
+            tokens,
+            line_offset: 0,
+        },
     })
 }
 
@@ -257,6 +286,13 @@ fn recognise_shape(
             }
         };
         match statement {
+            // Types only: erased, as TypeScript erases them.
+            Statement::ImportDeclaration(import) if imports_only_types(import) => {
+                blank(&mut edited, source, import.span.start, import.span.end);
+            }
+            Statement::ExportNamedDeclaration(export) if export.export_kind.is_type() => {
+                blank(&mut edited, source, export.span.start, export.span.end);
+            }
             Statement::ImportDeclaration(import) => {
                 return Err(at(
                     import.span.start,
@@ -334,7 +370,106 @@ fn recognise_shape(
             _ => {}
         }
     }
+    // `async function main() { ... }` defined and never called, with nothing else at the top
+    // level: the model meant it to run.
+    if shape == CodeShape::Script && defines_main_and_does_nothing_else(program) {
+        shape = CodeShape::NamedMain;
+    }
     Ok(((edited != source).then_some(edited), shape))
+}
+
+/// Whether an `import` brings in types only (`import type { A } from "x"`, or
+/// `import { type A, type B } from "x"`).
+fn imports_only_types(import: &oxc::ast::ast::ImportDeclaration) -> bool {
+    use oxc::ast::ast::ImportDeclarationSpecifier;
+    import.import_kind.is_type()
+        || import.specifiers.as_ref().is_some_and(|specifiers| {
+            !specifiers.is_empty()
+                && specifiers.iter().all(|specifier| {
+                    matches!(specifier, ImportDeclarationSpecifier::ImportSpecifier(s) if s.import_kind.is_type())
+                })
+        })
+}
+
+/// Replaces `source[start..end]` in `edited` with spaces, keeping line breaks, so every
+/// position after it stays where it was.
+fn blank(edited: &mut String, source: &str, start: u32, end: u32) {
+    let (start, end) = (start as usize, end as usize);
+    let Some(region) = source.get(start..end) else {
+        return;
+    };
+    let spaces: String = region
+        .bytes()
+        .map(|b| {
+            if b == b'\n' || b == b'\r' {
+                b as char
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    edited.replace_range(start..end, &spaces);
+}
+
+/// Whether the top level defines a function `main` and otherwise only declares things (other
+/// functions, classes, types, constants with plain values): nothing would run without a call.
+fn defines_main_and_does_nothing_else(program: &oxc::ast::ast::Program) -> bool {
+    use oxc::ast::ast::Expression;
+    let mut main = false;
+    for statement in &program.body {
+        match statement {
+            Statement::FunctionDeclaration(function) => {
+                main |= function.id.as_ref().is_some_and(|id| id.name == "main");
+            }
+            Statement::ClassDeclaration(_)
+            | Statement::EmptyStatement(_)
+            | Statement::TSTypeAliasDeclaration(_)
+            | Statement::TSInterfaceDeclaration(_)
+            | Statement::TSEnumDeclaration(_)
+            | Statement::ImportDeclaration(_)
+            | Statement::ExportNamedDeclaration(_) => {}
+            Statement::VariableDeclaration(declaration) => {
+                let plain = declaration.declarations.iter().all(|declarator| {
+                    declarator.init.as_ref().is_none_or(|init| {
+                        matches!(
+                            init.get_inner_expression(),
+                            Expression::StringLiteral(_)
+                                | Expression::NumericLiteral(_)
+                                | Expression::BooleanLiteral(_)
+                                | Expression::NullLiteral(_)
+                                | Expression::TemplateLiteral(_)
+                                | Expression::ArrowFunctionExpression(_)
+                                | Expression::FunctionExpression(_)
+                                | Expression::ObjectExpression(_)
+                                | Expression::ArrayExpression(_)
+                        )
+                    })
+                });
+                if !plain {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    main
+}
+
+/// The first decorator in the code, if any: QuickJS has no decorators, and the transformer
+/// would need helpers the sandbox does not have.
+fn first_decorator(program: &oxc::ast::ast::Program) -> Option<u32> {
+    use oxc::ast_visit::Visit;
+    struct Find(Option<u32>);
+    impl<'a> Visit<'a> for Find {
+        fn visit_decorator(&mut self, it: &oxc::ast::ast::Decorator<'a>) {
+            if self.0.is_none() {
+                self.0 = Some(it.span.start);
+            }
+        }
+    }
+    let mut find = Find(None);
+    find.visit_program(program);
+    find.0
 }
 
 fn declaration_start(declaration: &Declaration) -> u32 {

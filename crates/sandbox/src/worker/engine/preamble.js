@@ -152,14 +152,119 @@ export default function (natives) {
     }
   }
   const NativeSet = Set;
-  const logger = (level) => (...args) => {
+  const objectKeys = Object.keys;
+  // `console.group` indents what follows, two spaces a level, every line of it.
+  let groupDepth = 0;
+  const indented = (text) => {
+    if (groupDepth === 0) return text;
+    let pad = "";
+    for (let i = 0; i < groupDepth; i++) pad += "  ";
+    let out = pad;
+    for (let i = 0; i < text.length; i++) out += text[i] === "\n" ? "\n" + pad : text[i];
+    return out;
+  };
+  const joined = (args) => {
     let text = "";
     for (let i = 0; i < args.length; i++) text += (i ? " " : "") + show(args[i], new NativeSet());
-    log(level, text);
+    return text;
   };
+  const logger = (level) => (...args) => { log(level, indented(joined(args))); };
+  // Plain objects without a prototype: no method a guest could replace is called on them.
+  const counts = { __proto__: null };
+  const started = { __proto__: null };
+  const labelOf = (label) => (label === undefined ? "default" : String(label));
+  const cell = (value) => {
+    if (value === undefined) return "";
+    const text = show(value, new NativeSet());
+    return text.length > 60 ? text.slice(0, 59) + "…" : text;
+  };
+  // `console.table`: rows of an array or object, one column per key, as an aligned text table.
+  function table(data, columns) {
+    if (data === null || typeof data !== "object") return log("log", indented(joined([data])));
+    const rowKeys = objectKeys(data);
+    const header = ["(index)"];
+    const wanted = isArray(columns) ? columns : null;
+    let values = false;
+    if (wanted) {
+      for (let i = 0; i < wanted.length; i++) header.push(String(wanted[i]));
+    } else {
+      for (let r = 0; r < rowKeys.length; r++) {
+        const row = data[rowKeys[r]];
+        if (row !== null && typeof row === "object") {
+          const keys = objectKeys(row);
+          for (let k = 0; k < keys.length; k++) {
+            let known = false;
+            for (let h = 1; h < header.length; h++) if (header[h] === keys[k]) known = true;
+            if (!known) header.push(keys[k]);
+          }
+        } else {
+          values = true;
+        }
+      }
+      if (values) header.push("Value");
+    }
+    const rows = [header];
+    for (let r = 0; r < rowKeys.length; r++) {
+      const row = data[rowKeys[r]];
+      const line = [rowKeys[r]];
+      for (let h = 1; h < header.length; h++) {
+        if (values && !wanted && h === header.length - 1) line.push(row !== null && typeof row === "object" ? "" : cell(row));
+        else line.push(row !== null && typeof row === "object" ? cell(row[header[h]]) : "");
+      }
+      rows.push(line);
+    }
+    const widths = [];
+    for (let c = 0; c < header.length; c++) {
+      let w = 0;
+      for (let r = 0; r < rows.length; r++) if (rows[r][c].length > w) w = rows[r][c].length;
+      widths.push(w);
+    }
+    let text = "";
+    for (let r = 0; r < rows.length; r++) {
+      let line = "│";
+      for (let c = 0; c < header.length; c++) line += " " + rows[r][c].padEnd(widths[c]) + " │";
+      text += (r ? "\n" : "") + line;
+      if (r === 0) {
+        let rule = "├";
+        for (let c = 0; c < header.length; c++) rule += "─".repeat(widths[c] + 2) + (c + 1 < header.length ? "┼" : "┤");
+        text += "\n" + rule;
+      }
+    }
+    log("log", indented(text));
+  }
   fixed(G, "console", freeze({
     log: logger("log"), info: logger("info"), warn: logger("warn"), error: logger("error"), debug: logger("debug"),
-    trace: logger("debug"),
+    trace: (...args) => {
+      const where = (new Error().stack || "").split("\n").slice(1).join("\n");
+      log("debug", indented(`Trace: ${joined(args)}${where ? "\n" + where : ""}`));
+    },
+    dir: (value) => { log("log", indented(joined([value]))); },
+    dirxml: logger("log"),
+    table,
+    group: (...args) => { if (args.length) log("log", indented(joined(args))); groupDepth++; },
+    groupCollapsed: (...args) => { if (args.length) log("log", indented(joined(args))); groupDepth++; },
+    groupEnd: () => { if (groupDepth > 0) groupDepth--; },
+    count: (label) => {
+      const name = labelOf(label);
+      counts[name] = (counts[name] || 0) + 1;
+      log("log", indented(`${name}: ${counts[name]}`));
+    },
+    countReset: (label) => { counts[labelOf(label)] = 0; },
+    time: (label) => { started[labelOf(label)] = Date.now(); },
+    timeLog: (label, ...args) => {
+      const name = labelOf(label);
+      if (started[name] === undefined) return log("warn", indented(`Timer '${name}' does not exist`));
+      log("log", indented(`${name}: ${Date.now() - started[name]} ms${args.length ? " " + joined(args) : ""}`));
+    },
+    timeEnd: (label) => {
+      const name = labelOf(label);
+      if (started[name] === undefined) return log("warn", indented(`Timer '${name}' does not exist`));
+      log("log", indented(`${name}: ${Date.now() - started[name]} ms`));
+      delete started[name];
+    },
+    assert: (condition, ...args) => {
+      if (!condition) log("error", indented(`Assertion failed${args.length ? ": " + joined(args) : ""}`));
+    },
   }), false);
 
   // ---- timers -------------------------------------------------------------------------
@@ -167,7 +272,36 @@ export default function (natives) {
     if (typeof callback !== "function") throw new TypeError("setTimeout needs a function; strings are not evaluated");
     return setTimer(Math.max(0, Number(ms) || 0), () => callback(...args));
   }, false);
-  fixed(G, "clearTimeout", (id) => { clearTimer(Number(id) || 0); }, false);
+  // An interval is a chain of timers, one pending at a time (so it counts as one against the
+  // timer limit); its id is its first timer's, and `clearTimeout` clears it too, as in browsers.
+  const intervals = { __proto__: null };
+  fixed(G, "setInterval", (callback, ms, ...args) => {
+    if (typeof callback !== "function") throw new TypeError("setInterval needs a function; strings are not evaluated");
+    const delay = Math.max(1, Number(ms) || 0);
+    const state = { __proto__: null, timer: 0, stopped: false };
+    const tick = () => {
+      if (state.stopped) return;
+      state.timer = setTimer(delay, tick);
+      callback(...args);
+    };
+    state.timer = setTimer(delay, tick);
+    const id = state.timer;
+    intervals[id] = state;
+    return id;
+  }, false);
+  const clear = (id) => {
+    const key = Number(id) || 0;
+    const interval = intervals[key];
+    if (interval) {
+      interval.stopped = true;
+      clearTimer(interval.timer);
+      delete intervals[key];
+    } else {
+      clearTimer(key);
+    }
+  };
+  fixed(G, "clearTimeout", clear, false);
+  fixed(G, "clearInterval", clear, false);
 
   // ---- web basics: compiled ahead but loaded on first use ------------------------------
   let web = null;

@@ -1,0 +1,165 @@
+//! Code as models write it: fenced in markdown, a `main` never called, type-only imports,
+//! decorators, and the console and timer surface agent code reaches for.
+
+#![allow(clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use sandgate_sandbox::ErrorKind;
+use serde_json::json;
+
+#[tokio::test]
+async fn fenced_code_runs_and_errors_point_into_what_was_sent() {
+    let sb = sandbox(1).await;
+    for sent in [
+        "```ts\nreturn 1 + 1;\n```",
+        "```typescript\nconst a: number = 1;\nreturn a + 1;\n```\n",
+        "```\nreturn 2;\n```",
+        "Here is the script:\n\n```js\nreturn 2;\n```\nIt returns two.",
+    ] {
+        assert_eq!(value(&run(&sb, sent).await), json!(2), "{sent:?}");
+    }
+    let failing = run(
+        &sb,
+        "Sure, this reads it:\n```ts\nconst x = null;\nreturn x.length;\n```",
+    )
+    .await;
+    let error = failing.error.expect("fails");
+    assert_eq!(error.kind, ErrorKind::Runtime, "{error:?}");
+    assert_eq!(
+        error.line,
+        Some(4),
+        "the line in what the model sent: {error:?}"
+    );
+    let syntax = run(&sb, "```ts\nconst = 1;\n```").await;
+    let error = syntax.error.expect("fails");
+    assert_eq!(
+        (error.kind, error.line),
+        (ErrorKind::Syntax, Some(2)),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_main_that_is_never_called_runs() {
+    let sb = sandbox(1).await;
+    let defined = "const greeting = 'hi';\n\
+                   async function helper(n: number) { return n * 2; }\n\
+                   async function main() {\n  const r = await test.echo({ n: await helper(2) });\n  return [greeting, r.echo.n];\n}";
+    assert_eq!(value(&run(&sb, defined).await), json!(["hi", 4]));
+    // Called by the code itself: it runs once, as written.
+    let called =
+        "let runs = 0;\nasync function main() { runs++; return runs; }\nreturn await main();";
+    assert_eq!(value(&run(&sb, called).await), json!(1));
+    // Code that does something at the top level besides is a plain script.
+    let busy = "async function main() { return 'main'; }\nconsole.log('top level');";
+    assert_eq!(value(&run(&sb, busy).await), json!(null));
+}
+
+#[tokio::test]
+async fn type_only_imports_and_exports_are_erased() {
+    let sb = sandbox(1).await;
+    let code = "import type { Issue } from \"./types\";\n\
+                import { type Label } from \"./labels\";\n\
+                type Local = { n: number };\n\
+                export type { Local };\n\
+                const x: Local = { n: 3 };\n\
+                return x.n;";
+    assert_eq!(value(&run(&sb, code).await), json!(3));
+    // A value import is still refused, with the alternative.
+    let value_import = run(&sb, "import { readFile } from \"fs\";\nreturn 1;").await;
+    let error = value_import.error.expect("refused");
+    assert_eq!((error.kind, error.line), (ErrorKind::Syntax, Some(1)));
+}
+
+#[tokio::test]
+async fn decorators_are_refused_at_their_line() {
+    let sb = sandbox(1).await;
+    let result = run(&sb, "function log(t: any) { return t; }\nclass A {\n  @log\n  m() { return 1; }\n}\nreturn new A().m();").await;
+    let error = result.error.expect("refused");
+    assert_eq!(
+        (error.kind, error.line),
+        (ErrorKind::Syntax, Some(3)),
+        "{error:?}"
+    );
+    assert!(error.message.contains("decorators"), "{error:?}");
+    assert!(
+        error
+            .hint
+            .as_deref()
+            .is_some_and(|h| h.contains("directly")),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_console_surface_agent_code_uses() {
+    let sb = sandbox(1).await;
+    let code = r#"
+        console.table([{ name: "a", n: 1 }, { name: "bb", n: 22 }]);
+        console.group("outer");
+        console.info("inside");
+        console.groupEnd();
+        console.count(); console.count(); console.count("x");
+        console.time("t"); console.timeEnd("t");
+        console.assert(1 === 2, "math broke");
+        console.assert(true, "never shown");
+        console.dir({ deep: { a: 1 } });
+        console.trace("here");
+        return "done";
+    "#;
+    let result = run(&sb, code).await;
+    assert_eq!(value(&result), json!("done"));
+    let logs: Vec<&str> = result.logs.iter().map(|l| l.message.as_str()).collect();
+    let table = logs[0];
+    assert!(
+        table.contains("(index)")
+            && table.contains("name")
+            && table.contains("bb")
+            && table.contains("22"),
+        "{table}"
+    );
+    assert_eq!(
+        table.lines().count(),
+        4,
+        "a header, a rule and two rows: {table}"
+    );
+    assert_eq!(&logs[1..3], ["outer", "  inside"]);
+    assert_eq!(&logs[3..6], ["default: 1", "default: 2", "x: 1"]);
+    assert!(
+        logs[6].starts_with("t: ") && logs[6].ends_with(" ms"),
+        "{}",
+        logs[6]
+    );
+    assert_eq!(logs[7], "Assertion failed: math broke");
+    assert_eq!(logs[8], r#"{"deep":{"a":1}}"#);
+    assert!(logs[9].starts_with("Trace: here"), "{}", logs[9]);
+    assert_eq!(logs.len(), 10, "{logs:?}");
+}
+
+#[tokio::test]
+async fn intervals_tick_until_cleared_and_count_as_one_timer() {
+    let sb = sandbox(1).await;
+    let code = r#"
+        let n = 0;
+        const id = setInterval(() => { n++; }, 5);
+        await new Promise((r) => setTimeout(r, 80));
+        clearInterval(id);
+        const seen = n;
+        await new Promise((r) => setTimeout(r, 40));
+        // clearTimeout clears an interval too, as in browsers.
+        let m = 0;
+        const other = setInterval(() => { m++; }, 5);
+        clearTimeout(other);
+        await new Promise((r) => setTimeout(r, 20));
+        return [seen >= 3, n === seen, m];
+    "#;
+    assert_eq!(value(&run(&sb, code).await), json!([true, true, 0]));
+    let strings = run(&sb, "setInterval('n++', 5); return 1;").await;
+    let error = strings.error.expect("refused");
+    assert!(
+        error.message.contains("setInterval needs a function"),
+        "{error:?}"
+    );
+}
