@@ -176,3 +176,46 @@ fn a_timeout_lists_completed_calls_and_writes() {
     insta::assert_snapshot!(text(&result));
     insta::assert_json_snapshot!(result.structured_content.expect("structured")["calls"]);
 }
+
+#[test]
+fn a_run_that_made_calls_and_returned_nothing_is_told_to_return() {
+    let mut forgot = outcome(Tier::Sandbox, Some(Value::Null), None);
+    forgot.calls = vec![
+        call("memory.read_graph", Some(2.0), true),
+        call("memory.read_graph", Some(3.0), true),
+    ];
+    let result = render(&forgot, 20_000, None);
+    let text = text(&result);
+    assert!(
+        text.contains("the script returned nothing after 2 call(s); add `return …`"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+    // Without calls, a `null` result is just a result.
+    let plain = render(
+        &outcome(Tier::Sandbox, Some(Value::Null), None),
+        20_000,
+        None,
+    );
+    assert!(!text_of_note(&plain), "{}", self::text(&plain));
+}
+
+#[test]
+fn calls_still_running_when_the_script_returned_are_named() {
+    let mut escaped = outcome(Tier::Sandbox, Some(json!([{}, {}])), None);
+    escaped.calls = vec![
+        call("memory.create_entities", None, false),
+        call("memory.create_entities", None, false),
+    ];
+    let result = render(&escaped, 20_000, None);
+    let text = text(&result);
+    assert!(
+        text.contains("2 call(s) were still running when the script returned, and were stopped (memory.create_entities): `await` each call"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+fn text_of_note(result: &CallToolResult) -> bool {
+    text(result).contains("--- note ---")
+}

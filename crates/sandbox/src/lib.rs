@@ -201,7 +201,10 @@ impl Sandbox {
                     positions: &transpiled.positions,
                     failed_tool: only_failed_tool(&raw.trace, &execution.tools),
                 };
-                let error = hints::explain(&guest, &cx);
+                let mut error = hints::explain(&guest, &cx);
+                if guest.message.starts_with(wire::errors::PROMISE_IN_RESULT) {
+                    error.hint = Some(promise_hint(&raw.trace));
+                }
                 ExecutionResult {
                     value: None,
                     logs,
@@ -212,6 +215,27 @@ impl Sandbox {
             }
         }
     }
+}
+
+/// The fix for a result that holds a Promise, naming the calls that were still running.
+fn promise_hint(trace: &[CallRecord]) -> String {
+    let mut running: Vec<&str> = trace
+        .iter()
+        .filter(|call| call.duration_ms.is_none())
+        .map(|call| call.name.as_str())
+        .collect();
+    running.dedup();
+    let which = if running.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (still running when the script returned: {})",
+            running.join(", ")
+        )
+    };
+    format!(
+        "`await` the call before returning its value{which}; for a list of calls, `return await Promise.all(list)`."
+    )
 }
 
 /// The tool whose calls failed, if exactly one did (then its failure is what ended the run).

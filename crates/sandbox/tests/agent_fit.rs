@@ -163,3 +163,38 @@ async fn intervals_tick_until_cleared_and_count_as_one_timer() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_result_that_holds_a_promise_names_the_fix_and_the_call() {
+    let sb = sandbox(1).await;
+    let listed = run(&sb, "const a = test.slow({ ms: 300 });\nreturn [a];").await;
+    let error = listed.error.expect("refused");
+    assert_eq!(error.kind, ErrorKind::Runtime, "{error:?}");
+    assert!(
+        error.message.contains("the result holds a Promise at [0]"),
+        "{error:?}"
+    );
+    let hint = error.hint.expect("a hint");
+    assert!(
+        hint.contains("`await` the call")
+            && hint.contains("test.slow")
+            && hint.contains("Promise.all"),
+        "{hint}"
+    );
+    let keyed = run(&sb, "return { later: test.echo({ n: 1 }) };").await;
+    let error = keyed.error.expect("refused");
+    assert!(error.message.contains("at .later"), "{error:?}");
+    let top = run(&sb, "return test.echo({ n: 1 }).then((r) => r);").await;
+    // A promise returned at the top is awaited by the async wrapper, as JavaScript does.
+    assert_eq!(value(&top), json!({"echo": {"n": 1}}));
+    // Awaited, the same values are fine.
+    let awaited = run(
+        &sb,
+        "return await Promise.all([test.echo({ n: 1 }), test.echo({ n: 2 })]);",
+    )
+    .await;
+    assert_eq!(
+        value(&awaited),
+        json!([{"echo": {"n": 1}}, {"echo": {"n": 2}}])
+    );
+}

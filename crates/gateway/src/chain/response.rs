@@ -132,6 +132,11 @@ pub fn respond(
             text.push_str(stopped);
         }
     }
+    let notes = notes(outcome);
+    for note in &notes {
+        text.push_str("\n\n--- note ---\n");
+        text.push_str(note);
+    }
     text.push_str("\n\n");
     text.push_str(&summary_line(outcome, request.id));
     // The text starts with the result as shown (`output.shown_chars` of it), whitespace and
@@ -162,6 +167,7 @@ pub fn respond(
         "calls_left_out": calls_left_out,
         "error": error.as_ref().map(|(e, _)| e),
         "stopped": stopped,
+        "notes": notes,
         "duration_ms": round(outcome.duration_ms),
         "output": output,
     });
@@ -181,6 +187,38 @@ pub fn respond(
     };
     result.structured_content = Some(structured);
     result
+}
+
+/// What a successful run most likely got wrong, when its shape says so: it made calls and
+/// returned nothing (a forgotten `return`), or calls were still running when it returned (a
+/// forgotten `await`; they were stopped). Each note says the fix.
+fn notes(outcome: &Outcome) -> Vec<String> {
+    let mut notes = Vec::new();
+    if outcome.error.is_some() || outcome.calls.is_empty() {
+        return notes;
+    }
+    let running: Vec<&str> = outcome
+        .calls
+        .iter()
+        .filter(|call| call.duration_ms.is_none())
+        .map(|call| call.name.as_str())
+        .collect();
+    if !running.is_empty() {
+        let mut names = running.clone();
+        names.dedup();
+        notes.push(format!(
+            "{} call(s) were still running when the script returned, and were stopped ({}): `await` each call, or `await Promise.all([...])` for several.",
+            running.len(),
+            bounds::bounded(&names.join(", "), 300).0
+        ));
+    }
+    if outcome.value.as_ref().is_none_or(Value::is_null) {
+        notes.push(format!(
+            "the script returned nothing after {} call(s); add `return …` with the value you want back.",
+            outcome.calls.len()
+        ));
+    }
+    notes
 }
 
 /// The error as the response shows it (message and hint within their bounds), and whether it

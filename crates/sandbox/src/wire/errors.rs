@@ -4,6 +4,9 @@
 
 use crate::wire::protocol::GuestError;
 
+/// How the error of a result that holds a Promise starts (the host adds the calls still out).
+pub const PROMISE_IN_RESULT: &str = "the result holds a Promise";
+
 /// The guest error of an execution that ran out of time.
 pub fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
     GuestError {

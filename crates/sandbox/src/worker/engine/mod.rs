@@ -373,6 +373,31 @@ fn fire_due_timers(ctx: &Ctx, state: &Shared) {
     }
 }
 
+/// Where a result holds a Promise, at its top or one level in (`[2]`, `.items`): JSON would
+/// show it as `{}`, silently, while the call it stands for is abandoned.
+fn promise_in(value: &Value<'_>) -> Option<String> {
+    if value.is_promise() {
+        return Some("at its top".into());
+    }
+    if let Some(array) = value.as_array() {
+        for (i, item) in array.iter::<Value>().enumerate().take(10_000) {
+            if item.is_ok_and(|item| item.is_promise()) {
+                return Some(format!("at [{i}]"));
+            }
+        }
+        return None;
+    }
+    let object = value.as_object()?;
+    for entry in object.props::<String, Value>().take(10_000) {
+        if let Ok((key, item)) = entry
+            && item.is_promise()
+        {
+            return Some(format!("at .{key}"));
+        }
+    }
+    None
+}
+
 /// JSON-serializes the result, enforcing the output limit and naming unserializable values.
 fn serialize<'js>(
     ctx: &Ctx<'js>,
@@ -385,6 +410,17 @@ fn serialize<'js>(
         Some(Err(e)) => return Err(guest_error(ctx, CaughtError::from_error(ctx, e), ends)),
         None => return Err(internal("the result was read before it settled".into())),
     };
+    if let Some(path) = promise_in(&value) {
+        return Err(GuestError {
+            kind: None,
+            name: "TypeError".into(),
+            message: format!(
+                "{} {path}: a call (or other async work) that was not awaited, so its value is not there yet",
+                crate::wire::errors::PROMISE_IN_RESULT
+            ),
+            stack: String::new(),
+        });
+    }
     if value.is_undefined() {
         return Ok("null".into());
     }
