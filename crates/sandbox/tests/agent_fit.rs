@@ -198,3 +198,60 @@ async fn a_result_that_holds_a_promise_names_the_fix_and_the_call() {
         json!([{"echo": {"n": 1}}, {"echo": {"n": 2}}])
     );
 }
+
+fn with_declared_echo(code: &str) -> sandgate_sandbox::Execution {
+    let mut tools = tools().as_ref().clone();
+    for tool in &mut tools {
+        if tool.backend == "test" && tool.name == "echo" {
+            tool.declaration = "interface TestEchoInput {\n  /** What to echo */\n  message: string;\n  times?: number;\n}\nfunction echo(args: TestEchoInput): Promise<unknown>;".into();
+        }
+    }
+    sandgate_sandbox::Execution {
+        tools: std::sync::Arc::new(tools),
+        ..execution(code)
+    }
+}
+
+#[tokio::test]
+async fn hints_name_the_fix() {
+    let sb = sandbox(1).await;
+    let bridge = || std::sync::Arc::new(TestBridge::default());
+    // A positional argument: the hint names the parameters from the declaration.
+    let positional = sb
+        .run(
+            with_declared_echo("return await test.echo(\"hi\");"),
+            bridge(),
+        )
+        .await;
+    let hint = positional.error.and_then(|e| e.hint).expect("a hint");
+    assert!(
+        hint.contains("`test.echo({ message: …, times: … })`"),
+        "{hint}"
+    );
+    // `.content[0].text` on a result that is already the text.
+    let content = run(
+        &sb,
+        "const res = await test.text({});\nreturn res.content[0].text;",
+    )
+    .await;
+    let error = content.error.expect("fails");
+    let hint = error.hint.expect("a hint");
+    assert!(
+        hint.contains("`res.content` is undefined")
+            && hint.contains("already mapped")
+            && hint.contains(".raw("),
+        "{hint}"
+    );
+    // A doubled prefix, and another case.
+    for (code, meant) in [
+        ("return await test.test_echo({});", "test.echo"),
+        ("return await test.Echo({});", "test.echo"),
+    ] {
+        let result = run(&sb, code).await;
+        let hint = result.error.and_then(|e| e.hint).expect("a hint");
+        assert!(
+            hint.contains(&format!("Did you mean `{meant}`")),
+            "{code}: {hint}"
+        );
+    }
+}

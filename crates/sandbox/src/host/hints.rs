@@ -206,10 +206,17 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
                 .into(),
         );
     }
+    if let Some(hint) = positional_arguments_hint(message, cx) {
+        return Some(hint);
+    }
     if message == "not a function" || message.starts_with("cannot read property") {
         return unknown_member_hint(cx).or_else(|| unawaited_hint(cx, at)).or_else(|| {
             let shape = "If it came from a tool, check the shape of its result: results follow the tool's declared output type (tool_info, or __getToolInterface(\"backend.tool\") in code); a tool without one returns text or its content array.";
             Some(match undefined_holder(message, cx, at) {
+                // `res.content[0].text` on a result that is already the text.
+                Some((holder, _, _)) if holder == "content" || holder.ends_with(".content") => format!(
+                    "`{holder}` is undefined because a tool's result arrives already mapped: a single text item is the text itself (JSON text is parsed into its value), so read the result directly instead of `.content[0].text`. For the whole MCP result, call the tool with `.raw(...)`."
+                ),
                 Some((holder, property, nothing)) => format!(
                     "`{holder}` is {nothing}, so `{property}` cannot be read from it. {shape}"
                 ),
@@ -262,6 +269,108 @@ fn not_defined_hint(name: &str, cx: &HintContext) -> String {
             list(backend_names(cx))
         ),
     }
+}
+
+/// For `backend.tool("text")`: the tool takes one object of named arguments; names them from
+/// its declaration.
+fn positional_arguments_hint(message: &str, cx: &HintContext) -> Option<String> {
+    let qualified = message
+        .split_once(" takes one object of named arguments")?
+        .0
+        .rsplit(' ')
+        .next()?;
+    let (backend, name) = qualified.split_once('.')?;
+    let tool = cx
+        .tools
+        .iter()
+        .find(|t| t.js_backend == backend && t.js_tool == name)?;
+    let parameters = declared_parameters(&tool.declaration);
+    if parameters.is_empty() {
+        return Some(format!(
+            "Pass the arguments as one object with named fields: `{qualified}({{ ... }})`; tool_info shows its fields."
+        ));
+    }
+    let fields: Vec<String> = parameters.iter().map(|p| format!("{p}: …")).collect();
+    Some(format!(
+        "Pass the arguments by name, as one object: `{qualified}({{ {} }})`.",
+        fields.join(", ")
+    ))
+}
+
+/// The parameters a tool's TypeScript declaration lists: the top-level property names of its
+/// first `{ ... }` (the arguments' interface), comments skipped.
+fn declared_parameters(declaration: &str) -> Vec<String> {
+    let mut text = String::with_capacity(declaration.len());
+    let mut rest = declaration;
+    // Comments out first (descriptions may hold braces and colons).
+    while let Some(at) = rest.find("/*") {
+        text.push_str(&rest[..at]);
+        rest = rest[at..]
+            .find("*/")
+            .map_or("", |end| &rest[at + end + 2..]);
+    }
+    text.push_str(rest);
+    let text: String = text
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let Some(open) = text.find('{') else {
+        return vec![];
+    };
+    let mut names = Vec::new();
+    let mut depth = 0usize;
+    let mut expecting_name = true;
+    let chars: Vec<char> = text[open..].chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '{' | '(' | '[' => {
+                depth += 1;
+                expecting_name = depth == 1;
+            }
+            '}' | ')' | ']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            }
+            ';' | ',' | '\n' if depth == 1 => expecting_name = true,
+            c if depth == 1
+                && expecting_name
+                && (c.is_alphanumeric() || c == '_' || c == '$' || c == '"' || c == '\'') =>
+            {
+                let mut name = String::new();
+                if c == '"' || c == '\'' {
+                    i += 1;
+                    while i < chars.len() && chars[i] != c {
+                        name.push(chars[i]);
+                        i += 1;
+                    }
+                } else {
+                    while i < chars.len()
+                        && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '$')
+                    {
+                        name.push(chars[i]);
+                        i += 1;
+                    }
+                    i -= 1;
+                }
+                let mut j = i + 1;
+                while j < chars.len() && (chars[j] == ' ' || chars[j] == '?') {
+                    j += 1;
+                }
+                if chars.get(j) == Some(&':') && !name.is_empty() {
+                    names.push(name);
+                }
+                expecting_name = false;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    names
 }
 
 /// For "cannot read property 'p' of undefined": the expression on the error's line that `p`
@@ -319,6 +428,22 @@ fn unknown_member_hint(cx: &HintContext) -> Option<String> {
             || member == "raw"
         {
             continue;
+        }
+        // A doubled prefix (`everything.everything_echo`) or another case (`everything.Echo`).
+        let unprefixed = member
+            .strip_prefix(object)
+            .map(|rest| rest.trim_start_matches(['_', '.']));
+        let meant = tools.iter().find(|t| {
+            Some(t.js_tool.as_str()) == unprefixed
+                || Some(t.name.as_str()) == unprefixed
+                || t.js_tool.eq_ignore_ascii_case(member)
+                || t.name.eq_ignore_ascii_case(member)
+        });
+        if let Some(meant) = meant {
+            return Some(format!(
+                "`{object}` has no tool `{member}`. Did you mean `{object}.{}`?",
+                meant.js_tool
+            ));
         }
         let best = closest(member, tools.iter().map(|t| t.js_tool.as_str()));
         return Some(match best {
@@ -405,6 +530,16 @@ fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_parameters_a_declaration_lists() {
+        let declaration = "interface EchoInput {\n  /** Message to echo: {not a field} */\n  message: string;\n  count?: number;\n  'odd-key': boolean;\n  nested: { inner: string; other: Array<string> };\n  callback: (x: number) => void;\n}\nfunction echo(args: EchoInput): Promise<unknown>;";
+        assert_eq!(
+            declared_parameters(declaration),
+            ["message", "count", "odd-key", "nested", "callback"]
+        );
+        assert!(declared_parameters("function ping(args?: {}): Promise<unknown>;").is_empty());
+    }
 
     #[test]
     fn finds_member_accesses() {
