@@ -85,6 +85,13 @@ def rows(root: str):
             out.append((code, reference, tier))
         out.append((json.dumps({"tool": f"{backend}.{tool}", "arguments": args}, ensure_ascii=False), reference, "json"))
         out.append((f"return await {b}.{t}.raw({obj})", f"const r = await {b}.{t}.raw({obj}); return r;", "single_call"))
+        # As models send code: in a markdown fence, with prose around it; and a `main` that is
+        # defined and never called. Every tier reads them alike.
+        out.append((f"```ts\n{b}.{t}({js_object(args, 1)})\n```", reference, "single_call"))
+        out.append((f"Here is the call:\n\n```typescript\nreturn await {b}.{t}({obj});\n```\nIt returns the result.", reference, "single_call"))
+        json_call = json.dumps({"tool": f"{backend}.{tool}", "arguments": args}, ensure_ascii=False)
+        out.append((f"```json\n{json_call}\n```", reference, "json"))
+        out.append((f"async function main() {{\n  return await {b}.{t}({obj});\n}}", reference, "sandbox"))
         # Not literal, an alias, a shadowing name: these must fall through to the sandbox.
         out.append((f"const a = {obj};\nreturn await {b}.{t}(a);", reference, "sandbox"))
         out.append((f"return await mcp.{b}.{t}({obj})", reference, "sandbox"))
