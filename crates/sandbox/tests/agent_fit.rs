@@ -255,3 +255,69 @@ async fn hints_name_the_fix() {
         );
     }
 }
+
+#[tokio::test]
+async fn locale_methods_give_what_other_runtimes_give_or_say_why_not() {
+    let sb = sandbox(1).await;
+    let code = r#"
+        const d = new Date(Date.UTC(2026, 10, 24, 9, 5, 7));
+        return {
+            grouped: (1234567.891).toLocaleString("en-US"),
+            plain: (1234.5).toLocaleString(),
+            de: (1234567.891).toLocaleString("de-DE"),
+            fr: (1234.5).toLocaleString("fr-FR"),
+            usd: new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" }).format(-1234.5),
+            eur: (1234.5).toLocaleString("de-DE", { style: "currency", currency: "EUR" }),
+            percent: (0.256).toLocaleString("en-US", { style: "percent" }),
+            fixed: (3).toLocaleString("en-US", { minimumFractionDigits: 2 }),
+            date: d.toLocaleDateString("en-US"),
+            long: d.toLocaleDateString("en-US", { year: "numeric", month: "long", day: "numeric" }),
+            full: new Intl.DateTimeFormat("en-US", { dateStyle: "full" }).format(d),
+            both: d.toLocaleString("en-US"),
+            time: d.toLocaleTimeString("en-US", { hour: "2-digit", minute: "2-digit" }),
+            deDate: d.toLocaleDateString("de-DE"),
+            zone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+            sorted: ["banana", "Apple", "cherry", "apple", "Éclair", "eclair"].sort((a, b) => a.localeCompare(b)),
+            numeric: ["item10", "item2", "item1"].sort(new Intl.Collator("en", { numeric: true }).compare),
+            base: "résumé".localeCompare("RESUME", "en", { sensitivity: "base" }),
+            punctuation: ["b", "_a", "a", "A", "1", " z"].sort((x, y) => x.localeCompare(y)),
+            short: new Intl.DateTimeFormat("en-US", { dateStyle: "short" }).format(d),
+            medium: new Intl.DateTimeFormat("en-US", { dateStyle: "medium" }).format(d),
+            frDate: d.toLocaleDateString("fr-FR"),
+            deTime: d.toLocaleTimeString("de-DE"),
+            gbp: (5).toLocaleString("en-GB", { style: "currency", currency: "GBP" }),
+            jpy: (1234).toLocaleString("en-US", { style: "currency", currency: "JPY" }),
+            neg: (-1234.5).toLocaleString("de-DE"),
+            max0: (1234.567).toLocaleString("en-US", { maximumFractionDigits: 0 }),
+        };
+    "#;
+    assert_eq!(
+        value(&run(&sb, code).await),
+        json!({
+            "grouped": "1,234,567.891", "plain": "1,234.5", "de": "1.234.567,891", "fr": "1\u{202f}234,5",
+            "usd": "-$1,234.50", "eur": "1.234,50\u{a0}€", "percent": "26%", "fixed": "3.00",
+            "date": "11/24/2026", "long": "November 24, 2026", "full": "Tuesday, November 24, 2026",
+            "both": "11/24/2026, 9:05:07 AM", "time": "09:05 AM", "deDate": "24.11.2026", "zone": "UTC",
+            "sorted": ["apple", "Apple", "banana", "cherry", "eclair", "Éclair"],
+            "numeric": ["item1", "item2", "item10"], "base": 0,
+            "punctuation": [" z", "_a", "1", "a", "A", "b"], "short": "11/24/26", "medium": "Nov 24, 2026",
+            "frDate": "24/11/2026", "deTime": "09:05:07", "gbp": "£5.00", "jpy": "¥1,234", "neg": "-1.234,5",
+            "max0": "1,235",
+        }),
+        "each figure is what Node 20 gives with TZ=UTC"
+    );
+    for code in [
+        "return (5).toLocaleString('ja-JP');",
+        "return new Intl.NumberFormat('en', { notation: 'compact' }).format(1000);",
+        "return new Date(0).toLocaleDateString('en-US', { timeZone: 'America/New_York' });",
+    ] {
+        let result = run(&sb, code).await;
+        let error = result.error.expect("refused, not silently different");
+        assert!(
+            error
+                .message
+                .contains("is not supported in the sandbox, which has no Intl"),
+            "{code}: {error:?}"
+        );
+    }
+}

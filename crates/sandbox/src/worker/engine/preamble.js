@@ -316,7 +316,29 @@ export default function (natives) {
         return value;
       },
     });
-  ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto"].forEach(lazyWeb);
+  ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto", "Intl"].forEach(lazyWeb);
+  // The locale methods of builtins use the same code as `Intl` (see web.js): the common
+  // locales and options give what every other runtime gives; anything else is a RangeError
+  // that says so, never a silently different result.
+  const webNow = () => {
+    if (web === null) web = loadWeb({ randomBytes, parseUrl });
+    return web;
+  };
+  method(String.prototype, "localeCompare", function localeCompare(that, locales, options) {
+    return webNow().localeCompare(String(this), String(that), locales, options);
+  });
+  method(Number.prototype, "toLocaleString", function toLocaleString(locales, options) {
+    return webNow().numberToLocale(Number(this), locales, options);
+  });
+  method(Date.prototype, "toLocaleString", function toLocaleString(locales, options) {
+    return webNow().dateToLocale(this, "both", locales, options);
+  });
+  method(Date.prototype, "toLocaleDateString", function toLocaleDateString(locales, options) {
+    return webNow().dateToLocale(this, "date", locales, options);
+  });
+  method(Date.prototype, "toLocaleTimeString", function toLocaleTimeString(locales, options) {
+    return webNow().dateToLocale(this, "time", locales, options);
+  });
 
   // ---- per execution: the tools, host functions and context it was given -------------
   // QuickJS serves small allocations from 4 KiB arenas, one list per size class, and frees an

@@ -237,5 +237,233 @@ export default function ({ randomBytes, parseUrl }) {
   }
   exports.URL = URL;
   exports.URLSearchParams = URLSearchParams;
+
+  // ---- locale: the common cases, never a silently different result ------------------------
+  // QuickJS has no Intl. Agent code reaches for a few locale features: grouped numbers and
+  // currency, simple dates, and sorting text. These are built here for the locales listed in
+  // LOCALES; any other locale, style or option throws a RangeError that says what is supported,
+  // rather than giving a result that differs from every other JavaScript runtime. Times are UTC
+  // (the sandbox has no time zone).
+  const LOCALES = {
+    en: { group: ",", decimal: ".", currency: (amount, symbol, minus) => `${minus}${symbol}${amount}`, date: "mdy", dateSep: "/" },
+    de: { group: ".", decimal: ",", currency: (amount, symbol, minus) => `${minus}${amount}\u00a0${symbol}`, date: "dmy", dateSep: "." },
+    fr: { group: "\u202f", decimal: ",", currency: (amount, symbol, minus) => `${minus}${amount}\u00a0${symbol}`, date: "dmy", dateSep: "/" },
+  };
+  const SUPPORTED = "en (any region), de and fr";
+  const SYMBOLS = { USD: "$", EUR: "€", GBP: "£", JPY: "¥", CAD: "CA$", AUD: "A$", CHF: "CHF", INR: "₹", CNY: "CN¥" };
+  const unsupported = (what) => new RangeError(`${what} is not supported in the sandbox, which has no Intl: it formats ${SUPPORTED}, with the common options. Format it yourself, or use one of those.`);
+  function localeOf(locales) {
+    const tag = Array.isArray(locales) ? locales[0] : locales;
+    if (tag === undefined) return { tag: "en-US", rules: LOCALES.en };
+    const text = String(tag);
+    const language = text.split("-")[0].toLowerCase();
+    const rules = LOCALES[language];
+    if (rules === undefined) throw unsupported(`the locale ${JSON.stringify(text)}`);
+    return { tag: text, rules };
+  }
+  const KNOWN_NUMBER_OPTIONS = ["style", "currency", "currencyDisplay", "minimumFractionDigits", "maximumFractionDigits", "useGrouping", "minimumIntegerDigits"];
+  function numberFormat(locales, options) {
+    const { tag, rules } = localeOf(locales);
+    const o = options === undefined ? {} : Object(options);
+    for (const key of Object.keys(o)) {
+      if (o[key] !== undefined && !KNOWN_NUMBER_OPTIONS.includes(key)) throw unsupported(`the number format option ${JSON.stringify(key)}`);
+    }
+    const style = o.style === undefined ? "decimal" : String(o.style);
+    if (style !== "decimal" && style !== "percent" && style !== "currency") throw unsupported(`the number style ${JSON.stringify(style)}`);
+    let symbol = "";
+    let defaultDigits = [0, 3];
+    if (style === "currency") {
+      if (o.currency === undefined) throw new TypeError("Currency code is required with currency style.");
+      const code = String(o.currency).toUpperCase();
+      symbol = SYMBOLS[code] !== undefined && (o.currencyDisplay === undefined || o.currencyDisplay === "symbol") ? SYMBOLS[code] : code + "\u00a0";
+      if (rules !== LOCALES.en && symbol.endsWith("\u00a0")) symbol = code;
+      defaultDigits = code === "JPY" ? [0, 0] : [2, 2];
+    } else if (style === "percent") {
+      defaultDigits = [0, 0];
+    }
+    const min = o.minimumFractionDigits === undefined ? Math.min(defaultDigits[0], o.maximumFractionDigits ?? Infinity) : Number(o.minimumFractionDigits);
+    const max = o.maximumFractionDigits === undefined ? Math.max(defaultDigits[1], min) : Number(o.maximumFractionDigits);
+    if (!(min >= 0 && min <= 20 && max >= min && max <= 20)) throw new RangeError("maximumFractionDigits value is out of range.");
+    const grouping = o.useGrouping === undefined ? true : Boolean(o.useGrouping) && o.useGrouping !== "false";
+    const minInt = o.minimumIntegerDigits === undefined ? 1 : Number(o.minimumIntegerDigits);
+    const format = (value) => {
+      let n = Number(value);
+      if (Number.isNaN(n)) return "NaN";
+      if (style === "percent") n *= 100;
+      const minus = n < 0 || Object.is(n, -0) && false ? "-" : "";
+      if (!Number.isFinite(n)) return `${minus}∞`;
+      let fixed = Math.abs(n).toFixed(max);
+      if (max > min) {
+        // Trailing zeros beyond the minimum go.
+        let end = fixed.length;
+        while (end > 0 && fixed[end - 1] === "0" && end - fixed.indexOf(".") - 1 > min) end--;
+        fixed = fixed.slice(0, end);
+        if (fixed.endsWith(".")) fixed = fixed.slice(0, -1);
+      }
+      let [whole, fraction] = fixed.split(".");
+      while (whole.length < minInt) whole = "0" + whole;
+      if (grouping) {
+        let grouped = "";
+        for (let i = 0; i < whole.length; i++) {
+          if (i > 0 && (whole.length - i) % 3 === 0) grouped += rules.group;
+          grouped += whole[i];
+        }
+        whole = grouped;
+      }
+      const amount = fraction === undefined ? whole : whole + rules.decimal + fraction;
+      if (style === "currency") return rules.currency(amount, symbol, minus);
+      if (style === "percent") return rules === LOCALES.en ? `${minus}${amount}%` : `${minus}${amount}\u00a0%`;
+      return minus + amount;
+    };
+    const resolved = { locale: tag, numberingSystem: "latn", style, minimumFractionDigits: min, maximumFractionDigits: max, useGrouping: grouping };
+    if (style === "currency") resolved.currency = String(o.currency).toUpperCase();
+    return { format, resolved };
+  }
+
+  const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+  const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+  const KNOWN_DATE_OPTIONS = ["dateStyle", "timeStyle", "year", "month", "day", "weekday", "hour", "minute", "second", "hour12", "timeZone"];
+  const two = (n) => (n < 10 ? "0" : "") + n;
+  function dateFormat(locales, options, defaults) {
+    const { tag, rules } = localeOf(locales);
+    const o = options === undefined ? {} : Object(options);
+    for (const key of Object.keys(o)) {
+      if (o[key] !== undefined && !KNOWN_DATE_OPTIONS.includes(key)) throw unsupported(`the date format option ${JSON.stringify(key)}`);
+    }
+    if (o.timeZone !== undefined && String(o.timeZone).toUpperCase() !== "UTC") throw unsupported(`the time zone ${JSON.stringify(String(o.timeZone))} (times are UTC)`);
+    const FIELDS = ["year", "month", "day", "weekday", "hour", "minute", "second"];
+    let fields = 0;
+    for (let i = 0; i < FIELDS.length; i++) if (o[FIELDS[i]] !== undefined) fields++;
+    const hasStyle = o.dateStyle !== undefined || o.timeStyle !== undefined;
+    const parts = fields || hasStyle ? o : defaults;
+    const en = rules === LOCALES.en;
+    const h12 = o.hour12 === undefined ? en : Boolean(o.hour12);
+    const time = (d, seconds) => {
+      const h = d.getUTCHours();
+      const hour = h12 ? (h % 12 === 0 ? 12 : h % 12) : h;
+      const padded = !h12 || parts.hour === "2-digit" ? two(hour) : String(hour);
+      const hm = `${padded}:${two(d.getUTCMinutes())}`;
+      return hm + (seconds ? `:${two(d.getUTCSeconds())}` : "") + (h12 ? (h < 12 ? " AM" : " PM") : "");
+    };
+    const numericDate = (d, shortYear) => {
+      const y = shortYear ? two(d.getUTCFullYear() % 100) : String(d.getUTCFullYear());
+      const m = d.getUTCMonth() + 1, day = d.getUTCDate();
+      if (rules.date === "mdy") return `${m}/${day}/${y}`;
+      return rules === LOCALES.de ? `${day}.${m}.${y}` : `${two(day)}/${two(m)}/${y}`;
+    };
+    const wordDate = (d, month, weekday) => {
+      if (!en) throw unsupported(`a date with month names in ${JSON.stringify(tag)}`);
+      const name = month === "long" ? MONTHS[d.getUTCMonth()] : MONTHS[d.getUTCMonth()].slice(0, 3);
+      const date = `${name} ${d.getUTCDate()}, ${d.getUTCFullYear()}`;
+      return weekday ? `${weekday === "long" ? DAYS[d.getUTCDay()] : DAYS[d.getUTCDay()].slice(0, 3)}, ${date}` : date;
+    };
+    const format = (value) => {
+      const d = value === undefined ? new Date() : new Date(value instanceof Date ? value.getTime() : value);
+      if (Number.isNaN(d.getTime())) throw new RangeError("Invalid time value");
+      const out = [];
+      if (parts.dateStyle !== undefined) {
+        const style = String(parts.dateStyle);
+        if (style === "short") out.push(numericDate(d, true));
+        else if (style === "medium") out.push(en ? wordDate(d, "short") : numericDate(d, false));
+        else if (style === "long") out.push(wordDate(d, "long"));
+        else if (style === "full") out.push(wordDate(d, "long", "long"));
+        else throw new RangeError(`Value ${style} out of range for Intl.DateTimeFormat options property dateStyle`);
+      } else if (parts.year !== undefined || parts.month !== undefined || parts.day !== undefined || parts.weekday !== undefined) {
+        const month = parts.month === undefined ? undefined : String(parts.month);
+        if (month === "long" || month === "short") out.push(wordDate(d, month, parts.weekday));
+        else if (parts.weekday !== undefined && month === undefined && parts.day === undefined) out.push(parts.weekday === "long" ? DAYS[d.getUTCDay()] : DAYS[d.getUTCDay()].slice(0, 3));
+        else out.push(numericDate(d, parts.year === "2-digit"));
+      }
+      if (parts.timeStyle !== undefined) out.push(time(d, String(parts.timeStyle) !== "short"));
+      else if (parts.hour !== undefined || parts.minute !== undefined) out.push(time(d, parts.second !== undefined));
+      return out.join(", ");
+    };
+    return { format, resolved: { locale: tag, calendar: "gregory", numberingSystem: "latn", timeZone: "UTC" } };
+  }
+
+  // Sorting text: letters compare without accents and case first, then by accents, then
+  // lowercase before uppercase, as ICU's root collation does for Latin text; `numeric` compares
+  // runs of digits as numbers; `sensitivity` stops at the level asked for.
+  const MARKS = /[\u0300-\u036f]/g;
+  const PUNCTUATION = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
+  function collator(locales, options) {
+    const { tag } = localeOf(locales);
+    const o = options === undefined ? {} : Object(options);
+    const numeric = Boolean(o.numeric);
+    const sensitivity = o.sensitivity === undefined ? "variant" : String(o.sensitivity);
+    const caseFirst = o.caseFirst === undefined ? "false" : String(o.caseFirst);
+    const split = (s) => (numeric ? s.match(/\d+|\D+/g) || [] : [s]);
+    const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+    const level = (x, y, key) => {
+      const xs = split(x), ys = split(y);
+      for (let i = 0; i < Math.min(xs.length, ys.length); i++) {
+        const p = xs[i], q = ys[i];
+        if (numeric && /^\d/.test(p) && /^\d/.test(q)) {
+          const d = cmp(Number(p), Number(q));
+          if (d !== 0) return d;
+          continue;
+        }
+        const d = cmp(key(p), key(q));
+        if (d !== 0) return d;
+      }
+      return cmp(xs.length, ys.length);
+    };
+    // ICU's root order puts spaces, then punctuation and symbols (in this order), then digits,
+    // before letters; code units would put `_` after the digits and capitals.
+    const ranked = (s) => {
+      let out = "";
+      for (const c of s) {
+        const p = PUNCTUATION.indexOf(c);
+        if (c === " " || c === "\t" || c === "\n" || c === "\r") out += "\u0001" + c;
+        else if (p >= 0) out += "\u0002" + String.fromCharCode(0x21 + p);
+        else if (c >= "0" && c <= "9") out += "\u0003" + c;
+        else out += c;
+      }
+      return out;
+    };
+    const base = (s) => ranked(s.normalize("NFD").replace(MARKS, "").toLowerCase());
+    const accents = (s) => ranked(s.normalize("NFD").toLowerCase());
+    const compare = (a, b) => {
+      const x = String(a), y = String(b);
+      const primary = level(x, y, base);
+      if (primary !== 0 || sensitivity === "base") return primary;
+      if (sensitivity !== "case") {
+        const secondary = level(x, y, accents);
+        if (secondary !== 0 || sensitivity === "accent") return secondary;
+      }
+      // Lowercase first, unless asked otherwise.
+      const swap = (s) => { let out = ""; for (const c of s) out += c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase(); return out; };
+      return caseFirst === "upper" ? level(x, y, (s) => s) : level(x, y, swap);
+    };
+    return { compare, resolved: { locale: tag, usage: "sort", sensitivity, ignorePunctuation: false, collation: "default", numeric, caseFirst } };
+  }
+
+  const made = (make) => function Format(locales, options) {
+    const { format, compare, resolved } = make(locales, options);
+    const self = Object.create(Format.prototype);
+    if (format) self.format = (value) => format(value);
+    if (compare) self.compare = (a, b) => compare(a, b);
+    self.resolvedOptions = () => ({ ...resolved });
+    return self;
+  };
+  exports.Intl = Object.freeze({
+    NumberFormat: made(numberFormat),
+    DateTimeFormat: made((locales, options) => dateFormat(locales, options, { year: "numeric", month: "numeric", day: "numeric" })),
+    Collator: made(collator),
+    getCanonicalLocales: (locales) => {
+      const list = locales === undefined ? [] : Array.isArray(locales) ? locales : [locales];
+      const tags = [];
+      for (let i = 0; i < list.length; i++) tags.push(localeOf(list[i]).tag);
+      return tags;
+    },
+  });
+  exports.localeCompare = (a, b, locales, options) => collator(locales, options).compare(a, b);
+  exports.numberToLocale = (n, locales, options) => numberFormat(locales, options).format(n);
+  exports.dateToLocale = (d, which, locales, options) => {
+    const defaults = which === "date" ? { year: "numeric", month: "numeric", day: "numeric" }
+      : which === "time" ? { hour: "numeric", minute: "numeric", second: "numeric" }
+      : { year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" };
+    return dateFormat(locales, options, defaults).format(d);
+  };
   return exports;
 }
