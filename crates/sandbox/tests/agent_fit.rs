@@ -321,3 +321,43 @@ async fn locale_methods_give_what_other_runtimes_give_or_say_why_not() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_abort_signal_rejects_a_call_and_drops_it() {
+    let sb = sandbox(1).await;
+    let aborted = run(
+        &sb,
+        "const c = new AbortController();\n\
+         setTimeout(() => c.abort(), 50);\n\
+         try { await test.slow({ ms: 3000 }, { signal: c.signal }); return 'finished'; }\n\
+         catch (e) { return [e.name, c.signal.aborted]; }",
+    )
+    .await;
+    assert_eq!(value(&aborted), json!(["AbortError", true]));
+    assert!(aborted.stats.wall_ms < 2000.0, "{}", aborted.stats.wall_ms);
+    let call = &aborted.trace[0];
+    assert!(
+        !call.ok && call.error.as_deref() == Some("aborted by its AbortSignal"),
+        "{:?}",
+        aborted.trace
+    );
+    let timeout = run(
+        &sb,
+        "try { await test.slow({ ms: 3000 }, { signal: AbortSignal.timeout(30) }); } catch (e) { return e.name; }",
+    )
+    .await;
+    assert_eq!(value(&timeout), json!("TimeoutError"));
+    let already = run(
+        &sb,
+        "try { await test.echo({ n: 1 }, { signal: AbortSignal.abort('no') }); } catch (e) { return e; }",
+    )
+    .await;
+    assert_eq!(value(&already), json!("no"));
+    assert!(already.trace.is_empty(), "an aborted signal sends no call");
+    let untouched = run(
+        &sb,
+        "const c = new AbortController();\nconst r = await test.echo({ n: 2 }, { signal: c.signal });\nc.abort();\nreturn r.echo.n;",
+    )
+    .await;
+    assert_eq!(value(&untouched), json!(2));
+}

@@ -130,6 +130,13 @@ pub enum WorkerFrame {
         /// JSON text of the arguments.
         args: String,
     },
+    /// The guest aborted a call it made (its `AbortSignal`): drop it, and cancel it upstream.
+    CancelCall {
+        /// The run that made the call.
+        run: u64,
+        /// The call's id.
+        id: u64,
+    },
     /// A console line.
     Log {
         /// The run that wrote it.

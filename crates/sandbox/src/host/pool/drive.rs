@@ -132,6 +132,9 @@ pub(crate) async fn drive(
     let mut held_log_bytes = 0usize;
     let mut served = Served::default();
     let mut calls: FuturesUnordered<BoxFuture<'static, CallDone>> = FuturesUnordered::new();
+    // How to drop each call still out, when the guest aborts it (its `AbortSignal`).
+    let mut aborts: std::collections::HashMap<u64, tokio::sync::oneshot::Sender<()>> =
+        std::collections::HashMap::new();
     let elapsed_ms = |at: Instant| at.duration_since(started).as_secs_f64() * 1000.0;
     let deadline_passed = tokio::time::sleep_until(started + wall + grace);
     tokio::pin!(deadline_passed);
@@ -203,6 +206,7 @@ pub(crate) async fn drive(
                 // Answer every call that is already done together.
                 let mut done = Some(first);
                 while let Some(call) = done {
+                    aborts.remove(&call.0);
                     served.answer(run, call)?;
                     done = calls.next().now_or_never().flatten();
                 }
@@ -262,8 +266,18 @@ pub(crate) async fn drive(
                 };
                 let at = elapsed_ms(Instant::now());
                 served.in_flight.push((id, name.clone(), args_bytes, at));
+                let (abort, aborted) = tokio::sync::oneshot::channel::<()>();
+                aborts.insert(id, abort);
                 let mut call: BoxFuture<'static, CallDone> = Box::pin(async move {
-                    let result = future.await;
+                    // Dropping the call's future (on an abort) cancels it upstream.
+                    let result = tokio::select! {
+                        biased;
+                        Ok(()) = aborted => Err(CallFailure {
+                            kind: "cancelled".into(),
+                            message: "aborted by its AbortSignal".into(),
+                        }),
+                        result = future => result,
+                    };
                     let end = Instant::now();
                     (
                         id,
@@ -275,8 +289,16 @@ pub(crate) async fn drive(
                     )
                 });
                 match call.as_mut().now_or_never() {
-                    Some(done) => served.answer(run, done)?,
+                    Some(done) => {
+                        aborts.remove(&done.0);
+                        served.answer(run, done)?;
+                    }
                     None => calls.push(call),
+                }
+            }
+            WorkerFrame::CancelCall { id, .. } => {
+                if let Some(abort) = aborts.remove(&id) {
+                    let _ = abort.send(());
                 }
             }
             WorkerFrame::Log { level, message, .. } => {

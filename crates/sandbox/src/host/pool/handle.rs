@@ -219,6 +219,7 @@ impl WorkerHandle {
 pub(crate) fn run_of(frame: &WorkerFrame) -> Option<u64> {
     match frame {
         WorkerFrame::Call { run, .. }
+        | WorkerFrame::CancelCall { run, .. }
         | WorkerFrame::Log { run, .. }
         | WorkerFrame::Done { run, .. } => Some(*run),
         _ => None,

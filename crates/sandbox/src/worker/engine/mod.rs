@@ -83,6 +83,8 @@ pub(crate) struct LoopState {
     /// The promise of the user's code: settled, the run is done.
     pub promise: Option<Persistent<Promise<'static>>>,
     pub calls_made: u32,
+    /// The id of the call started last (for the preamble to abort it by its signal).
+    pub last_call_id: u64,
     /// How many tools and host functions this execution may call (by index).
     pub tool_count: usize,
     pub host_count: usize,

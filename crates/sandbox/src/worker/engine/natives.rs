@@ -25,6 +25,16 @@ pub(crate) fn prepare<'js>(
     natives.set("callHost", bridge(ctx, state, Callee::Host)?)?;
     let s = state.clone();
     natives.set(
+        "lastCallId",
+        Function::new(ctx.clone(), move || s.borrow().last_call_id as f64)?,
+    )?;
+    let s = state.clone();
+    natives.set(
+        "cancelCall",
+        Function::new(ctx.clone(), move |id: f64| cancel_call(&s, id as u64))?,
+    )?;
+    let s = state.clone();
+    natives.set(
         "toolsOf",
         Function::new(ctx.clone(), move |ctx: Ctx<'js>, backend: u32| {
             tools_of(&ctx, &s, backend)
@@ -230,9 +240,28 @@ fn bridge<'js>(
                 },
             );
             st.queued.push_back((id, callee(index), args));
+            st.last_call_id = id;
             Ok(promise)
         },
     )
+}
+
+/// `cancelCall(id)`: the guest's `AbortSignal` aborted call `id`. Its promise is never settled
+/// (the preamble rejects the caller's with the signal's reason); a call that waits for a slot
+/// never leaves, and one in flight is dropped by the host, which cancels it upstream.
+fn cancel_call(state: &Shared, id: u64) {
+    let mut s = state.borrow_mut();
+    let Some(settlers) = s.pending.remove(&id) else {
+        return;
+    };
+    s.pending_args_bytes = s.pending_args_bytes.saturating_sub(settlers.args_bytes);
+    if let Some(at) = s.queued.iter().position(|(queued, _, _)| *queued == id) {
+        s.queued.remove(at);
+    } else {
+        s.in_flight = s.in_flight.saturating_sub(1);
+        let run = s.run;
+        s.outbox.push(WorkerFrame::CancelCall { run, id });
+    }
 }
 
 /// Why a call must not leave the worker, if it must not: its arguments are over the per-call

@@ -7,7 +7,7 @@
 export default function (natives) {
   "use strict";
   const G = globalThis;
-  const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl, loadWeb, toolsOf, declarationOf } = natives;
+  const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl, loadWeb, toolsOf, declarationOf, lastCallId, cancelCall } = natives;
   // Captured now: backends are bound lazily, after guest code may have replaced these.
   const freeze = Object.freeze;
   const defineProperty = Object.defineProperty;
@@ -19,6 +19,8 @@ export default function (natives) {
   // Captured for the same reason: guest code cannot change how calls start or settle.
   const ErrorCtor = Error;
   const NativePromise = Promise;
+  const promiseThen = Promise.prototype.then;
+  const apply = Reflect.apply;
   const rejected = (error) => NativePromise.reject(error);
   // Descriptors have no prototype, so a getter or setter planted on Object.prototype cannot
   // turn them into something else.
@@ -316,7 +318,7 @@ export default function (natives) {
         return value;
       },
     });
-  ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto", "Intl"].forEach(lazyWeb);
+  ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto", "Intl", "AbortController", "AbortSignal"].forEach(lazyWeb);
   // The locale methods of builtins use the same code as `Intl` (see web.js): the common
   // locales and options give what every other runtime gives; anything else is a RangeError
   // that says so, never a silently different result.
@@ -363,25 +365,42 @@ export default function (natives) {
     // because an async wrapper costs several more reactions per call; argument errors still
     // reject rather than throw. One `start` for every tool, so binding a tool makes only the
     // two closures the guest sees.
-    const start = (index, qualified, args, site, map) => {
+    const start = (index, qualified, args, site, map, options) => {
       let json;
       try {
         json = argsJson(qualified, args);
       } catch (error) {
         return rejected(error);
       }
-      return call(index, json, site, map);
+      const signal = options !== null && typeof options === "object" ? options.signal : undefined;
+      if (signal === undefined || signal === null) return call(index, json, site, map);
+      if (signal.aborted) return rejected(signal.reason);
+      return abortable(call(index, json, site, map), lastCallId(), signal);
     };
+    // A call with `{ signal }`: an abort rejects it with the signal's reason and tells the host
+    // to drop it (which cancels it upstream).
+    const abortable = (promise, id, signal) =>
+      new NativePromise((resolve, reject) => {
+        const onAbort = () => {
+          cancelCall(id);
+          reject(signal.reason);
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        apply(promiseThen, promise, [
+          (value) => { signal.removeEventListener("abort", onAbort); resolve(value); },
+          (error) => { signal.removeEventListener("abort", onAbort); reject(error); },
+        ]);
+      });
     const toolFunction = (index, qualified) => {
-      const raw = (args) => start(index, qualified, args, new ErrorCtor());
-      const fn = (args) => {
+      const raw = (args, options) => start(index, qualified, args, new ErrorCtor(), undefined, options);
+      const fn = (args, options) => {
         const site = new ErrorCtor();
         return start(index, qualified, args, site, (result) => {
           if (result && result.isError) {
             throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
           }
           return mapResult(result);
-        });
+        }, options);
       };
       fixed(fn, "raw", raw);
       fixed(fn, "toolName", qualified, false);

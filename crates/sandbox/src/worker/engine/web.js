@@ -238,6 +238,74 @@ export default function ({ randomBytes, parseUrl }) {
   exports.URL = URL;
   exports.URLSearchParams = URLSearchParams;
 
+  // ---- AbortController and AbortSignal -----------------------------------------------------
+  // A signal passed to a tool call (`backend.tool(args, { signal })`) aborts it: the call's
+  // promise rejects with the signal's reason, and the host cancels it upstream.
+  const abortError = (message, name) => {
+    const error = new Error(message);
+    error.name = name;
+    return error;
+  };
+  class AbortSignal {
+    #aborted = false;
+    #reason = undefined;
+    #listeners = [];
+    onabort = null;
+    get aborted() { return this.#aborted; }
+    get reason() { return this.#reason; }
+    throwIfAborted() { if (this.#aborted) throw this.#reason; }
+    addEventListener(type, listener, options) {
+      if (type !== "abort" || typeof listener !== "function") return;
+      const once = options !== null && typeof options === "object" && Boolean(options.once);
+      this.#listeners.push({ listener, once });
+    }
+    removeEventListener(type, listener) {
+      if (type !== "abort") return;
+      const kept = [];
+      for (let i = 0; i < this.#listeners.length; i++) if (this.#listeners[i].listener !== listener) kept.push(this.#listeners[i]);
+      this.#listeners = kept;
+    }
+    static abort(reason) {
+      const controller = new AbortController();
+      controller.abort(reason);
+      return controller.signal;
+    }
+    static timeout(ms) {
+      const controller = new AbortController();
+      globalThis.setTimeout(() => controller.abort(abortError("The operation was aborted due to timeout", "TimeoutError")), Number(ms) || 0);
+      return controller.signal;
+    }
+    static any(signals) {
+      const controller = new AbortController();
+      for (const signal of signals) {
+        if (signal.aborted) { controller.abort(signal.reason); break; }
+        signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+      }
+      return controller.signal;
+    }
+    // Called by the controller only (a private method no guest code can reach).
+    static fire(signal, reason) { signal.#fire(reason); }
+    #fire(reason) {
+      if (this.#aborted) return;
+      this.#aborted = true;
+      this.#reason = reason === undefined ? abortError("This operation was aborted", "AbortError") : reason;
+      const listeners = this.#listeners;
+      this.#listeners = [];
+      const event = { type: "abort", target: this };
+      if (typeof this.onabort === "function") this.onabort(event);
+      for (let i = 0; i < listeners.length; i++) listeners[i].listener.call(this, event);
+    }
+  }
+  const fire = AbortSignal.fire;
+  delete AbortSignal.fire;
+  class AbortController {
+    #signal = new AbortSignal();
+    get signal() { return this.#signal; }
+    abort(reason) { fire(this.#signal, reason); }
+  }
+  exports.AbortSignal = AbortSignal;
+  exports.AbortController = AbortController;
+
   // ---- locale: the common cases, never a silently different result ------------------------
   // QuickJS has no Intl. Agent code reaches for a few locale features: grouped numbers and
   // currency, simple dates, and sorting text. These are built here for the locales listed in
