@@ -315,7 +315,28 @@ fn declared_parameters(declaration: &str) -> Vec<String> {
         .map(|line| line.split("//").next().unwrap_or(""))
         .collect::<Vec<_>>()
         .join("\n");
-    let Some(open) = text.find('{') else {
+    // The arguments' type: an interface named after `args:` (as the catalog writes it, inside
+    // the backend's namespace), an object literal right there, or else the first `{`.
+    let args_type = text.find("args").and_then(|at| {
+        let rest = text[at + 4..]
+            .trim_start()
+            .trim_start_matches('?')
+            .trim_start();
+        let rest = rest.strip_prefix(':')?.trim_start();
+        if rest.starts_with('{') {
+            return Some(text.len() - rest.len());
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
+            .collect();
+        let interface = format!("interface {name}");
+        let declared = text
+            .find(&format!("{interface} {{"))
+            .or_else(|| text.find(&format!("{interface}{{")))?;
+        text[declared..].find('{').map(|brace| declared + brace)
+    });
+    let Some(open) = args_type.or_else(|| text.find('{')) else {
         return vec![];
     };
     let mut names = Vec::new();
@@ -539,6 +560,13 @@ mod tests {
             ["message", "count", "odd-key", "nested", "callback"]
         );
         assert!(declared_parameters("function ping(args?: {}): Promise<unknown>;").is_empty());
+        // As the catalog writes it: inside the backend's namespace.
+        let namespaced = "declare namespace everything {\n  interface EverythingEchoInput {\n    /** Message to echo */\n    message: string;\n  }\n  /** Echoes back the input string */\n  function echo(args: EverythingEchoInput): Promise<unknown>;\n}\n";
+        assert_eq!(declared_parameters(namespaced), ["message"]);
+        assert_eq!(
+            declared_parameters("function f(args: { a: number; b?: string }): Promise<unknown>;"),
+            ["a", "b"]
+        );
     }
 
     #[test]
