@@ -361,3 +361,55 @@ async fn an_abort_signal_rejects_a_call_and_drops_it() {
     .await;
     assert_eq!(value(&untouched), json!(2));
 }
+
+/// The full text of every hint this issue added, as a model reads it.
+#[tokio::test]
+async fn the_new_hints_in_full() {
+    let sb = sandbox(1).await;
+    let bridge = || std::sync::Arc::new(TestBridge::default());
+    let mut shown = String::new();
+    let cases: Vec<(&str, sandgate_sandbox::Execution)> = vec![
+        (
+            "positional argument",
+            with_declared_echo("return await test.echo(\"hi\");"),
+        ),
+        (
+            "content[0].text",
+            execution("const res = await test.text({});\nreturn res.content[0].text;"),
+        ),
+        (
+            "doubled prefix",
+            execution("return await test.test_echo({});"),
+        ),
+        ("wrong case", execution("return await test.Echo({});")),
+        (
+            "a Promise in the result",
+            execution("const a = test.slow({ ms: 300 });\nreturn [a];"),
+        ),
+        (
+            "decorators",
+            execution("class A {\n  @log\n  m() {}\n}\nreturn 1;"),
+        ),
+        (
+            "unsupported locale",
+            execution("return (5).toLocaleString('ja-JP');"),
+        ),
+        (
+            "unsupported option",
+            execution("return new Intl.NumberFormat('en', { notation: 'compact' }).format(1);"),
+        ),
+    ];
+    for (label, execution) in cases {
+        let result = sb.run(execution, bridge()).await;
+        let error = result.error.expect("fails");
+        shown.push_str(&format!(
+            "## {label}\n{:?} at {:?}:{:?}: {}\nhint: {}\n\n",
+            error.kind,
+            error.line,
+            error.column,
+            error.message,
+            error.hint.unwrap_or_default()
+        ));
+    }
+    insta::assert_snapshot!(shown);
+}

@@ -122,6 +122,8 @@ export default function (natives) {
     return stringifyJson(args);
   }
 
+  // Web basics and rarely used helpers, compiled ahead but loaded on first use (see below).
+  let web = null;
   // ---- console ------------------------------------------------------------------------
   function show(value, seen) {
     if (typeof value === "string") return value;
@@ -175,65 +177,12 @@ export default function (natives) {
   const counts = { __proto__: null };
   const started = { __proto__: null };
   const labelOf = (label) => (label === undefined ? "default" : String(label));
-  const cell = (value) => {
-    if (value === undefined) return "";
-    const text = show(value, new NativeSet());
-    return text.length > 60 ? text.slice(0, 59) + "…" : text;
+  // `console.table` renders in web.js, loaded on first use (it is rarely called, and would
+  // otherwise make every execution's template larger).
+  const table = (data, columns) => {
+    if (web === null) web = loadWeb({ randomBytes, parseUrl });
+    log("log", indented(web.renderTable(data, columns, (value) => show(value, new NativeSet()), joined)));
   };
-  // `console.table`: rows of an array or object, one column per key, as an aligned text table.
-  function table(data, columns) {
-    if (data === null || typeof data !== "object") return log("log", indented(joined([data])));
-    const rowKeys = objectKeys(data);
-    const header = ["(index)"];
-    const wanted = isArray(columns) ? columns : null;
-    let values = false;
-    if (wanted) {
-      for (let i = 0; i < wanted.length; i++) header.push(String(wanted[i]));
-    } else {
-      for (let r = 0; r < rowKeys.length; r++) {
-        const row = data[rowKeys[r]];
-        if (row !== null && typeof row === "object") {
-          const keys = objectKeys(row);
-          for (let k = 0; k < keys.length; k++) {
-            let known = false;
-            for (let h = 1; h < header.length; h++) if (header[h] === keys[k]) known = true;
-            if (!known) header.push(keys[k]);
-          }
-        } else {
-          values = true;
-        }
-      }
-      if (values) header.push("Value");
-    }
-    const rows = [header];
-    for (let r = 0; r < rowKeys.length; r++) {
-      const row = data[rowKeys[r]];
-      const line = [rowKeys[r]];
-      for (let h = 1; h < header.length; h++) {
-        if (values && !wanted && h === header.length - 1) line.push(row !== null && typeof row === "object" ? "" : cell(row));
-        else line.push(row !== null && typeof row === "object" ? cell(row[header[h]]) : "");
-      }
-      rows.push(line);
-    }
-    const widths = [];
-    for (let c = 0; c < header.length; c++) {
-      let w = 0;
-      for (let r = 0; r < rows.length; r++) if (rows[r][c].length > w) w = rows[r][c].length;
-      widths.push(w);
-    }
-    let text = "";
-    for (let r = 0; r < rows.length; r++) {
-      let line = "│";
-      for (let c = 0; c < header.length; c++) line += " " + rows[r][c].padEnd(widths[c]) + " │";
-      text += (r ? "\n" : "") + line;
-      if (r === 0) {
-        let rule = "├";
-        for (let c = 0; c < header.length; c++) rule += "─".repeat(widths[c] + 2) + (c + 1 < header.length ? "┼" : "┤");
-        text += "\n" + rule;
-      }
-    }
-    log("log", indented(text));
-  }
   fixed(G, "console", freeze({
     log: logger("log"), info: logger("info"), warn: logger("warn"), error: logger("error"), debug: logger("debug"),
     trace: (...args) => {
@@ -306,7 +255,6 @@ export default function (natives) {
   fixed(G, "clearInterval", clear, false);
 
   // ---- web basics: compiled ahead but loaded on first use ------------------------------
-  let web = null;
   const lazyWeb = (name) =>
     Object.defineProperty(G, name, {
       configurable: true,

@@ -238,6 +238,71 @@ export default function ({ randomBytes, parseUrl }) {
   exports.URL = URL;
   exports.URLSearchParams = URLSearchParams;
 
+  // ---- console.table: rows of an array or object, one column per key, as an aligned text table
+  exports.renderTable = (data, columns, shown, joined) => {
+    const isArray = Array.isArray;
+    const objectKeys = Object.keys;
+    const cell = (value) => {
+      if (value === undefined) return "";
+      const text = shown(value);
+      return text.length > 60 ? text.slice(0, 59) + "…" : text;
+    };
+    function table(data, columns) {
+      if (data === null || typeof data !== "object") return joined([data]);
+      const rowKeys = objectKeys(data);
+      const header = ["(index)"];
+      const wanted = isArray(columns) ? columns : null;
+      let values = false;
+      if (wanted) {
+        for (let i = 0; i < wanted.length; i++) header.push(String(wanted[i]));
+      } else {
+        for (let r = 0; r < rowKeys.length; r++) {
+          const row = data[rowKeys[r]];
+          if (row !== null && typeof row === "object") {
+            const keys = objectKeys(row);
+            for (let k = 0; k < keys.length; k++) {
+              let known = false;
+              for (let h = 1; h < header.length; h++) if (header[h] === keys[k]) known = true;
+              if (!known) header.push(keys[k]);
+            }
+          } else {
+            values = true;
+          }
+        }
+        if (values) header.push("Value");
+      }
+      const rows = [header];
+      for (let r = 0; r < rowKeys.length; r++) {
+        const row = data[rowKeys[r]];
+        const line = [rowKeys[r]];
+        for (let h = 1; h < header.length; h++) {
+          if (values && !wanted && h === header.length - 1) line.push(row !== null && typeof row === "object" ? "" : cell(row));
+          else line.push(row !== null && typeof row === "object" ? cell(row[header[h]]) : "");
+        }
+        rows.push(line);
+      }
+      const widths = [];
+      for (let c = 0; c < header.length; c++) {
+        let w = 0;
+        for (let r = 0; r < rows.length; r++) if (rows[r][c].length > w) w = rows[r][c].length;
+        widths.push(w);
+      }
+      let text = "";
+      for (let r = 0; r < rows.length; r++) {
+        let line = "│";
+        for (let c = 0; c < header.length; c++) line += " " + rows[r][c].padEnd(widths[c]) + " │";
+        text += (r ? "\n" : "") + line;
+        if (r === 0) {
+          let rule = "├";
+          for (let c = 0; c < header.length; c++) rule += "─".repeat(widths[c] + 2) + (c + 1 < header.length ? "┼" : "┤");
+          text += "\n" + rule;
+        }
+      }
+      return text;
+    }
+    return table(data, columns);
+  };
+
   // ---- AbortController and AbortSignal -----------------------------------------------------
   // A signal passed to a tool call (`backend.tool(args, { signal })`) aborts it: the call's
   // promise rejects with the signal's reason, and the host cancels it upstream.
