@@ -26,6 +26,9 @@ const TRIM_AFTER: [std::time::Duration; 2] = [
 /// Longest a meta-tool waits for backends that are still starting and have nothing cached.
 pub const STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long a caller waits for a catalog refresh already under way before it builds one.
+const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Everything the MCP front shares across sessions.
 #[derive(Debug)]
 pub struct Gateway {
@@ -48,8 +51,9 @@ pub struct Gateway {
     trimming: AtomicBool,
     /// Held while a catalog is rebuilt (see `rebuild`).
     rebuilding: Mutex<()>,
-    /// The manager's generation the current catalog was built from.
-    catalog_generation: AtomicU64,
+    /// The manager's generation the current catalog was built from; watched by callers that
+    /// wait for a rebuild already under way.
+    catalog_generation: tokio::sync::watch::Sender<u64>,
 }
 
 /// One execution in progress, counted in `Gateway::running` while it lives.
@@ -141,7 +145,7 @@ impl Gateway {
             running: AtomicU64::new(0),
             trimming: AtomicBool::new(false),
             rebuilding: Mutex::new(()),
-            catalog_generation: AtomicU64::new(generation),
+            catalog_generation: tokio::sync::watch::Sender::new(generation),
         });
         let weak = Arc::downgrade(&gateway);
         let mut events = gateway.manager.subscribe();
@@ -210,28 +214,41 @@ impl Gateway {
             .into_iter()
             .filter(|name| needed(name))
             .collect();
-        let waited = !cold.is_empty();
-        if waited {
+        if !cold.is_empty() {
             self.manager.wait_settled_for(&cold, STARTUP_WAIT).await;
+            return self.rebuilt().await;
         }
-        // A backend the caller needs that became ready a moment ago may not be in the snapshot
-        // yet (its refresh runs in the background): its generation says so. Tool changes of
-        // other backends never hold this caller up.
-        let built_from = self.catalog_generation.load(Ordering::SeqCst);
-        let stale = self
-            .manager
-            .backend_names()
-            .iter()
-            .any(|name| needed(name) && self.manager.generation_of(name) > built_from);
-        if stale || waited {
-            // Off the async threads: a catalog of many tools takes a while to build.
-            let building = self.clone();
-            return match tokio::task::spawn_blocking(move || building.rebuild()).await {
-                Ok(catalog) => catalog,
-                Err(_) => self.catalog(),
-            };
+        // A backend the caller needs that became ready or changed a moment ago may not be in the
+        // snapshot yet: its generation says so. The refresh that change set off is under way;
+        // wait for it rather than build the same catalog twice (a second build of a large
+        // catalog slowed every other caller). Changes of other backends never hold this caller up.
+        let names = self.manager.backend_names();
+        let stale = |built: u64| {
+            names
+                .iter()
+                .any(|name| needed(name) && self.manager.generation_of(name) > built)
+        };
+        let built_from = *self.catalog_generation.borrow();
+        if stale(built_from) {
+            let mut built = self.catalog_generation.subscribe();
+            let caught_up = matches!(
+                tokio::time::timeout(CATCH_UP_WAIT, built.wait_for(|g| !stale(*g))).await,
+                Ok(Ok(_))
+            );
+            if !caught_up {
+                return self.rebuilt().await;
+            }
         }
         self.catalog()
+    }
+
+    /// A catalog rebuilt now, off the async threads (a catalog of many tools takes a while).
+    async fn rebuilt(self: &Arc<Self>) -> Arc<Catalog> {
+        let building = self.clone();
+        match tokio::task::spawn_blocking(move || building.rebuild()).await {
+            Ok(catalog) => catalog,
+            Err(_) => self.catalog(),
+        }
     }
 
     /// Checks a backend tool call against this gateway's grant. This is the one door to
@@ -300,7 +317,7 @@ impl Gateway {
         if let Ok(mut slot) = self.bindings.write() {
             *slot = bindings;
         }
-        self.catalog_generation.store(generation, Ordering::SeqCst);
+        self.catalog_generation.send_replace(generation);
         self.catalog_builds.fetch_add(1, Ordering::Relaxed);
         catalog
     }
