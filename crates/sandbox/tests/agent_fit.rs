@@ -413,3 +413,27 @@ async fn the_new_hints_in_full() {
     }
     insta::assert_snapshot!(shown);
 }
+
+#[tokio::test]
+async fn a_missing_method_blames_the_call_not_its_argument() {
+    let sb = sandbox(1).await;
+    for (code, callee) in [
+        (
+            "const rows = [{ a: 1 }];\nconsole.tabel(rows);\nreturn 1;",
+            "console.tabel",
+        ),
+        (
+            "const items = [1, 2];\nconst out = items.flatMapp((x) => [x]);\nreturn out;",
+            "items.flatMapp",
+        ),
+    ] {
+        let result = run(&sb, code).await;
+        let error = result.error.expect("fails");
+        assert!(
+            error
+                .message
+                .contains(&format!("{callee} is not a function")),
+            "{code}: {error:?}"
+        );
+    }
+}

@@ -77,7 +77,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
     let not_a_function = (kind == ErrorKind::Runtime && error.message == "not a function")
         .then(|| line.zip(column))
         .flatten()
-        .and_then(|(l, c)| expressions::expression_at(cx.source, l, c));
+        .and_then(|(l, c)| expressions::callee_at(cx.source, l, c));
     let message = match (kind, not_a_function) {
         (_, Some(expression)) => format!("{}: {expression} is not a function", error.name),
         (

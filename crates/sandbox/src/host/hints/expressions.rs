@@ -50,6 +50,45 @@ pub(super) fn expression_at(source: &str, line: u32, column: u32) -> Option<&str
     (end > at && named(expression)).then_some(expression)
 }
 
+/// What was not a function, for an error at `line`:`column`: the expression there, unless it
+/// is an argument of a call (QuickJS reports the position of the last argument it read, so
+/// `console.tabel(rows)` fails "at" `rows`): then the call's callee, `console.tabel`.
+pub(super) fn callee_at(source: &str, line: u32, column: u32) -> Option<&str> {
+    let text = line_of(source, line)?;
+    let at = offset_of(text, column)?;
+    let bytes = text.as_bytes();
+    let mut before = at;
+    while before > 0 && bytes[before - 1] == b' ' {
+        before -= 1;
+    }
+    let argument = before > 0 && matches!(bytes[before - 1], b'(' | b',');
+    if argument {
+        // The innermost `(` still open before the argument.
+        let mut depth = 0usize;
+        let mut i = before;
+        while i > 0 {
+            i -= 1;
+            match bytes[i] {
+                b')' | b']' | b'}' => depth += 1,
+                b'(' if depth == 0 => {
+                    let mut end = i;
+                    while end > 0 && bytes[end - 1] == b' ' {
+                        end -= 1;
+                    }
+                    let callee = &text[chain_start(text, end)..end];
+                    if named(callee) {
+                        return Some(callee);
+                    }
+                    break;
+                }
+                b'(' | b'[' | b'{' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    expression_at(source, line, column)
+}
+
 /// On line `line` (1-based) of `source`, the dotted expression that `.property` (or
 /// `[property]`, `["property"]`) is read from, when the line reads it from exactly one:
 /// `r.data` for "cannot read property 'items' of undefined" on `return r.data.items.length`.
