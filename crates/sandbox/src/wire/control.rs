@@ -4,7 +4,7 @@
 //! A worker reads frames only between turns, and a turn of CPU-bound code can last until its
 //! execution's deadline. Three things cannot wait that long, so they travel through this page
 //! instead, as plain atomic words:
-//! - the host asks a computing execution to stop (`stop_run`, read by the QuickJS interrupt
+//! - the host asks a computing execution to stop (`stopped`, read by the QuickJS interrupt
 //!   handler, so a cancelled loop ends within milliseconds without killing the worker and the
 //!   other executions on it);
 //! - the worker says since when its current turn has run (`turn_started_ns`), so the host
@@ -35,8 +35,10 @@ pub struct ControlPage {
     /// `CLOCK_MONOTONIC` nanoseconds at which the worker's current turn began; 0 while it waits
     /// for input.
     pub turn_started_ns: AtomicU64,
-    /// A run the host wants stopped: the run's interrupt handler ends it at its next check.
-    pub stop_run: AtomicU64,
+    /// Runs the host wants stopped, each at `run % STOP_SLOTS`: the run's interrupt handler
+    /// ends it at its next check. (Slots, not one word: two stops in the same instant must not
+    /// overwrite each other.)
+    pub stopped: [AtomicU64; STOP_SLOTS],
     /// Executions the worker holds (running, waiting or parked).
     pub executions: AtomicU64,
     /// Bytes of the worker's parked images and of its executions' big blocks.
@@ -53,11 +55,18 @@ pub struct ControlPage {
 
 /// Slots for moved runs on the control page.
 pub const SKIP_SLOTS: usize = 256;
+/// Slots for runs to stop.
+pub const STOP_SLOTS: usize = 64;
 
 // The shared words fit the one page both sides map.
 const _: () = assert!(size_of::<ControlPage>() <= PAGE_BYTES);
 
 impl ControlPage {
+    /// Host side: `run` is to stop at its next interrupt check.
+    pub fn stop(&self, run: u64) {
+        self.stopped[(run % STOP_SLOTS as u64) as usize].store(run, Ordering::SeqCst);
+    }
+
     /// Host side: the worker is to skip `run`.
     pub fn skip(&self, run: u64) {
         self.skipped[(run % SKIP_SLOTS as u64) as usize].store(run, Ordering::SeqCst);
@@ -194,12 +203,27 @@ pub fn started(run: u64) {
 
 /// Worker side: whether the host asked `run` to stop.
 pub fn stop_requested(run: u64) -> bool {
-    worker_page().is_some_and(|page| page.stop_run.load(Ordering::Relaxed) == run)
+    worker_page().is_some_and(|page| {
+        page.stopped[(run % STOP_SLOTS as u64) as usize].load(Ordering::Relaxed) == run
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stops_in_the_same_instant_do_not_overwrite_each_other() {
+        let control = HostControl::new().expect("page");
+        let page = control.page();
+        page.stop(7);
+        page.stop(8);
+        let stopped = |run: u64| {
+            page.stopped[(run % STOP_SLOTS as u64) as usize].load(Ordering::Relaxed) == run
+        };
+        assert!(stopped(7) && stopped(8), "both runs stop");
+        assert!(!stopped(9), "a run nobody stopped goes on");
+    }
 
     #[test]
     fn the_page_is_shared_zeroed_and_ages_turns() {
@@ -212,10 +236,10 @@ mod tests {
         assert!(age >= std::time::Duration::from_millis(5), "{age:?}");
         // A second mapping of the same descriptor sees the same words.
         let other = map_shared(control.fd()).expect("a second mapping");
-        page.stop_run.store(42, Ordering::Relaxed);
+        page.stop(42);
         // SAFETY: the mapping is live and holds a `ControlPage`.
         #[allow(unsafe_code)]
-        let seen = unsafe { other.as_ref() }.stop_run.load(Ordering::Relaxed);
+        let seen = unsafe { other.as_ref() }.stopped[42].load(Ordering::Relaxed);
         assert_eq!(seen, 42);
     }
 }

@@ -167,7 +167,7 @@ impl WorkerHandle {
     /// Asks the worker to stop `run` at its next interrupt check, if it is computing it.
     pub fn request_stop(&self, run: u64) {
         if let Some(control) = &self.control {
-            control.page().stop_run.store(run, Ordering::Relaxed);
+            control.page().stop(run);
         }
     }
 
