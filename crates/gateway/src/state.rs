@@ -222,12 +222,7 @@ impl Gateway {
         // snapshot yet: its generation says so. The refresh that change set off is under way;
         // wait for it rather than build the same catalog twice (a second build of a large
         // catalog slowed every other caller). Changes of other backends never hold this caller up.
-        let names = self.manager.backend_names();
-        let stale = |built: u64| {
-            names
-                .iter()
-                .any(|name| needed(name) && self.manager.generation_of(name) > built)
-        };
+        let stale = |built: u64| self.manager.tools_changed_since(built, &needed);
         let built_from = *self.catalog_generation.borrow();
         if stale(built_from) {
             let mut built = self.catalog_generation.subscribe();
@@ -325,10 +320,7 @@ impl Gateway {
     async fn refresh(self: Arc<Self>) {
         // A catalog of many tools takes a while to build: off the async threads, so calls in
         // flight never wait for it (they keep the snapshot they have).
-        let building = self.clone();
-        let Ok(catalog) = tokio::task::spawn_blocking(move || building.rebuild()).await else {
-            return;
-        };
+        let catalog = self.rebuilt().await;
         for collision in catalog.collisions() {
             tracing::warn!(
                 backend = collision.backend.as_deref().unwrap_or("<backends>"),

@@ -364,12 +364,7 @@ async fn hostile_scripts_end_in_time_and_the_pool_keeps_serving() {
 
 #[tokio::test]
 async fn hostile_scripts_end_in_time_while_benign_ones_share_their_worker() {
-    let mut config = sandgate_sandbox::PoolConfig::new(worker_program());
-    config.workers = 1;
-    config.max_workers = 1;
-    let sb = sandgate_sandbox::Sandbox::start(config)
-        .await
-        .expect("sandbox");
+    let sb = sandbox_of_exactly(1).await;
     for (name, code, expect) in CASES {
         let neighbours = (0..4).map(|i| {
             let code = format!(

@@ -69,10 +69,7 @@ fn gated(code: &str, limits: Limits) -> Execution {
 }
 
 async fn one_worker() -> Sandbox {
-    let mut config = PoolConfig::new(worker_program());
-    config.workers = 1;
-    config.max_workers = 1;
-    Sandbox::start(config).await.expect("sandbox")
+    sandbox_of_exactly(1).await
 }
 
 /// Runs every execution at once through one bridge, within `limit`.
@@ -269,10 +266,7 @@ async fn a_limit_hit_in_one_execution_leaves_the_others_on_its_worker_correct() 
 
 #[tokio::test]
 async fn a_killed_worker_fails_exactly_its_executions_with_their_completed_calls() {
-    let mut config = PoolConfig::new(worker_program());
-    config.workers = 2;
-    config.max_workers = 2;
-    let sb = Sandbox::start(config).await.expect("sandbox");
+    let sb = sandbox_of_exactly(2).await;
     let n = 8usize;
     // Each run completes one call, then waits on a slow one until the test kills a worker.
     let executions: Vec<Execution> = (0..n)

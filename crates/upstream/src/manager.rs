@@ -162,18 +162,18 @@ impl BackendManager {
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// The [`generation`] at which `backend`'s live tools last changed (0 if never).
+    /// Whether the live tools of a backend `needed` names changed after [`generation`]
+    /// `since`.
     ///
     /// [`generation`]: BackendManager::generation
-    pub fn generation_of(&self, backend: &str) -> u64 {
-        self.backends.get(backend).map_or(0, |b| {
-            b.tools_generation.load(std::sync::atomic::Ordering::SeqCst)
+    pub fn tools_changed_since(&self, since: u64, needed: impl Fn(&str) -> bool) -> bool {
+        self.backends.iter().any(|(name, backend)| {
+            needed(name)
+                && backend
+                    .tools_generation
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    > since
         })
-    }
-
-    /// The names of every configured backend.
-    pub fn backend_names(&self) -> Vec<String> {
-        self.backends.keys().cloned().collect()
     }
 
     /// Every exposed tool: from live connections, or from the cache for backends that have

@@ -106,7 +106,7 @@ impl Scheduler {
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return 0,
                 Err(_) => return 72,
             };
-            self.report(true);
+            // Each step marks its own turn (see `start` and `step`).
             if let Some(frame) = frame
                 && let Err(code) = self.on_frame(frame)
             {

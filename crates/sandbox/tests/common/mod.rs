@@ -24,6 +24,14 @@ pub async fn sandbox(workers: usize) -> Sandbox {
     Sandbox::start(config).await.expect("sandbox starts")
 }
 
+/// A sandbox of exactly `workers` workers: no extra ones, so executions share them.
+pub async fn sandbox_of_exactly(workers: usize) -> Sandbox {
+    let mut config = PoolConfig::new(worker_program());
+    config.workers = workers;
+    config.max_workers = workers;
+    Sandbox::start(config).await.expect("sandbox starts")
+}
+
 pub fn tool(backend: &str, name: &str) -> ToolBinding {
     ToolBinding {
         backend: backend.into(),

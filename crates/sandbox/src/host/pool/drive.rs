@@ -355,8 +355,9 @@ struct RouteGuard<'a> {
 }
 
 impl RouteGuard<'_> {
-    /// The run ended in the worker.
+    /// The run ended in the worker: its route goes, nothing more to stop.
     fn done(&mut self) {
+        self.worker.close_route(self.run);
         self.run = 0;
     }
 
@@ -377,11 +378,7 @@ impl RouteGuard<'_> {
 
 impl Drop for RouteGuard<'_> {
     fn drop(&mut self) {
-        if self.run != 0 {
-            let run = self.run;
-            self.stop();
-            self.worker.close_route(run);
-        }
+        self.stop();
     }
 }
 

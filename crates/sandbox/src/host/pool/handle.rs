@@ -21,6 +21,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+use super::lock;
 use super::output::WorkerOutput;
 use crate::SandboxError;
 use crate::control::{CONTROL_FD, HostControl};
@@ -224,12 +225,6 @@ pub(crate) fn run_of(frame: &WorkerFrame) -> Option<u64> {
         | WorkerFrame::Done { run, .. } => Some(*run),
         _ => None,
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A worker's stdin: frames written at once when the pipe has room, queued when it has not.

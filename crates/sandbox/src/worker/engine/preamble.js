@@ -124,6 +124,10 @@ export default function (natives) {
 
   // Web basics and rarely used helpers, compiled ahead but loaded on first use (see below).
   let web = null;
+  const webNow = () => {
+    if (web === null) web = loadWeb({ randomBytes, parseUrl });
+    return web;
+  };
   // ---- console ------------------------------------------------------------------------
   function show(value, seen) {
     if (typeof value === "string") return value;
@@ -180,8 +184,7 @@ export default function (natives) {
   // `console.table` renders in web.js, loaded on first use (it is rarely called, and would
   // otherwise make every execution's template larger).
   const table = (data, columns) => {
-    if (web === null) web = loadWeb({ randomBytes, parseUrl });
-    log("log", indented(web.renderTable(data, columns, (value) => show(value, new NativeSet()), joined)));
+    log("log", indented(webNow().renderTable(data, columns, (value) => show(value, new NativeSet()), joined)));
   };
   fixed(G, "console", freeze({
     log: logger("log"), info: logger("info"), warn: logger("warn"), error: logger("error"), debug: logger("debug"),
@@ -260,8 +263,7 @@ export default function (natives) {
       configurable: true,
       enumerable: false,
       get() {
-        if (web === null) web = loadWeb({ randomBytes, parseUrl });
-        const value = web[name];
+        const value = webNow()[name];
         fixed(G, name, value, false);
         return value;
       },
@@ -270,10 +272,6 @@ export default function (natives) {
   // The locale methods of builtins use the same code as `Intl` (see web.js): the common
   // locales and options give what every other runtime gives; anything else is a RangeError
   // that says so, never a silently different result.
-  const webNow = () => {
-    if (web === null) web = loadWeb({ randomBytes, parseUrl });
-    return web;
-  };
   method(String.prototype, "localeCompare", function localeCompare(that, locales, options) {
     return webNow().localeCompare(String(this), String(that), locales, options);
   });
