@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 REPO = Path(__file__).resolve().parents[2]
 SANDGATE = os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))
@@ -65,21 +67,42 @@ def write_config(tmp_path: Path, fmt: str, servers: dict) -> Path:
     return path
 
 
-class HttpServer:
-    """`sandgate serve --http 127.0.0.1:0` in a subprocess; learns its URL from the log."""
+def state_home(config: Path) -> Path:
+    """A private XDG_STATE_HOME beside a test's config: a generated HTTP token (and anything
+    else sandgate keeps per user) stays in the test's own directory."""
+    path = Path(config).parent / "state-home"
+    path.mkdir(exist_ok=True)
+    return path
 
-    def __init__(self, config: Path, extra_args=()):
+
+GENERATED_TOKEN = re.compile(r"Bearer ([0-9a-f]{64})")
+
+
+def auth_headers(token: str | None) -> dict:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+class HttpServer:
+    """`sandgate serve --http 127.0.0.1:0` in a subprocess; learns its URL from the log, and the
+    bearer token sandgate generated and printed at its first start (HTTP needs one by default)."""
+
+    def __init__(self, config: Path, extra_args=(), token: str | None = None):
+        env = {**os.environ, "XDG_STATE_HOME": str(state_home(config))}
         self.proc = subprocess.Popen(
             [SANDGATE, "serve", "--config", str(config), "--http", "127.0.0.1:0", *extra_args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
         )
         self.log: list[str] = []
         found = threading.Event()
         self.url = None
+        self.token = token
 
         def pump():
             for line in self.proc.stderr:
                 self.log.append(line)
+                generated = GENERATED_TOKEN.search(line)
+                if generated and self.token is None:
+                    self.token = generated.group(1)
                 match = re.search(r"at (http://\S+/mcp)", line)
                 if match and not found.is_set():
                     self.url = match.group(1)
@@ -90,6 +113,16 @@ class HttpServer:
         if not found.wait(30) or self.url is None:
             self.close()
             raise RuntimeError("sandgate did not start serving HTTP:\n" + "".join(self.log))
+
+    @property
+    def headers(self) -> dict:
+        """What a client sends to be let in."""
+        return auth_headers(self.token)
+
+    def target(self, headers: dict | None = None):
+        """A transport for `mcp.Client`, carrying the token (or `headers` instead)."""
+        client = create_mcp_http_client(headers=self.headers if headers is None else headers)
+        return streamable_http_client(self.url, http_client=client)
 
     def close(self):
         self.proc.terminate()
@@ -109,7 +142,7 @@ async def connect(transport: str, config: Path, mode: str = "legacy"):
     else:
         server = HttpServer(config)
         try:
-            async with Client(server.url, mode=mode, read_timeout_seconds=60) as client:
+            async with Client(server.target(), mode=mode, read_timeout_seconds=60) as client:
                 yield client
         finally:
             server.close()

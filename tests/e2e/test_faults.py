@@ -47,7 +47,8 @@ def test_http_front_rejects_foreign_host_and_origin(tmp_path):
         def post(headers):
             conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
             conn.request("POST", url.path, body=body, headers={
-                "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                **server.headers, **headers})
             response = conn.getresponse()
             response.read()
             return response.status

@@ -18,7 +18,8 @@ async def test_a_streamable_http_backend_on_2026_07_28(tmp_path):
     try:
         outer_dir = tmp_path / "outer"
         outer_dir.mkdir()
-        servers = {"inner": {"type": "http", "url": inner.url, "headers": {"X-Sandgate-Test": "${HOME}"}}}
+        servers = {"inner": {"type": "http", "url": inner.url,
+                             "headers": {"X-Sandgate-Test": "${HOME}", **inner.headers}}}
         async with connect("stdio", write_config(outer_dir, "json", servers)) as client:
             found = structured(await client.call_tool("search_tools", {"query": "find tools by what they do"}))
             assert found["results"][0]["name"] == "inner.search_tools", found

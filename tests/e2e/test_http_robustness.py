@@ -22,7 +22,8 @@ HEALTHY_P99_S = 0.100
 
 def gateway(tmp_path, **http) -> HttpGateway:
     config = write_config(tmp_path, "toml", {})
-    settings = {"header_timeout": "2s", "body_timeout": "2s", "max_connections_per_ip": 300,
+    # These cases are about connections and bodies, not tokens: auth is off (loopback only).
+    settings = {"auth": "none", "header_timeout": "2s", "body_timeout": "2s", "max_connections_per_ip": 300,
                 "max_connections": 2000, "max_sessions": 20000, "session_idle_timeout": "3s", **http}
     with open(config, "a") as f:
         f.write("\n[http]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items()))

@@ -10,6 +10,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +21,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import SANDGATE, HttpServer, connect, reference_servers, write_config
+from conftest import (GENERATED_TOKEN, SANDGATE, HttpServer, auth_headers, connect, reference_servers, state_home,
+                      write_config)
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from hostile import children, cmdline
 
 pytestmark = pytest.mark.anyio
@@ -124,7 +128,9 @@ class Serving:
     def __init__(self, config: Path, http: bool):
         args = [SANDGATE, "serve", "--config", str(config)] + (["--http", "127.0.0.1:0"] if http else [])
         # stdin stays open (a pipe nobody writes to or closes): the case that used to hang.
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env = {**os.environ, "XDG_STATE_HOME": str(state_home(config))}
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
         self.log: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
         deadline = time.time() + 30
@@ -140,10 +146,16 @@ class Serving:
         for line in self.proc.stderr:
             self.log.append(line)
 
+    def target(self):
+        """A transport to the HTTP front with the token sandgate generated and printed."""
+        token = next(m.group(1) for line in self.log if (m := GENERATED_TOKEN.search(line)))
+        client = create_mcp_http_client(headers=auth_headers(token))
+        return streamable_http_client(self.url(), http_client=client)
+
     def url(self) -> str:
         for line in self.log:
-            if "http://" in line and "/mcp" in line:
-                return line.split("at ", 1)[1].strip()
+            if match := re.search(r"at (http://\S+/mcp)", line):
+                return match.group(1)
         raise AssertionError("no URL in the log:\n" + "".join(self.log))
 
     def stop_with(self, *signals, gap=0.0) -> float:
@@ -191,7 +203,7 @@ async def test_sighup_does_not_stop_it_and_a_shutdown_cancels_what_runs(tmp_path
         assert serving.proc.poll() is None, "SIGHUP stopped the gateway"
         from mcp import Client
 
-        async with Client(serving.url(), mode="legacy", read_timeout_seconds=30) as client:
+        async with Client(serving.target(), mode="legacy", read_timeout_seconds=30) as client:
             still = await client.call_tool("call_tool_chain", {"code": "return await everything.echo({message: 'after SIGHUP'})"})
             assert still.structured_content["result"] == "Echo: after SIGHUP"
 
@@ -230,7 +242,8 @@ def test_a_client_that_disconnects_over_http_cancels_its_execution(tmp_path):
             conn = socket.create_connection(("127.0.0.1", port))
             data = json.dumps(body).encode()
             head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-                    f"Accept: application/json, text/event-stream\r\nContent-Length: {len(data)}\r\n")
+                    f"Accept: application/json, text/event-stream\r\nContent-Length: {len(data)}\r\n"
+                    f"Authorization: Bearer {server.token}\r\n")
             if session:
                 head += f"Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n"
             conn.sendall((head + "\r\n").encode() + data)

@@ -33,7 +33,7 @@ async def test_legacy_sessions_get_tools_list_changed(tmp_path, transport):
 
     config = growing_config(tmp_path)
     server = HttpServer(config) if transport == "http" else None
-    target = server.url if server else StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+    target = server.target() if server else StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
     try:
         async with Client(target, mode="legacy", message_handler=on_message) as client:
             first = structured(await client.call_tool("search_tools", {"query": "added at run time"}))
@@ -55,7 +55,7 @@ async def test_stateless_listen_streams_tools_list_changed(tmp_path):
     config = growing_config(tmp_path)
     server = HttpServer(config)
     try:
-        async with Client(server.url, mode="2026-07-28") as client:
+        async with Client(server.target(), mode="2026-07-28") as client:
             await client.call_tool("search_tools", {"query": "echo"})
             first = structured(await client.call_tool("search_tools", {"query": "added at run time"}))
             assert all(r["name"] != "grower.extra" for r in first["results"])

@@ -58,4 +58,24 @@ pub enum ConfigError {
         /// The variable name.
         var: String,
     },
+    /// A secret (a token) that references an unset variable.
+    #[error(
+        "`{key}` references ${{{var}}}, which is not set in sandgate's environment. Export {var} before starting sandgate."
+    )]
+    MissingSecret {
+        /// Which secret.
+        key: String,
+        /// The variable name.
+        var: String,
+    },
+    /// A configured token too short to resist guessing.
+    #[error(
+        "`{key}` is shorter than {min} characters, so it could be guessed. Use a long random token, e.g. from `openssl rand -hex 32`."
+    )]
+    WeakToken {
+        /// Which token.
+        key: String,
+        /// The shortest accepted.
+        min: usize,
+    },
 }

@@ -9,12 +9,14 @@
 //! This crate never reads the process environment. `${VAR}` references in backend `env` and
 //! `headers` are resolved by [`Config::resolve_env`] against a lookup the caller passes in.
 
+mod access;
 mod error;
 mod interpolate;
 mod model;
 mod parse;
 mod suggest;
 
+pub use access::{AuditConfig, HttpAuth, HttpToken, MIN_TOKEN_CHARS, TokenSecret};
 pub use error::ConfigError;
 pub use interpolate::interpolate;
 pub use model::{

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use sandgate_output::OutputConfig;
-use sandgate_policy::glob_match;
+use sandgate_policy::{Grant, NetGrant, Profile, ProfileLimits, glob_match};
 
+use crate::access::{AuditConfig, HttpAuth, HttpToken, TokenSecret};
 use crate::{ConfigError, interpolate};
 
 /// Default per-call timeout for a backend tool call.
@@ -82,6 +83,10 @@ pub struct Config {
     pub output: OutputConfig,
     /// Where execution records and full outputs are kept (`[store]`).
     pub store: StoreConfig,
+    /// The profiles as written (`[profiles.NAME]`); see [`Config::access_profiles`].
+    pub profiles: Vec<Profile>,
+    /// The audit log (`[audit]`).
+    pub audit: AuditConfig,
 }
 
 /// Default time a full output stays readable after its execution.
@@ -156,13 +161,65 @@ impl Config {
                 }
             }
         }
+        for token in &mut config.http.tokens {
+            if let TokenSecret::Plain(text) = &mut token.secret {
+                let key = format!("http.tokens ({})", token.id);
+                *text = interpolate(text, lookup).map_err(|var| ConfigError::MissingSecret {
+                    key: key.clone(),
+                    var,
+                })?;
+                if text.chars().count() < crate::access::MIN_TOKEN_CHARS {
+                    return Err(ConfigError::WeakToken {
+                        key,
+                        min: crate::access::MIN_TOKEN_CHARS,
+                    });
+                }
+            }
+        }
         Ok(config)
+    }
+
+    /// The profiles callers get, by name. With none written, one implicit `default`: every
+    /// tool, and no network, files or environment. With some written but no `default`, the
+    /// default (stdio, and HTTP without auth) grants nothing: deny by default.
+    pub fn access_profiles(&self) -> Vec<Profile> {
+        let file = self
+            .source
+            .as_ref()
+            .map_or_else(|| "the config".to_string(), |p| p.display().to_string());
+        if self.profiles.is_empty() {
+            return vec![Profile::implicit_default(&file)];
+        }
+        let mut profiles = self.profiles.clone();
+        if !profiles.iter().any(|p| p.name == "default") {
+            let key = match profiles.first() {
+                Some(p) if p.key.starts_with("sandgate.") => "sandgate.profiles.default",
+                _ => "profiles.default",
+            };
+            profiles.push(Profile {
+                name: "default".into(),
+                key: key.into(),
+                file,
+                tools: Grant::default(),
+                net: NetGrant::default(),
+                fs: vec![],
+                env: vec![],
+                limits: ProfileLimits::default(),
+                admin: false,
+                implicit: false,
+            });
+        }
+        profiles
     }
 }
 
 /// The HTTP front's settings. HTTP is off unless `listen` is set (or `--http` is given).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HttpConfig {
+    /// Whether clients need a bearer token (the default) or not (loopback only).
+    pub auth: HttpAuth,
+    /// The configured tokens; with none, `serve` generates one.
+    pub tokens: Vec<HttpToken>,
     /// Address to listen on; loopback is strongly advised.
     pub listen: Option<SocketAddr>,
     /// Extra `Host` values to accept beyond loopback (for deployments behind a proxy).

@@ -58,6 +58,16 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
     {
         *cache = base.join(&*cache);
     }
+    if let Some(audit) = &mut config.audit.path
+        && audit.is_relative()
+    {
+        *audit = base.join(&*audit);
+    }
+    for root in config.profiles.iter_mut().flat_map(|p| p.fs.iter_mut()) {
+        if root.path.is_relative() {
+            root.path = base.join(&root.path);
+        }
+    }
     config.source = Some(path.to_path_buf());
     Ok(config)
 }
@@ -81,7 +91,9 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
     }
 }
 
-const TOML_ROOT_KEYS: &[&str] = &["servers", "http", "gateway", "sandbox", "output", "store"];
+const TOML_ROOT_KEYS: &[&str] = &[
+    "servers", "http", "gateway", "sandbox", "output", "store", "profiles", "audit",
+];
 const STORE_KEYS: &[&str] = &["path", "output_retention_hours", "max_records"];
 const OUTPUT_KEYS: &[&str] = &[
     "max_chars",
@@ -110,6 +122,8 @@ const HTTP_KEYS: &[&str] = &[
     "max_connections_per_ip",
     "max_sessions",
     "session_idle_timeout",
+    "auth",
+    "tokens",
 ];
 const JSON_ROOT_KEYS: &[&str] = &["mcpServers", "sandgate"];
 const BACKEND_KEYS: &[&str] = &[
@@ -140,12 +154,12 @@ const BACKEND_KEYS: &[&str] = &[
 /// refusing them would stop users from pointing sandgate at the file they already have.
 const FOREIGN_BACKEND_KEYS: &[&str] = &["autoApprove", "alwaysAllow", "description", "timeoutMs"];
 
-struct Walker<'a> {
-    file: &'a str,
+pub(crate) struct Walker<'a> {
+    pub(crate) file: &'a str,
 }
 
 impl Walker<'_> {
-    fn invalid(
+    pub(crate) fn invalid(
         &self,
         key: &str,
         problem: impl Into<String>,
@@ -159,7 +173,7 @@ impl Walker<'_> {
         }
     }
 
-    fn check_keys(
+    pub(crate) fn check_keys(
         &self,
         prefix: &str,
         table: &Map<String, Value>,
@@ -178,7 +192,7 @@ impl Walker<'_> {
         Ok(())
     }
 
-    fn table<'v>(
+    pub(crate) fn table<'v>(
         &self,
         key: &str,
         value: &'v Value,
@@ -200,6 +214,9 @@ impl Walker<'_> {
         config.sandbox = self.sandbox_section("sandbox", root.get("sandbox"))?;
         config.output = self.output_section(root.get("output"))?;
         config.store = self.store_section(root.get("store"))?;
+        config.profiles = self.profiles_section("profiles", root.get("profiles"))?;
+        config.audit = self.audit_section("audit", root.get("audit"))?;
+        self.check_access(&config.profiles, &config.http.tokens)?;
         if let Some(servers) = root.get("servers") {
             config.backends = self.backends("servers", servers)?;
         }
@@ -223,7 +240,9 @@ impl Walker<'_> {
             self.check_keys(
                 "sandgate",
                 extra,
-                &["http", "gateway", "sandbox", "output", "store"],
+                &[
+                    "http", "gateway", "sandbox", "output", "store", "profiles", "audit",
+                ],
                 &[],
             )?;
             config = self.gateway_section(extra.get("gateway"))?;
@@ -231,6 +250,9 @@ impl Walker<'_> {
             config.sandbox = self.sandbox_section("sandgate.sandbox", extra.get("sandbox"))?;
             config.output = self.output_section(extra.get("output"))?;
             config.store = self.store_section(extra.get("store"))?;
+            config.profiles = self.profiles_section("sandgate.profiles", extra.get("profiles"))?;
+            config.audit = self.audit_section("sandgate.audit", extra.get("audit"))?;
+            self.check_access(&config.profiles, &config.http.tokens)?;
         }
         config.backends = self.backends("mcpServers", servers)?;
         Ok(config)
@@ -393,7 +415,19 @@ impl Walker<'_> {
             max_sessions: number("max_sessions", defaults.max_sessions)?,
             session_idle_timeout: time("session_idle_timeout", defaults.session_idle_timeout)?,
         };
+        let auth = self.http_auth(table.get("auth"))?;
+        if auth == crate::HttpAuth::None
+            && let Some(addr) = listen.filter(|a| !a.ip().is_loopback())
+        {
+            return Err(self.invalid(
+                "http.auth",
+                format!("is \"none\" while http.listen is {addr}, which is not loopback"),
+                "keep token auth (the default) for a listener other machines reach, or listen on 127.0.0.1",
+            ));
+        }
         Ok(HttpConfig {
+            auth,
+            tokens: self.http_tokens(table.get("tokens"))?,
             listen,
             allowed_hosts: string_list(self, "http.allowed_hosts", table.get("allowed_hosts"))?,
             allowed_origins: string_list(
@@ -585,7 +619,7 @@ impl Walker<'_> {
     }
 }
 
-fn join(prefix: &str, key: &str) -> String {
+pub(crate) fn join(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
         key.to_string()
     } else {
@@ -593,7 +627,7 @@ fn join(prefix: &str, key: &str) -> String {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -604,7 +638,11 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn opt_string(w: &Walker, key: &str, value: Option<&Value>) -> Result<Option<String>, ConfigError> {
+pub(crate) fn opt_string(
+    w: &Walker,
+    key: &str,
+    value: Option<&Value>,
+) -> Result<Option<String>, ConfigError> {
     match value {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -616,7 +654,11 @@ fn opt_string(w: &Walker, key: &str, value: Option<&Value>) -> Result<Option<Str
     }
 }
 
-fn opt_bool(w: &Walker, key: &str, value: Option<&Value>) -> Result<Option<bool>, ConfigError> {
+pub(crate) fn opt_bool(
+    w: &Walker,
+    key: &str,
+    value: Option<&Value>,
+) -> Result<Option<bool>, ConfigError> {
     match value {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -628,7 +670,11 @@ fn opt_bool(w: &Walker, key: &str, value: Option<&Value>) -> Result<Option<bool>
     }
 }
 
-fn string_list(w: &Walker, key: &str, value: Option<&Value>) -> Result<Vec<String>, ConfigError> {
+pub(crate) fn string_list(
+    w: &Walker,
+    key: &str,
+    value: Option<&Value>,
+) -> Result<Vec<String>, ConfigError> {
     let Some(value) = value else {
         return Ok(vec![]);
     };

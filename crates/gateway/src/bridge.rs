@@ -1,6 +1,7 @@
-//! The sandbox's door to the backends: every call a guest makes arrives here, is checked by
-//! the policy, and only then reaches the backend manager. The sandbox names tools by index into
-//! the list the gateway gave it, so the guest can never ask for a tool outside that list.
+//! The sandbox's way to the door: every call a guest makes arrives here and goes through
+//! [`Gateway::call_tool`] (tools) or [`Gateway::use_capability`] (fetch, fs, env). The sandbox
+//! names tools by index into the list the gateway gave it, which holds only the caller's view,
+//! so the guest can never ask for a tool outside it; the door checks each call again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,15 +9,17 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use sandgate_catalog::{Catalog, TsDecl};
 use sandgate_policy::ToolCall;
-use sandgate_sandbox::{Bridge, CallFailure, ToolBinding};
+use sandgate_sandbox::{Bridge, CallFailure, ToolAnswer, ToolBinding};
 
 use crate::Gateway;
 use crate::chain::ProgressSink;
+use crate::door::Knock;
 
-/// Routes sandbox tool calls to the backends, through the policy.
+/// Routes one execution's calls to the door.
 #[derive(Debug, Clone)]
 pub struct UpstreamBridge {
     gateway: Arc<Gateway>,
+    knock: Arc<Knock>,
     /// The longest any single call may take (the execution's own deadline still applies).
     call_limit: Option<Duration>,
     /// Where finished calls are reported, when the client asked for progress.
@@ -24,10 +27,11 @@ pub struct UpstreamBridge {
 }
 
 impl UpstreamBridge {
-    /// A bridge over the gateway's backends.
-    pub fn new(gateway: Arc<Gateway>, call_limit: Option<Duration>) -> Self {
+    /// A bridge for one execution of `knock`'s caller.
+    pub fn new(gateway: Arc<Gateway>, knock: Knock, call_limit: Option<Duration>) -> Self {
         UpstreamBridge {
             gateway,
+            knock: Arc::new(knock),
             call_limit,
             progress: None,
         }
@@ -45,61 +49,32 @@ impl Bridge for UpstreamBridge {
         &self,
         tool: &ToolBinding,
         args: String,
-    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
         let call = ToolCall::new(tool.backend.clone(), tool.name.clone());
-        let gateway = self.gateway.clone();
+        let qualified = call.qualified();
+        let (gateway, knock) = (self.gateway.clone(), self.knock.clone());
         let limit = self.call_limit;
         let progress = self.progress.clone();
         let started = std::time::Instant::now();
         Box::pin(async move {
-            let authorized = gateway.authorize(call).map_err(|e| CallFailure {
-                kind: "tool_denied".into(),
-                message: e.to_string(),
-            })?;
-            // Checked on the text, before it is parsed or sent: a backend that is sent more
-            // than it accepts may exit, and then it is down for every client.
-            let call = authorized.get();
-            let max = gateway.manager().max_argument_bytes(&call.backend);
-            if let Some(max) = max.filter(|&max| args.len() > max) {
-                return Err(CallFailure {
-                    kind: "tool_failed".into(),
-                    message: sandgate_sandbox::direct::arguments_too_large(
-                        &call.qualified(),
-                        args.len(),
-                        max,
-                    ),
-                });
-            }
-            let arguments = match serde_json::from_str::<serde_json::Value>(&args) {
-                Ok(serde_json::Value::Object(map)) => Some(map),
-                Ok(_) | Err(_) => {
-                    return Err(CallFailure {
-                        kind: "tool_failed".into(),
-                        message: "tool arguments must be one JSON object".into(),
-                    });
-                }
-            };
-            let result = gateway
-                .manager()
-                .call(&authorized, arguments, limit)
-                .await
-                .map_err(|e| CallFailure {
-                    kind: "tool_failed".into(),
-                    message: e.to_string(),
-                });
+            let result = gateway.call_tool(&knock, call, args, limit).await;
             if let Some(progress) = &progress {
-                let ok = matches!(&result, Ok(r) if r.is_error != Some(true));
+                let ok = matches!(&result, Ok(answer) if !answer.is_error);
                 let millis = started.elapsed().as_secs_f64() * 1000.0;
-                progress
-                    .call_finished(&authorized.get().qualified(), ok, millis)
-                    .await;
+                progress.call_finished(&qualified, ok, millis).await;
             }
-            let result = result?;
-            serde_json::to_string(&result).map_err(|e| CallFailure {
-                kind: "internal".into(),
-                message: e.to_string(),
-            })
+            result
         })
+    }
+
+    fn call_host(
+        &self,
+        name: &str,
+        args: String,
+    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+        let (gateway, knock) = (self.gateway.clone(), self.knock.clone());
+        let name = name.to_string();
+        Box::pin(async move { gateway.use_capability(&knock, &name, args).await })
     }
 }
 

@@ -1,18 +1,36 @@
-//! Who is calling, as far as stored outputs are concerned: an execution's stored result, logs
-//! and error are readable only by the caller that produced them. Over HTTP that is the MCP
-//! session (`Mcp-Session-Id`); a stateless (2026-07-28) caller has no session, and its outputs
-//! are shared only with other stateless callers, who would still have to guess a 128-bit id.
-//! On stdio the caller is the local user, who owns the store anyway. Anyone else is told
-//! "not found", exactly as for an id that never existed.
+//! Who is calling: the profile a request acts under (its grants), the token that proved it,
+//! and the owner of what its executions store.
 //!
-//! The owner is part of the store key, so there is nothing to check that could be forgotten:
-//! another caller's key simply names no row.
+//! The profile comes from the HTTP front's token check (an [`Authenticated`] the auth layer
+//! puts on the request); stdio clients, and HTTP clients where auth is off, get `default`.
+//!
+//! An execution's stored result, logs and error are readable only by the caller that produced
+//! them. Over HTTP that is the MCP session (`Mcp-Session-Id`) under the same profile; a
+//! stateless (2026-07-28) caller has no session, and its outputs are shared only with other
+//! stateless callers of its profile, who would still have to guess a 128-bit id. On stdio the
+//! caller is the local user, who owns the store anyway. Anyone else is told "not found",
+//! exactly as for an id that never existed.
+//!
+//! The owner and the profile are part of the store key, so there is nothing to check that
+//! could be forgotten: another caller's key simply names no row.
 
 use rmcp::service::{RequestContext, RoleServer};
+use sandgate_policy::Access;
+
+use crate::Gateway;
+
+/// Put on an HTTP request by the auth layer once its bearer token matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    /// The token's profile.
+    pub profile: String,
+    /// The token's id (its configured name): never the token.
+    pub token_id: String,
+}
 
 /// The owner of what an execution stores.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Caller {
+pub enum Owner {
     /// The stdio client: the local user.
     Local,
     /// An HTTP client in an MCP session, by a hash of its session id.
@@ -21,28 +39,60 @@ pub enum Caller {
     Stateless,
 }
 
+/// One request's caller.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Whose stored outputs it reads and writes.
+    pub owner: Owner,
+    /// What it may reach and see.
+    pub access: Access,
+    /// The token that proved it, if any (for the audit log).
+    pub token_id: Option<String>,
+}
+
 impl Caller {
     /// The caller of one request.
-    pub fn of(context: &RequestContext<RoleServer>) -> Caller {
+    pub fn of(gateway: &Gateway, context: &RequestContext<RoleServer>) -> Caller {
         let Some(parts) = context.extensions.get::<http::request::Parts>() else {
-            return Caller::Local;
+            return Caller::local(gateway);
         };
-        match parts.headers.get("mcp-session-id") {
-            Some(session) => Caller::Session(fnv_hex(session.as_bytes())),
-            None => Caller::Stateless,
+        let authenticated = parts.extensions.get::<Authenticated>();
+        let profile = authenticated.map_or("default", |a| a.profile.as_str());
+        Caller {
+            owner: match parts.headers.get("mcp-session-id") {
+                Some(session) => Owner::Session(fnv_hex(session.as_bytes())),
+                None => Owner::Stateless,
+            },
+            access: Access::new(gateway.profile(profile)),
+            token_id: authenticated.map(|a| a.token_id.clone()),
         }
+    }
+
+    /// The local user: the stdio client, under the `default` profile.
+    pub fn local(gateway: &Gateway) -> Caller {
+        Caller {
+            owner: Owner::Local,
+            access: Access::new(gateway.profile("default")),
+            token_id: None,
+        }
+    }
+
+    /// The caller's profile name.
+    pub fn profile(&self) -> &str {
+        &self.access.profile().name
     }
 
     /// The store key of `part` of execution `id`.
     pub fn key(&self, id: &str, part: Part) -> String {
-        let base = match part {
-            Part::Output => id.to_string(),
-            Part::Logs | Part::Error => format!("{id}/{}", part.as_str()),
-        };
-        match self {
-            Caller::Local => base,
-            Caller::Session(hash) => format!("{base}@{hash}"),
-            Caller::Stateless => format!("{base}@http"),
+        let base = part.base_key(id);
+        let profile = self.profile();
+        match (&self.owner, profile) {
+            (Owner::Local, "default") => base,
+            (Owner::Local, profile) => format!("{base}@local:{profile}"),
+            (Owner::Session(hash), "default") => format!("{base}@{hash}"),
+            (Owner::Session(hash), profile) => format!("{base}@{hash}:{profile}"),
+            (Owner::Stateless, "default") => format!("{base}@http"),
+            (Owner::Stateless, profile) => format!("{base}@http:{profile}"),
         }
     }
 }
@@ -68,6 +118,14 @@ impl Part {
         }
     }
 
+    /// The key of this part of execution `id` without an owner (the stdio caller's).
+    pub fn base_key(self, id: &str) -> String {
+        match self {
+            Part::Output => id.to_string(),
+            Part::Logs | Part::Error => format!("{id}/{}", self.as_str()),
+        }
+    }
+
     /// The part named `name`, if there is one.
     pub fn named(name: &str) -> Option<Part> {
         [Part::Output, Part::Logs, Part::Error]
@@ -88,27 +146,47 @@ pub(crate) fn fnv_hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use sandgate_policy::Profile;
+
     use super::*;
 
+    fn caller(owner: Owner, profile: &str) -> Caller {
+        let mut p = Profile::implicit_default("sandgate.toml");
+        p.name = profile.to_string();
+        Caller {
+            owner,
+            access: Access::new(Arc::new(p)),
+            token_id: None,
+        }
+    }
+
     #[test]
-    fn each_caller_has_its_own_keys() {
-        let one = Caller::Session(fnv_hex(b"session-one"));
-        let two = Caller::Session(fnv_hex(b"session-two"));
+    fn each_caller_and_profile_has_its_own_keys() {
+        let one = Owner::Session(fnv_hex(b"session-one"));
+        let two = Owner::Session(fnv_hex(b"session-two"));
         for part in [Part::Output, Part::Logs, Part::Error] {
-            let keys = [
-                Caller::Local.key("ex-1", part),
-                one.key("ex-1", part),
-                two.key("ex-1", part),
-                Caller::Stateless.key("ex-1", part),
-            ];
+            let mut keys = vec![];
+            for profile in ["default", "reader", "writer"] {
+                for owner in [Owner::Local, one.clone(), two.clone(), Owner::Stateless] {
+                    keys.push(caller(owner, profile).key("ex-1", part));
+                }
+            }
             for (i, a) in keys.iter().enumerate() {
                 for b in &keys[i + 1..] {
                     assert_ne!(a, b);
                 }
             }
         }
-        assert_eq!(Caller::Local.key("ex-1", Part::Output), "ex-1");
-        assert_eq!(Caller::Local.key("ex-1", Part::Logs), "ex-1/logs");
+        assert_eq!(
+            caller(Owner::Local, "default").key("ex-1", Part::Output),
+            "ex-1"
+        );
+        assert_eq!(
+            caller(Owner::Local, "default").key("ex-1", Part::Logs),
+            "ex-1/logs"
+        );
         assert_eq!(Part::named("code"), None);
     }
 }

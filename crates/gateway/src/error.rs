@@ -11,6 +11,16 @@ pub enum GatewayError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The audit log could not be opened.
+    #[error(
+        "cannot write the audit log {path}: {source}. Fix [audit] path, or its directory's permissions."
+    )]
+    Audit {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// The MCP session failed to start or ended with an error.
     #[error("MCP session failed: {0}")]
     Serve(String),

@@ -59,7 +59,7 @@ impl ServerHandler for SandgateServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             // All meta-tools fit on one page, so no cursor we issue is ever valid.
@@ -68,8 +68,10 @@ impl ServerHandler for SandgateServer {
                 None,
             ));
         }
+        let caller = Caller::of(&self.gateway, &context);
         Ok(ListToolsResult::with_all_items(meta_tools::definitions(
             &self.gateway,
+            &caller,
         )))
     }
 
@@ -80,7 +82,7 @@ impl ServerHandler for SandgateServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let progress =
             crate::chain::progress_sink(context.peer.clone(), context.meta.get_progress_token());
-        let caller = Caller::of(&context);
+        let caller = Caller::of(&self.gateway, &context);
         let cancel = cancellation(&context);
         let work = meta_tools::call(
             &self.gateway,
@@ -121,10 +123,12 @@ impl ServerHandler for SandgateServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let caller = Caller::of(&self.gateway, &context);
         Ok(ListResourcesResult::with_all_items(resources::list(
             &self.gateway,
+            &caller,
         )))
     }
 
@@ -143,7 +147,7 @@ impl ServerHandler for SandgateServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let caller = Caller::of(&context);
+        let caller = Caller::of(&self.gateway, &context);
         let read = resources::read(&self.gateway, &caller, &request.uri);
         match contained("resources/read", read.map(Ok)).await? {
             Some(Ok(result)) => Ok(result.into()),
@@ -155,7 +159,7 @@ impl ServerHandler for SandgateServer {
                 format!(
                     "no resource {}. Available: sandgate://overview, sandgate://backends, sandgate://stats, sandgate://types.d.ts, sandgate://backend/{{{}}}",
                     request.uri,
-                    resources::backend_names(&self.gateway).join("|")
+                    resources::backend_names(&self.gateway, &caller).join("|")
                 ),
                 Some(serde_json::json!({"uri": request.uri})),
             )),

@@ -43,13 +43,25 @@ pub const META_TOOLS: &[&str] = &[
 const CHAIN_DESCRIPTION: &str = "Run tools. `code` is TypeScript in which every backend is an object and every tool an async function \
 (`await memory.read_graph({})`; names with dashes become underscores, originals stay reachable as globalThis[\"my-server\"][\"get-sum\"]). \
 Loop, branch, fan out with Promise.all, catch ToolError, and `return` only what you need; console.log output comes back too. \
-A single call can also be sent as JSON: {\"tool\": \"backend.tool\", \"arguments\": {...}}. No fetch, require, import or files. \
+A single call can also be sent as JSON: {\"tool\": \"backend.tool\", \"arguments\": {...}}. No require or import. \
 Large results are shortened (with `intent`, to the parts about it) and kept whole: read_output reads any part.";
 
-/// Tool definitions for `tools/list`. The search description names the backends, so a client
-/// that rereads the list after `list_changed` learns what is reachable without a call.
-pub fn definitions(gateway: &Gateway) -> Vec<Tool> {
-    let catalog = gateway.catalog();
+/// Tool definitions for `tools/list`, as `caller` sees them. The search description names the
+/// backends it can reach, so a client that rereads the list after `list_changed` learns what
+/// is reachable without a call; `call_tool_chain` says which host capabilities it has.
+pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
+    let catalog = gateway.view(&caller.access).catalog;
+    let capabilities = crate::capability::granted(&caller.access);
+    let chain_description = if capabilities.is_empty() {
+        format!(
+            "{CHAIN_DESCRIPTION} There is no fetch, fs or env: this profile grants no network, files or environment."
+        )
+    } else {
+        format!(
+            "{CHAIN_DESCRIPTION} This profile grants {}: fetch(url, init) answers with a Response (status, headers, text(), json()); await fs.readFile(path, {{encoding}}), fs.writeFile(path, data), fs.readdir(path) and fs.stat(path) work beneath the granted roots; await env.get(name) reads a granted variable. Anything else is refused with the rule that refused it.",
+            capabilities.join(", ")
+        )
+    };
     let backends: Vec<String> = catalog
         .backend_idents()
         .keys()
@@ -90,13 +102,14 @@ pub fn definitions(gateway: &Gateway) -> Vec<Tool> {
         ),
         tool(
             "call_tool_chain",
-            CHAIN_DESCRIPTION,
+            &chain_description,
             json!({"type": "object", "properties": {
                 "code": {"type": "string", "description": "TypeScript to run (top-level await and return allowed), or a JSON call {\"tool\": \"backend.tool\", \"arguments\": {...}}"},
                 "timeout_ms": {"type": "integer", "minimum": 1, "description": "Stop after this many milliseconds (default and maximum: the gateway's limit, 30000 unless configured)"},
                 "max_output_size": {"type": "integer", "minimum": 1, "description": "Characters of result to return (default 20000); the rest is kept for read_output"},
                 "intent": {"type": "string", "description": "What you are looking for; a large text result keeps the paragraphs about it"},
-                "force_sandbox": {"type": "boolean", "description": "Run in the sandbox even when a shortcut would give the same result (debugging)"}
+                "force_sandbox": {"type": "boolean", "description": "Run in the sandbox even when a shortcut would give the same result (debugging)"},
+                "allow_tools": {"type": "array", "items": {"type": "string"}, "description": "Narrow this execution to tools matching these backend.tool patterns (e.g. [\"memory.read_*\"]): drop write tools before running code that handles untrusted input. It never widens what your profile allows"}
             }, "required": ["code"], "additionalProperties": false}),
         ),
         tool(
@@ -143,10 +156,15 @@ pub async fn call(
             Err(e) => Err(e),
         },
         _ => {
-            let catalog = gateway.settled_catalog().await;
+            let catalog = gateway.settled_view(&caller.access).await.catalog;
             match name {
                 "search_tools" => parse(name, args).and_then(|a| search_tools(&catalog, a)),
-                "tool_info" => parse(name, args).and_then(|a| tool_info(&catalog, a)),
+                "tool_info" => parse::<InfoArgs>(name, args).and_then(|a| {
+                    let asked = a.name.clone();
+                    tool_info(&catalog, a).map_err(|e| {
+                        crate::chain::ungranted::outside_view(gateway, caller, &asked, e)
+                    })
+                }),
                 _ => parse(name, args).and_then(|a| list_tools_meta(&catalog, a)),
             }
         }

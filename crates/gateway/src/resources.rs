@@ -1,17 +1,42 @@
 //! The `sandgate://` resources: how to use the gateway, backend status, usage stats and the
 //! TypeScript declarations of every tool. Status resources never include backend stderr.
+//! Each is cut to the caller's view: a backend none of whose tools the caller may reach is
+//! not listed, and a listed one shows only the caller's tools.
 
 use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
+use sandgate_upstream::BackendStatus;
 use serde_json::json;
 
-use crate::Gateway;
 use crate::meta_tools::META_TOOLS;
+use crate::{Caller, Gateway};
 
 /// Prefix of per-backend resources.
 const BACKEND_PREFIX: &str = "sandgate://backend/";
 
-/// The fixed resources plus one per backend.
-pub fn list(gateway: &Gateway) -> Vec<Resource> {
+/// The backends `caller` can see, each with only the tools it may reach.
+pub(crate) fn visible_statuses(gateway: &Gateway, caller: &Caller) -> Vec<BackendStatus> {
+    let access = &caller.access;
+    let statuses = gateway.manager().statuses();
+    if access.sees_every_tool() {
+        return statuses;
+    }
+    statuses
+        .into_iter()
+        .filter_map(|mut status| {
+            let name = status.name.clone();
+            status
+                .tools
+                .retain(|tool| access.sees_tool(&format!("{name}.{tool}")));
+            status
+                .tool_problems
+                .retain(|p| access.sees_tool(&format!("{name}.{}", p.tool)));
+            (!status.tools.is_empty()).then_some(status)
+        })
+        .collect()
+}
+
+/// The fixed resources plus one per backend the caller can see.
+pub fn list(gateway: &Gateway, caller: &Caller) -> Vec<Resource> {
     let mut resources = vec![
         Resource::new("sandgate://overview", "overview")
             .with_description("How to use this gateway, and its backends with tool counts")
@@ -26,7 +51,7 @@ pub fn list(gateway: &Gateway) -> Vec<Resource> {
             .with_description("TypeScript declarations for every reachable tool")
             .with_mime_type("text/plain"),
     ];
-    for status in gateway.manager().statuses() {
+    for status in visible_statuses(gateway, caller) {
         resources.push(
             Resource::new(
                 format!("{BACKEND_PREFIX}{}", status.name),
@@ -78,21 +103,26 @@ pub async fn read(
         }));
     }
     let (text, mime) = match uri {
-        "sandgate://overview" => (overview(gateway), "text/markdown"),
+        "sandgate://overview" => (overview(gateway, caller), "text/markdown"),
         "sandgate://backends" => (
-            pretty(&json!({"backends": gateway.manager().statuses()})),
+            pretty(&json!({"backends": visible_statuses(gateway, caller)})),
             "application/json",
         ),
         "sandgate://stats" => (
-            stats(gateway, crate::chain::read::stats(gateway).await),
+            stats(
+                gateway,
+                caller,
+                crate::chain::read::stats(gateway, caller).await,
+            ),
             "application/json",
         ),
-        "sandgate://types.d.ts" => (gateway.catalog().declarations(), "text/plain"),
+        "sandgate://types.d.ts" => (
+            gateway.view(&caller.access).catalog.declarations(),
+            "text/plain",
+        ),
         _ => {
             let name = uri.strip_prefix(BACKEND_PREFIX)?;
-            let status = gateway
-                .manager()
-                .statuses()
+            let status = visible_statuses(gateway, caller)
                 .into_iter()
                 .find(|s| s.name == name)?;
             (pretty(&json!(status)), "application/json")
@@ -104,11 +134,9 @@ pub async fn read(
     ])))
 }
 
-/// Names of every backend, for "did you mean" on a bad resource URI.
-pub fn backend_names(gateway: &Gateway) -> Vec<String> {
-    gateway
-        .manager()
-        .statuses()
+/// Names of every backend the caller can see, for "did you mean" on a bad resource URI.
+pub fn backend_names(gateway: &Gateway, caller: &Caller) -> Vec<String> {
+    visible_statuses(gateway, caller)
         .into_iter()
         .map(|s| s.name)
         .collect()
@@ -118,8 +146,8 @@ fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn overview(gateway: &Gateway) -> String {
-    let catalog = gateway.catalog();
+fn overview(gateway: &Gateway, caller: &Caller) -> String {
+    let catalog = gateway.view(&caller.access).catalog;
     let mut text = String::from(
         "# sandgate\n\nOne MCP endpoint for many MCP servers (\"backends\"). Their tools are not listed one by one; find them on demand:\n\n\
          1. `search_tools({query})` finds tools by what they do and shows TypeScript call signatures.\n\
@@ -130,7 +158,7 @@ fn overview(gateway: &Gateway) -> String {
          (`my-server` → `my_server`, `get-sum` → `get_sum`); the originals stay reachable as `globalThis[\"my-server\"][\"get-sum\"]`.\n\n\
          ## Backends\n\n| backend | state | tools |\n|---|---|---|\n",
     );
-    for status in gateway.manager().statuses() {
+    for status in visible_statuses(gateway, caller) {
         let tools = catalog.backend_tools(&status.name).count();
         let state = serde_json::to_value(status.state)
             .ok()
@@ -154,9 +182,22 @@ fn overview(gateway: &Gateway) -> String {
     text
 }
 
-fn stats(gateway: &Gateway, executions: Option<serde_json::Value>) -> String {
-    let catalog = gateway.catalog();
-    let statuses = gateway.manager().statuses();
+fn stats(gateway: &Gateway, caller: &Caller, executions: Option<serde_json::Value>) -> String {
+    let catalog = gateway.view(&caller.access).catalog;
+    let statuses = visible_statuses(gateway, caller);
+    if !caller.access.profile().admin {
+        // A profile sees its own executions and the backends it reaches; the gateway's own
+        // counters and workers are for admins.
+        return pretty(&json!({
+            "profile": caller.profile(),
+            "tools": catalog.len(),
+            "backends": {
+                "visible": statuses.len(),
+                "ready": statuses.iter().filter(|s| s.state == sandgate_upstream::BackendState::Ready).count(),
+            },
+            "executions": executions,
+        }));
+    }
     let ready = statuses
         .iter()
         .filter(|s| s.state == sandgate_upstream::BackendState::Ready)

@@ -8,14 +8,15 @@ use std::time::Instant;
 
 use rmcp::service::{Peer, RoleServer};
 use sandgate_catalog::Catalog;
-use sandgate_policy::{Authorized, Decide, Grant, PolicyError, ToolCall};
+use sandgate_policy::{Grant, NetGrant, Profile, ProfileLimits};
 use sandgate_sandbox::ToolBinding;
 use sandgate_upstream::BackendManager;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::tool_bindings;
+use crate::audit::AuditLog;
 use crate::chain::ChainRuntime;
+use crate::views::{CachedView, View};
 
 /// How long after large work its memory is handed back (see `Gateway::after_large_work`).
 const TRIM_AFTER: [std::time::Duration; 2] = [
@@ -33,11 +34,20 @@ const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 #[derive(Debug)]
 pub struct Gateway {
     manager: Arc<BackendManager>,
-    catalog: RwLock<Arc<Catalog>>,
-    /// The sandbox's view of the catalog (with TypeScript declarations), built with it.
-    bindings: RwLock<Arc<Vec<ToolBinding>>>,
+    /// The catalog of every tool, and the sandbox's view of it (with TypeScript declarations),
+    /// built together.
+    current: RwLock<View>,
     chain: OnceLock<ChainRuntime>,
-    grant: Grant,
+    /// The profiles, by name; `default` is always there.
+    profiles: BTreeMap<String, Arc<Profile>>,
+    /// Each profile's view of the current catalog (see `views`).
+    profile_views: Mutex<BTreeMap<String, CachedView>>,
+    /// Where decisions are written.
+    audit: AuditLog,
+    /// Executions started per profile in the last minute.
+    rates: Mutex<crate::admission::Rates>,
+    /// Runs the host-side `fetch`.
+    fetcher: sandgate_capabilities::Fetcher,
     started: Instant,
     counters: Mutex<BTreeMap<&'static str, u64>>,
     catalog_builds: AtomicU64,
@@ -124,18 +134,35 @@ impl Gateway {
         }
     }
 
-    /// Wraps a running manager and keeps the catalog in step with it. Must be called inside a
-    /// tokio runtime.
-    pub fn new(manager: Arc<BackendManager>, grant: Grant) -> Arc<Gateway> {
+    /// Wraps a running manager and keeps the catalog in step with it; callers act under
+    /// `profiles` (see `Config::access_profiles`), and decisions go to `audit`. Must be called
+    /// inside a tokio runtime.
+    pub fn new(
+        manager: Arc<BackendManager>,
+        profiles: Vec<Profile>,
+        audit: AuditLog,
+    ) -> Arc<Gateway> {
         let (changes, _) = broadcast::channel(16);
         let generation = manager.generation();
-        let catalog = Catalog::new(manager.tools());
+        let current = View::of(Catalog::new(manager.tools()));
+        let mut profiles: BTreeMap<String, Arc<Profile>> = profiles
+            .into_iter()
+            .map(|p| (p.name.clone(), Arc::new(p)))
+            .collect();
+        profiles
+            .entry("default".into())
+            .or_insert_with(|| Arc::new(Profile::implicit_default("the config")));
         let gateway = Arc::new(Gateway {
-            bindings: RwLock::new(Arc::new(tool_bindings(&catalog))),
+            current: RwLock::new(current),
             chain: OnceLock::new(),
-            catalog: RwLock::new(Arc::new(catalog)),
             manager,
-            grant,
+            profiles,
+            profile_views: Mutex::default(),
+            audit,
+            rates: Mutex::default(),
+            fetcher: sandgate_capabilities::Fetcher::new(Arc::new(
+                sandgate_capabilities::SystemResolver,
+            )),
             started: Instant::now(),
             counters: Mutex::default(),
             catalog_builds: AtomicU64::new(1),
@@ -185,29 +212,70 @@ impl Gateway {
         self.chain.get()
     }
 
-    /// The tools as the sandbox sees them, in step with [`Gateway::catalog`].
+    /// Every tool as the sandbox sees it, in step with [`Gateway::catalog`].
     pub fn bindings(&self) -> Arc<Vec<ToolBinding>> {
-        self.bindings.read().map(|b| b.clone()).unwrap_or_default()
+        self.current_view().bindings
     }
 
-    /// The current catalog snapshot.
+    /// The current snapshot of every tool (what callers see is cut from it: see
+    /// [`Gateway::view`]).
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog.read().map(|c| c.clone()).unwrap_or_default()
+        self.current_view().catalog
     }
 
-    /// The catalog, after giving backends that are still on their first connection attempt (and
-    /// have no cached tool list) up to [`STARTUP_WAIT`] to connect. Without this, a client that
-    /// searches right after start-up would be told there are no tools.
-    pub async fn settled_catalog(self: &Arc<Self>) -> Arc<Catalog> {
-        self.settled_catalog_for(|_| true).await
+    /// The current catalog of every tool with its bindings.
+    pub(crate) fn current_view(&self) -> View {
+        self.current.read().map(|v| v.clone()).unwrap_or_default()
     }
 
-    /// [`Gateway::settled_catalog`], waiting only for the cold backends `needed` names: a call
-    /// waits for its own backends, never for another one that is slow to start.
-    pub async fn settled_catalog_for(
+    /// The profile named `name`; an unknown name gets a profile that grants nothing (token
+    /// profiles are checked at load, so this is a backstop).
+    pub fn profile(&self, name: &str) -> Arc<Profile> {
+        self.profiles.get(name).cloned().unwrap_or_else(|| {
+            Arc::new(Profile {
+                name: name.to_string(),
+                key: format!("profiles.{name}"),
+                file: "the config".into(),
+                tools: Grant::default(),
+                net: NetGrant::default(),
+                fs: vec![],
+                env: vec![],
+                limits: ProfileLimits::default(),
+                admin: false,
+                implicit: false,
+            })
+        })
+    }
+
+    /// Where decisions are written.
+    pub(crate) fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    pub(crate) fn fetcher(&self) -> &sandgate_capabilities::Fetcher {
+        &self.fetcher
+    }
+
+    pub(crate) fn rates(&self) -> std::sync::MutexGuard<'_, crate::admission::Rates> {
+        self.rates
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn profile_views(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, CachedView>> {
+        self.profile_views
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The full view, after giving the cold backends `needed` names (those still on their first
+    /// connection attempt, with no cached tool list) up to [`STARTUP_WAIT`] to connect: a call
+    /// waits for its own backends, never for another one that is slow to start. Without this,
+    /// a client that searches right after start-up would be told there are no tools.
+    pub(crate) async fn settled_full_view_for(
         self: &Arc<Self>,
         needed: impl Fn(&str) -> bool,
-    ) -> Arc<Catalog> {
+    ) -> View {
         let cold: Vec<String> = self
             .manager
             .cold_backends()
@@ -234,22 +302,16 @@ impl Gateway {
                 return self.rebuilt().await;
             }
         }
-        self.catalog()
+        self.current_view()
     }
 
     /// A catalog rebuilt now, off the async threads (a catalog of many tools takes a while).
-    async fn rebuilt(self: &Arc<Self>) -> Arc<Catalog> {
+    async fn rebuilt(self: &Arc<Self>) -> View {
         let building = self.clone();
         match tokio::task::spawn_blocking(move || building.rebuild()).await {
-            Ok(catalog) => catalog,
-            Err(_) => self.catalog(),
+            Ok(view) => view,
+            Err(_) => self.current_view(),
         }
-    }
-
-    /// Checks a backend tool call against this gateway's grant. This is the one door to
-    /// [`BackendManager::call`].
-    pub fn authorize(&self, call: ToolCall) -> Result<Authorized<ToolCall>, PolicyError> {
-        self.grant.authorize(call)
     }
 
     /// Seconds since start.
@@ -298,29 +360,27 @@ impl Gateway {
     /// Rebuilds take turns, so one that read the tools earlier can never replace the snapshot
     /// of one that read them later (a background refresh used to overwrite the catalog a
     /// search had just settled, dropping a backend that had become ready in between).
-    fn rebuild(&self) -> Arc<Catalog> {
+    fn rebuild(&self) -> View {
         let _turn = self
             .rebuilding
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let generation = self.manager.generation();
-        let catalog = Arc::new(Catalog::new(self.manager.tools()));
-        let bindings = Arc::new(tool_bindings(&catalog));
-        if let Ok(mut slot) = self.catalog.write() {
-            *slot = catalog.clone();
+        let view = View::of(Catalog::new(self.manager.tools()));
+        if let Ok(mut slot) = self.current.write() {
+            *slot = view.clone();
         }
-        if let Ok(mut slot) = self.bindings.write() {
-            *slot = bindings;
-        }
+        // Each profile's view is cut again from the new catalog when next asked for.
+        self.profile_views().clear();
         self.catalog_generation.send_replace(generation);
         self.catalog_builds.fetch_add(1, Ordering::Relaxed);
-        catalog
+        view
     }
 
     async fn refresh(self: Arc<Self>) {
         // A catalog of many tools takes a while to build: off the async threads, so calls in
         // flight never wait for it (they keep the snapshot they have).
-        let catalog = self.rebuilt().await;
+        let catalog = self.rebuilt().await.catalog;
         for collision in catalog.collisions() {
             tracing::warn!(
                 backend = collision.backend.as_deref().unwrap_or("<backends>"),

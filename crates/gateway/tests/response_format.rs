@@ -6,10 +6,11 @@
 
 use rmcp::model::CallToolResult;
 use sandgate_catalog::{Catalog, ToolSpec};
-use sandgate_gateway::Caller;
 use sandgate_gateway::chain::response::{Request, respond};
 use sandgate_gateway::chain::{Outcome, Tier};
+use sandgate_gateway::{Caller, Owner};
 use sandgate_output::OutputConfig;
+use sandgate_policy::{Access, Profile};
 use sandgate_sandbox::{CallRecord, ErrorKind, ExecError, LogLine};
 use sandgate_store::{Retention, Store, StoreHandle};
 use serde_json::{Value, json};
@@ -54,13 +55,20 @@ fn outcome(tier: Tier, value: Option<Value>, error: Option<ExecError>) -> Outcom
 }
 
 fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> CallToolResult {
+    let caller = Caller {
+        owner: Owner::Local,
+        access: Access::new(std::sync::Arc::new(Profile::implicit_default(
+            "sandgate.toml",
+        ))),
+        token_id: None,
+    };
     let request = Request {
         id: "ex-test",
         code: "return 1",
         intent: None,
         max_chars,
         started_at_ms: 0,
-        caller: &Caller::Local,
+        caller: &caller,
     };
     respond(
         outcome,

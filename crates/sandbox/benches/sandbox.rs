@@ -19,7 +19,9 @@ use futures::future::BoxFuture;
 use sandgate_sandbox::engine::{self, Link, RunRequest, SharedLink};
 use sandgate_sandbox::protocol::{HostFrame, WorkerFrame};
 use sandgate_sandbox::worker::NO_TEMPLATE_ARG;
-use sandgate_sandbox::{Bridge, CallFailure, Execution, Limits, PoolConfig, Sandbox, ToolBinding};
+use sandgate_sandbox::{
+    Bridge, CallFailure, Execution, Limits, PoolConfig, Sandbox, ToolAnswer, ToolBinding,
+};
 
 /// Answers every call at once with the arguments as structured content.
 struct Echo;
@@ -29,8 +31,13 @@ impl Bridge for Echo {
         &self,
         _tool: &ToolBinding,
         args: String,
-    ) -> BoxFuture<'static, Result<String, CallFailure>> {
-        Box::pin(async move { Ok(format!(r#"{{"content":[],"structuredContent":{args}}}"#)) })
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
+        Box::pin(async move {
+            Ok(ToolAnswer {
+                json: format!(r#"{{"content":[],"structuredContent":{args}}}"#),
+                is_error: false,
+            })
+        })
     }
 }
 

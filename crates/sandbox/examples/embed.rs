@@ -9,7 +9,10 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use sandgate_sandbox::{Bridge, CallFailure, Execution, Limits, PoolConfig, Sandbox, ToolBinding};
+use sandgate_sandbox::{
+    Bridge, CallFailure, Execution, FailureKind, Limits, PoolConfig, Sandbox, ToolAnswer,
+    ToolBinding,
+};
 use serde_json::{Value, json};
 
 /// Your service's functions, as the guest sees them.
@@ -20,11 +23,11 @@ impl Bridge for MyFunctions {
         &self,
         tool: &ToolBinding,
         _args: String,
-    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
         let message = format!("no tools in this example ({})", tool.name);
         Box::pin(async move {
             Err(CallFailure {
-                kind: "tool_denied".into(),
+                kind: FailureKind::Denied,
                 message,
             })
         })
@@ -43,7 +46,7 @@ impl Bridge for MyFunctions {
                     Ok(json!(args.iter().filter_map(Value::as_f64).sum::<f64>()).to_string())
                 }
                 other => Err(CallFailure {
-                    kind: "internal".into(),
+                    kind: FailureKind::Internal,
                     message: format!("unknown function {other}"),
                 }),
             }

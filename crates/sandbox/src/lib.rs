@@ -41,7 +41,7 @@ pub use error::SandboxError;
 pub use limits::{LimitRequest, Limits};
 pub use lockdown::Protections;
 pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
-pub use protocol::{CallFailure, ToolBinding};
+pub use protocol::{CallFailure, FailureKind, ToolAnswer, ToolBinding};
 pub use result::{CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine};
 
 /// One execution to run.

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use sandgate_sandbox::direct::{map_tool_result, tool_error};
 use sandgate_sandbox::single_call::{Shortcut, recognise};
-use sandgate_sandbox::{Bridge, CallFailure, Execution, Limits, ToolBinding};
+use sandgate_sandbox::{Bridge, CallFailure, Execution, Limits, ToolAnswer, ToolBinding};
 use serde_json::{Value, json};
 
 /// `t.reply({raw})` answers with `raw` as the MCP result; `t.args(x)` records the JSON the
@@ -26,7 +26,7 @@ impl Bridge for MirrorBridge {
         &self,
         tool: &ToolBinding,
         args: String,
-    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
         let reply = if tool.name == "reply" {
             let parsed: Value = serde_json::from_str(&args).unwrap_or(Value::Null);
             parsed
@@ -40,7 +40,13 @@ impl Bridge for MirrorBridge {
             }
             json!({"content": []}).to_string()
         };
-        Box::pin(async move { Ok(reply) })
+        let is_error = reply.contains("\"isError\":true");
+        Box::pin(async move {
+            Ok(ToolAnswer {
+                json: reply,
+                is_error,
+            })
+        })
     }
 }
 

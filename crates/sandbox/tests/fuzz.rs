@@ -16,7 +16,7 @@
 use proptest::prelude::*;
 use sandgate_sandbox::encoding::{head_and_tail, well_formed_json};
 use sandgate_sandbox::protocol::{Callee, Frame, HostFrame, WorkerFrame, read_frame, write_frame};
-use sandgate_sandbox::{CallFailure, nesting, single_call, transpile};
+use sandgate_sandbox::{CallFailure, FailureKind, nesting, single_call, transpile};
 
 /// Pieces of TypeScript, joined at random: brackets and operators that nest, keywords,
 /// literals, comments and templates that must be skipped, and tool-call shapes.
@@ -125,7 +125,7 @@ proptest! {
 
     #[test]
     fn host_frames_round_trip(run in any::<u64>(), id in any::<u64>(), ok in any::<bool>(), text in any::<String>()) {
-        let result = if ok { Ok(text.clone()) } else { Err(CallFailure { kind: "tool_failed".into(), message: text.clone() }) };
+        let result = if ok { Ok(text.clone()) } else { Err(CallFailure { kind: FailureKind::Failed, message: text.clone() }) };
         let frame = HostFrame::Reply { run, id, result };
         let mut bytes = Vec::new();
         write_frame(&mut bytes, &frame).expect("encodes");

@@ -181,11 +181,17 @@ impl sandgate_sandbox::Bridge for NamedBridge {
         &self,
         tool: &ToolBinding,
         _args: String,
-    ) -> futures::future::BoxFuture<'static, Result<String, sandgate_sandbox::CallFailure>> {
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<sandgate_sandbox::ToolAnswer, sandgate_sandbox::CallFailure>,
+    > {
         let name = format!("{}.{}", tool.backend, tool.name);
-        Box::pin(
-            async move { Ok(json!({"content": [{"type": "text", "text": name}]}).to_string()) },
-        )
+        Box::pin(async move {
+            Ok(sandgate_sandbox::ToolAnswer {
+                json: json!({"content": [{"type": "text", "text": name}]}).to_string(),
+                is_error: false,
+            })
+        })
     }
 }
 

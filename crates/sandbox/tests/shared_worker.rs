@@ -19,7 +19,7 @@ use common::*;
 use futures::future::{BoxFuture, join_all};
 use sandgate_sandbox::{
     Bridge, CallFailure, ErrorKind, Execution, ExecutionResult, Limits, PoolConfig, Sandbox,
-    ToolBinding,
+    ToolAnswer, ToolBinding,
 };
 use serde_json::{Value, json};
 
@@ -45,7 +45,7 @@ impl Bridge for GateBridge {
         &self,
         tool: &ToolBinding,
         args: String,
-    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
         if tool.name != "gate" {
             return self.rest.call_tool(tool, args);
         }
@@ -53,7 +53,10 @@ impl Bridge for GateBridge {
         Box::pin(async move {
             waiting.fetch_add(1, Ordering::SeqCst);
             gate.wait().await;
-            Ok(json!({"content": [{"type": "text", "text": "through"}]}).to_string())
+            Ok(ToolAnswer {
+                json: json!({"content": [{"type": "text", "text": "through"}]}).to_string(),
+                is_error: false,
+            })
         })
     }
 }

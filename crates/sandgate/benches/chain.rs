@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sandgate_config::{Format, parse_str};
+use sandgate_gateway::AuditLog;
 use sandgate_gateway::{Caller, Cancellation, ChainArgs, ChainRuntime, Gateway, call_tool_chain};
-use sandgate_policy::{Grant, ToolCall};
+use sandgate_policy::{Access, ToolCall};
 use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
 use sandgate_store::{Retention, Store, StoreHandle};
 use sandgate_upstream::{BackendManager, ManagerOptions};
@@ -61,7 +62,7 @@ fn bench(c: &mut Criterion) {
             },
         );
         manager.wait_settled(Duration::from_secs(30)).await;
-        let gateway = Gateway::new(manager, Grant::all_tools());
+        let gateway = Gateway::new(manager, config.access_profiles(), AuditLog::disabled());
         let mut pool = PoolConfig::new(env!("CARGO_BIN_EXE_sandgate"));
         pool.args = vec!["__sandbox-worker".into()];
         pool.workers = 2;
@@ -75,7 +76,7 @@ fn bench(c: &mut Criterion) {
             limits: Limits::default(),
         });
         // Let the catalog see the backend before measuring.
-        let _ = gateway.settled_catalog().await;
+        let _ = gateway.settled_view(&Caller::local(&gateway).access).await;
         gateway
     });
     assert!(
@@ -92,8 +93,8 @@ fn bench(c: &mut Criterion) {
         let measure = timed(runtime, samples.clone(), "direct/manager_call", move || {
             let gateway = gateway.clone();
             async move {
-                let authorized = gateway
-                    .authorize(ToolCall::new("everything", "echo"))
+                let authorized = Access::new(gateway.profile("default"))
+                    .authorize_tool(ToolCall::new("everything", "echo"))
                     .expect("allowed");
                 let mut args = serde_json::Map::new();
                 args.insert("message".into(), "bench".into());
@@ -135,7 +136,8 @@ fn bench(c: &mut Criterion) {
                     ..ChainArgs::default()
                 };
                 let never = Cancellation::default();
-                let result = call_tool_chain(&gateway, &Caller::Local, args, None, &never).await;
+                let caller = Caller::local(&gateway);
+                let result = call_tool_chain(&gateway, &caller, args, None, &never).await;
                 assert_ne!(result.is_error, Some(true), "{result:?}");
             }
         });

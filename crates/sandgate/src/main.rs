@@ -3,6 +3,7 @@
 //! This is the only crate that reads the environment, prints to stdout or uses `anyhow`.
 //! Logs always go to stderr, because in stdio mode stdout is the MCP protocol.
 
+mod access;
 mod cli;
 mod setup;
 

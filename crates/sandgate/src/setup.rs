@@ -106,7 +106,7 @@ pub fn store_path(config: &Config) -> Option<PathBuf> {
 }
 
 /// `$XDG_…/sandgate/{stem}-{hash of the config path}.{ext}`, so two configs never share a file.
-fn per_config_file(
+pub fn per_config_file(
     config: &Config,
     xdg_var: &str,
     home_fallback: &str,

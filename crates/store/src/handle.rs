@@ -16,6 +16,10 @@ enum Command {
         id: String,
         body: String,
     },
+    OutputAnyOwner {
+        id: String,
+        reply: Reply<String>,
+    },
     Output {
         id: String,
         reply: Reply<String>,
@@ -35,7 +39,11 @@ enum Command {
         reply: Reply<ExecutionRecord>,
     },
     Stats {
+        profile: Option<String>,
         reply: Reply<Stats>,
+    },
+    Flush {
+        reply: Reply<()>,
     },
 }
 
@@ -78,6 +86,16 @@ impl StoreHandle {
         .await
     }
 
+    /// The whole stored output `id`, whoever's it is (see [`Store::output_for_operator`]): for
+    /// the operator and admin profiles.
+    pub async fn output_any_owner(&self, id: &str) -> Result<String, StoreError> {
+        self.ask(|reply| Command::OutputAnyOwner {
+            id: id.to_string(),
+            reply,
+        })
+        .await
+    }
+
     /// A byte range of a stored output (see [`Store::output_range`]).
     pub async fn output_range(
         &self,
@@ -108,14 +126,15 @@ impl StoreHandle {
         .await
     }
 
-    /// Execution statistics.
-    pub async fn stats(&self) -> Result<Stats, StoreError> {
-        self.ask(|reply| Command::Stats { reply }).await
+    /// Execution statistics: of every profile (`None`), or of one.
+    pub async fn stats(&self, profile: Option<&str>) -> Result<Stats, StoreError> {
+        let profile = profile.map(str::to_string);
+        self.ask(|reply| Command::Stats { profile, reply }).await
     }
 
     /// Waits until every write queued before this call is done (the queue is served in order).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.stats().await.map(|_| ())
+        self.ask(|reply| Command::Flush { reply }).await
     }
 
     async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, StoreError> {
@@ -181,6 +200,9 @@ fn execute(store: &mut Store, command: Command) {
                 tracing::warn!(execution = %id, "could not store the full output: {e}");
             }
         }
+        Command::OutputAnyOwner { id, reply } => {
+            let _ = reply.send(store.output_for_operator(&id));
+        }
         Command::Output { id, reply } => {
             let _ = reply.send(store.output(&id));
         }
@@ -198,8 +220,11 @@ fn execute(store: &mut Store, command: Command) {
         Command::Get { id, reply } => {
             let _ = reply.send(store.get(&id));
         }
-        Command::Stats { reply } => {
-            let _ = reply.send(store.stats());
+        Command::Stats { profile, reply } => {
+            let _ = reply.send(store.stats(profile.as_deref()));
+        }
+        Command::Flush { reply } => {
+            let _ = reply.send(Ok(()));
         }
     }
 }

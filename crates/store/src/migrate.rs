@@ -38,6 +38,9 @@ pub const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL
     );
     CREATE INDEX outputs_by_time ON outputs(created_at_ms);",
+    // 2: the profile each execution ran under (records and stats are per profile).
+    "ALTER TABLE executions ADD COLUMN profile TEXT NOT NULL DEFAULT 'default';
+    CREATE INDEX executions_by_profile ON executions(profile, started_at_ms);",
 ];
 
 /// The schema version this build writes.

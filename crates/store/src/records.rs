@@ -29,6 +29,8 @@ pub struct ExecutionRecord {
     pub returned_bytes: u64,
     /// The error kind, for failed executions.
     pub error_kind: Option<String>,
+    /// The profile it ran under.
+    pub profile: String,
     /// The calls, in order.
     pub call_rows: Vec<CallRow>,
 }
@@ -89,8 +91,9 @@ pub struct Stats {
     pub backends: Vec<BackendStats>,
     /// Bytes shaping kept out of responses (all of them are stored).
     pub bytes_saved: u64,
-    /// Full outputs currently stored.
-    pub outputs_stored: u64,
+    /// Full outputs currently stored (in the gateway-wide statistics only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outputs_stored: Option<u64>,
 }
 
 impl Store {
@@ -115,7 +118,7 @@ impl Store {
     /// The most recent executions, newest first.
     pub fn list(&self, limit: usize) -> Result<Vec<ExecutionRecord>, StoreError> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind
+            "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile
              FROM executions ORDER BY started_at_ms DESC, rowid DESC LIMIT ?1",
         )?;
         let rows = statement.query_map([limit as i64], row_to_record)?;
@@ -127,7 +130,7 @@ impl Store {
         let mut record = self
             .conn
             .query_row(
-                "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind
+                "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile
                  FROM executions WHERE id = ?1",
                 [id],
                 row_to_record,
@@ -151,11 +154,13 @@ impl Store {
         Ok(record)
     }
 
-    /// Statistics over every execution on record.
-    pub fn stats(&self) -> Result<Stats, StoreError> {
+    /// Statistics over every execution on record (`profile: None`), or over one profile's.
+    pub fn stats(&self, profile: Option<&str>) -> Result<Stats, StoreError> {
         let tiers = self
             .grouped_durations(
-                "SELECT tier, duration_ms, status != 'ok' FROM executions ORDER BY tier, duration_ms",
+                "SELECT tier, duration_ms, status != 'ok' FROM executions
+                 WHERE ?1 IS NULL OR profile = ?1 ORDER BY tier, duration_ms",
+                profile,
             )?
             .into_iter()
             .map(|(tier, durations, errors)| TierStats {
@@ -168,7 +173,11 @@ impl Store {
             .collect();
         let backends = self
             .grouped_durations(
-                "SELECT backend, duration_ms, NOT ok FROM execution_calls WHERE duration_ms IS NOT NULL ORDER BY backend, duration_ms",
+                "SELECT c.backend, c.duration_ms, NOT c.ok FROM execution_calls c
+                 JOIN executions e ON e.id = c.execution_id
+                 WHERE c.duration_ms IS NOT NULL AND (?1 IS NULL OR e.profile = ?1)
+                 ORDER BY c.backend, c.duration_ms",
+                profile,
             )?
             .into_iter()
             .map(|(backend, durations, failures)| BackendStats {
@@ -180,27 +189,34 @@ impl Store {
             })
             .collect();
         let (executions, bytes_saved): (i64, i64) = self.conn.query_row(
-            "SELECT COUNT(*), COALESCE(SUM(MAX(output_bytes - returned_bytes, 0)), 0) FROM executions",
-            [],
+            "SELECT COUNT(*), COALESCE(SUM(MAX(output_bytes - returned_bytes, 0)), 0) FROM executions
+             WHERE ?1 IS NULL OR profile = ?1",
+            [profile],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
-        let outputs_stored: i64 =
-            self.conn
-                .query_row("SELECT COUNT(*) FROM outputs", [], |row| row.get(0))?;
+        let outputs_stored = match profile {
+            Some(_) => None,
+            None => Some(
+                self.conn
+                    .query_row("SELECT COUNT(*) FROM outputs", [], |row| {
+                        row.get::<_, i64>(0)
+                    })? as u64,
+            ),
+        };
         Ok(Stats {
             executions: executions as u64,
             tiers,
             backends,
             bytes_saved: bytes_saved as u64,
-            outputs_stored: outputs_stored as u64,
+            outputs_stored,
         })
     }
 }
 
 fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result<(), StoreError> {
     tx.prepare_cached(
-        "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
             record.id,
@@ -213,6 +229,7 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
             record.output_bytes as i64,
             record.returned_bytes as i64,
             record.error_kind,
+            record.profile,
         ])?;
     {
         let mut insert = tx.prepare_cached(
@@ -236,9 +253,13 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
 impl Store {
     /// Runs `sql`, which selects (group, duration, failed) ordered by group then duration,
     /// and gathers each group's sorted durations and its failure count.
-    fn grouped_durations(&self, sql: &str) -> Result<Vec<(String, Vec<f64>, u64)>, StoreError> {
+    fn grouped_durations(
+        &self,
+        sql: &str,
+        profile: Option<&str>,
+    ) -> Result<Vec<(String, Vec<f64>, u64)>, StoreError> {
         let mut statement = self.conn.prepare_cached(sql)?;
-        let rows = statement.query_map([], |row| {
+        let rows = statement.query_map([profile], |row| {
             Ok((
                 row.get::<_, String>(0)?,
                 row.get::<_, f64>(1)?,
@@ -272,6 +293,7 @@ fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {
         output_bytes: row.get::<_, i64>(7)? as u64,
         returned_bytes: row.get::<_, i64>(8)? as u64,
         error_kind: row.get(9)?,
+        profile: row.get(10)?,
         call_rows: Vec::new(),
     })
 }

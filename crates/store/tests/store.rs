@@ -21,6 +21,7 @@ fn record(id: &str, tier: &str, ms: f64, status: &str) -> ExecutionRecord {
         output_bytes: 5000,
         returned_bytes: 1000,
         error_kind: (status != "ok").then(|| "timeout".into()),
+        profile: "default".into(),
         call_rows: vec![CallRow {
             backend: "memory".into(),
             tool: "read_graph".into(),
@@ -75,6 +76,9 @@ fn records_list_show_and_stats() {
     store
         .record(&record("b0", "sandbox", 50.0, "error"))
         .expect("records");
+    let mut reader = record("r0", "sandbox", 7.0, "ok");
+    reader.profile = "reader".into();
+    store.record(&reader).expect("records");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(dir.path().join("nested/dir/s.db"))
         .expect("file")
@@ -96,7 +100,16 @@ fn records_list_show_and_stats() {
         Err(StoreError::NoExecution { .. })
     ));
 
-    let stats = store.stats().expect("stats");
+    // Each profile's statistics hold its own executions only; the gateway's hold them all.
+    let mine = store.stats(Some("reader")).expect("stats");
+    assert_eq!(mine.executions, 1);
+    assert_eq!(mine.tiers.len(), 1);
+    assert_eq!((mine.backends[0].calls, mine.outputs_stored), (1, None));
+    assert_eq!(store.get("r0").expect("shows").profile, "reader");
+    assert_eq!(store.stats(Some("nobody")).expect("stats").executions, 0);
+    store.save_output("r0", "out").expect("saves");
+    assert_eq!(store.stats(None).expect("stats").outputs_stored, Some(1));
+    let stats = store.stats(Some("default")).expect("stats");
     assert_eq!(stats.executions, 6);
     let json = stats
         .tiers
@@ -179,12 +192,12 @@ async fn the_handle_reads_its_own_writes() {
     handle.record(record("id1", "sandbox", 2.0, "ok"));
     assert_eq!(handle.output("id1").await.expect("read"), "full text");
     assert_eq!(handle.get("id1").await.expect("record").tier, "sandbox");
-    assert_eq!(handle.stats().await.expect("stats").executions, 1);
+    assert_eq!(handle.stats(None).await.expect("stats").executions, 1);
     // A burst is written in batches; a read after it still sees every record.
     for i in 0..600 {
         handle.record(record(&format!("burst{i}"), "json", 1.0, "ok"));
     }
-    assert_eq!(handle.stats().await.expect("stats").executions, 601);
+    assert_eq!(handle.stats(None).await.expect("stats").executions, 601);
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{call, start, start_with, text};
-use sandgate_policy::{Decide, Grant, ToolCall};
+use sandgate_policy::{Access, Profile, ToolCall};
 use sandgate_upstream::{BackendState, ToolCache, UpstreamError};
 use serde_json::json;
 
@@ -179,8 +179,8 @@ async fn concurrency_cap_queues_calls() {
     call(&m, "single", "echo", json!({"text": "warm"}))
         .await
         .expect("ready");
-    let authorized = Grant::all_tools()
-        .authorize(ToolCall::new("single", "echo"))
+    let authorized = Access::new(std::sync::Arc::new(Profile::implicit_default("test")))
+        .authorize_tool(ToolCall::new("single", "echo"))
         .expect("grant");
     let args = json!({"text": "queued"}).as_object().cloned();
     let (slow, queued, impatient) = tokio::join!(

@@ -10,6 +10,7 @@ mod progress;
 pub(crate) mod read;
 pub mod response;
 pub mod route;
+pub(crate) mod ungranted;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -96,6 +97,8 @@ pub struct ChainArgs {
     pub intent: Option<String>,
     /// Skip the shortcuts and run in the sandbox (for debugging and equivalence checks).
     pub force_sandbox: Option<bool>,
+    /// Narrow the caller's profile to these tool patterns for this execution (never widens).
+    pub allow_tools: Option<Vec<String>>,
 }
 
 /// What an execution produced, whichever tier ran it.
@@ -141,27 +144,48 @@ pub async fn call_tool_chain(
             "call_tool_chain is not available: this gateway was started without a sandbox.",
         )]);
     };
+    let mut caller = caller.clone();
+    if let Some(allow) = args.allow_tools.clone() {
+        if let Err(message) = check_allow_tools(&allow) {
+            return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
+        }
+        caller.access = caller.access.narrowed_to(allow);
+    }
+    if let Err(message) = gateway.admit_execution(caller.access.profile()) {
+        return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
+    }
+    let profile_limits = caller.access.profile().limits;
     let limits = runtime.limits.lowered(&LimitRequest {
-        wall_ms: args.timeout_ms.filter(|&ms| ms > 0),
+        wall_ms: lowest(
+            args.timeout_ms.filter(|&ms| ms > 0),
+            profile_limits.timeout_ms,
+        ),
+        max_tool_calls: profile_limits.max_calls,
         ..LimitRequest::default()
     });
     // Wait only for the cold backends the code could be calling: a backend's tools are reached
     // through its name (or the identifier made from it), so code that never mentions it cannot.
-    let catalog = gateway
-        .settled_catalog_for(|backend| {
+    let view = gateway
+        .settled_view_for(&caller.access, |backend| {
             args.code.contains(backend)
                 || args
                     .code
                     .contains(&sandgate_catalog::sanitize_ident(backend))
         })
         .await;
-    let bindings = gateway.bindings();
+    let (catalog, bindings) = (view.catalog, view.bindings);
     let route = if args.force_sandbox == Some(true) {
         Route::Sandbox
     } else {
         route(&args.code, &catalog, &bindings)
     };
-    let bridge = UpstreamBridge::new(gateway.clone(), None).with_progress(progress);
+    let host_functions = Arc::new(crate::capability::granted(&caller.access));
+    let knock = crate::door::Knock {
+        caller: caller.clone(),
+        execution_id: id.clone(),
+    };
+    let caller = &caller;
+    let bridge = UpstreamBridge::new(gateway.clone(), knock.clone(), None).with_progress(progress);
     let mut outcome = match route {
         Route::Call {
             tier,
@@ -192,7 +216,7 @@ pub async fn call_tool_chain(
             let execution = Execution {
                 code: args.code.clone(),
                 tools: bindings.clone(),
-                host_functions: Arc::new(vec![]),
+                host_functions,
                 context: None,
                 limits,
             };
@@ -213,6 +237,7 @@ pub async fn call_tool_chain(
     outcome.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     if let Some(error) = outcome.error.as_mut() {
         explain_absent_backend(gateway, error);
+        ungranted::explain(gateway, &knock, &gateway.catalog(), &args.code, error);
     }
     let max_chars = args
         .max_output_size
@@ -301,6 +326,27 @@ fn size_up_to(value: &Value, limit: usize) -> usize {
     size
 }
 
+/// The lower of two optional limits.
+fn lowest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// `allow_tools` must be patterns over `backend.tool`; they can only narrow.
+fn check_allow_tools(patterns: &[String]) -> Result<(), String> {
+    match patterns
+        .iter()
+        .find(|p| !p.contains('.') && p.as_str() != "*")
+    {
+        Some(bad) => Err(format!(
+            "allow_tools has `{bad}`, which names no backend. Write patterns over backend.tool, e.g. [\"memory.read_*\", \"github.get_*\"]; they narrow your profile for this execution and never widen it."
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A JSON input that names no callable tool.
 fn json_error(kind: ErrorKind, message: String) -> Outcome {
     Outcome {
@@ -369,12 +415,10 @@ async fn direct_call(
             record.error = Some(failure.message.clone());
             (None, Some(call_failure(&failure, binding)))
         }
-        Ok(Ok(text)) => {
-            record.result_bytes = text.len();
-            let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            record.ok = !parsed
-                .get("isError")
-                .is_some_and(|v| v == &Value::Bool(true));
+        Ok(Ok(answer)) => {
+            record.result_bytes = answer.json.len();
+            let parsed: Value = serde_json::from_str(&answer.json).unwrap_or(Value::Null);
+            record.ok = !answer.is_error;
             let mapped = if raw {
                 Ok(direct::js_json(parsed))
             } else {
@@ -403,6 +447,14 @@ async fn direct_call(
 /// tool that declares `readOnlyHint`, `Some(true)` for one that declares otherwise, `None`
 /// when it says nothing (then it must be assumed it did).
 pub fn may_change_state(catalog: &Catalog, qualified: &str) -> Option<bool> {
+    // Host capabilities: reading files and the environment changes nothing; a write does; a
+    // fetch may (its method is not on record).
+    match qualified {
+        "fs.readFile" | "fs.readdir" | "fs.stat" | "env.get" => return Some(false),
+        "fs.writeFile" => return Some(true),
+        "fetch" => return None,
+        _ => {}
+    }
     let entry = catalog.resolve(qualified).ok()?;
     let annotations = entry.spec.annotations.as_ref()?;
     Some(annotations.get("readOnlyHint") != Some(&Value::Bool(true)))

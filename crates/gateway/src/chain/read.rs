@@ -43,16 +43,12 @@ pub async fn read_output(
     }
     let named = Part::named(part)
         .ok_or_else(|| format!("part must be \"output\", \"logs\" or \"error\", not {part:?}"))?;
-    let key = caller.key(id.trim(), named);
     let offset = args.offset.unwrap_or(0);
     let length = Some(args.length.unwrap_or(max).clamp(1, max.max(1)));
+    let full = stored(gateway, &store, caller, id.trim(), named).await?;
     let slice = match &args.json_path {
-        None => store
-            .output_range(&key, offset, length)
-            .await
-            .map_err(|e| e.to_string())?,
+        None => sandgate_store::slice(&full, offset, length).map_err(|e| e.to_string())?,
         Some(path) => {
-            let full = store.output(&key).await.map_err(|e| e.to_string())?;
             let value: Value = serde_json::from_str(&full).map_err(|_| {
                 "this output is not JSON, so json_path does not apply; read it by offset and length".to_string()
             })?;
@@ -97,18 +93,63 @@ pub async fn read_resource(
 ) -> Option<Result<String, String>> {
     let rest = uri.strip_prefix(EXECUTIONS_PREFIX)?;
     let (id, part) = rest.rsplit_once('/')?;
-    let key = caller.key(id, Part::named(part)?);
+    let part = Part::named(part)?;
     let Some(store) = gateway.chain().and_then(|c| c.store.clone()) else {
         return Some(Err("this gateway keeps no outputs (it has no store)".into()));
     };
-    Some(store.output(&key).await.map_err(|e| e.to_string()))
+    Some(stored(gateway, &store, caller, id, part).await)
 }
 
-/// Execution statistics for `sandgate://stats`, when there is a store.
-pub async fn stats(gateway: &Gateway) -> Option<Value> {
+/// The stored `part` of execution `id` that `caller` may read: its own (its session and
+/// profile), or anyone's for an admin profile. Another caller's is "not found", as if it never
+/// existed; when it belongs to another profile, the refusal goes to the audit log.
+async fn stored(
+    gateway: &Gateway,
+    store: &sandgate_store::StoreHandle,
+    caller: &Caller,
+    id: &str,
+    part: Part,
+) -> Result<String, String> {
+    let error = match store.output(&caller.key(id, part)).await {
+        Ok(body) => return Ok(body),
+        Err(error) => error,
+    };
+    let profile = caller.access.profile();
+    if profile.admin {
+        return store
+            .output_any_owner(&part.base_key(id))
+            .await
+            .map_err(|e| e.to_string());
+    }
+    if let Ok(record) = store.get(id).await
+        && record.profile != profile.name
+    {
+        let knock = crate::door::Knock {
+            caller: caller.clone(),
+            execution_id: id.to_string(),
+        };
+        gateway.record_line(
+            &knock,
+            crate::audit::Subject::Output,
+            &format!("{id}/{}", part.as_str()),
+            false,
+            "stored outputs are readable only by the profile that produced them (or an admin profile)",
+            None,
+        );
+    }
+    Err(format!(
+        "{error}. Outputs are readable only by the session and profile (`{}`) that produced them, and by admin profiles.",
+        profile.name
+    ))
+}
+
+/// Execution statistics for `sandgate://stats`, when there is a store: the caller's
+/// profile's, or every profile's for an admin.
+pub async fn stats(gateway: &Gateway, caller: &Caller) -> Option<Value> {
     let store = gateway.chain()?.store.clone()?;
+    let profile = caller.access.profile();
     store
-        .stats()
+        .stats((!profile.admin).then_some(profile.name.as_str()))
         .await
         .ok()
         .and_then(|s| serde_json::to_value(s).ok())

@@ -400,6 +400,7 @@ fn record(
         output_bytes: full.map_or(0, str::len) as u64,
         returned_bytes: returned_bytes as u64,
         error_kind: outcome.error.as_ref().map(|e| e.kind.as_str().to_string()),
+        profile: request.caller.profile().to_string(),
         call_rows: outcome
             .calls
             .iter()

@@ -4,10 +4,14 @@
 //! loopback unless told otherwise, and refuses requests whose `Host` is not an allowed name
 //! (DNS rebinding) or whose `Origin` is not an allowed browser origin. Clients are untrusted:
 //! connections are capped and timed (`accept`), every request is checked before rmcp sees it
-//! (`guard`), and sessions are capped and expire when idle.
+//! (`guard`), and sessions are capped and expire when idle. Every request needs a bearer
+//! token unless auth is off (`auth`).
 
 mod accept;
+mod auth;
 mod guard;
+
+pub use auth::{HttpAuthOptions, KnownToken, sha256};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,6 +39,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Connection, time and session limits.
     pub limits: HttpLimits,
+    /// Who may connect.
+    pub auth: HttpAuthOptions,
 }
 
 pub(crate) use guard::ResponseGone;
@@ -84,9 +90,19 @@ pub async fn serve_http(
     );
     let guard =
         guard::RequestGuard::new(limits.body_timeout, limits.max_sessions, sessions.clone());
+    let check = Arc::new(auth::TokenCheck {
+        options: options.auth.clone(),
+        audit: trimmed_gateway.audit().clone(),
+    });
+    // The token check is the outer layer: a request without a valid token is refused before
+    // its body is read.
     let app = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(guard, guard::guard));
+        .layer(axum::middleware::from_fn_with_state(guard, guard::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            check,
+            auth::require_token,
+        ));
     tokio::spawn(trim_after_sessions_expire(
         trimmed_gateway,
         sessions,

@@ -15,7 +15,7 @@
 use serde_json::{Map, Number, Value};
 
 use crate::hints::{self, HintContext};
-use crate::protocol::{CallFailure, GuestError, ToolBinding, failure_error_name};
+use crate::protocol::{CallFailure, GuestError, ToolBinding};
 use crate::result::ExecError;
 use crate::transpile::PositionMap;
 pub use crate::wire::errors::{
@@ -185,11 +185,13 @@ pub fn tool_error(message: String) -> ExecError {
 /// The error an execution ends in when a call fails (denied, backend down, timed out) and the
 /// rejection is not caught.
 pub fn call_failure(failure: &CallFailure, tool: &ToolBinding) -> ExecError {
-    guest_failure(
-        failure_error_name(&failure.kind),
-        failure.message.clone(),
-        Some(tool),
-    )
+    let error = GuestError {
+        kind: Some(failure.kind.as_str().to_string()),
+        name: failure.kind.error_name().to_string(),
+        message: failure.message.clone(),
+        stack: String::new(),
+    };
+    explain(&error, Some(tool))
 }
 
 /// The error of an execution the caller cancelled.

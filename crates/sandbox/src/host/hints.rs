@@ -48,6 +48,9 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         };
     }
     let kind = match error.kind.as_deref() {
+        // A failed call's Error carries its failure's kind (see `FailureKind`).
+        Some("tool_denied") => ErrorKind::ToolDenied,
+        Some("tool_failed") => ErrorKind::ToolFailed,
         Some("timeout") => ErrorKind::Timeout,
         Some("memory") => ErrorKind::Memory,
         Some("stack") => ErrorKind::Stack,
@@ -58,11 +61,9 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         // Only code QuickJS could not compile; a `SyntaxError` thrown while the code runs
         // (`JSON.parse` of text that is not JSON) is a runtime error.
         Some("syntax") => ErrorKind::Syntax,
-        _ => match error.name.as_str() {
-            "ToolError" | "ToolCallError" | "ToolTimeoutError" => ErrorKind::ToolFailed,
-            "ToolDeniedError" => ErrorKind::ToolDenied,
-            _ => ErrorKind::Runtime,
-        },
+        // A result with `isError`, thrown by the preamble as a ToolError.
+        _ if error.name == "ToolError" => ErrorKind::ToolFailed,
+        _ => ErrorKind::Runtime,
     };
     let (line, mut column) = crate::stacks::first_user_position(&error.stack, cx.positions)
         .map_or((None, None), |(l, c)| (Some(l), Some(c)));
@@ -130,7 +131,7 @@ fn hint(
         ErrorKind::Memory => Some("The code used too much memory. Process data in smaller pieces and keep only the fields you need instead of building large arrays or strings.".into()),
         ErrorKind::Stack => Some("The call stack overflowed, usually from recursion without an end. Check the base case, or use a loop.".into()),
         ErrorKind::OutputLimit => Some("Return less: pick the fields you need (e.g. items.map(i => ({ id: i.id, title: i.title }))) or a count, not whole objects.".into()),
-        ErrorKind::ToolDenied => Some("This execution is not allowed to call that tool. Use only tools listed by search_tools for this session.".into()),
+        ErrorKind::ToolDenied => Some("The gateway's policy refused it; the message names the rule and where an operator changes it. Use what this caller is granted: search_tools lists its tools.".into()),
         ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool),
         ErrorKind::Runtime => runtime_hint(error, cx, at),
         _ => None,
@@ -229,9 +230,9 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
 
 fn not_defined_hint(name: &str, cx: &HintContext) -> String {
     match name {
-        "fetch" | "XMLHttpRequest" | "WebSocket" => return "There is no network access in the sandbox. Use a backend tool that fetches (search_tools with \"fetch url\" or \"http request\").".into(),
+        "fetch" | "XMLHttpRequest" | "WebSocket" => return "There is no network access in this execution: `fetch` exists only when the caller's profile grants network hosts. Use a backend tool that fetches (search_tools with \"fetch url\" or \"http request\").".into(),
         "require" | "module" | "exports" => return "There are no modules in the sandbox. Backends are globals: call them directly, e.g. `await backend.tool({...})`.".into(),
-        "process" | "Deno" | "Bun" => return "There is no process or runtime object: no environment, files or arguments. Pass data in through tool calls or the `context` global.".into(),
+        "process" | "Deno" | "Bun" => return "There is no process or runtime object. Files (`fs`) and environment variables (`env.get`) exist only when the caller's profile grants them; otherwise pass data in through tool calls or the `context` global.".into(),
         _ => {}
     }
     if META_TOOLS.contains(&name) {

@@ -79,22 +79,95 @@ pub enum HostFrame {
     },
 }
 
-/// Why a call produced no result.
+/// Why a call produced no result: one typed answer from the door to the guest and back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallFailure {
-    /// `tool_denied`, `tool_failed`, `timeout`, ...
-    pub kind: String,
+    /// What kind of failure.
+    pub kind: FailureKind,
     /// Message for the guest (becomes the rejected Error's message).
     pub message: String,
 }
 
-/// The `name` of the Error a failed call rejects with in the guest, by failure kind.
-pub fn failure_error_name(kind: &str) -> &'static str {
-    match kind {
-        "tool_denied" => "ToolDeniedError",
-        "timeout" => "ToolTimeoutError",
-        _ => "ToolCallError",
+impl CallFailure {
+    /// A failure of `kind`.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        CallFailure {
+            kind,
+            message: message.into(),
+        }
     }
+}
+
+/// The kinds of call failure. The guest's Error carries the kind's name as `kind`, and the
+/// host classifies a guest error by it, never by the Error's `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FailureKind {
+    /// The policy refused the call.
+    #[serde(rename = "tool_denied")]
+    Denied,
+    /// The call went out and failed (backend down, bad arguments, result too large, ...).
+    #[serde(rename = "tool_failed")]
+    Failed,
+    /// The call ran out of time.
+    #[serde(rename = "timeout")]
+    Timeout,
+    /// The call was cancelled (by its AbortSignal).
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The call's arguments would pass the execution's memory limit.
+    #[serde(rename = "memory")]
+    Memory,
+    /// A fault in the host.
+    #[serde(rename = "internal")]
+    Internal,
+}
+
+impl FailureKind {
+    const ALL: [FailureKind; 6] = [
+        FailureKind::Denied,
+        FailureKind::Failed,
+        FailureKind::Timeout,
+        FailureKind::Cancelled,
+        FailureKind::Memory,
+        FailureKind::Internal,
+    ];
+
+    /// The kind's name, as the guest's Error carries it in `kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Denied => "tool_denied",
+            FailureKind::Failed => "tool_failed",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Cancelled => "cancelled",
+            FailureKind::Memory => "memory",
+            FailureKind::Internal => "internal",
+        }
+    }
+
+    /// The kind named `name` (the inverse of [`FailureKind::as_str`]).
+    pub fn named(name: &str) -> Option<FailureKind> {
+        FailureKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// The `name` of the Error a failed call rejects with in the guest.
+    pub fn error_name(self) -> &'static str {
+        match self {
+            FailureKind::Denied => "ToolDeniedError",
+            FailureKind::Timeout => "ToolTimeoutError",
+            _ => "ToolCallError",
+        }
+    }
+}
+
+/// What a tool call answered: the raw MCP result as JSON text, and whether it is an error
+/// result (`isError`). The bridge decides `is_error` once, from the typed result, and every
+/// record and count uses that one answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolAnswer {
+    /// The raw MCP result, as JSON text.
+    pub json: String,
+    /// Whether the tool answered with `isError: true`.
+    pub is_error: bool,
 }
 
 /// Which callable a [`WorkerFrame::Call`] names.
@@ -381,13 +454,13 @@ mod tests {
             run: 4,
             id: 1,
             result: Err(CallFailure {
-                kind: "tool_denied".into(),
+                kind: FailureKind::Denied,
                 message: "no".into(),
             }),
         };
         assert!(matches!(
             round_trip(&failed),
-            HostFrame::Reply { run: 4, id: 1, result: Err(f) } if f.kind == "tool_denied"
+            HostFrame::Reply { run: 4, id: 1, result: Err(f) } if f.kind == FailureKind::Denied
         ));
         // Other frames stay JSON, so a stand-in worker can speak plain JSON.
         let log = WorkerFrame::Log {

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use sandgate_sandbox::{
-    Bridge, CallFailure, Execution, ExecutionResult, Limits, PoolConfig, Sandbox, ToolBinding,
+    Bridge, CallFailure, Execution, ExecutionResult, FailureKind, Limits, PoolConfig, Sandbox,
+    ToolAnswer, ToolBinding,
 };
 use serde_json::{Value, json};
 
@@ -97,7 +98,7 @@ impl Bridge for TestBridge {
         &self,
         tool: &ToolBinding,
         args: String,
-    ) -> BoxFuture<'static, Result<String, CallFailure>> {
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let args: Value = serde_json::from_str(&args).unwrap_or(Value::Null);
         let name = format!("{}.{}", tool.backend, tool.name);
@@ -124,7 +125,7 @@ impl Bridge for TestBridge {
                     Ok(json!(args.iter().filter_map(Value::as_f64).sum::<f64>()).to_string())
                 }
                 _ => Err(CallFailure {
-                    kind: "internal".into(),
+                    kind: FailureKind::Internal,
                     message: format!("no host function {name}"),
                 }),
             }
@@ -132,7 +133,7 @@ impl Bridge for TestBridge {
     }
 }
 
-async fn respond(name: &str, args: &Value) -> Result<String, CallFailure> {
+async fn respond(name: &str, args: &Value) -> Result<ToolAnswer, CallFailure> {
     let result = match name {
         "test.echo" => {
             json!({"content": [{"type": "text", "text": "ignored"}], "structuredContent": {"echo": args}})
@@ -159,21 +160,29 @@ async fn respond(name: &str, args: &Value) -> Result<String, CallFailure> {
         }
         "test.strict" => json!({"content": [{"type": "text", "text": "counted"}]}),
         // A backend bug: the result is not JSON at all.
-        "test.garbage" => return Ok("{not json".into()),
+        "test.garbage" => {
+            return Ok(ToolAnswer {
+                json: "{not json".into(),
+                is_error: false,
+            });
+        }
         "test.starting" => {
             return Err(CallFailure {
-                kind: "tool_failed".into(),
+                kind: FailureKind::Failed,
                 message: "backend `test` is still starting (waited 1s). Retry in a few seconds; sandgate://backend/test shows its status.".into(),
             });
         }
         _ => {
             return Err(CallFailure {
-                kind: "tool_failed".into(),
+                kind: FailureKind::Failed,
                 message: format!("unknown tool {name}"),
             });
         }
     };
-    Ok(result.to_string())
+    Ok(ToolAnswer {
+        is_error: result.get("isError") == Some(&Value::Bool(true)),
+        json: result.to_string(),
+    })
 }
 
 pub fn execution(code: &str) -> Execution {

@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use futures::FutureExt;
-use sandgate_gateway::{Gateway, UpstreamBridge, tool_bindings};
-use sandgate_policy::Grant;
+use sandgate_gateway::{Caller, Gateway, Knock, UpstreamBridge};
 use sandgate_sandbox::{Execution, ExecutionResult, Limits};
 
 use super::ConfigArg;
@@ -45,8 +44,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         setup::wait_for_backends(&config, &manager).map(|_| ())
     );
     let sandbox = sandbox?;
-    let gateway = Gateway::new(manager.clone(), Grant::all_tools());
-    let catalog = gateway.settled_catalog().await;
+    // The local user runs under the default profile, as a stdio client would.
+    let gateway = Gateway::new(
+        manager.clone(),
+        config.access_profiles(),
+        crate::access::audit_log(&config)?,
+    );
+    let caller = Caller::local(&gateway);
+    let view = gateway.settled_view(&caller.access).await;
     let defaults = Limits::default();
     let limits = Limits {
         wall_ms: args
@@ -56,15 +61,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let execution = Execution {
         code,
-        tools: Arc::new(tool_bindings(&catalog)),
-        host_functions: Arc::new(vec![]),
+        tools: view.bindings,
+        host_functions: Arc::new(sandgate_gateway::granted_capabilities(&caller.access)),
         context: None,
         limits,
     };
     let result = sandbox
         .run(
             execution,
-            Arc::new(UpstreamBridge::new(gateway.clone(), None)),
+            Arc::new(UpstreamBridge::new(
+                gateway.clone(),
+                Knock {
+                    caller,
+                    execution_id: sandgate_store::new_execution_id(),
+                },
+                None,
+            )),
         )
         .await;
     manager.shutdown();

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use sandgate_gateway::{Gateway, HttpOptions};
-use sandgate_policy::Grant;
 use tokio_util::sync::CancellationToken;
 
 use super::ConfigArg;
@@ -42,24 +41,34 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(text) => Some(parse_addr(text)?),
         None => config.http.listen,
     };
+    // Who may use HTTP is settled before anything starts: a listener other machines reach
+    // without tokens is an error, not a warning.
+    let http_auth = match http_addr {
+        Some(addr) => Some(crate::access::http_auth(&config, addr)?),
+        None => None,
+    };
     let manager = setup::start_backends(&config);
-    let gateway = Gateway::new(manager, Grant::all_tools());
+    let gateway = Gateway::new(
+        manager,
+        config.access_profiles(),
+        crate::access::audit_log(&config)?,
+    );
     setup::attach_chain(&config, &gateway).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
-    if let Some(addr) = http_addr {
-        if !addr.ip().is_loopback() {
-            tracing::warn!(%addr, "HTTP is listening beyond loopback; only Host names in http.allowed_hosts are accepted");
-        }
+    if let (Some(addr), Some(auth)) = (http_addr, http_auth) {
+        let (auth, notice) = auth;
         let options = HttpOptions {
             addr,
             allowed_hosts: config.http.allowed_hosts.clone(),
             allowed_origins: config.http.allowed_origins.clone(),
             limits: config.http.limits,
+            auth,
         };
         let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
         tasks.spawn(async move {
             sandgate_gateway::serve_http(gateway, options, shutdown, |bound| {
+                notice.print(bound);
                 tracing::info!("serving MCP over streamable HTTP at http://{bound}/mcp");
             })
             .await

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rmcp::model::CallToolResult;
 use sandgate_config::{Format, parse_str};
-use sandgate_policy::{Decide, Grant, ToolCall};
+use sandgate_policy::{Access, Profile, ToolCall};
 use sandgate_upstream::{BackendManager, ManagerOptions, RestartPolicy, ToolCache, UpstreamError};
 
 pub fn fixture() -> String {
@@ -69,8 +69,8 @@ pub async fn call(
     tool: &str,
     args: serde_json::Value,
 ) -> Result<CallToolResult, UpstreamError> {
-    let authorized = Grant::all_tools()
-        .authorize(ToolCall::new(backend, tool))
+    let authorized = Access::new(std::sync::Arc::new(Profile::implicit_default("test")))
+        .authorize_tool(ToolCall::new(backend, tool))
         .expect("grant");
     m.call(&authorized, args.as_object().cloned(), None).await
 }

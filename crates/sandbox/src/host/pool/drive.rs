@@ -21,7 +21,8 @@ use super::output::Next;
 use super::{Bridge, RawRun, internal};
 use crate::limits::LOG_LINE_OVERHEAD_BYTES;
 use crate::protocol::{
-    CallFailure, Callee, HostFrame, ToolBinding, WorkerFrame, encode_frame, write_frame,
+    CallFailure, Callee, FailureKind, HostFrame, ToolAnswer, ToolBinding, WorkerFrame,
+    encode_frame, write_frame,
 };
 use crate::result::{CallRecord, ExecError, LogLine};
 
@@ -34,7 +35,14 @@ const HOST_SPIN: Duration = Duration::from_micros(100);
 const LOG_SLACK_LINES: usize = 64;
 const LOG_SLACK_BYTES: usize = 64 * 1024;
 
-type CallDone = (u64, usize, String, f64, f64, Result<String, CallFailure>);
+type CallDone = (
+    u64,
+    usize,
+    String,
+    f64,
+    f64,
+    Result<ToolAnswer, CallFailure>,
+);
 
 /// What a run's calls go to: the execution's tools and host functions, by index, and the
 /// bridge that serves them.
@@ -257,7 +265,7 @@ pub(crate) async fn drive(
                         ),
                     },
                     Callee::Host(i) => match host_functions.get(i as usize) {
-                        Some(name) => (name.clone(), bridge.call_host(name, args)),
+                        Some(name) => (name.clone(), host_answer(bridge.call_host(name, args))),
                         None => (
                             format!("host function #{i}"),
                             refused(format!("no host function #{i} in this execution")),
@@ -272,10 +280,10 @@ pub(crate) async fn drive(
                     // Dropping the call's future (on an abort) cancels it upstream.
                     let result = tokio::select! {
                         biased;
-                        Ok(()) = aborted => Err(CallFailure {
-                            kind: "cancelled".into(),
-                            message: "aborted by its AbortSignal".into(),
-                        }),
+                        Ok(()) = aborted => Err(CallFailure::new(
+                            FailureKind::Cancelled,
+                            "aborted by its AbortSignal",
+                        )),
                         result = future => result,
                     };
                     let end = Instant::now();
@@ -425,14 +433,15 @@ impl Served {
         self.in_flight.retain(|c| c.0 != id);
         let (ok, result_bytes, error) = match &result {
             // A tool that answered with `isError` failed, even though the call went through.
-            Ok(json) if json.contains("\"isError\":true") => (
+            Ok(answer) if answer.is_error => (
                 false,
-                json.len(),
+                answer.json.len(),
                 Some("the tool returned an error result".to_string()),
             ),
-            Ok(json) => (true, json.len(), None),
+            Ok(answer) => (true, answer.json.len(), None),
             Err(f) => (false, 0, Some(f.message.clone())),
         };
+        let result = result.map(|answer| answer.json);
         self.trace.push((
             id,
             CallRecord {
@@ -474,11 +483,18 @@ impl Served {
     }
 }
 
-fn refused(message: String) -> BoxFuture<'static, Result<String, CallFailure>> {
+fn refused(message: String) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
+    Box::pin(async move { Err(CallFailure::new(FailureKind::Denied, message)) })
+}
+
+/// A host function's answer as a call's: host functions have no error results.
+fn host_answer(
+    call: BoxFuture<'static, Result<String, CallFailure>>,
+) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
     Box::pin(async move {
-        Err(CallFailure {
-            kind: "tool_denied".into(),
-            message,
+        call.await.map(|json| ToolAnswer {
+            json,
+            is_error: false,
         })
     })
 }

@@ -38,7 +38,9 @@ use futures::future::BoxFuture;
 
 use crate::SandboxError;
 use crate::lockdown::Protections;
-use crate::protocol::{CallFailure, GuestError, HostFrame, RunStats, ToolBinding};
+use crate::protocol::{
+    CallFailure, FailureKind, GuestError, HostFrame, RunStats, ToolAnswer, ToolBinding,
+};
 use crate::result::{CallRecord, ErrorKind, ExecError, LogLine};
 use drive::{Callees, Driven, Job, drive};
 use handle::{Reported, WorkerHandle, spawn};
@@ -60,12 +62,13 @@ const WORKER_SPIN: Duration = Duration::from_micros(30);
 /// Where calls from the guest go. The gateway implements it over its backends; an embedding
 /// service implements it over its own functions.
 pub trait Bridge: Send + Sync + 'static {
-    /// Calls a tool; `args` is JSON text. Returns the raw MCP result as JSON text.
+    /// Calls a tool; `args` is JSON text. Returns the raw MCP result as JSON text, and whether
+    /// it is an error result.
     fn call_tool(
         &self,
         tool: &ToolBinding,
         args: String,
-    ) -> BoxFuture<'static, Result<String, CallFailure>>;
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>>;
     /// Calls a named host function; `args` is a JSON array. Returns JSON text.
     fn call_host(
         &self,
@@ -73,12 +76,7 @@ pub trait Bridge: Send + Sync + 'static {
         _args: String,
     ) -> BoxFuture<'static, Result<String, CallFailure>> {
         let message = format!("host function `{name}` is not implemented");
-        Box::pin(async move {
-            Err(CallFailure {
-                kind: "internal".into(),
-                message,
-            })
-        })
+        Box::pin(async move { Err(CallFailure::new(FailureKind::Internal, message)) })
     }
 }
 

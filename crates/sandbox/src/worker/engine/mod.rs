@@ -31,7 +31,9 @@ use rquickjs::{
 };
 
 use crate::wire::limits::Limits;
-use crate::wire::protocol::{CallFailure, Callee, GuestError, HostFrame, RunStats, WorkerFrame};
+use crate::wire::protocol::{
+    CallFailure, Callee, FailureKind, GuestError, HostFrame, RunStats, WorkerFrame,
+};
 
 /// Bytes an execution may allocate before QuickJS first collects garbage (a quarter of a
 /// smaller heap limit).
@@ -331,7 +333,7 @@ fn settle(ctx: &Ctx, state: &Shared, id: u64, result: Result<String, CallFailure
                     .and_then(|e| e.message())
                     .unwrap_or_default();
                 CallFailure {
-                    kind: "tool_failed".into(),
+                    kind: FailureKind::Failed,
                     message: format!("the call's result is not valid JSON: {reason}"),
                 }
             }
@@ -339,7 +341,7 @@ fn settle(ctx: &Ctx, state: &Shared, id: u64, result: Result<String, CallFailure
         Err(failure) => failure,
     };
     let outcome = reject.restore(ctx).and_then(|f| {
-        let error = natives::error_object(ctx, &failure.kind, &failure.message, site)?;
+        let error = natives::error_object(ctx, failure.kind, &failure.message, site)?;
         f.call::<_, ()>((error,))
     });
     drop(outcome);
@@ -450,7 +452,7 @@ fn serialize<'js>(
 
 /// Turns a caught JavaScript error into a [`GuestError`], classifying limit hits.
 fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) -> GuestError {
-    let (name, message, stack) = match &error {
+    let (name, message, stack, call_kind) = match &error {
         CaughtError::Exception(e) => {
             let obj: &Object = e.as_object();
             let text = |key: &str, max: usize| {
@@ -464,7 +466,9 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) 
                 stack.push_str(&caller);
             }
             let message = text("message", strings::MAX_ERROR_MESSAGE_BYTES).unwrap_or_default();
-            (name, message, stack)
+            // A failed call's Error says what kind of failure it was (see `error_object`).
+            let call_kind = text("kind", 32).and_then(|k| FailureKind::named(&k));
+            (name, message, stack, call_kind)
         }
         CaughtError::Value(v) => {
             let text = ctx
@@ -479,9 +483,15 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) 
                 "Error".to_string(),
                 format!("uncaught {text}"),
                 String::new(),
+                None,
             )
         }
-        CaughtError::Error(e) => ("InternalError".to_string(), e.to_string(), String::new()),
+        CaughtError::Error(e) => (
+            "InternalError".to_string(),
+            e.to_string(),
+            String::new(),
+            None,
+        ),
     };
     let lower = message.to_lowercase();
     let interrupted = lower.contains("interrupted") || name == "InternalError";
@@ -496,7 +506,12 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) 
     } else if lower.contains("stack overflow") || lower.contains("maximum call stack") {
         Some("stack")
     } else {
-        None
+        // A call that failed, uncaught: the execution failed because of that call.
+        call_kind.map(|kind| match kind {
+            FailureKind::Denied => "tool_denied",
+            FailureKind::Memory => "memory",
+            _ => "tool_failed",
+        })
     };
     GuestError {
         kind: kind.map(str::to_string),

@@ -11,7 +11,7 @@ use rquickjs::{Array, Ctx, Exception, Function, Object, Persistent, Promise, Val
 
 use super::{RunRequest, Shared};
 use crate::wire::limits::LOG_LINE_OVERHEAD_BYTES;
-use crate::wire::protocol::{Callee, WorkerFrame};
+use crate::wire::protocol::{Callee, FailureKind, WorkerFrame};
 
 /// Runs the first, ahead-of-time step of the preamble with every native, in a fresh context.
 /// Returns the preamble's `bind` function for the execution to call.
@@ -272,7 +272,7 @@ fn refusal(
     state: &super::LoopState,
     callee: Callee,
     bytes: usize,
-) -> Option<(&'static str, String)> {
+) -> Option<(FailureKind, String)> {
     let limits = &state.limits;
     if bytes > limits.max_call_args_bytes {
         let name = match callee {
@@ -288,12 +288,12 @@ fn refusal(
         };
         let message =
             crate::wire::errors::arguments_too_large(&name, bytes, limits.max_call_args_bytes);
-        return Some(("tool_failed", message));
+        return Some((FailureKind::Failed, message));
     }
     let held = state.pending_args_bytes + bytes + state.heap.get();
     if held > limits.memory_bytes {
         return Some((
-            "memory",
+            FailureKind::Memory,
             format!(
                 "out of memory: the arguments of this execution's waiting calls ({} bytes, this one included) and its heap would pass its {} MiB limit",
                 state.pending_args_bytes + bytes,
@@ -492,14 +492,14 @@ fn parse_url<'js>(ctx: &Ctx<'js>, href: &str, base: Option<&str>) -> rquickjs::R
 /// even though the rejection arrives after an `await` has lost the caller's frames.
 pub(crate) fn error_object<'js>(
     ctx: &Ctx<'js>,
-    kind: &str,
+    kind: FailureKind,
     message: &str,
     site: Option<Value<'js>>,
 ) -> rquickjs::Result<Value<'js>> {
     let error = Exception::from_message(ctx.clone(), message)?;
     let error: &Object = error.as_object();
-    error.set("name", crate::wire::protocol::failure_error_name(kind))?;
-    error.set("kind", kind)?;
+    error.set("name", kind.error_name())?;
+    error.set("kind", kind.as_str())?;
     let site_stack = site
         .and_then(|site| site.into_object())
         .and_then(|site| site.get::<_, Option<String>>("stack").ok().flatten());

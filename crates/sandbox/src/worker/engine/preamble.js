@@ -436,17 +436,42 @@ export default function (natives) {
     }, false);
 
     // ---- host functions and context -----------------------------------------------------
+    // A name with a dot (`fs.readFile`, `env.get`) is a method of a frozen object named by
+    // its first part; `fetch` shapes its request and answers with a Response (see web.js).
+    // What the execution was not given does not exist: there is no global to probe.
+    const hostCall = (index) => (...args) => {
+      let json;
+      try {
+        json = stringifyJson(args);
+      } catch (error) {
+        return rejected(error);
+      }
+      return callHost(index, json, new ErrorCtor());
+    };
+    const spaces = createObject(null);
     hostFunctions.forEach((name, index) => {
-      fixed(G, name, (...args) => {
-        let json;
-        try {
-          json = stringifyJson(args);
-        } catch (error) {
-          return rejected(error);
-        }
-        return callHost(index, json, new ErrorCtor());
-      }, false);
+      const dot = name.indexOf(".");
+      if (dot > 0) {
+        const space = name.slice(0, dot);
+        if (spaces[space] === undefined) spaces[space] = createObject(null);
+        spaces[space][name.slice(dot + 1)] = hostCall(index);
+      } else if (name === "fetch") {
+        const send = hostCall(index);
+        fixed(G, "fetch", (input, init) => {
+          let request;
+          try {
+            request = webNow().fetchRequest(input, init);
+          } catch (error) {
+            return rejected(error);
+          }
+          return apply(promiseThen, send(request), [(raw) => webNow().makeResponse(raw)]);
+        }, false);
+        lazyWeb("Headers");
+      } else {
+        fixed(G, name, hostCall(index), false);
+      }
     });
+    for (const space in spaces) fixed(G, space, freeze(spaces[space]), false);
     if (context !== undefined) fixed(G, "context", context, false);
 
   };

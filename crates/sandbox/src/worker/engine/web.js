@@ -303,6 +303,95 @@ export default function ({ randomBytes, parseUrl }) {
     return table(data, columns);
   };
 
+  // ---- fetch: the request the host sends, the Response the guest reads ---------------------
+  // `fetch` exists only when the execution's profile grants network hosts. The request runs in
+  // the host, which checks every hop against the grant; here it is only shaped.
+  const bytesOf = (body) => {
+    if (body instanceof ArrayBuffer) return new Uint8Array(body);
+    if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+    return null;
+  };
+  const base64Of = (bytes) => {
+    let text = "";
+    for (let i = 0; i < bytes.length; i++) text += String.fromCharCode(bytes[i]);
+    return exports.btoa(text);
+  };
+  const headerPairs = (headers) => {
+    const pairs = [];
+    if (headers === undefined || headers === null) return pairs;
+    if (headers instanceof Headers) return headers.entries();
+    const list = Array.isArray(headers) ? headers : Object.entries(headers);
+    for (const pair of list) {
+      if (!Array.isArray(pair) || pair.length !== 2) throw new TypeError("fetch: headers must be an object of name: value, or a list of [name, value] pairs");
+      pairs.push([String(pair[0]), String(pair[1])]);
+    }
+    return pairs;
+  };
+  exports.fetchRequest = (input, init) => {
+    const options = init === undefined || init === null ? {} : init;
+    if (typeof options !== "object") throw new TypeError("fetch: the second argument must be an object ({ method, headers, body })");
+    const url = input !== null && typeof input === "object" && typeof input.url === "string" ? input.url : String(input);
+    const request = { url, method: String(options.method || "GET").toUpperCase(), headers: headerPairs(options.headers) };
+    if (options.redirect !== undefined) request.redirect = String(options.redirect);
+    const body = options.body;
+    if (body !== undefined && body !== null) {
+      const bytes = bytesOf(body);
+      if (bytes !== null) request.body_base64 = base64Of(bytes);
+      else if (body instanceof URLSearchParams) {
+        request.body = body.toString();
+        if (!request.headers.some(([k]) => k.toLowerCase() === "content-type")) request.headers.push(["content-type", "application/x-www-form-urlencoded;charset=UTF-8"]);
+      } else request.body = String(body);
+    }
+    return request;
+  };
+  class Headers {
+    #pairs;
+    constructor(init) { this.#pairs = headerPairs(init).map(([k, v]) => [k.toLowerCase(), v]); }
+    get(name) {
+      const key = String(name).toLowerCase();
+      const found = this.#pairs.filter(([k]) => k === key).map(([, v]) => v);
+      return found.length ? found.join(", ") : null;
+    }
+    has(name) { return this.get(name) !== null; }
+    set(name, value) { const key = String(name).toLowerCase(); this.#pairs = this.#pairs.filter(([k]) => k !== key); this.#pairs.push([key, String(value)]); }
+    append(name, value) { this.#pairs.push([String(name).toLowerCase(), String(value)]); }
+    delete(name) { const key = String(name).toLowerCase(); this.#pairs = this.#pairs.filter(([k]) => k !== key); }
+    entries() { return this.#pairs.map(([k, v]) => [k, v]); }
+    keys() { return this.#pairs.map(([k]) => k); }
+    values() { return this.#pairs.map(([, v]) => v); }
+    forEach(fn) { for (const [k, v] of this.#pairs) fn(v, k, this); }
+    [Symbol.iterator]() { return this.entries()[Symbol.iterator](); }
+    toJSON() { return Object.fromEntries(this.#pairs); }
+  }
+  exports.Headers = Headers;
+  exports.makeResponse = (raw) => {
+    let used = false;
+    const take = () => {
+      if (used) throw new TypeError("fetch: the response body was already read");
+      used = true;
+    };
+    const bytes = () => {
+      if (typeof raw.body === "string") return new TextEncoder().encode(raw.body);
+      const text = exports.atob(raw.body_base64 || "");
+      const out = new Uint8Array(text.length);
+      for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+      return out;
+    };
+    const text = () => (typeof raw.body === "string" ? raw.body : new TextDecoder().decode(bytes()));
+    return Object.freeze({
+      url: raw.url,
+      status: raw.status,
+      statusText: raw.statusText,
+      ok: raw.status >= 200 && raw.status < 300,
+      redirected: raw.redirected,
+      headers: new Headers(raw.headers),
+      text: async () => { take(); return text(); },
+      json: async () => { take(); return JSON.parse(text()); },
+      arrayBuffer: async () => { take(); return bytes().buffer; },
+      bytes: async () => { take(); return bytes(); },
+    });
+  };
+
   // ---- AbortController and AbortSignal -----------------------------------------------------
   // A signal passed to a tool call (`backend.tool(args, { signal })`) aborts it: the call's
   // promise rejects with the signal's reason, and the host cancels it upstream.

@@ -1,0 +1,19 @@
+//! Host-side capabilities for guest code: `fetch`, `fs` and `env`.
+//!
+//! The guest has no ambient authority; these are the only ways its code reaches the network,
+//! files or the environment, and only when its profile grants them. This crate does the I/O;
+//! the policy decides. Every operation takes the policy's proof (`Authorized<…>`), and `fetch`
+//! asks the policy again for every address it would connect to and every redirect it would
+//! follow, so what the guest can reach is exactly what the grant names.
+
+mod env;
+mod error;
+mod fetch;
+mod fs;
+mod resolve;
+
+pub use env::read_env;
+pub use error::CapabilityError;
+pub use fetch::{Authorize, FetchLimits, FetchRequest, FetchResponse, Fetcher, Redirect};
+pub use fs::{FsLimits, read_dir, read_file, stat, write_file};
+pub use resolve::{Resolve, StaticResolver, SystemResolver};

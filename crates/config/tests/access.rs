@@ -1,0 +1,159 @@
+//! The access sections: profiles, HTTP tokens and auth, and the audit log, in both formats.
+
+#![allow(clippy::expect_used)] // test helpers panic on broken fixtures by design
+
+use sandgate_config::{Format, HttpAuth, TokenSecret, parse_str};
+
+fn toml_err(text: &str) -> String {
+    parse_str(text, Format::Toml, "sandgate.toml")
+        .expect_err("config should be rejected")
+        .to_string()
+}
+
+const READER: &str = r#"
+    [profiles.reader]
+    tools = ["memory.read_*", "memory.search_*", "fs.read_*"]
+    deny_tools = ["fs.read_media_file"]
+    net = ["api.github.com:443", "*.example.com"]
+    fs = [{ path = "/srv/data", write = false }]
+    env = ["GITHUB_TOKEN"]
+    limits = { timeout_ms = 10000, max_calls = 200, executions_per_minute = 120 }
+
+    [[http.tokens]]
+    token = "${READER_TOKEN}"
+    profile = "reader"
+    name = "research-agent"
+
+    [audit]
+    path = "/var/log/sandgate-audit.jsonl"
+"#;
+
+#[test]
+fn the_issue_profile_loads_in_toml_and_json_alike() {
+    let toml = parse_str(READER, Format::Toml, "sandgate.toml").expect("toml loads");
+    let json = r#"{"mcpServers": {}, "sandgate": {
+        "profiles": {"reader": {
+            "tools": ["memory.read_*", "memory.search_*", "fs.read_*"],
+            "deny_tools": ["fs.read_media_file"],
+            "net": ["api.github.com:443", "*.example.com"],
+            "fs": [{"path": "/srv/data", "write": false}],
+            "env": ["GITHUB_TOKEN"],
+            "limits": {"timeout_ms": 10000, "max_calls": 200, "executions_per_minute": 120}}},
+        "http": {"tokens": [{"token": "${READER_TOKEN}", "profile": "reader", "name": "research-agent"}]},
+        "audit": {"path": "/var/log/sandgate-audit.jsonl"}}}"#;
+    let json = parse_str(json, Format::McpServersJson, ".mcp.json").expect("json loads");
+    let (a, b) = (&toml.profiles[0], &json.profiles[0]);
+    assert_eq!(a.tools, b.tools);
+    assert_eq!(a.net, b.net);
+    assert_eq!(a.fs, b.fs);
+    assert_eq!(a.env, b.env);
+    assert_eq!(a.limits, b.limits);
+    assert_eq!(a.key, "profiles.reader");
+    assert_eq!(b.key, "sandgate.profiles.reader");
+    assert_eq!(a.limits.max_calls, Some(200));
+    assert_eq!(toml.http.tokens, json.http.tokens);
+    assert_eq!(toml.http.tokens[0].id, "research-agent");
+    assert_eq!(toml.http.auth, HttpAuth::Tokens);
+    assert_eq!(toml.audit, json.audit);
+    assert!(!toml.audit.arguments);
+}
+
+#[test]
+fn without_profiles_the_default_grants_every_tool_and_nothing_else() {
+    let config = parse_str("", Format::Toml, "sandgate.toml").expect("loads");
+    let profiles = config.access_profiles();
+    assert_eq!(profiles.len(), 1);
+    let default = &profiles[0];
+    assert_eq!(default.name, "default");
+    assert!(default.tools.allows_everything());
+    assert!(default.net.is_empty() && default.fs.is_empty() && default.env.is_empty());
+    // With profiles written but no default, the default grants nothing.
+    let config = parse_str(READER, Format::Toml, "sandgate.toml").expect("loads");
+    let default = config
+        .access_profiles()
+        .into_iter()
+        .find(|p| p.name == "default")
+        .expect("a default");
+    assert!(!default.tools.permits("memory.read_graph"));
+}
+
+#[test]
+fn tokens_resolve_from_the_environment_and_must_be_long() {
+    let config = parse_str(READER, Format::Toml, "sandgate.toml").expect("loads");
+    let resolved = config
+        .resolved(&|v| (v == "READER_TOKEN").then(|| "0123456789abcdef0123".into()))
+        .expect("resolves");
+    assert_eq!(
+        resolved.http.tokens[0].secret,
+        TokenSecret::Plain("0123456789abcdef0123".into())
+    );
+    let err = config.resolved(&|_| None).expect_err("unset").to_string();
+    assert!(err.contains("READER_TOKEN"), "{err}");
+    let err = config
+        .resolved(&|_| Some("short".into()))
+        .expect_err("weak")
+        .to_string();
+    assert!(err.contains("shorter than 16"), "{err}");
+    let hashed = parse_str(
+        &format!("[[http.tokens]]\ntoken_sha256 = \"{}\"\n", "ab".repeat(32)),
+        Format::Toml,
+        "sandgate.toml",
+    )
+    .expect("loads");
+    assert_eq!(
+        hashed.http.tokens[0].secret,
+        TokenSecret::Sha256([0xab; 32])
+    );
+    assert_eq!(hashed.http.tokens[0].profile, "default");
+}
+
+#[test]
+fn access_mistakes_name_the_key_and_the_fix() {
+    for (text, expect) in [
+        (
+            "[profiles.r]\ntols = []",
+            "unknown key `profiles.r.tols` (did you mean `tools`?)",
+        ),
+        ("[profiles.r]\ntools = [\"read_file\"]", "names no backend"),
+        ("[profiles.r]\nnet = [\"http://x.com\"]", "`profiles.r.net`"),
+        ("[profiles.r]\nfs = [{ write = true }]", "has no `path`"),
+        (
+            "[profiles.r]\nenv = [\"GITHUB_*\"]",
+            "patterns are not accepted",
+        ),
+        (
+            "[profiles.r]\nlimits = { max_calls = 0 }",
+            "`profiles.r.limits.max_calls`",
+        ),
+        ("[profiles.\"a b\"]\n", "not a usable profile name"),
+        (
+            "[[http.tokens]]\nprofile = \"default\"",
+            "exactly one of `token` and `token_sha256`",
+        ),
+        (
+            "[[http.tokens]]\ntoken_sha256 = \"abc\"",
+            "64 hexadecimal digits",
+        ),
+        (
+            "[profiles.r]\n[[http.tokens]]\ntoken = \"${T}\"\nprofile = \"writer\"",
+            "use one of: r",
+        ),
+        ("[http]\nauth = \"basic\"", "`http.auth` is `basic`"),
+        (
+            "[http]\nauth = \"none\"\nlisten = \"0.0.0.0:8931\"",
+            "not loopback",
+        ),
+        ("[audit]\npth = \"x\"", "did you mean `path`"),
+    ] {
+        let err = toml_err(text);
+        assert!(err.contains(expect), "{text:?}: {err}");
+    }
+    assert!(
+        parse_str(
+            "[http]\nauth = \"none\"\nlisten = \"127.0.0.1:8931\"",
+            Format::Toml,
+            "x"
+        )
+        .is_ok()
+    );
+}

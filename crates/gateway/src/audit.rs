@@ -1,0 +1,266 @@
+//! The audit log: one JSON line per policy decision (`[audit] path`), off by default.
+//!
+//! A line holds the time, profile, token id (never the token), execution id, what was asked
+//! (tool, host or path), the decision and the rule that made it. Argument values appear only
+//! with `[audit] arguments = true`. Writing never blocks a call: lines go through a bounded
+//! queue to a writer thread, and when the queue is full a line is counted as dropped instead
+//! (the count is written as its own line once the writer catches up).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
+
+use serde_json::{Value, json};
+
+use crate::GatewayError;
+
+/// Lines queued for the writer at most.
+const QUEUE_LINES: usize = 8192;
+
+/// What a decision was about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// A backend tool call (`backend.tool`).
+    Tool,
+    /// A host-side `fetch` (`host:port`, and the address).
+    Net,
+    /// A host-side file access (the path).
+    Fs,
+    /// An `env.get` (the name).
+    Env,
+    /// An HTTP request's token check.
+    Http,
+    /// Reading a stored output.
+    Output,
+}
+
+impl Subject {
+    fn as_str(self) -> &'static str {
+        match self {
+            Subject::Tool => "tool",
+            Subject::Net => "net",
+            Subject::Fs => "fs",
+            Subject::Env => "env",
+            Subject::Http => "http",
+            Subject::Output => "output",
+        }
+    }
+}
+
+/// One decision.
+#[derive(Debug, Clone)]
+pub struct Decision<'a> {
+    /// The caller's profile (`None` for an HTTP request no token matched).
+    pub profile: Option<&'a str>,
+    /// The token's id.
+    pub token_id: Option<&'a str>,
+    /// The execution, if any.
+    pub execution_id: Option<&'a str>,
+    /// What kind of thing was asked for.
+    pub subject: Subject,
+    /// What was asked for: `memory.read_graph`, `api.github.com:443`, a path, a name.
+    pub target: &'a str,
+    /// Allowed or denied.
+    pub allowed: bool,
+    /// The rule that decided.
+    pub rule: &'a str,
+    /// The call's arguments (written only with `arguments = true`).
+    pub arguments: Option<&'a str>,
+}
+
+/// The audit log's sender; cheap to share. A disabled log ignores every decision.
+#[derive(Debug, Clone, Default)]
+pub struct AuditLog {
+    inner: Option<Arc<Inner>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    lines: SyncSender<String>,
+    arguments: bool,
+    dropped: AtomicU64,
+    path: PathBuf,
+}
+
+impl AuditLog {
+    /// A log that writes nothing.
+    pub fn disabled() -> AuditLog {
+        AuditLog { inner: None }
+    }
+
+    /// Appends to `path` (created 0600 if absent), with argument values if `arguments`.
+    pub fn open(path: &Path, arguments: bool) -> Result<AuditLog, GatewayError> {
+        let file = open_append(path).map_err(|source| GatewayError::Audit {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let (lines, queue) = sync_channel::<String>(QUEUE_LINES);
+        let inner = Arc::new(Inner {
+            lines,
+            arguments,
+            dropped: AtomicU64::new(0),
+            path: path.to_path_buf(),
+        });
+        let shared = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("sandgate-audit".into())
+            .spawn(move || {
+                let mut out = std::io::BufWriter::new(file);
+                while let Ok(line) = queue.recv() {
+                    let _ = writeln!(out, "{line}");
+                    // Write what else is queued, then flush once.
+                    while let Ok(line) = queue.try_recv() {
+                        let _ = writeln!(out, "{line}");
+                    }
+                    if let Some(inner) = shared.upgrade() {
+                        let dropped = inner.dropped.swap(0, Ordering::Relaxed);
+                        if dropped > 0 {
+                            let note = json!({"time": now_rfc3339(), "dropped": dropped});
+                            let _ = writeln!(out, "{note}");
+                        }
+                    }
+                    let _ = out.flush();
+                }
+            })
+            .map_err(|source| GatewayError::Audit {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(AuditLog { inner: Some(inner) })
+    }
+
+    /// Whether decisions are written.
+    pub fn enabled(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// The file, when enabled.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.as_ref().map(|i| i.path.as_path())
+    }
+
+    /// Records one decision, without waiting.
+    pub fn record(&self, decision: &Decision<'_>) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let mut line = json!({
+            "time": now_rfc3339(),
+            "profile": decision.profile,
+            "token": decision.token_id,
+            "execution_id": decision.execution_id,
+            "kind": decision.subject.as_str(),
+            "target": decision.target,
+            "decision": if decision.allowed { "allow" } else { "deny" },
+            "rule": decision.rule,
+        });
+        if inner.arguments
+            && let (Some(arguments), Value::Object(map)) = (decision.arguments, &mut line)
+        {
+            map.insert("arguments".into(), Value::String(arguments.to_string()));
+        }
+        match inner.lines.try_send(line.to_string()) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                inner.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// UTC time as RFC 3339 with milliseconds, without a date crate.
+fn now_rfc3339() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        now.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_781), (2026, 11, 24));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn lines_name_the_decision_and_never_the_arguments_unless_asked() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("audit.jsonl");
+        for arguments in [false, true] {
+            let log = AuditLog::open(&path, arguments).expect("opens");
+            log.record(&Decision {
+                profile: Some("reader"),
+                token_id: Some("ci"),
+                execution_id: Some("ex-1"),
+                subject: Subject::Tool,
+                target: "memory.create_entities",
+                allowed: false,
+                rule: "it matches none of profiles.reader.tools (memory.read_*)",
+                arguments: Some("{\"secret\":\"s3cret\"}"),
+            });
+            drop(log);
+        }
+        let mut text = String::new();
+        for _ in 0..200 {
+            text = std::fs::read_to_string(&path).unwrap_or_default();
+            if text.lines().count() >= 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json line"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["decision"], "deny");
+        assert_eq!(lines[0]["token"], "ci");
+        assert_eq!(lines[0]["target"], "memory.create_entities");
+        assert!(lines[0].get("arguments").is_none(), "{text}");
+        assert_eq!(lines[1]["arguments"], "{\"secret\":\"s3cret\"}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}

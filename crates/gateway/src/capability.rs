@@ -1,0 +1,267 @@
+//! The host capabilities an execution may use (`fetch`, `fs.*`, `env.get`), through the door.
+//!
+//! An execution is given only the capabilities its profile grants: the sandbox binds a global
+//! for each name in [`granted`], and none for the rest, so code finds no `fetch` to probe
+//! where no host is granted. Each call is authorized (and audited) here, then performed by the
+//! capabilities crate, which takes only the policy's proof.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use sandgate_capabilities::{CapabilityError, FetchLimits, FetchRequest, FsLimits, Redirect};
+use sandgate_policy::Access;
+use sandgate_sandbox::{CallFailure, FailureKind};
+use serde_json::{Value, json};
+
+use crate::Gateway;
+use crate::audit::Subject;
+use crate::door::{Knock, denied};
+
+/// The names of the host functions `access` grants, as the guest binds them.
+pub fn granted(access: &Access) -> Vec<String> {
+    let profile = access.profile();
+    let mut names = Vec::new();
+    if !profile.net.is_empty() {
+        names.push("fetch".to_string());
+    }
+    if !profile.fs.is_empty() {
+        names.extend(
+            ["fs.readFile", "fs.writeFile", "fs.readdir", "fs.stat"]
+                .into_iter()
+                .map(String::from),
+        );
+    }
+    if !profile.env.is_empty() {
+        names.push("env.get".to_string());
+    }
+    names
+}
+
+impl Gateway {
+    /// Runs the host function `name` for `knock` with `args` (a JSON array).
+    pub(crate) async fn use_capability(
+        self: &Arc<Self>,
+        knock: &Knock,
+        name: &str,
+        args: String,
+    ) -> Result<String, CallFailure> {
+        if !granted(&knock.caller.access).iter().any(|n| n == name) {
+            return Err(CallFailure::new(
+                FailureKind::Denied,
+                format!("`{name}` is not a capability of this execution"),
+            ));
+        }
+        let args: Vec<Value> =
+            serde_json::from_str(&args).map_err(|_| bad(format!("{name} takes JSON arguments")))?;
+        let value = match name {
+            "fetch" => self.fetch(knock, args).await?,
+            "env.get" => self.env_get(knock, &args)?,
+            _ => self.fs(knock, name, args).await?,
+        };
+        Ok(value.to_string())
+    }
+
+    fn env_get(&self, knock: &Knock, args: &[Value]) -> Result<Value, CallFailure> {
+        let name = string_arg(args, 0, "env.get(name)")?;
+        let decision = knock.caller.access.authorize_env(&name);
+        self.record(knock, Subject::Env, &name, &decision, None);
+        let proof = decision.map_err(denied)?;
+        Ok(sandgate_capabilities::read_env(&proof).map_or(Value::Null, Value::String))
+    }
+
+    async fn fs(&self, knock: &Knock, name: &str, args: Vec<Value>) -> Result<Value, CallFailure> {
+        let path = string_arg(&args, 0, &format!("{name}(path)"))?;
+        let write = name == "fs.writeFile";
+        let decision = knock.caller.access.authorize_fs(&path, write);
+        self.record(knock, Subject::Fs, &path, &decision, None);
+        let proof = decision.map_err(denied)?;
+        let limits = FsLimits::default();
+        let encoding = |at: usize| -> Result<Encoding, CallFailure> {
+            let option = match args.get(at) {
+                Some(Value::String(e)) => Some(e.as_str()),
+                Some(Value::Object(o)) => o.get("encoding").and_then(Value::as_str),
+                _ => None,
+            };
+            match option {
+                None | Some("utf8" | "utf-8") => Ok(Encoding::Utf8),
+                Some("base64") => Ok(Encoding::Base64),
+                Some(other) => Err(bad(format!(
+                    "{name}: encoding `{other}` is not supported; use \"utf8\" (the default) or \"base64\""
+                ))),
+            }
+        };
+        let name = name.to_string();
+        let work = match name.as_str() {
+            "fs.readFile" => {
+                let encoding = encoding(1)?;
+                Work::Read(encoding)
+            }
+            "fs.writeFile" => {
+                let data = string_arg(&args, 1, "fs.writeFile(path, data)")?;
+                let bytes = match encoding(2)? {
+                    Encoding::Utf8 => data.into_bytes(),
+                    Encoding::Base64 => base64::engine::general_purpose::STANDARD
+                        .decode(data.as_bytes())
+                        .map_err(|_| bad("fs.writeFile: data is not valid base64".into()))?,
+                };
+                Work::Write(bytes)
+            }
+            "fs.readdir" => Work::List,
+            _ => Work::Stat,
+        };
+        let done = tokio::task::spawn_blocking(move || -> Result<Value, CapabilityError> {
+            match work {
+                Work::Read(encoding) => {
+                    let bytes = sandgate_capabilities::read_file(&proof, &limits)?;
+                    match encoding {
+                        Encoding::Base64 => Ok(Value::String(
+                            base64::engine::general_purpose::STANDARD.encode(bytes),
+                        )),
+                        Encoding::Utf8 => String::from_utf8(bytes).map(Value::String).map_err(|_| {
+                            CapabilityError::BadRequest(
+                                "fs.readFile: the file is not UTF-8 text; read it with { encoding: \"base64\" }".into(),
+                            )
+                        }),
+                    }
+                }
+                Work::Write(bytes) => {
+                    sandgate_capabilities::write_file(&proof, &bytes, &limits).map(|n| json!(n))
+                }
+                Work::List => sandgate_capabilities::read_dir(&proof, &limits).map(|n| json!(n)),
+                Work::Stat => sandgate_capabilities::stat(&proof),
+            }
+        })
+        .await
+        .map_err(|e| CallFailure::new(FailureKind::Internal, format!("{name}: {e}")))?;
+        if let Err(CapabilityError::Escape(why)) = &done {
+            self.record_line(knock, Subject::Fs, &path, false, why, None);
+        }
+        done.map_err(failure)
+    }
+
+    async fn fetch(&self, knock: &Knock, args: Vec<Value>) -> Result<Value, CallFailure> {
+        let request = fetch_request(args.into_iter().next())?;
+        let access = knock.caller.access.clone();
+        let authorize = |host: &str, port: u16, addr: std::net::IpAddr| {
+            let decision = access.authorize_net(host, port, addr);
+            self.record(
+                knock,
+                Subject::Net,
+                &format!("{host}:{port} ({addr})"),
+                &decision,
+                None,
+            );
+            decision
+        };
+        let response = self
+            .fetcher()
+            .fetch(request, &FetchLimits::default(), &authorize)
+            .await
+            .map_err(failure)?;
+        let mut out = json!({
+            "url": response.url,
+            "status": response.status,
+            "statusText": response.status_text,
+            "redirected": response.redirected,
+            "headers": response.headers.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+        });
+        if let Value::Object(map) = &mut out {
+            match String::from_utf8(response.body) {
+                Ok(text) => map.insert("body".into(), Value::String(text)),
+                Err(e) => map.insert(
+                    "body_base64".into(),
+                    Value::String(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+                ),
+            };
+        }
+        Ok(out)
+    }
+}
+
+enum Encoding {
+    Utf8,
+    Base64,
+}
+
+enum Work {
+    Read(Encoding),
+    Write(Vec<u8>),
+    List,
+    Stat,
+}
+
+/// The guest's request object (see `fetchRequest` in web.js).
+fn fetch_request(value: Option<Value>) -> Result<FetchRequest, CallFailure> {
+    let Some(Value::Object(map)) = value else {
+        return Err(bad("fetch(url, init) needs a URL".into()));
+    };
+    let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_string);
+    let url = text("url").ok_or_else(|| bad("fetch(url, init) needs a URL".into()))?;
+    let headers = match map.get("headers") {
+        Some(Value::Array(pairs)) => pairs
+            .iter()
+            .map(|pair| match pair.as_array().map(Vec::as_slice) {
+                Some([Value::String(k), Value::String(v)]) => Ok((k.clone(), v.clone())),
+                _ => Err(bad("fetch: headers must be name: value strings".into())),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => vec![],
+    };
+    let body = match (text("body"), text("body_base64")) {
+        (Some(body), _) => Some(body.into_bytes()),
+        (None, Some(encoded)) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded.as_bytes())
+                .map_err(|_| bad("fetch: the body is not valid base64".into()))?,
+        ),
+        (None, None) => None,
+    };
+    let redirect = match text("redirect").as_deref() {
+        None | Some("follow") => Redirect::Follow,
+        Some("error") => Redirect::Error,
+        Some("manual") => Redirect::Manual,
+        Some(other) => {
+            return Err(bad(format!(
+                "fetch: redirect `{other}` is not one of follow, error, manual"
+            )));
+        }
+    };
+    Ok(FetchRequest {
+        url,
+        method: text("method").unwrap_or_else(|| "GET".into()),
+        headers,
+        body,
+        redirect,
+    })
+}
+
+fn string_arg(args: &[Value], at: usize, usage: &str) -> Result<String, CallFailure> {
+    match args.get(at) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(bad(format!(
+            "{usage}: argument {} must be a string, not {}",
+            at + 1,
+            match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::Array(_) => "an array",
+                Value::Object(_) => "an object",
+                Value::String(_) => "a string",
+            }
+        ))),
+        None => Err(bad(format!("{usage}: argument {} is missing", at + 1))),
+    }
+}
+
+fn bad(message: String) -> CallFailure {
+    CallFailure::new(FailureKind::Failed, message)
+}
+
+fn failure(error: CapabilityError) -> CallFailure {
+    match error {
+        CapabilityError::Denied(e) => denied(e),
+        CapabilityError::Escape(why) => CallFailure::new(FailureKind::Denied, why),
+        other => CallFailure::new(FailureKind::Failed, other.to_string()),
+    }
+}

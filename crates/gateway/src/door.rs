@@ -1,0 +1,138 @@
+//! The one door to everything outside the gateway: every backend tool call and every host
+//! capability an execution uses passes through here, whichever tier or route it came by (tier 1
+//! and 2 shortcuts, the sandbox bridge, `.raw()`, stored tools later).
+//!
+//! The door asks the caller's [`Access`](sandgate_policy::Access) for a proof
+//! ([`Authorized`]), writes the decision to the audit log, and only then calls: the backend
+//! manager's `call` and the capabilities take nothing but a proof. A refusal is a
+//! [`FailureKind::Denied`] naming the rule and where to change it. `tests/one_door.rs` reads
+//! the sources and holds every call to a backend to this file.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sandgate_policy::{Authorized, PolicyError, ToolCall};
+use sandgate_sandbox::{CallFailure, FailureKind, ToolAnswer};
+use sandgate_upstream::UpstreamError;
+
+use crate::Gateway;
+use crate::audit::{Decision, Subject};
+use crate::caller::Caller;
+
+/// Who is knocking: the caller and the execution it runs.
+#[derive(Debug, Clone)]
+pub struct Knock {
+    /// The caller (profile, token, owner).
+    pub caller: Caller,
+    /// The execution's id.
+    pub execution_id: String,
+}
+
+impl Gateway {
+    /// Authorizes a tool call for `knock`, and records the decision.
+    pub(crate) fn authorize_tool(
+        &self,
+        knock: &Knock,
+        call: ToolCall,
+        arguments: &str,
+    ) -> Result<Authorized<ToolCall>, CallFailure> {
+        let target = call.qualified();
+        let decision = knock.caller.access.authorize_tool(call);
+        self.record(knock, Subject::Tool, &target, &decision, Some(arguments));
+        decision.map_err(denied)
+    }
+
+    /// Calls a backend tool for `knock`: the one path to [`BackendManager::call`].
+    ///
+    /// [`BackendManager::call`]: sandgate_upstream::BackendManager::call
+    pub(crate) async fn call_tool(
+        self: &Arc<Self>,
+        knock: &Knock,
+        call: ToolCall,
+        args: String,
+        limit: Option<Duration>,
+    ) -> Result<ToolAnswer, CallFailure> {
+        let authorized = self.authorize_tool(knock, call, &args)?;
+        let call = authorized.get();
+        // Checked on the text, before it is parsed or sent: a backend that is sent more than
+        // it accepts may exit, and then it is down for every client.
+        let max = self.manager().max_argument_bytes(&call.backend);
+        if let Some(max) = max.filter(|&max| args.len() > max) {
+            return Err(CallFailure::new(
+                FailureKind::Failed,
+                sandgate_sandbox::direct::arguments_too_large(&call.qualified(), args.len(), max),
+            ));
+        }
+        let arguments = match serde_json::from_str::<serde_json::Value>(&args) {
+            Ok(serde_json::Value::Object(map)) => Some(map),
+            Ok(_) | Err(_) => {
+                return Err(CallFailure::new(
+                    FailureKind::Failed,
+                    "tool arguments must be one JSON object",
+                ));
+            }
+        };
+        let result = self
+            .manager()
+            .call(&authorized, arguments, limit)
+            .await
+            .map_err(|e| {
+                let kind = match e {
+                    UpstreamError::Timeout { .. } => FailureKind::Timeout,
+                    _ => FailureKind::Failed,
+                };
+                CallFailure::new(kind, e.to_string())
+            })?;
+        let is_error = result.is_error == Some(true);
+        let json = serde_json::to_string(&result)
+            .map_err(|e| CallFailure::new(FailureKind::Internal, e.to_string()))?;
+        Ok(ToolAnswer { json, is_error })
+    }
+
+    /// Writes one decision to the audit log.
+    pub(crate) fn record<T>(
+        &self,
+        knock: &Knock,
+        subject: Subject,
+        target: &str,
+        decision: &Result<Authorized<T>, PolicyError>,
+        arguments: Option<&str>,
+    ) {
+        if !self.audit().enabled() {
+            return;
+        }
+        let rule = match decision {
+            Ok(proof) => proof.rule(),
+            Err(e) => e.reason(),
+        };
+        self.record_line(knock, subject, target, decision.is_ok(), rule, arguments);
+    }
+
+    /// Writes one decision made outside the policy (a symbolic link out of a root, a stored
+    /// output of another caller) to the audit log.
+    pub(crate) fn record_line(
+        &self,
+        knock: &Knock,
+        subject: Subject,
+        target: &str,
+        allowed: bool,
+        rule: &str,
+        arguments: Option<&str>,
+    ) {
+        self.audit().record(&Decision {
+            profile: Some(knock.caller.profile()),
+            token_id: knock.caller.token_id.as_deref(),
+            execution_id: (!knock.execution_id.is_empty()).then_some(knock.execution_id.as_str()),
+            subject,
+            target,
+            allowed,
+            rule,
+            arguments,
+        });
+    }
+}
+
+/// A refusal as the guest sees it.
+pub(crate) fn denied(error: PolicyError) -> CallFailure {
+    CallFailure::new(FailureKind::Denied, error.to_string())
+}

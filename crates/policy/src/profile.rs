@@ -1,0 +1,541 @@
+//! Profiles and access: a profile is what the config grants one kind of caller; an access is
+//! one execution's use of it, possibly narrowed further by the caller. Every decision names the
+//! config key that made it, so a denial tells the reader exactly what to edit.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::tools::Refusal;
+use crate::{Authorized, Grant, NetGrant, NetTarget, PolicyError, ToolCall};
+
+/// A root the `fs` capability may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsRoot {
+    /// An absolute directory.
+    pub path: PathBuf,
+    /// Whether files beneath it may be written.
+    pub write: bool,
+}
+
+/// Limits a profile puts on each execution; a caller may only lower them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProfileLimits {
+    /// Longest an execution may run.
+    pub timeout_ms: Option<u64>,
+    /// Most tool and capability calls per execution.
+    pub max_calls: Option<u32>,
+    /// Most executions a caller of this profile may start per minute.
+    pub executions_per_minute: Option<u32>,
+}
+
+/// A named set of grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// Its name (`default`, `reader`, ...).
+    pub name: String,
+    /// Where it is written, for messages: `profiles.reader in sandgate.toml`.
+    pub key: String,
+    /// The file it is written in.
+    pub file: String,
+    /// Tools it may call (and see).
+    pub tools: Grant,
+    /// Hosts `fetch` may reach.
+    pub net: NetGrant,
+    /// Roots `fs` may use.
+    pub fs: Vec<FsRoot>,
+    /// Environment variable names `env.get` may read.
+    pub env: Vec<String>,
+    /// Per-execution limits.
+    pub limits: ProfileLimits,
+    /// Sees every profile's executions, outputs and stats.
+    pub admin: bool,
+    /// Not written in the config: the default made when no profile is configured.
+    pub implicit: bool,
+}
+
+impl Profile {
+    /// The profile used when the config has none: every tool, and no network, files or
+    /// environment (the behaviour before profiles existed, made explicit).
+    pub fn implicit_default(file: &str) -> Profile {
+        Profile {
+            name: "default".into(),
+            key: "profiles.default".into(),
+            file: file.to_string(),
+            tools: Grant::all_tools(),
+            net: NetGrant::default(),
+            fs: vec![],
+            env: vec![],
+            limits: ProfileLimits::default(),
+            admin: true,
+            implicit: true,
+        }
+    }
+
+    /// "To allow it, add an entry to profiles.reader.net in sandgate.toml."
+    fn fix(&self, key: &str, what: &str) -> String {
+        if self.implicit {
+            format!(
+                "No profiles are configured, so the default profile grants every tool and no network, files or environment; to allow it, add `{key} = [...]` under [profiles.default] in {}.",
+                self.file
+            )
+        } else {
+            format!("To allow it, {what} {}.{key} in {}.", self.key, self.file)
+        }
+    }
+}
+
+/// The host capabilities a profile can grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capability {
+    /// `fetch` (from `net`).
+    Net,
+    /// `fs` (from `fs`).
+    Fs,
+    /// `env` (from `env`).
+    Env,
+}
+
+impl Capability {
+    /// The capability the guest global `name` belongs to.
+    pub fn of_global(name: &str) -> Option<Capability> {
+        match name {
+            "fetch" => Some(Capability::Net),
+            "fs" => Some(Capability::Fs),
+            "env" => Some(Capability::Env),
+            _ => None,
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Capability::Net => "net",
+            Capability::Fs => "fs",
+            Capability::Env => "env",
+        }
+    }
+}
+
+/// The environment variable an execution may read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvRead {
+    /// Its name.
+    pub name: String,
+}
+
+/// A file access the policy allowed: `relative` beneath `root`, which the host must resolve
+/// without leaving the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsAccess {
+    /// The granted root.
+    pub root: PathBuf,
+    /// The path beneath it: only normal components (no `..`, no root, no NUL).
+    pub relative: PathBuf,
+    /// Whether this is a write.
+    pub write: bool,
+}
+
+/// One execution's grants: its profile, narrowed by the caller's `allow_tools`.
+#[derive(Debug, Clone)]
+pub struct Access {
+    profile: Arc<Profile>,
+    narrowed: Option<Grant>,
+}
+
+impl Access {
+    /// The whole of `profile`.
+    pub fn new(profile: Arc<Profile>) -> Access {
+        Access {
+            profile,
+            narrowed: None,
+        }
+    }
+
+    /// Narrowed to the tools `allow` also matches. It can only narrow: a pattern outside the
+    /// profile allows nothing more.
+    pub fn narrowed_to(mut self, allow: Vec<String>) -> Access {
+        self.narrowed = Some(Grant::new(allow, vec![]));
+        self
+    }
+
+    /// The profile.
+    pub fn profile(&self) -> &Arc<Profile> {
+        &self.profile
+    }
+
+    /// Whether the caller narrowed its profile for this execution (`allow_tools`).
+    pub fn is_narrowed(&self) -> bool {
+        self.narrowed.is_some()
+    }
+
+    /// Whether some tools are hidden (the views must be filtered).
+    pub fn sees_every_tool(&self) -> bool {
+        self.narrowed.is_none() && self.profile.tools.allows_everything()
+    }
+
+    /// Whether `qualified` is a tool this access may see and call.
+    pub fn sees_tool(&self, qualified: &str) -> bool {
+        self.profile.tools.permits(qualified)
+            && self.narrowed.as_ref().is_none_or(|g| g.permits(qualified))
+    }
+
+    /// Whether the profile grants `capability` at all (else its global is absent).
+    pub fn grants(&self, capability: Capability) -> bool {
+        let p = &self.profile;
+        match capability {
+            Capability::Net => !p.net.is_empty(),
+            Capability::Fs => !p.fs.is_empty(),
+            Capability::Env => !p.env.is_empty(),
+        }
+    }
+
+    /// The refusal of code that used `global`, a capability the profile does not grant.
+    pub fn refuse_absent(&self, global: &str, capability: Capability) -> PolicyError {
+        let p = &self.profile;
+        let (what, key) = match capability {
+            Capability::Net => ("network", "net"),
+            Capability::Fs => ("files", "fs"),
+            Capability::Env => ("environment variables", "env"),
+        };
+        PolicyError::Denied {
+            what: format!("using `{global}`"),
+            reason: format!(
+                "profile `{}` grants no {what} ({}.{key} is empty), so this execution has no `{global}`",
+                p.name, p.key
+            ),
+            fix: p.fix(capability.key(), "add an entry to"),
+        }
+    }
+
+    /// Authorizes a tool call, or says which rule refused it and where to change it.
+    pub fn authorize_tool(&self, call: ToolCall) -> Result<Authorized<ToolCall>, PolicyError> {
+        let qualified = call.qualified();
+        let p = &self.profile;
+        let denied = |reason: String, fix: String| PolicyError::Denied {
+            what: format!("calling `{qualified}`"),
+            reason,
+            fix,
+        };
+        let rule = match p.tools.check(&qualified) {
+            Ok(rule) => format!("{}.tools: {rule}", p.key),
+            Err(Refusal::Denied(rule)) => {
+                return Err(denied(
+                    format!("it matches `{rule}` in {}.deny_tools", p.key),
+                    p.fix("deny_tools", "remove that pattern from"),
+                ));
+            }
+            Err(Refusal::NotAllowed) => {
+                let patterns = p.tools.allowed();
+                let reason = if patterns.is_empty() {
+                    format!("profile `{}` grants no tools", p.name)
+                } else {
+                    format!(
+                        "it matches none of {}.tools ({})",
+                        p.key,
+                        patterns.join(", ")
+                    )
+                };
+                return Err(denied(reason, p.fix("tools", "add a pattern to")));
+            }
+        };
+        if let Some(narrow) = &self.narrowed
+            && narrow.check(&qualified).is_err()
+        {
+            return Err(denied(
+                format!(
+                    "this execution's allow_tools ({}) leaves it out",
+                    narrow.allowed().join(", ")
+                ),
+                "allow_tools only narrows the profile for one call_tool_chain; leave it out, or add a pattern to it, to reach this tool.".into(),
+            ));
+        }
+        Ok(Authorized::new(call, rule))
+    }
+
+    /// Authorizes a connection to `host:port` at the resolved `addr`.
+    pub fn authorize_net(
+        &self,
+        host: &str,
+        port: u16,
+        addr: std::net::IpAddr,
+    ) -> Result<Authorized<NetTarget>, PolicyError> {
+        let p = &self.profile;
+        match p.net.check(host, port, addr) {
+            Ok(entry) => Ok(Authorized::new(
+                NetTarget {
+                    host: host.to_string(),
+                    port,
+                    addr,
+                },
+                format!("{}.net: {entry}", p.key),
+            )),
+            Err(why) => Err(PolicyError::Denied {
+                what: format!("fetch to `{host}:{port}`"),
+                reason: if p.net.is_empty() {
+                    format!("profile `{}` grants no network", p.name)
+                } else {
+                    format!("{why} in {}.net ({})", p.key, p.net.written().join(", "))
+                },
+                fix: p.fix("net", "add the host to"),
+            }),
+        }
+    }
+
+    /// Authorizes reading (or writing) `path`: absolute beneath a granted root, or relative to
+    /// the first root. Only normal components are accepted, so `..`, NUL bytes and paths
+    /// outside every root are refused here; the host still resolves beneath the root, so a
+    /// symbolic link cannot lead out either.
+    pub fn authorize_fs(
+        &self,
+        path: &str,
+        write: bool,
+    ) -> Result<Authorized<FsAccess>, PolicyError> {
+        let p = &self.profile;
+        let verb = if write { "writing" } else { "reading" };
+        let denied = |reason: String, fix: String| PolicyError::Denied {
+            what: format!("{verb} `{}`", path.escape_debug()),
+            reason,
+            fix,
+        };
+        if p.fs.is_empty() {
+            return Err(denied(
+                format!("profile `{}` grants no files", p.name),
+                p.fix("fs", "add a root to"),
+            ));
+        }
+        if path.contains('\0') {
+            return Err(denied(
+                format!(
+                    "the path holds a NUL byte, which names no file beneath {}.fs",
+                    p.key
+                ),
+                "Pass a path without NUL bytes.".into(),
+            ));
+        }
+        // A relative path is beneath the first root; then, as for an absolute path, the
+        // deepest root that holds it decides (so `out/x` in a writable `out` root is writable).
+        let requested = match p.fs.first() {
+            Some(first) if Path::new(path).is_relative() => first.path.join(path),
+            _ => PathBuf::from(path),
+        };
+        let found =
+            p.fs.iter()
+                .filter_map(|root| {
+                    requested
+                        .strip_prefix(&root.path)
+                        .ok()
+                        .map(|rest| (root, rest))
+                })
+                .max_by_key(|(root, _)| root.path.components().count());
+        let roots = || {
+            p.fs.iter()
+                .map(|r| r.path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let Some((root, rest)) = found else {
+            return Err(denied(
+                format!("it is beneath none of {}.fs ({})", p.key, roots()),
+                p.fix("fs", "add its directory to"),
+            ));
+        };
+        let mut relative = PathBuf::new();
+        for component in rest.components() {
+            match component {
+                Component::Normal(part) => relative.push(part),
+                Component::CurDir => {}
+                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                    return Err(denied(
+                        format!(
+                            "`..` would leave the root {} ({}.fs)",
+                            root.path.display(),
+                            p.key
+                        ),
+                        "Name the file by its path beneath the root, without `..`.".into(),
+                    ));
+                }
+            }
+        }
+        if write && !root.write {
+            return Err(denied(
+                format!(
+                    "the root {} is read-only in {}.fs",
+                    root.path.display(),
+                    p.key
+                ),
+                p.fix("fs", "set `write = true` on that root in"),
+            ));
+        }
+        Ok(Authorized::new(
+            FsAccess {
+                root: root.path.clone(),
+                relative,
+                write,
+            },
+            format!("{}.fs: {}", p.key, root.path.display()),
+        ))
+    }
+
+    /// Authorizes reading the environment variable `name`.
+    pub fn authorize_env(&self, name: &str) -> Result<Authorized<EnvRead>, PolicyError> {
+        let p = &self.profile;
+        if p.env.iter().any(|n| n == name) {
+            return Ok(Authorized::new(
+                EnvRead {
+                    name: name.to_string(),
+                },
+                format!("{}.env: {name}", p.key),
+            ));
+        }
+        Err(PolicyError::Denied {
+            what: format!("reading the environment variable `{}`", name.escape_debug()),
+            reason: if p.env.is_empty() {
+                format!("profile `{}` grants no environment variables", p.name)
+            } else {
+                format!("it is not in {}.env ({})", p.key, p.env.join(", "))
+            },
+            fix: p.fix("env", "add the name to"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostPattern;
+
+    fn reader() -> Arc<Profile> {
+        Arc::new(Profile {
+            name: "reader".into(),
+            key: "profiles.reader".into(),
+            file: "sandgate.toml".into(),
+            tools: Grant::new(
+                vec!["memory.read_*".into(), "fs.read_*".into()],
+                vec!["fs.read_media_file".into()],
+            ),
+            net: NetGrant::new(vec![
+                HostPattern::parse("api.github.com:443").expect("entry"),
+            ]),
+            fs: vec![
+                FsRoot {
+                    path: "/srv/data".into(),
+                    write: false,
+                },
+                FsRoot {
+                    path: "/srv/data/out".into(),
+                    write: true,
+                },
+            ],
+            env: vec!["GITHUB_TOKEN".into()],
+            limits: ProfileLimits::default(),
+            admin: false,
+            implicit: false,
+        })
+    }
+
+    #[test]
+    fn a_tool_denial_names_the_rule_and_where_to_change_it() {
+        let access = Access::new(reader());
+        let ok = access
+            .authorize_tool(ToolCall::new("memory", "read_graph"))
+            .expect("allowed");
+        assert_eq!(ok.rule(), "profiles.reader.tools: memory.read_*");
+        let err = access
+            .authorize_tool(ToolCall::new("memory", "create_entities"))
+            .expect_err("denied")
+            .to_string();
+        assert!(
+            err.contains("none of profiles.reader.tools (memory.read_*, fs.read_*)"),
+            "{err}"
+        );
+        assert!(
+            err.contains("profiles.reader.tools in sandgate.toml"),
+            "{err}"
+        );
+        let err = access
+            .authorize_tool(ToolCall::new("fs", "read_media_file"))
+            .expect_err("denied")
+            .to_string();
+        assert!(
+            err.contains("`fs.read_media_file` in profiles.reader.deny_tools"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn allow_tools_narrows_and_never_widens() {
+        let access = Access::new(reader()).narrowed_to(vec!["memory.*".into(), "github.*".into()]);
+        assert!(
+            access
+                .authorize_tool(ToolCall::new("memory", "read_graph"))
+                .is_ok()
+        );
+        assert!(
+            access
+                .authorize_tool(ToolCall::new("fs", "read_file"))
+                .is_err()
+        );
+        let err = access
+            .authorize_tool(ToolCall::new("github", "create_issue"))
+            .expect_err("not widened")
+            .to_string();
+        assert!(err.contains("profiles.reader.tools"), "{err}");
+        assert!(!access.sees_tool("github.create_issue"));
+        assert!(!access.sees_every_tool());
+    }
+
+    #[test]
+    fn paths_stay_beneath_their_roots() {
+        let access = Access::new(reader());
+        let ok = access
+            .authorize_fs("/srv/data/a/b.txt", false)
+            .expect("read");
+        assert_eq!(ok.get().relative, PathBuf::from("a/b.txt"));
+        assert_eq!(ok.get().root, PathBuf::from("/srv/data"));
+        let ok = access.authorize_fs("/srv/data/out/x", true).expect("write");
+        assert_eq!(ok.get().root, PathBuf::from("/srv/data/out"));
+        assert!(access.authorize_fs("b.txt", false).is_ok());
+        let relative = access
+            .authorize_fs("out/made.txt", true)
+            .expect("writable root");
+        assert_eq!(relative.get().root, PathBuf::from("/srv/data/out"));
+        for bad in [
+            "/srv/data/../etc/passwd",
+            "../etc/passwd",
+            "/etc/passwd",
+            "/srv/database/x",
+            "/proc/self/environ",
+            "/srv/data/a\0b",
+        ] {
+            assert!(access.authorize_fs(bad, false).is_err(), "{bad}");
+        }
+        let err = access
+            .authorize_fs("/srv/data/x", true)
+            .expect_err("read-only")
+            .to_string();
+        assert!(err.contains("read-only"), "{err}");
+    }
+
+    #[test]
+    fn env_and_net_are_granted_by_name_only() {
+        let access = Access::new(reader());
+        assert!(access.authorize_env("GITHUB_TOKEN").is_ok());
+        let err = access
+            .authorize_env("HOME")
+            .expect_err("denied")
+            .to_string();
+        assert!(
+            err.contains("profiles.reader.env in sandgate.toml"),
+            "{err}"
+        );
+        let public = "140.82.112.5".parse().expect("ip");
+        assert!(access.authorize_net("api.github.com", 443, public).is_ok());
+        assert!(access.authorize_net("example.com", 443, public).is_err());
+        let none = Access::new(Arc::new(Profile::implicit_default("sandgate.toml")));
+        let err = none
+            .authorize_net("example.com", 443, public)
+            .expect_err("no net")
+            .to_string();
+        assert!(err.contains("grants no network"), "{err}");
+        assert!(err.contains("[profiles.default]"), "{err}");
+    }
+}

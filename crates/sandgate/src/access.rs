@@ -1,0 +1,150 @@
+//! Who may use the gateway, from the config: the HTTP front's tokens (generating one when none
+//! is configured) and the audit log.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use sandgate_config::{Config, HttpAuth, TokenSecret};
+use sandgate_gateway::{AuditLog, HttpAuthOptions, KnownToken};
+
+/// The HTTP front's auth for a listener on `addr`.
+///
+/// - `auth = "none"` is allowed only on loopback.
+/// - Configured tokens are used as they are.
+/// - With none configured, a listener beyond loopback is an error; on loopback, sandgate uses
+///   the token in its state directory, generating it (0600) and printing it once if absent.
+pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthOptions, Notice)> {
+    let loopback = addr.ip().is_loopback();
+    if config.http.auth == HttpAuth::None {
+        anyhow::ensure!(
+            loopback,
+            "[http] auth = \"none\" is refused for {addr}, which is not loopback: anyone who reaches the port would drive every backend. Configure [[http.tokens]], or listen on 127.0.0.1."
+        );
+        tracing::warn!(%addr, "HTTP auth is off ([http] auth = \"none\"): any local process can use the gateway");
+        return Ok((HttpAuthOptions::default(), Notice::None));
+    }
+    let mut tokens: Vec<KnownToken> = config
+        .http
+        .tokens
+        .iter()
+        .map(|token| match &token.secret {
+            TokenSecret::Plain(text) => KnownToken::from_secret(text, &token.profile, &token.id),
+            TokenSecret::Sha256(digest) => KnownToken {
+                digest: *digest,
+                profile: token.profile.clone(),
+                id: token.id.clone(),
+            },
+        })
+        .collect();
+    if tokens.is_empty() {
+        anyhow::ensure!(
+            loopback,
+            "HTTP on {addr} reaches beyond this machine, and no token is configured. Add [[http.tokens]] with token = \"${{SANDGATE_TOKEN}}\" (docs/config.md), or listen on 127.0.0.1."
+        );
+        let path = token_file(config).context(
+            "no [[http.tokens]] and no HOME or XDG_STATE_HOME to keep a generated token in; configure [[http.tokens]]",
+        )?;
+        let (token, notice) = load_or_generate(&path)?;
+        tokens.push(KnownToken::from_secret(&token, "default", "generated"));
+        return Ok((
+            HttpAuthOptions {
+                required: true,
+                tokens,
+            },
+            notice,
+        ));
+    }
+    Ok((
+        HttpAuthOptions {
+            required: true,
+            tokens,
+        },
+        Notice::None,
+    ))
+}
+
+/// What to tell the user about the generated token once the listener is bound.
+#[derive(Debug, Clone)]
+pub enum Notice {
+    /// Nothing: tokens are configured, or auth is off.
+    None,
+    /// Where the token generated earlier is.
+    Stored(PathBuf),
+    /// The token just generated, printed this once.
+    Generated { token: String, path: PathBuf },
+}
+
+impl Notice {
+    /// Prints the notice to stderr for a listener bound at `addr`.
+    pub fn print(&self, addr: SocketAddr) {
+        match self {
+            Notice::None => {}
+            Notice::Stored(path) => eprintln!(
+                "sandgate: HTTP clients need the bearer token in {} (generated at the first start)",
+                path.display()
+            ),
+            Notice::Generated { token, path } => eprintln!(
+                "sandgate: HTTP clients need a bearer token. This one was generated and stored in {} (mode 0600); it is shown only now:\n\n    {token}\n\nPut it in your client's config, e.g. .mcp.json:\n\n    {{\"mcpServers\": {{\"sandgate\": {{\"type\": \"http\", \"url\": \"http://{addr}/mcp\", \"headers\": {{\"Authorization\": \"Bearer {token}\"}}}}}}}}\n",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// The audit log `[audit]` asks for (or none).
+pub fn audit_log(config: &Config) -> anyhow::Result<AuditLog> {
+    match &config.audit.path {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            Ok(AuditLog::open(path, config.audit.arguments)?)
+        }
+        None => Ok(AuditLog::disabled()),
+    }
+}
+
+/// Where the generated token lives: one per config file, beside the store.
+fn token_file(config: &Config) -> Option<PathBuf> {
+    crate::setup::per_config_file(
+        config,
+        "XDG_STATE_HOME",
+        ".local/state",
+        "http-token",
+        "txt",
+    )
+}
+
+fn load_or_generate(path: &Path) -> anyhow::Result<(String, Notice)> {
+    if let Ok(text) = std::fs::read_to_string(path) {
+        let token = text.trim().to_string();
+        if token.len() >= sandgate_config::MIN_TOKEN_CHARS {
+            return Ok((token, Notice::Stored(path.to_path_buf())));
+        }
+    }
+    let mut bytes = [0u8; 32];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").context("cannot read /dev/urandom")?,
+        &mut bytes,
+    )
+    .context("cannot read /dev/urandom")?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    writeln!(file, "{token}").with_context(|| format!("cannot write {}", path.display()))?;
+    let notice = Notice::Generated {
+        token: token.clone(),
+        path: path.to_path_buf(),
+    };
+    Ok((token, notice))
+}
