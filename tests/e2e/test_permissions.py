@@ -34,6 +34,7 @@ READER_TOKEN = "reader-token-" + "r" * 40
 WRITER_TOKEN = "writer-token-" + "w" * 40
 NETONLY_TOKEN = "netonly-token-" + "n" * 40
 ADMIN_TOKEN = "admin-token-" + "a" * 40
+LIMITED_TOKEN = "limited-token-" + "l" * 40
 
 
 class Site:
@@ -136,6 +137,16 @@ net = ["*"]
 tools = ["*"]
 admin = true
 
+[profiles.limited]
+tools = ["everything.echo"]
+env = ["HOME"]
+limits = {{ timeout_ms = 500, max_calls = 2, executions_per_minute = 5 }}
+
+[[http.tokens]]
+token = "${{LIMITED_TOKEN}}"
+profile = "limited"
+name = "limited-agent"
+
 [[http.tokens]]
 token = "${{READER_TOKEN}}"
 profile = "reader"
@@ -163,11 +174,13 @@ path = "{audit}"
     config.write_text("\n".join(lines))
     os.environ.update({
         "READER_TOKEN": READER_TOKEN, "WRITER_TOKEN": WRITER_TOKEN, "ADMIN_TOKEN": ADMIN_TOKEN,
+        "LIMITED_TOKEN": LIMITED_TOKEN,
         "SANDGATE_ESCAPE_GRANTED": "granted value", "SANDGATE_ESCAPE_SECRET": "hidden value",
     })
     server = HttpServer(config)
     return World(server, audit, root, outside, granted, other, tokens={
-        "reader": READER_TOKEN, "writer": WRITER_TOKEN, "netonly": NETONLY_TOKEN, "admin": ADMIN_TOKEN})
+        "reader": READER_TOKEN, "writer": WRITER_TOKEN, "netonly": NETONLY_TOKEN, "admin": ADMIN_TOKEN,
+        "limited": LIMITED_TOKEN})
 
 
 @pytest.fixture
@@ -374,6 +387,22 @@ async def test_what_a_profile_grants_works(world):
         assert (w.root / "out" / "made.txt").read_text() == "written by the sandbox"
         assert [c["tool"] for c in data["calls"]][:2] == ["fetch", "fetch"], data["calls"]
         assert [c["changed_state"] for c in data["calls"]][2:4] == [True, False], data["calls"]
+        # The record keeps the capability calls like tool calls (and the profile).
+        import subprocess
+
+        from conftest import SANDGATE
+        config = Path(w.server.proc.args[3])
+        for _ in range(50):
+            shown = subprocess.run([SANDGATE, "executions", "show", data["execution_id"], "--config", str(config), "--json"],
+                                   capture_output=True, text=True)
+            if shown.returncode == 0:
+                break
+            await anyio.sleep(0.1)
+        record = json.loads(shown.stdout)["execution"]
+        assert record["profile"] == "reader", record
+        rows = [(r["backend"], r["tool"]) for r in record["call_rows"]]
+        assert rows[:3] == [("(capability)", "fetch"), ("(capability)", "fetch"), ("(capability)", "fs.writeFile")], rows
+        assert ("memory", "read_graph") in rows, rows
         allowed = await wait_for_audit(w, lambda l: l.get("execution_id") == data["execution_id"] and l["decision"] == "allow")
         kinds = {line["kind"] for line in allowed}
         assert kinds == {"net", "fs", "env", "tool"}, allowed
@@ -524,3 +553,140 @@ async def test_capability_globals_exist_only_when_granted(world):
         async with w.client(profile) as client:
             _, data = await run_chain(client, probe)
             assert data.get("result") == want, (profile, data)
+
+
+def stateless(w: World, profile: str, method: str, params: dict | None = None) -> dict:
+    """One stateless (2026-07-28) request, as raw JSON: what a client (or a cache) receives."""
+    import http.client
+
+    url = urllib.parse.urlparse(w.server.url)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": {**(params or {}), "_meta": meta}})
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    conn.request("POST", url.path, body=body, headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Authorization": f"Bearer {w.tokens[profile]}",
+        **({"Mcp-Name": params["uri"]} if params and "uri" in params else {})})
+    text = conn.getresponse().read().decode()
+    data = [line[5:] for line in text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1] if data else text)
+
+
+async def test_per_profile_lists_are_private_to_caches(world):
+    """A list or resource that depends on the profile is marked `cacheScope: private`, so no
+    shared cache serves one profile's list to another."""
+    reader = stateless(world, "reader", "tools/list")["result"]
+    writer = stateless(world, "writer", "tools/list")["result"]
+    assert reader["cacheScope"] == writer["cacheScope"] == "private", reader
+    assert reader["tools"] != writer["tools"]
+    resources = stateless(world, "reader", "resources/list")["result"]
+    assert resources["cacheScope"] == "private"
+    types = stateless(world, "reader", "resources/read", {"uri": "sandgate://types.d.ts"})
+    assert "result" in types, types
+    types = types["result"]
+    assert types["cacheScope"] == "private" and "read_graph" in types["contents"][0]["text"]
+
+
+def serve_and_collect(config: Path, *args, env=None, seconds=30) -> tuple[int | None, str]:
+    """Starts `sandgate serve`, returns (exit code or None if it served, its stderr so far)."""
+    import subprocess
+
+    from conftest import SANDGATE, state_home
+
+    proc = subprocess.Popen([SANDGATE, "serve", "--config", str(config), *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "XDG_STATE_HOME": str(state_home(config)), **(env or {})})
+    log = []
+    deadline = time.monotonic() + seconds
+    for line in proc.stderr:
+        log.append(line)
+        if "serving MCP over streamable HTTP" in line or time.monotonic() > deadline:
+            break
+    code = proc.poll()
+    if code is None:
+        proc.terminate()
+        proc.wait(10)
+    else:
+        log.append(proc.stderr.read())
+    return code, "".join(log)
+
+
+def test_a_fresh_gateway_prints_a_token_once_and_requires_it(tmp_path):
+    from conftest import state_home, write_config
+
+    config = write_config(tmp_path, "toml", {})
+    first = HttpServer(config)
+    try:
+        log = "".join(first.log)
+        assert first.token and first.token in log, log
+        assert f'"Authorization": "Bearer {first.token}"' in log, "the line a client config needs"
+        files = list((state_home(config) / "sandgate").glob("http-token-*.txt"))
+        assert len(files) == 1 and files[0].read_text().strip() == first.token
+        assert files[0].stat().st_mode & 0o777 == 0o600
+        assert probe(first, {}) == 401
+        assert probe(first, first.headers) == 200
+    finally:
+        first.close()
+    again = HttpServer(config, token=first.token)
+    try:
+        log = "".join(again.log)
+        assert first.token not in log, "the token is printed only the first time"
+        assert str(files[0]) in log, "the later starts say where it is"
+        assert probe(again, {}) == 401 and probe(again, first.headers) == 200
+    finally:
+        again.close()
+
+
+def probe(server: HttpServer, headers: dict) -> int:
+    import http.client
+
+    url = urllib.parse.urlparse(server.url)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    conn.request("POST", url.path, body=body, headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def test_beyond_loopback_needs_tokens(tmp_path):
+    from conftest import write_config
+
+    config = write_config(tmp_path, "toml", {})
+    code, log = serve_and_collect(config, "--http", "0.0.0.0:0")
+    assert code not in (None, 0), log
+    assert "no token is configured" in log and "[[http.tokens]]" in log, log
+    with open(config, "a") as f:
+        f.write('\n[http]\nauth = "none"\n')
+    code, log = serve_and_collect(config, "--http", "0.0.0.0:0")
+    assert code not in (None, 0), log
+    assert 'auth = "none"' in log and "not loopback" in log, log
+    # On loopback, auth may be turned off.
+    code, log = serve_and_collect(config, "--http", "127.0.0.1:0")
+    assert code is None, log
+
+
+async def test_profile_limits_cap_what_a_caller_asks_for(world):
+    """A profile's limits cap the sandbox's, and a caller may only lower them: its time, its calls
+    (capability calls count like tool calls), and its executions per minute."""
+    async with world.client("limited") as client:
+        started = time.monotonic()
+        _, data = await run_chain(client, "await new Promise(r => setTimeout(r, 5000)); return 1", timeout_ms=20000)
+        assert data["error"]["kind"] == "timeout" and time.monotonic() - started < 3, data
+        _, data = await run_chain(client, "for (let i = 0; i < 3; i++) await everything.echo({message: `${i}`}); return 1")
+        assert "call limit" in data["error"]["message"], data
+        _, data = await run_chain(client, "await env.get('HOME'); await env.get('HOME'); return await env.get('HOME')")
+        assert "call limit" in data["error"]["message"], data
+        assert [c["tool"] for c in data["calls"]] == ["env.get", "env.get"], data["calls"]
+        for _ in range(2):
+            _, data = await run_chain(client, 'return await everything.echo({message: "ok"})')
+            assert data["result"] == "Echo: ok", data
+        result, data = await run_chain(client, 'return await everything.echo({message: "one too many"})')
+        assert result.is_error and "profiles.limited.limits.executions_per_minute" in text_of(result), text_of(result)
+    # Another profile is not slowed by this one's rate.
+    async with world.client("writer") as client:
+        _, data = await run_chain(client, 'return await everything.echo({message: "mine"})')
+        assert data["result"] == "Echo: mine", data

@@ -221,6 +221,46 @@ mod tests {
     }
 
     #[test]
+    fn a_writer_that_cannot_keep_up_never_holds_a_decision_up() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let fifo = dir.path().join("audit.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        // A reader that never reads: the pipe fills after 64 KiB and the writer thread blocks.
+        const O_NONBLOCK: i32 = 0o4000;
+        let _reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_NONBLOCK)
+            .open(&fifo)
+            .expect("reader");
+        let log = AuditLog::open(&fifo, false).expect("opens");
+        let decision = Decision {
+            profile: Some("reader"),
+            token_id: Some("ci"),
+            execution_id: Some("ex-1"),
+            subject: Subject::Tool,
+            target: "memory.read_graph",
+            allowed: true,
+            rule: "profiles.reader.tools: memory.read_*",
+            arguments: None,
+        };
+        // Far more than the pipe and the queue hold: every call returns (a blocking one would
+        // hang this test), and what did not fit is counted as dropped.
+        for _ in 0..(QUEUE_LINES * 4) {
+            log.record(&decision);
+        }
+        let dropped = log
+            .inner
+            .as_ref()
+            .map_or(0, |i| i.dropped.load(Ordering::Relaxed));
+        assert!(dropped > 0, "nothing was dropped, so something waited");
+    }
+
+    #[test]
     fn lines_name_the_decision_and_never_the_arguments_unless_asked() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("audit.jsonl");

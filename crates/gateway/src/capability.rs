@@ -17,24 +17,37 @@ use crate::Gateway;
 use crate::audit::Subject;
 use crate::door::{Knock, denied};
 
+/// Every capability's name, as the guest binds it and as calls are recorded.
+const NAMES: [&str; 6] = [
+    "fetch",
+    "fs.readFile",
+    "fs.writeFile",
+    "fs.readdir",
+    "fs.stat",
+    "env.get",
+];
+
+/// What execution records give as the backend of a capability call.
+pub(crate) const RECORD_BACKEND: &str = "(capability)";
+
+/// Whether a call's name is a capability's (not a backend tool's).
+pub(crate) fn is_capability(name: &str) -> bool {
+    NAMES.contains(&name)
+}
+
 /// The names of the host functions `access` grants, as the guest binds them.
 pub fn granted(access: &Access) -> Vec<String> {
     let profile = access.profile();
-    let mut names = Vec::new();
-    if !profile.net.is_empty() {
-        names.push("fetch".to_string());
-    }
-    if !profile.fs.is_empty() {
-        names.extend(
-            ["fs.readFile", "fs.writeFile", "fs.readdir", "fs.stat"]
-                .into_iter()
-                .map(String::from),
-        );
-    }
-    if !profile.env.is_empty() {
-        names.push("env.get".to_string());
-    }
-    names
+    let granted = |name: &str| match name.split('.').next() {
+        Some("fetch") => !profile.net.is_empty(),
+        Some("fs") => !profile.fs.is_empty(),
+        _ => !profile.env.is_empty(),
+    };
+    NAMES
+        .into_iter()
+        .filter(|n| granted(n))
+        .map(String::from)
+        .collect()
 }
 
 impl Gateway {

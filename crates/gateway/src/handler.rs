@@ -10,10 +10,10 @@ use rmcp::ServerHandler;
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SubscriptionFilter,
+    CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 
@@ -69,10 +69,11 @@ impl ServerHandler for SandgateServer {
             ));
         }
         let caller = Caller::of(&self.gateway, &context);
-        Ok(ListToolsResult::with_all_items(meta_tools::definitions(
-            &self.gateway,
-            &caller,
-        )))
+        // What a caller is shown depends on its profile: no cache may hand it to another.
+        Ok(
+            ListToolsResult::with_all_items(meta_tools::definitions(&self.gateway, &caller))
+                .with_cache_scope(CacheScope::Private),
+        )
     }
 
     async fn call_tool(
@@ -126,10 +127,10 @@ impl ServerHandler for SandgateServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let caller = Caller::of(&self.gateway, &context);
-        Ok(ListResourcesResult::with_all_items(resources::list(
-            &self.gateway,
-            &caller,
-        )))
+        Ok(
+            ListResourcesResult::with_all_items(resources::list(&self.gateway, &caller))
+                .with_cache_scope(CacheScope::Private),
+        )
     }
 
     async fn list_resource_templates(
@@ -150,7 +151,7 @@ impl ServerHandler for SandgateServer {
         let caller = Caller::of(&self.gateway, &context);
         let read = resources::read(&self.gateway, &caller, &request.uri);
         match contained("resources/read", read.map(Ok)).await? {
-            Some(Ok(result)) => Ok(result.into()),
+            Some(Ok(result)) => Ok(result.with_cache_scope(CacheScope::Private).into()),
             Some(Err(reason)) => Err(ErrorData::resource_not_found(
                 reason,
                 Some(serde_json::json!({"uri": request.uri})),

@@ -90,7 +90,7 @@ pub fn templates() -> Vec<ResourceTemplate> {
 /// Reads a resource, or `None` for an unknown URI. `Err` is a known kind of URI with nothing
 /// behind it (an expired output), with the reason.
 pub async fn read(
-    gateway: &Gateway,
+    gateway: &std::sync::Arc<Gateway>,
     caller: &crate::Caller,
     uri: &str,
 ) -> Option<Result<ReadResourceResult, String>> {
@@ -116,8 +116,13 @@ pub async fn read(
             ),
             "application/json",
         ),
+        // Like search_tools, these wait for backends still on their first connection.
         "sandgate://types.d.ts" => (
-            gateway.view(&caller.access).catalog.declarations(),
+            gateway
+                .settled_view(&caller.access)
+                .await
+                .catalog
+                .declarations(),
             "text/plain",
         ),
         _ => {

@@ -62,6 +62,11 @@ impl Grant {
         &self.allow
     }
 
+    /// The deny patterns.
+    pub fn denied(&self) -> &[String] {
+        &self.deny
+    }
+
     /// Whether this grant allows every name (`*` and no denials): its views need no filtering.
     pub fn allows_everything(&self) -> bool {
         self.deny.is_empty() && self.allow.iter().any(|p| p == "*")

@@ -405,13 +405,20 @@ fn record(
             .calls
             .iter()
             .map(|c| {
-                let (backend, tool) = catalog
-                    .resolve(&c.name)
-                    .map(|e| (e.spec.backend.clone(), e.spec.name.clone()))
-                    .unwrap_or_else(|_| match c.name.split_once('.') {
-                        Some((b, t)) => (b.to_string(), t.to_string()),
-                        None => (String::new(), c.name.clone()),
-                    });
+                let (backend, tool) = if crate::capability::is_capability(&c.name) {
+                    (
+                        crate::capability::RECORD_BACKEND.to_string(),
+                        c.name.clone(),
+                    )
+                } else {
+                    catalog
+                        .resolve(&c.name)
+                        .map(|e| (e.spec.backend.clone(), e.spec.name.clone()))
+                        .unwrap_or_else(|_| match c.name.split_once('.') {
+                            Some((b, t)) => (b.to_string(), t.to_string()),
+                            None => (String::new(), c.name.clone()),
+                        })
+                };
                 CallRow {
                     backend,
                     tool,

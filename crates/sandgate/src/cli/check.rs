@@ -78,6 +78,7 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
             ),
             None => println!("http: off (enable with --http or [http] listen)"),
         }
+        report_access(&config);
         healthy &= report_sandbox(&config).await;
         for s in statuses
             .iter()
@@ -101,6 +102,55 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Who may use the gateway: HTTP auth, the tokens (by name, never their value), each profile's
+/// grants, and the audit log.
+fn report_access(config: &sandgate_config::Config) {
+    let tokens: Vec<String> = config
+        .http
+        .tokens
+        .iter()
+        .map(|t| format!("{} → {}", t.id, t.profile))
+        .collect();
+    match (config.http.auth, tokens.is_empty()) {
+        (sandgate_config::HttpAuth::None, _) => println!("http auth: off (loopback only)"),
+        (_, true) => println!(
+            "http auth: bearer token (none configured: one is generated at the first `serve --http`)"
+        ),
+        (_, false) => println!("http auth: bearer tokens {}", tokens.join(", ")),
+    }
+    for p in config.access_profiles() {
+        let list = |items: Vec<String>| {
+            if items.is_empty() {
+                "none".to_string()
+            } else {
+                items.join(", ")
+            }
+        };
+        println!(
+            "profile {}{}: tools {}; deny {}; net {}; fs {}; env {}",
+            p.name,
+            if p.admin { " (admin)" } else { "" },
+            list(p.tools.allowed().to_vec()),
+            list(p.tools.denied().to_vec()),
+            list(p.net.written().into_iter().map(String::from).collect()),
+            list(
+                p.fs.iter()
+                    .map(|r| format!(
+                        "{}{}",
+                        r.path.display(),
+                        if r.write { " (write)" } else { "" }
+                    ))
+                    .collect()
+            ),
+            list(p.env.clone()),
+        );
+    }
+    match &config.audit.path {
+        Some(path) => println!("audit log: {}", path.display()),
+        None => println!("audit log: off ([audit] path)"),
+    }
 }
 
 /// Starts the sandbox's workers and says what they run with. `false` if they cannot start.

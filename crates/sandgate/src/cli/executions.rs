@@ -56,13 +56,14 @@ pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             println!(
-                "{:<28} {:<13} {:>10} {:<6} {:>5} {:>10} {:<12}",
-                "ID", "TIER", "MS", "STATUS", "CALLS", "OUTPUT", "ERROR"
+                "{:<28} {:<12} {:<13} {:>10} {:<6} {:>5} {:>10} {:<12}",
+                "ID", "PROFILE", "TIER", "MS", "STATUS", "CALLS", "OUTPUT", "ERROR"
             );
             for r in &records {
                 println!(
-                    "{:<28} {:<13} {:>10.1} {:<6} {:>5} {:>10} {:<12}",
+                    "{:<28} {:<12} {:<13} {:>10.1} {:<6} {:>5} {:>10} {:<12}",
                     r.id,
+                    r.profile,
                     r.tier,
                     r.duration_ms,
                     r.status,
@@ -109,6 +110,7 @@ fn open(config: &ConfigArg) -> anyhow::Result<sandgate_store::Store> {
 
 fn print_record(r: &ExecutionRecord) {
     println!("execution  {}", r.id);
+    println!("profile    {}", r.profile);
     println!("tier       {}", r.tier);
     println!(
         "status     {}{}",
