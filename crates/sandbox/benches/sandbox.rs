@@ -89,6 +89,7 @@ fn execution(code: &str) -> Execution {
         host_functions: Arc::new(vec![]),
         context: None,
         limits: Limits::default(),
+        mode: Default::default(),
     }
 }
 
@@ -278,6 +279,7 @@ fn bench(c: &mut Criterion) {
                         host_functions: vec![],
                         context: None,
                         limits: Limits::default(),
+                        mode: Default::default(),
                     };
                     let started = Instant::now();
                     let (done, spent) = engine::execute(fresh, 1, request, &link);

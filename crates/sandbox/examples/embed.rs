@@ -72,7 +72,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         host_functions: Arc::new(vec!["addNumbers".into()]),
         context: Some(json!({"a": 1, "b": 2})),
         limits: Limits { wall_ms: 5_000, ..Limits::default() },
-    };
+        mode: Default::default(),
+};
     let result = sandbox.run(execution, Arc::new(MyFunctions)).await;
     println!("{}", serde_json::to_string_pretty(&result)?);
     Ok(())

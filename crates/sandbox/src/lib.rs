@@ -27,7 +27,7 @@ pub mod host;
 pub mod wire;
 pub mod worker;
 
-pub use host::{direct, nesting, normalize, single_call, transpile};
+pub use host::{direct, nesting, normalize, single_call, tool_file, transpile};
 pub use wire::{control, encoding, limits, protocol};
 pub use worker::{engine, lockdown, region};
 
@@ -41,7 +41,7 @@ pub use error::SandboxError;
 pub use limits::{LimitRequest, Limits};
 pub use lockdown::Protections;
 pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
-pub use protocol::{CallFailure, FailureKind, ToolAnswer, ToolBinding};
+pub use protocol::{CallFailure, FailureKind, RunMode, ToolAnswer, ToolBinding};
 pub use result::{CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine};
 
 /// One execution to run.
@@ -57,6 +57,8 @@ pub struct Execution {
     pub context: Option<serde_json::Value>,
     /// Limits for this execution.
     pub limits: Limits,
+    /// A script (the default), or a stored tool's module (see [`tool_file`]).
+    pub mode: RunMode,
 }
 
 /// The sandbox: a worker pool plus the host-side steps (TypeScript, hints).
@@ -123,7 +125,11 @@ impl Sandbox {
                 execution.limits.max_code_bytes,
             ));
         }
-        let transpiled = match transpile::transpile(&execution.code) {
+        let transpiled = match execution.mode {
+            RunMode::Script => transpile::transpile(&execution.code),
+            RunMode::Tool => tool_file::transpile(&execution.code),
+        };
+        let transpiled = match transpiled {
             Ok(t) => t,
             Err(problem) => {
                 return ExecutionResult::failed(ExecError {

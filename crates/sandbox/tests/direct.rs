@@ -57,6 +57,7 @@ fn execution(code: String) -> Execution {
         host_functions: Arc::new(vec![]),
         context: None,
         limits: Limits::default(),
+        mode: Default::default(),
     }
 }
 

@@ -162,6 +162,7 @@ async fn awkward_names_work_and_cannot_inject_code() {
         host_functions: Arc::new(vec![]),
         context: None,
         limits: Limits::default(),
+        mode: Default::default(),
     };
     let result = sb.run(execution, Arc::new(NamedBridge)).await;
     assert!(result.error.is_none(), "{:?}", result.error);

@@ -37,6 +37,22 @@ pub enum StoreError {
         /// The execution id.
         id: String,
     },
+    /// No stored tool under that name.
+    #[error("no stored tool named `{name}`. `sandgate tools stored` lists them")]
+    NoTool {
+        /// The name.
+        name: String,
+    },
+    /// No such version of a stored tool.
+    #[error(
+        "stored tool `{name}` has no version {version}. `sandgate tools versions {name}` lists them"
+    )]
+    NoToolVersion {
+        /// The name.
+        name: String,
+        /// The version asked for.
+        version: u32,
+    },
     /// A byte range outside the output.
     #[error(
         "offset {offset} is past the end of the output ({total} bytes). Read from an offset below {total}"

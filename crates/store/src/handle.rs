@@ -45,6 +45,8 @@ enum Command {
     Flush {
         reply: Reply<()>,
     },
+    /// Any work on the store, run on its thread in queue order (stored tools use it).
+    Run(Box<dyn FnOnce(&mut Store) + Send>),
 }
 
 /// A cheap, cloneable handle to the store's thread.
@@ -137,6 +139,21 @@ impl StoreHandle {
         self.ask(|reply| Command::Flush { reply }).await
     }
 
+    /// Runs `work` on the store's thread, after everything queued before it, and returns its
+    /// answer.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Command::Run(Box::new(move |store| {
+                let _ = reply.send(work(store));
+            })))
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
     async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.queue
@@ -223,6 +240,7 @@ fn execute(store: &mut Store, command: Command) {
         Command::Stats { profile, reply } => {
             let _ = reply.send(store.stats(profile.as_deref()));
         }
+        Command::Run(work) => work(store),
         Command::Flush { reply } => {
             let _ = reply.send(Ok(()));
         }

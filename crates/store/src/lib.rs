@@ -15,11 +15,13 @@ mod handle;
 pub mod migrate;
 mod outputs;
 mod records;
+mod tools;
 
 pub use error::StoreError;
 pub use handle::StoreHandle;
 pub use outputs::{OutputSlice, slice};
 pub use records::{BackendStats, CallRow, ExecutionRecord, Stats, TierStats};
+pub use tools::{StoredTool, ToolVersion};
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -41,6 +41,22 @@ pub const MIGRATIONS: &[&str] = &[
     // 2: the profile each execution ran under (records and stats are per profile).
     "ALTER TABLE executions ADD COLUMN profile TEXT NOT NULL DEFAULT 'default';
     CREATE INDEX executions_by_profile ON executions(profile, started_at_ms);",
+    // 3: stored tools: immutable versions, and the version each name points at.
+    "CREATE TABLE stored_tool_versions (
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        code TEXT NOT NULL,
+        meta TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (name, version)
+    );
+    CREATE TABLE stored_tools (
+        name TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        FOREIGN KEY (name, version) REFERENCES stored_tool_versions(name, version)
+    );",
 ];
 
 /// The schema version this build writes.

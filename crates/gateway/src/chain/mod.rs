@@ -219,6 +219,7 @@ pub async fn call_tool_chain(
                 host_functions,
                 context: None,
                 limits,
+                mode: Default::default(),
             };
             let result = runtime
                 .sandbox

@@ -41,9 +41,9 @@ pub(crate) fn explain(
             Capability::Env => Subject::Env,
         };
         gateway.record_line(knock, subject, global, false, refusal.reason(), None);
+        // The hint already says what to do instead (a backend tool that fetches, ...).
         error.kind = ErrorKind::ToolDenied;
         error.message = refusal.to_string();
-        error.hint = None;
         return;
     }
     if access.sees_every_tool() {

@@ -14,4 +14,5 @@ pub(crate) mod pool;
 pub(crate) mod result;
 pub mod single_call;
 pub(crate) mod stacks;
+pub mod tool_file;
 pub mod transpile;

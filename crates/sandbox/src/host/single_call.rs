@@ -209,7 +209,7 @@ fn member_path(expression: &Expression) -> Option<Vec<String>> {
 
 /// A literal as the JSON the guest would send, or `None` for anything that is not plainly
 /// one (identifiers, `undefined`, spreads, holes, computed keys, `__proto__`).
-fn literal(expression: &Expression) -> Option<Value> {
+pub(crate) fn literal(expression: &Expression) -> Option<Value> {
     let value = match expression.get_inner_expression() {
         Expression::NullLiteral(_) => Value::Null,
         Expression::BooleanLiteral(b) => Value::Bool(b.value),

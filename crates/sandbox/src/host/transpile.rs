@@ -38,6 +38,9 @@ pub enum CodeShape {
     DefaultMain,
     /// `export async function main() {}`.
     NamedMain,
+    /// A stored tool's module (see [`crate::host::tool_file`]): its default export is called
+    /// with `context.input` and the capability object `__ctx`.
+    Tool,
 }
 
 /// A problem in the source found before it runs.
@@ -175,7 +178,7 @@ pub fn transpile_on_this_stack(source: &str) -> Result<Transpiled, SourceProblem
 }
 
 /// Parses TypeScript with top-level `await` and `return` allowed; errors point into `original`.
-fn parse<'a>(
+pub(crate) fn parse<'a>(
     allocator: &'a Allocator,
     text: &'a str,
     original: &str,
@@ -194,7 +197,7 @@ fn parse<'a>(
 }
 
 /// Strips types, prints JavaScript with a source map, and wraps it.
-fn finish<'a>(
+pub(crate) fn finish<'a>(
     source: &str,
     allocator: &'a Allocator,
     mut program: oxc::ast::ast::Program<'a>,
@@ -240,6 +243,9 @@ fn finish<'a>(
         CodeShape::Script => "",
         CodeShape::DefaultMain => "\nreturn await __sgmain();",
         CodeShape::NamedMain => "\nreturn await main();",
+        CodeShape::Tool => {
+            "\nconst __sgrun = typeof __sgtool === \"function\" ? __sgtool : __sgtool.execute;\nreturn await __sgrun.call(__sgtool, context.input, __ctx);"
+        }
     };
     let js = format!("(async () => {{\n{}{call_main}\n}})()", generated.code);
     Ok(Transpiled {
@@ -393,7 +399,7 @@ fn imports_only_types(import: &oxc::ast::ast::ImportDeclaration) -> bool {
 
 /// Replaces `source[start..end]` in `edited` with spaces, keeping line breaks, so every
 /// position after it stays where it was.
-fn blank(edited: &mut String, source: &str, start: u32, end: u32) {
+pub(crate) fn blank(edited: &mut String, source: &str, start: u32, end: u32) {
     let (start, end) = (start as usize, end as usize);
     let Some(region) = source.get(start..end) else {
         return;
@@ -472,7 +478,7 @@ fn first_decorator(program: &oxc::ast::ast::Program) -> Option<u32> {
     find.0
 }
 
-fn declaration_start(declaration: &Declaration) -> u32 {
+pub(crate) fn declaration_start(declaration: &Declaration) -> u32 {
     use oxc::span::GetSpan;
     declaration.span().start
 }

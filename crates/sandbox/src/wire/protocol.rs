@@ -55,6 +55,9 @@ pub enum HostFrame {
         /// How long the worker may poll for a call's reply before it sleeps (0: sleep at once).
         #[serde(default)]
         reply_spin_micros: u32,
+        /// Script or stored tool.
+        #[serde(default)]
+        mode: RunMode,
     },
     /// The answer to a [`WorkerFrame::Call`].
     Reply {
@@ -77,6 +80,17 @@ pub enum HostFrame {
         /// `open`, `socket`, `exec` or `env`.
         what: String,
     },
+}
+
+/// How a run's code is shaped and bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum RunMode {
+    /// A script: backends are globals, capabilities too.
+    #[default]
+    Script,
+    /// A stored tool's module: no backend or capability globals; its declared tools and
+    /// capabilities are in the object `__ctx` its default export is called with.
+    Tool,
 }
 
 /// Why a call produced no result: one typed answer from the door to the guest and back.

@@ -141,6 +141,7 @@ impl Scheduler {
                 context,
                 limits,
                 reply_spin_micros,
+                mode,
             } => {
                 self.link_spin(reply_spin_micros);
                 if let Some(tools) = tools {
@@ -157,6 +158,7 @@ impl Scheduler {
                     host_functions,
                     context,
                     limits,
+                    mode,
                 };
                 self.start(run, request)
             }

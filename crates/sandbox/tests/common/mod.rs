@@ -192,6 +192,7 @@ pub fn execution(code: &str) -> Execution {
         host_functions: Arc::new(vec!["addNumbers".into()]),
         context: Some(json!({"user": "ada"})),
         limits: Limits::default(),
+        mode: Default::default(),
     }
 }
 

@@ -65,6 +65,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         host_functions: Arc::new(sandgate_gateway::granted_capabilities(&caller.access)),
         context: None,
         limits,
+        mode: Default::default(),
     };
     let result = sandbox
         .run(

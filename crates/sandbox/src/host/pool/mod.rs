@@ -328,6 +328,7 @@ impl Pool {
             context: context.clone(),
             limits,
             reply_spin_micros,
+            mode: execution.mode,
         };
         let mut job = Job {
             frame: &frame,

@@ -73,6 +73,8 @@ pub struct RunRequest {
     pub context: Option<serde_json::Value>,
     /// Limits.
     pub limits: Limits,
+    /// Script or stored tool (how the preamble binds tools and capabilities).
+    pub mode: crate::wire::protocol::RunMode,
 }
 
 /// Mutable state shared between the loop and the native functions.

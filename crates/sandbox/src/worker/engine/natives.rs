@@ -135,7 +135,8 @@ pub(crate) fn bind<'js>(
         Some(value) => ctx.json_parse(value.to_string())?,
         None => Value::new_undefined(ctx.clone()),
     };
-    bind.call::<_, ()>((backends, host_functions, context))
+    let tool_mode = request.mode == crate::wire::protocol::RunMode::Tool;
+    bind.call::<_, ()>((backends, host_functions, context, tool_mode))
 }
 
 /// `toolsOf(backend)`: the backend's tools as `[index, name, identifier]` triples, for the

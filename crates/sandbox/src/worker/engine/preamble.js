@@ -295,7 +295,7 @@ export default function (natives) {
   // string of each size, kept for the runtime's life, keeps one arena of every class alive.
   const arenaPins = Array.from({ length: 64 }, (_, i) => "x".repeat(i * 8));
 
-  return function bind(backendList, hostFunctions, context) {
+  return function bind(backendList, hostFunctions, context, toolMode) {
     void arenaPins;
     // ---- backends and tools -------------------------------------------------------------
     // Errors raised after an await have lost the caller's stack; remember where the call was
@@ -410,14 +410,17 @@ export default function (natives) {
     };
     const aliases = byBackend(backendObject);
     const interfaces = byBackend(backendTypes);
-    for (let b = 0; b < backendList.length; b++) {
+    // A stored tool reaches its tools and capabilities only through `ctx` (its declared ones):
+    // no backend, alias or capability becomes a global.
+    const target = toolMode ? createObject(null) : G;
+    if (!toolMode) for (let b = 0; b < backendList.length; b++) {
       const name = backendList[b][0], js = backendList[b][1];
       lazyGlobal(js, () => backendObject(b), true);
       if (name !== js && !(name in G)) lazyGlobal(name, () => backendObject(b), false);
     }
     // Habits of other code-mode systems: mcp.<backend>.<tool> (PML) and tools.<backend>.<tool>.
     // A backend actually named `mcp` or `tools` keeps its name (the host reports the collision).
-    for (const alias of ["mcp", "tools"]) if (!(alias in G)) lazyGlobal(alias, aliases, false);
+    if (!toolMode) for (const alias of ["mcp", "tools"]) if (!(alias in G)) lazyGlobal(alias, aliases, false);
     lazyGlobal("__interfaces", interfaces, false);
     fixed(G, "__getToolInterface", (name) => {
       const text = String(name);
@@ -457,7 +460,7 @@ export default function (natives) {
         spaces[space][name.slice(dot + 1)] = hostCall(index);
       } else if (name === "fetch") {
         const send = hostCall(index);
-        fixed(G, "fetch", (input, init) => {
+        fixed(target, "fetch", (input, init) => {
           let request;
           try {
             request = webNow().fetchRequest(input, init);
@@ -465,14 +468,20 @@ export default function (natives) {
             return rejected(error);
           }
           return apply(promiseThen, send(request), [(raw) => webNow().makeResponse(raw)]);
-        }, false);
+        }, toolMode);
         lazyWeb("Headers");
       } else {
-        fixed(G, name, hostCall(index), false);
+        fixed(target, name, hostCall(index), toolMode);
       }
     });
-    for (const space in spaces) fixed(G, space, freeze(spaces[space]), false);
+    for (const space in spaces) fixed(target, space, freeze(spaces[space]), toolMode);
     if (context !== undefined) fixed(G, "context", context, false);
+    if (toolMode) {
+      fixed(target, "tools", aliases());
+      fixed(target, "log", (...args) => { log("log", joined(args)); });
+      fixed(target, "caller", context !== undefined && context !== null ? freeze(context.caller || null) : null);
+      fixed(G, "__ctx", freeze(target), false);
+    }
 
   };
 }

@@ -1,0 +1,200 @@
+//! Stored tools: every add and update makes a new immutable version, and a name points at one
+//! of its versions. Each change is one transaction, so a reader (or a crash) sees a name at a
+//! whole, committed version, never a half-written one. Removing a name keeps its versions, so
+//! a later add continues their numbering and history is never rewritten.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use crate::{Store, StoreError, now_ms};
+
+/// One version of a stored tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredTool {
+    /// Its name (callable as `user.<name>`).
+    pub name: String,
+    /// The version.
+    pub version: u32,
+    /// The TypeScript file, as registered.
+    pub code: String,
+    /// Its `meta`, as JSON text.
+    pub meta: String,
+    /// The profile that registered this version (its capabilities never exceed that
+    /// profile's grants at call time).
+    pub owner: String,
+    /// When this version was made, in Unix milliseconds.
+    pub created_at_ms: i64,
+}
+
+/// One line of a tool's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolVersion {
+    /// The version.
+    pub version: u32,
+    /// The profile that registered it.
+    pub owner: String,
+    /// When it was made.
+    pub created_at_ms: i64,
+    /// Whether the name points at it now.
+    pub current: bool,
+}
+
+impl Store {
+    /// Adds a new version of `name` and points the name at it; returns the version.
+    pub fn put_tool(
+        &mut self,
+        name: &str,
+        code: &str,
+        meta: &str,
+        owner: &str,
+    ) -> Result<u32, StoreError> {
+        let tx = self.conn.transaction()?;
+        let version: u32 = tx.query_row(
+            "SELECT COALESCE(MAX(version), 0) + 1 FROM stored_tool_versions WHERE name = ?1",
+            [name],
+            |row| row.get(0),
+        )?;
+        let now = now_ms();
+        tx.execute(
+            "INSERT INTO stored_tool_versions (name, version, code, meta, owner, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![name, version, code, meta, owner, now],
+        )?;
+        tx.execute(
+            "INSERT INTO stored_tools (name, version, updated_at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(name) DO UPDATE SET version = excluded.version, updated_at_ms = excluded.updated_at_ms",
+            params![name, version, now],
+        )?;
+        tx.commit()?;
+        Ok(version)
+    }
+
+    /// The version `name` points at.
+    pub fn tool(&self, name: &str) -> Result<StoredTool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT v.name, v.version, v.code, v.meta, v.owner, v.created_at_ms
+                 FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version
+                 WHERE t.name = ?1",
+                [name],
+                row_to_tool,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoTool {
+                name: name.to_string(),
+            })
+    }
+
+    /// Version `version` of `name`, current or not (a removed tool's versions included).
+    pub fn tool_version(&self, name: &str, version: u32) -> Result<StoredTool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT name, version, code, meta, owner, created_at_ms FROM stored_tool_versions
+                 WHERE name = ?1 AND version = ?2",
+                params![name, version],
+                row_to_tool,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoToolVersion {
+                name: name.to_string(),
+                version,
+            })
+    }
+
+    /// Every tool a name points at, by name.
+    pub fn tools(&self) -> Result<Vec<StoredTool>, StoreError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT v.name, v.version, v.code, v.meta, v.owner, v.created_at_ms
+             FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version
+             ORDER BY t.name",
+        )?;
+        let rows = statement.query_map([], row_to_tool)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// The history of `name`, oldest first.
+    pub fn tool_versions(&self, name: &str) -> Result<Vec<ToolVersion>, StoreError> {
+        let current: Option<u32> = self
+            .conn
+            .query_row(
+                "SELECT version FROM stored_tools WHERE name = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let mut statement = self.conn.prepare_cached(
+            "SELECT version, owner, created_at_ms FROM stored_tool_versions WHERE name = ?1 ORDER BY version",
+        )?;
+        let versions = statement
+            .query_map([name], |row| {
+                let version: u32 = row.get(0)?;
+                Ok(ToolVersion {
+                    version,
+                    owner: row.get(1)?,
+                    created_at_ms: row.get(2)?,
+                    current: Some(version) == current,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        if versions.is_empty() {
+            return Err(StoreError::NoTool {
+                name: name.to_string(),
+            });
+        }
+        Ok(versions)
+    }
+
+    /// Points `name` at an earlier `version` (which must exist).
+    pub fn rollback_tool(&mut self, name: &str, version: u32) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        let exists: bool = tx.query_row(
+            "SELECT EXISTS(SELECT 1 FROM stored_tool_versions WHERE name = ?1 AND version = ?2)",
+            params![name, version],
+            |row| row.get(0),
+        )?;
+        if !exists {
+            return Err(StoreError::NoToolVersion {
+                name: name.to_string(),
+                version,
+            });
+        }
+        tx.execute(
+            "INSERT INTO stored_tools (name, version, updated_at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(name) DO UPDATE SET version = excluded.version, updated_at_ms = excluded.updated_at_ms",
+            params![name, version, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Removes the name (its versions stay, for history and numbering).
+    pub fn remove_tool(&mut self, name: &str) -> Result<(), StoreError> {
+        let removed = self
+            .conn
+            .execute("DELETE FROM stored_tools WHERE name = ?1", [name])?;
+        if removed == 0 {
+            return Err(StoreError::NoTool {
+                name: name.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A number that changes whenever another connection commits to the file (SQLite's
+    /// `data_version`): the gateway polls it to see tools changed by the CLI.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "data_version", |row| row.get(0))?)
+    }
+}
+
+fn row_to_tool(row: &rusqlite::Row) -> rusqlite::Result<StoredTool> {
+    Ok(StoredTool {
+        name: row.get(0)?,
+        version: row.get(1)?,
+        code: row.get(2)?,
+        meta: row.get(3)?,
+        owner: row.get(4)?,
+        created_at_ms: row.get(5)?,
+    })
+}
