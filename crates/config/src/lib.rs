@@ -25,4 +25,4 @@ pub use model::{
     DEFAULT_OUTPUT_RETENTION_HOURS, HttpConfig, HttpLimits, MAX_TOOL_NAME_BYTES, OutputConfig,
     StoreConfig, ToolFilter, Transport,
 };
-pub use parse::{Format, load_file, parse_str};
+pub use parse::{Format, STORED_TOOLS_BACKEND, load_file, parse_str};

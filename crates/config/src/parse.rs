@@ -91,6 +91,10 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
     }
 }
 
+/// The backend name stored tools appear under (`user.<name>`), so no configured backend may
+/// take it.
+pub const STORED_TOOLS_BACKEND: &str = "user";
+
 const TOML_ROOT_KEYS: &[&str] = &[
     "servers", "http", "gateway", "sandbox", "output", "store", "profiles", "audit",
 ];
@@ -450,6 +454,13 @@ impl Walker<'_> {
                     &path,
                     "is not a usable backend name (empty, or contains `.`)",
                     "use letters, digits, `-` or `_`, e.g. `github`",
+                ));
+            }
+            if name.eq_ignore_ascii_case(STORED_TOOLS_BACKEND) {
+                return Err(self.invalid(
+                    &path,
+                    "is reserved: stored tools are called as user.<name>",
+                    "give this backend another name",
                 ));
             }
             // Names that differ only in case would collide in tool names and in the sandbox.

@@ -144,6 +144,10 @@ fn access_mistakes_name_the_key_and_the_fix() {
             "not loopback",
         ),
         ("[audit]\npth = \"x\"", "did you mean `path`"),
+        (
+            "[servers.user]\ncommand = \"x\"",
+            "is reserved: stored tools",
+        ),
     ] {
         let err = toml_err(text);
         assert!(err.contains(expect), "{text:?}: {err}");

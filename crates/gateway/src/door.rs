@@ -26,6 +26,20 @@ pub struct Knock {
     pub caller: Caller,
     /// The execution's id.
     pub execution_id: String,
+    /// The stored tools running, outermost first, when the knock comes from inside one
+    /// (for the cycle and depth guard).
+    pub within: Vec<String>,
+}
+
+impl Knock {
+    /// A knock by `caller` for execution `execution_id`, outside any stored tool.
+    pub fn new(caller: Caller, execution_id: impl Into<String>) -> Knock {
+        Knock {
+            caller,
+            execution_id: execution_id.into(),
+            within: Vec::new(),
+        }
+    }
 }
 
 impl Gateway {
@@ -56,7 +70,10 @@ impl Gateway {
         let call = authorized.get();
         // Checked on the text, before it is parsed or sent: a backend that is sent more than
         // it accepts may exit, and then it is down for every client.
-        let max = self.manager().max_argument_bytes(&call.backend);
+        let max = self
+            .manager()
+            .max_argument_bytes(&call.backend)
+            .or((call.backend == crate::stored::BACKEND).then_some(4 * 1024 * 1024));
         if let Some(max) = max.filter(|&max| args.len() > max) {
             return Err(CallFailure::new(
                 FailureKind::Failed,
@@ -64,7 +81,7 @@ impl Gateway {
             ));
         }
         let arguments = match serde_json::from_str::<serde_json::Value>(&args) {
-            Ok(serde_json::Value::Object(map)) => Some(map),
+            Ok(serde_json::Value::Object(map)) => map,
             Ok(_) | Err(_) => {
                 return Err(CallFailure::new(
                     FailureKind::Failed,
@@ -72,6 +89,11 @@ impl Gateway {
                 ));
             }
         };
+        if call.backend == crate::stored::BACKEND {
+            let name = call.tool.clone();
+            return self.call_stored(knock, &name, arguments).await;
+        }
+        let arguments = Some(arguments);
         let result = self
             .manager()
             .call(&authorized, arguments, limit)

@@ -20,6 +20,7 @@ mod http;
 mod meta_tools;
 mod resources;
 mod state;
+pub mod stored;
 mod views;
 
 pub use audit::AuditLog;

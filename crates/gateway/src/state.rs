@@ -48,6 +48,8 @@ pub struct Gateway {
     rates: Mutex<crate::admission::Rates>,
     /// Runs the host-side `fetch`.
     fetcher: sandgate_capabilities::Fetcher,
+    /// Every stored tool's current version (see `stored`).
+    pub(crate) stored: RwLock<crate::stored::Tools>,
     started: Instant,
     counters: Mutex<BTreeMap<&'static str, u64>>,
     catalog_builds: AtomicU64,
@@ -163,6 +165,7 @@ impl Gateway {
             fetcher: sandgate_capabilities::Fetcher::new(Arc::new(
                 sandgate_capabilities::SystemResolver,
             )),
+            stored: RwLock::default(),
             started: Instant::now(),
             counters: Mutex::default(),
             catalog_builds: AtomicU64::new(1),
@@ -366,7 +369,9 @@ impl Gateway {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let generation = self.manager.generation();
-        let view = View::of(Catalog::new(self.manager.tools()));
+        let mut specs = self.manager.tools();
+        specs.extend(self.stored_tools().values().map(|tool| tool.spec()));
+        let view = View::of(Catalog::new(specs));
         if let Ok(mut slot) = self.current.write() {
             *slot = view.clone();
         }
@@ -375,6 +380,57 @@ impl Gateway {
         self.catalog_generation.send_replace(generation);
         self.catalog_builds.fetch_add(1, Ordering::Relaxed);
         view
+    }
+
+    /// Installs `tools` as the stored tools' current versions, rebuilds the catalog and tells
+    /// clients the tool set changed.
+    pub async fn install_stored_tools(self: &Arc<Self>, tools: crate::stored::Tools) {
+        if let Ok(mut slot) = self.stored.write() {
+            *slot = tools;
+        }
+        self.clone().refresh().await;
+    }
+
+    /// Keeps the stored tools in step with the store: loads them before returning (so the
+    /// first caller already sees them), then every second checks whether any connection (the
+    /// CLI's included) changed them, and reloads them if so.
+    pub async fn watch_stored_tools(self: &Arc<Self>) {
+        let Some(store) = self.chain().and_then(|c| c.store.clone()) else {
+            return;
+        };
+        let mut seen: Option<(i64, Vec<(String, u32)>)> = None;
+        if let Ok(tools) = store.run(|s| s.tools()).await {
+            seen = Some((
+                0,
+                tools.iter().map(|t| (t.name.clone(), t.version)).collect(),
+            ));
+            self.install_stored_tools(crate::stored::load(tools)).await;
+        }
+        let weak = Arc::downgrade(self);
+        let stopping = self.stopping.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+                    () = stopping.cancelled() => return,
+                }
+                let read = store.run(|s| Ok((s.data_version()?, s.tools()?))).await;
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
+                if let Ok((version, tools)) = read {
+                    let names: Vec<(String, u32)> =
+                        tools.iter().map(|t| (t.name.clone(), t.version)).collect();
+                    let changed = seen.as_ref().is_none_or(|(_, before)| *before != names);
+                    seen = Some((version, names));
+                    if changed {
+                        gateway
+                            .install_stored_tools(crate::stored::load(tools))
+                            .await;
+                    }
+                }
+            }
+        });
     }
 
     async fn refresh(self: Arc<Self>) {

@@ -202,6 +202,16 @@ impl HostPattern {
         }
     }
 
+    /// Whether this (name) entry matches host `name`.
+    fn matches_name(&self, name: &str) -> bool {
+        self.literal.is_none()
+            && if self.host.starts_with("*.") {
+                glob_match(&self.host, name) && name.len() > self.host.len() - 1
+            } else {
+                self.host == "*" || self.host == name
+            }
+    }
+
     /// The entry as written.
     pub fn written(&self) -> &str {
         &self.written
@@ -234,6 +244,33 @@ impl NetGrant {
     /// Whether any host is granted (else `fetch` does not exist in the guest).
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
+    }
+
+    /// Whether everything `entry` could reach, some entry of this grant reaches too: a stored
+    /// tool may declare only what its owner's profile holds. A sensitive address must be named
+    /// by an entry that names it; a wildcard only by a wildcard that contains it.
+    pub fn covers(&self, entry: &HostPattern) -> bool {
+        self.patterns.iter().any(|p| {
+            let port = match (p.port, entry.port) {
+                (None, _) => true,
+                (Some(a), Some(b)) => a == b,
+                (Some(_), None) => false,
+            };
+            let host = match (entry.literal, p.literal) {
+                (Some(a), Some(b)) => same_address(a, b),
+                (Some(a), None) => {
+                    classify(a) == AddressClass::Public && p.matches_name(&entry.host)
+                }
+                (None, _) if entry.host == "*" => p.host == "*",
+                (None, _) if entry.host.starts_with("*.") => {
+                    p.host == "*"
+                        || p.host.starts_with("*.") && entry.host[1..].ends_with(&p.host[1..])
+                }
+                (None, Some(_)) => false,
+                (None, None) => p.matches_name(&entry.host),
+            };
+            port && host
+        })
     }
 
     /// The entries, as written.
@@ -362,6 +399,17 @@ mod tests {
             .check("rebind.example.com", 80, ip("::ffff:10.0.0.1"))
             .expect_err("mapped");
         assert!(err.contains("private"), "{err}");
+    }
+
+    #[test]
+    fn a_grant_covers_only_what_it_reaches() {
+        let g = grant(&["api.github.com:443", "*.example.com", "127.0.0.1:8080"]);
+        let covered = |e: &str| g.covers(&HostPattern::parse(e).expect(e));
+        assert!(covered("api.github.com:443"));
+        assert!(!covered("api.github.com"), "any port is more than port 443");
+        assert!(covered("a.example.com:80") && covered("*.b.example.com"));
+        assert!(!covered("example.com") && !covered("*.com") && !covered("*"));
+        assert!(covered("127.0.0.1:8080") && !covered("127.0.0.1:9090") && !covered("10.0.0.1"));
     }
 
     #[test]

@@ -146,8 +146,9 @@ pub fn open_store(config: &Config) -> anyhow::Result<Store> {
     }
 }
 
-/// Starts the sandbox and the store and gives them to the gateway, so `call_tool_chain` runs.
-pub async fn attach_chain(config: &Config, gateway: &Gateway) -> anyhow::Result<()> {
+/// Starts the sandbox and the store and gives them to the gateway, so `call_tool_chain` and
+/// stored tools run; the gateway then keeps its stored tools in step with the store.
+pub async fn attach_chain(config: &Config, gateway: &Arc<Gateway>) -> anyhow::Result<()> {
     let sandbox = start_sandbox(config).await?;
     let store = StoreHandle::spawn(open_store(config)?)?;
     gateway.attach_chain(ChainRuntime {
@@ -161,6 +162,7 @@ pub async fn attach_chain(config: &Config, gateway: &Gateway) -> anyhow::Result<
             ..Limits::default()
         },
     });
+    gateway.watch_stored_tools().await;
     Ok(())
 }
 

@@ -180,10 +180,7 @@ pub async fn call_tool_chain(
         route(&args.code, &catalog, &bindings)
     };
     let host_functions = Arc::new(crate::capability::granted(&caller.access));
-    let knock = crate::door::Knock {
-        caller: caller.clone(),
-        execution_id: id.clone(),
-    };
+    let knock = crate::door::Knock::new(caller.clone(), id.clone());
     let caller = &caller;
     let bridge = UpstreamBridge::new(gateway.clone(), knock.clone(), None).with_progress(progress);
     let mut outcome = match route {

@@ -124,10 +124,7 @@ async fn stored(
     if let Ok(record) = store.get(id).await
         && record.profile != profile.name
     {
-        let knock = crate::door::Knock {
-            caller: caller.clone(),
-            execution_id: id.to_string(),
-        };
+        let knock = crate::door::Knock::new(caller.clone(), id.to_string());
         gateway.record_line(
             &knock,
             crate::audit::Subject::Output,

@@ -107,10 +107,7 @@ pub(crate) fn outside_view(
     if let Ok(entry) = gateway.catalog().resolve(asked)
         && !access.sees_tool(&format!("{}.{}", entry.spec.backend, entry.spec.name))
     {
-        let knock = Knock {
-            caller: caller.clone(),
-            execution_id: String::new(),
-        };
+        let knock = Knock::new(caller.clone(), String::new());
         let call = ToolCall::new(entry.spec.backend.clone(), entry.spec.name.clone());
         let _ = gateway.authorize_tool(&knock, call, "");
     }

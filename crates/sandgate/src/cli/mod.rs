@@ -4,6 +4,7 @@ mod check;
 mod executions;
 mod run;
 mod serve;
+mod stored;
 mod tools;
 
 use std::path::PathBuf;

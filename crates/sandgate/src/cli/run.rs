@@ -72,10 +72,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             execution,
             Arc::new(UpstreamBridge::new(
                 gateway.clone(),
-                Knock {
-                    caller,
-                    execution_id: sandgate_store::new_execution_id(),
-                },
+                Knock::new(caller, sandgate_store::new_execution_id()),
                 None,
             )),
         )

@@ -1,4 +1,6 @@
-//! `sandgate tools list|search|info`: the meta-tools, from a terminal.
+//! `sandgate tools list|search|info`: the meta-tools, from a terminal; and the stored-tool
+//! commands (`add`, `update`, `import`, `remove`, `show`, `versions`, `rollback`, `export`,
+//! `stored`), which `stored.rs` runs.
 
 use std::process::ExitCode;
 
@@ -29,17 +31,117 @@ pub enum ToolsCommand {
         #[command(flatten)]
         config: ConfigArg,
     },
+    /// Register a stored tool from a TypeScript file (version 1).
+    Add(PutArgs),
+    /// Register a new version of a stored tool.
+    Update(PutArgs),
+    /// Register a file `export` wrote (a new tool or a new version).
+    Import(PutArgs),
+    /// Remove a stored tool's name (its versions are kept).
+    Remove {
+        /// The tool's name (without `user.`).
+        name: String,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// A stored tool's meta and code.
+    Show {
+        /// The tool's name.
+        name: String,
+        /// A version other than the current one.
+        #[arg(long)]
+        version: Option<u32>,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// A stored tool's versions.
+    Versions {
+        /// The tool's name.
+        name: String,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Point a stored tool at an earlier version.
+    Rollback {
+        /// The tool's name.
+        name: String,
+        /// The version to point at.
+        version: u32,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Print a stored tool's file, as registered (`add` and `import` take it back unchanged).
+    Export {
+        /// The tool's name.
+        name: String,
+        /// A version other than the current one.
+        #[arg(long)]
+        version: Option<u32>,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Every stored tool, with its version and owner.
+    Stored(ConfigArg),
+}
+
+/// Arguments of `add`, `update` and `import`.
+#[derive(Debug, clap::Args)]
+pub struct PutArgs {
+    /// The tool's TypeScript file.
+    file: std::path::PathBuf,
+    /// Its name (callable as `user.NAME`); default: the file's name.
+    #[arg(long)]
+    name: Option<String>,
+    /// The profile registering it: every capability the tool declares must be one it holds.
+    #[arg(long, default_value = "default")]
+    profile: String,
+    #[command(flatten)]
+    config: ConfigArg,
 }
 
 pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
-    let config_arg = match &command {
-        ToolsCommand::List(c) => c,
-        ToolsCommand::Search { config, .. } | ToolsCommand::Info { config, .. } => config,
+    use super::stored::{Change, Query, put, query};
+    let config_arg = match command {
+        ToolsCommand::List(ref c) => c,
+        ToolsCommand::Search { ref config, .. } | ToolsCommand::Info { ref config, .. } => config,
+        ToolsCommand::Add(a) => return put(Change::Add, &a.file, a.name, &a.profile, &a.config),
+        ToolsCommand::Update(a) => {
+            return put(Change::Update, &a.file, a.name, &a.profile, &a.config);
+        }
+        ToolsCommand::Import(a) => {
+            return put(Change::Import, &a.file, a.name, &a.profile, &a.config);
+        }
+        ToolsCommand::Remove { name, config } => return query(Query::Remove { name }, &config),
+        ToolsCommand::Show {
+            name,
+            version,
+            config,
+        } => return query(Query::Show { name, version }, &config),
+        ToolsCommand::Versions { name, config } => return query(Query::Versions { name }, &config),
+        ToolsCommand::Rollback {
+            name,
+            version,
+            config,
+        } => {
+            return query(Query::Rollback { name, version }, &config);
+        }
+        ToolsCommand::Export {
+            name,
+            version,
+            config,
+        } => return query(Query::Export { name, version }, &config),
+        ToolsCommand::Stored(config) => return query(Query::List, &config),
     };
     let config = setup::load_config(config_arg.config.as_deref())?;
     let manager = setup::start_backends(&config);
     setup::wait_for_backends(&config, &manager).await?;
-    let catalog = Catalog::new(manager.tools());
+    // Stored tools are listed and searched beside the backends', as `user.<name>`.
+    let mut specs = manager.tools();
+    if let Ok(store) = setup::open_store(&config) {
+        let stored = sandgate_gateway::stored::load(store.tools().unwrap_or_default());
+        specs.extend(stored.values().map(|tool| tool.spec()));
+    }
+    let catalog = Catalog::new(specs);
     manager.shutdown();
     match command {
         ToolsCommand::List(_) => {
@@ -64,7 +166,7 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        ToolsCommand::Info { name, .. } => match catalog.resolve(&name) {
+        ToolsCommand::Info { ref name, .. } => match catalog.resolve(name) {
             Ok(entry) => {
                 let decl = TsDecl::for_entry(entry);
                 println!(
@@ -77,6 +179,8 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         },
+        // The stored-tool commands returned above.
+        _ => {}
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,180 @@
+//! Calling a stored tool. The input is validated against `meta.input` first (every violation
+//! listed with its JSON path, and the sandbox never entered); then the tool's module runs in
+//! the sandbox in tool mode with the access it declares; its result is normalised and checked
+//! against `meta.output`. Stored tools may call stored tools they declare, to a depth of
+//! [`MAX_DEPTH`], never in a cycle.
+
+use std::sync::Arc;
+
+use sandgate_sandbox::{CallFailure, Execution, FailureKind, RunMode, ToolAnswer};
+use serde_json::{Map, Value, json};
+
+use super::{Loaded, MAX_DEPTH};
+use crate::door::Knock;
+use crate::{Caller, Gateway, UpstreamBridge};
+
+/// The schema of what a stored tool answers: `{ok: true, data}`, `data` as `meta.output` says.
+pub(crate) fn result_schema(output: Option<&Value>) -> Value {
+    json!({
+        "type": "object",
+        "properties": {"ok": {"const": true}, "data": output.cloned().unwrap_or(json!({}))},
+        "required": ["ok", "data"],
+    })
+}
+
+impl Gateway {
+    /// Runs stored tool `name` for `knock` with `arguments`.
+    pub(crate) async fn call_stored(
+        self: &Arc<Self>,
+        knock: &Knock,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolAnswer, CallFailure> {
+        let failed = |message: String| CallFailure::new(FailureKind::Failed, message);
+        let Some(tool) = self.stored_tools().get(name).cloned() else {
+            return Err(failed(format!(
+                "no stored tool named `{name}`; `sandgate tools stored` lists them"
+            )));
+        };
+        if knock.within.iter().any(|n| n == name) {
+            let chain: Vec<&str> = knock
+                .within
+                .iter()
+                .map(String::as_str)
+                .chain([name])
+                .collect();
+            return Err(failed(format!(
+                "a cycle of stored tools: user.{}. A stored tool may not call itself, directly or through others",
+                chain.join(" → user.")
+            )));
+        }
+        if knock.within.len() >= MAX_DEPTH {
+            return Err(failed(format!(
+                "stored tools nest {MAX_DEPTH} deep here (user.{} → user.{name}), the limit",
+                knock.within.join(" → user.")
+            )));
+        }
+        let input = Value::Object(arguments);
+        let violations = violations(&tool.input, &input);
+        if !violations.is_empty() {
+            return Err(failed(format!(
+                "user.{name}: the input does not match meta.input: {}",
+                violations.join("; ")
+            )));
+        }
+        let Some(runtime) = self.chain() else {
+            return Err(failed(
+                "stored tools need the sandbox, which is not running".into(),
+            ));
+        };
+        let owner = sandgate_policy::Access::new(self.profile(&tool.stored.owner));
+        let full = self.current_view();
+        let access = super::register::tool_access(name, &tool.meta, &owner, |declared| {
+            full.catalog
+                .resolve(declared)
+                .ok()
+                .map(|e| format!("{}.{}", e.spec.backend, e.spec.name))
+        });
+        let view = self.view_of(&access, &full);
+        let caller = Caller {
+            owner: knock.caller.owner.clone(),
+            access: access.clone(),
+            token_id: knock.caller.token_id.clone(),
+        };
+        let mut inner = Knock::new(caller, knock.execution_id.clone());
+        inner.within = knock
+            .within
+            .iter()
+            .cloned()
+            .chain([name.to_string()])
+            .collect();
+        let profile_limits = owner.profile().limits;
+        let limits = runtime.limits.lowered(&sandgate_sandbox::LimitRequest {
+            wall_ms: profile_limits.timeout_ms,
+            max_tool_calls: profile_limits.max_calls,
+            ..Default::default()
+        });
+        let execution = Execution {
+            code: tool.stored.code.clone(),
+            tools: view.bindings,
+            host_functions: Arc::new(crate::capability::granted(&access)),
+            context: Some(json!({
+                "input": input,
+                "caller": {"profile": knock.caller.profile(), "execution_id": knock.execution_id},
+            })),
+            limits,
+            mode: RunMode::Tool,
+        };
+        let bridge = UpstreamBridge::new(self.clone(), inner, None);
+        let result = runtime.sandbox.run(execution, Arc::new(bridge)).await;
+        Ok(answer(&tool, result))
+    }
+
+    /// Every stored tool's current version.
+    pub(crate) fn stored_tools(&self) -> super::Tools {
+        self.stored.read().map(|t| t.clone()).unwrap_or_default()
+    }
+}
+
+/// The MCP result of a run: `{ok: true, data}`, or an error result with the message and line.
+fn answer(tool: &Loaded, result: sandgate_sandbox::ExecutionResult) -> ToolAnswer {
+    let name = &tool.stored.name;
+    let error = |text: String| ToolAnswer {
+        json: json!({"content": [{"type": "text", "text": text}], "isError": true}).to_string(),
+        is_error: true,
+    };
+    if let Some(e) = result.error {
+        let at = e.line.map(|l| format!(" at line {l}")).unwrap_or_default();
+        return error(format!(
+            "user.{name} v{} failed{at}: {}",
+            tool.stored.version, e.message
+        ));
+    }
+    let value = result.value.unwrap_or(Value::Null);
+    if value.get("ok") == Some(&Value::Bool(false)) {
+        let errors = value.get("errors").cloned().unwrap_or(Value::Null);
+        return error(format!(
+            "user.{name} v{} answered ok: false: {errors}",
+            tool.stored.version
+        ));
+    }
+    if let Some(output) = &tool.output {
+        let violations = violations(output, &value);
+        if !violations.is_empty() {
+            return error(format!(
+                "user.{name} v{} returned a result that does not match meta.output: {}",
+                tool.stored.version,
+                violations.join("; ")
+            ));
+        }
+    }
+    let text = match &value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    ToolAnswer {
+        json: json!({
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": {"ok": true, "data": value},
+        })
+        .to_string(),
+        is_error: false,
+    }
+}
+
+/// Every way `value` fails `schema`, each with its JSON path (`$` for the whole), at most 20.
+fn violations(schema: &jsonschema::Validator, value: &Value) -> Vec<String> {
+    schema
+        .iter_errors(value)
+        .take(20)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let path = if path.is_empty() {
+                "$".to_string()
+            } else {
+                format!("${}", path.replace('/', "."))
+            };
+            format!("at {path}: {e}")
+        })
+        .collect()
+}

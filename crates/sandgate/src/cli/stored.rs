@@ -1,0 +1,195 @@
+//! `sandgate tools add|update|import|remove|show|versions|rollback|export|stored`: managing
+//! stored tools from a terminal. Every change is checked first (`stored::check`) and written in
+//! one transaction; a running gateway picks it up within a second.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use sandgate_gateway::stored;
+use sandgate_policy::Access;
+use sandgate_store::{Store, StoreError};
+
+use super::ConfigArg;
+use crate::setup;
+
+/// What to do to a stored tool.
+#[derive(Debug)]
+pub enum Change {
+    /// A new tool (the name must be free).
+    Add,
+    /// A new version of an existing tool.
+    Update,
+    /// Either: what `export` wrote, back in.
+    Import,
+}
+
+/// Registers `file` as a new version (of tool `name`, else the file's stem), for `profile`.
+pub fn put(
+    change: Change,
+    file: &Path,
+    name: Option<String>,
+    profile: &str,
+    config: &ConfigArg,
+) -> anyhow::Result<ExitCode> {
+    let config = setup::load_config(config.config.as_deref())?;
+    let code =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let name = match name {
+        Some(name) => name,
+        None => file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(|s| s.replace('-', "_"))
+            .context("the file has no name to take the tool's from; pass --name")?,
+    };
+    let Some(owner) = config
+        .access_profiles()
+        .into_iter()
+        .find(|p| p.name == profile)
+    else {
+        anyhow::bail!(
+            "no profile `{profile}` in the config; pass --profile with one of its profiles"
+        );
+    };
+    let registration = match stored::check(&name, &code, &Access::new(Arc::new(owner))) {
+        Ok(registration) => registration,
+        Err(problems) => {
+            eprintln!(
+                "{} is not registered (nothing was written):",
+                file.display()
+            );
+            for problem in problems {
+                eprintln!("  {problem}");
+            }
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut store = open(&config)?;
+    let exists = store.tool(&name).is_ok();
+    match (change, exists) {
+        (Change::Add, true) => {
+            eprintln!(
+                "a stored tool `{name}` exists already; `sandgate tools update {}` makes a new version of it",
+                file.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+        (Change::Update, false) => {
+            eprintln!(
+                "no stored tool `{name}` to update; `sandgate tools add {}` registers it",
+                file.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+        _ => {}
+    }
+    let version = store.put_tool(&name, &registration.code, &registration.meta_json, profile)?;
+    println!("user.{name} is at version {version}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The read-only and pointer commands.
+#[derive(Debug)]
+pub enum Query {
+    /// Every stored tool.
+    List,
+    /// One tool (a version of it).
+    Show { name: String, version: Option<u32> },
+    /// Its history.
+    Versions { name: String },
+    /// Point it at an earlier version.
+    Rollback { name: String, version: u32 },
+    /// Remove the name.
+    Remove { name: String },
+    /// The file, as registered.
+    Export { name: String, version: Option<u32> },
+}
+
+pub fn query(query: Query, config: &ConfigArg) -> anyhow::Result<ExitCode> {
+    let config = setup::load_config(config.config.as_deref())?;
+    let mut store = open(&config)?;
+    let found = |r: Result<(), StoreError>| -> anyhow::Result<ExitCode> {
+        match r {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(e @ (StoreError::NoTool { .. } | StoreError::NoToolVersion { .. })) => {
+                eprintln!("{e}");
+                Ok(ExitCode::from(1))
+            }
+            Err(e) => Err(e.into()),
+        }
+    };
+    match query {
+        Query::List => {
+            let tools = store.tools()?;
+            if tools.is_empty() {
+                println!(
+                    "No stored tools. `sandgate tools add FILE.ts` registers one (examples/tools/ has some)."
+                );
+            }
+            for tool in tools {
+                let description = serde_json::from_str::<serde_json::Value>(&tool.meta)
+                    .ok()
+                    .and_then(|m| {
+                        m.get("description")
+                            .and_then(|d| d.as_str())
+                            .map(str::to_string)
+                    })
+                    .unwrap_or_default();
+                println!(
+                    "user.{:<30} v{:<4} {:<10} {description}",
+                    tool.name, tool.version, tool.owner
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Query::Show { name, version } => found((|| {
+            let tool = match version {
+                Some(v) => store.tool_version(&name, v)?,
+                None => store.tool(&name)?,
+            };
+            println!(
+                "user.{} version {} (registered by profile `{}`)\nmeta: {}\n\n{}",
+                tool.name, tool.version, tool.owner, tool.meta, tool.code
+            );
+            Ok(())
+        })()),
+        Query::Versions { name } => found((|| {
+            for v in store.tool_versions(&name)? {
+                println!(
+                    "v{:<4} {:<12} {} (unix ms){}",
+                    v.version,
+                    v.owner,
+                    v.created_at_ms,
+                    if v.current { "  ← current" } else { "" }
+                );
+            }
+            Ok(())
+        })()),
+        Query::Rollback { name, version } => found((|| {
+            store.rollback_tool(&name, version)?;
+            println!("user.{name} now points at version {version}");
+            Ok(())
+        })()),
+        Query::Remove { name } => found((|| {
+            store.remove_tool(&name)?;
+            println!(
+                "user.{name} is removed (its versions are kept; adding it again continues their numbering)"
+            );
+            Ok(())
+        })()),
+        Query::Export { name, version } => found((|| {
+            let tool = match version {
+                Some(v) => store.tool_version(&name, v)?,
+                None => store.tool(&name)?,
+            };
+            print!("{}", tool.code);
+            Ok(())
+        })()),
+    }
+}
+
+fn open(config: &sandgate_config::Config) -> anyhow::Result<Store> {
+    setup::open_store(config)
+}
