@@ -1,0 +1,222 @@
+"""Stored tools end to end: registered with the CLI, called through MCP (the Python SDK client
+against `sandgate serve` with the real npm servers), in every tier, with versions, rollback and
+removal, and every refusal: at registration (nothing is written) and at call time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from conftest import REPO, SANDGATE, reference_servers, text_of, toml_value
+
+pytestmark = pytest.mark.anyio
+
+EXAMPLES = REPO / "examples" / "tools"
+
+
+def make_config(tmp_path: Path) -> Path:
+    servers = reference_servers(tmp_path)
+    marks = tmp_path / "marks"
+    marks.mkdir(exist_ok=True)
+    lines = [f'[store]\npath = "{tmp_path / "store.db"}"', f'[gateway]\ncache_file = "{tmp_path / "tools.json"}"']
+    for name, entry in servers.items():
+        lines.append(f"[servers.{name}]")
+        lines += [f"{key} = {toml_value(value)}" for key, value in entry.items()]
+    lines.append(f"""
+[profiles.default]
+tools = ["*"]
+fs = [{{ path = "{marks}", write = true }}]
+
+[profiles.narrow]
+tools = ["everything.*"]
+""")
+    config = tmp_path / "sandgate.toml"
+    config.write_text("\n".join(lines))
+    return config
+
+
+def cli(config: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SANDGATE, "tools", *args, "--config", str(config)], capture_output=True, text=True, timeout=60)
+
+
+def add(config: Path, file: Path, *extra: str) -> subprocess.CompletedProcess:
+    done = cli(config, "add", str(file), *extra)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def gateway(config: Path) -> Client:
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+    return Client(params, mode="legacy", read_timeout_seconds=60)
+
+
+async def chain(client, code: str, **extra):
+    result = await client.call_tool("call_tool_chain", {"code": code, **extra})
+    return result, result.structured_content or {}
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def returning(value: str, extra_meta: str = "") -> str:
+    return (f"export const meta = {{ description: 'returns {value}', input: {{ type: 'object' }}{extra_meta} }};\n"
+            f"export default async function () {{ return {value}; }}\n")
+
+
+async def test_the_examples_register_and_run_in_every_tier(tmp_path):
+    config = make_config(tmp_path)
+    for example in ["sum_numbers.ts", "remember_fact.ts", "file_digest.ts"]:
+        add(config, EXAMPLES / example)
+    hello = tmp_path / "files" / "hello.txt"
+    hello.write_text("# Greetings\nhello from the filesystem backend\nsecond line here\n")
+    async with gateway(config) as client:
+        found = (await client.call_tool("search_tools", {"query": "sum of a list of numbers"})).structured_content
+        assert found["results"][0]["name"] == "user.sum_numbers", found
+        info = text_of(await client.call_tool("tool_info", {"name": "user.sum_numbers"}))
+        assert "xs: number[]" in info and "total: number" in info, info
+        types = (await client.read_resource("sandgate://types.d.ts")).contents[0].text
+        assert "sum_numbers" in types and "remember_fact" in types
+
+        expected = {"ok": True, "data": {"total": 6.5}}
+        for code, tier, extra in [
+            ('{"tool": "user.sum_numbers", "arguments": {"xs": [1, 2, 3.5]}}', "json", {}),
+            ("return await user.sum_numbers({xs: [1, 2, 3.5]})", "single_call", {}),
+            ("return await user.sum_numbers({xs: [1, 2, 3.5]})", "sandbox", {"force_sandbox": True}),
+        ]:
+            result, data = await chain(client, code, **extra)
+            assert data.get("result") == expected and data["tier"] == tier, (tier, text_of(result))
+
+        _, first = await chain(client, "return await user.remember_fact({person: 'Ada', fact: 'wrote the first program'})")
+        _, second = await chain(client, "return await user.remember_fact({person: 'Ada', fact: 'worked with Babbage'})")
+        assert first["result"]["data"]["created"] is True, first
+        assert second["result"]["data"] == {"person": "Ada", "created": False,
+                                            "facts": ["wrote the first program", "worked with Babbage"]}, second
+
+        _, digest = await chain(client, f"return await user.file_digest({{paths: [{json.dumps(str(hello))}]}})")
+        assert digest["result"]["data"] == [{"path": str(hello), "lines": 3, "words": 10, "heading": "Greetings"}], digest
+
+
+async def test_versions_rollback_export_import_and_removal(tmp_path):
+    config = make_config(tmp_path)
+    v1 = write(tmp_path, "answer.ts", returning("1"))
+    add(config, v1)
+    async with gateway(config) as client:
+        async def answer():
+            _, data = await chain(client, "return await user.answer({})")
+            return (data.get("result") or {}).get("data"), data
+
+        async def becomes(value, seconds=5.0):
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                got, _ = await answer()
+                if got == value:
+                    return True
+                await anyio.sleep(0.1)
+            return False
+
+        assert await becomes(1)
+        write(tmp_path, "answer.ts", returning("2"))
+        assert cli(config, "update", str(v1)).returncode == 0
+        assert await becomes(2), "a running gateway picks up the new version"
+        assert cli(config, "rollback", "answer", "1").returncode == 0
+        assert await becomes(1), "rollback points the name back"
+        versions = cli(config, "versions", "answer").stdout
+        assert "v1" in versions and "v2" in versions and versions.index("current") > versions.index("v1")
+        exported = cli(config, "export", "answer", "--version", "2").stdout
+        assert exported == returning("2")
+        again = write(tmp_path, "copy.ts", exported)
+        imported = cli(config, "import", str(again), "--name", "answer")
+        assert imported.returncode == 0 and "version 3" in imported.stdout, imported.stderr
+        assert await becomes(2)
+        assert cli(config, "remove", "answer").returncode == 0
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            result, data = await chain(client, "return await user.answer({})")
+            if result.is_error:
+                break
+            await anyio.sleep(0.1)
+        assert result.is_error, data
+        assert cli(config, "show", "answer").returncode == 1
+        assert "version 2" in cli(config, "show", "answer", "--version", "2").stdout, "versions outlive the name"
+
+
+def test_every_bad_registration_is_refused_and_writes_nothing(tmp_path):
+    config = make_config(tmp_path)
+    add(config, write(tmp_path, "keep.ts", returning("1")))
+    before = cli(config, "versions", "keep").stdout
+    bad_schema = "export const meta = { description: 'x', input: { type: 'object', properties: { n: { type: 'integr' } } } };\nexport default async () => 1;\n"
+    cases = {
+        "invalid schema": (bad_schema, [], "meta.input.properties.n.type"),
+        "no contract": ("export const meta = { description: 'x', input: { type: 'object' } };\nconst f = 1;\n", [], "no default export"),
+        "no meta": ("export default async () => 1;\n", [], "no `meta`"),
+        "does not transpile": ("export const meta = { description: 'x', input: { type: 'object' } };\nexport default async () => { return 1 +; };\n", [], "line 2:"),
+        "meta that is not a literal": ("const d = 'x';\nexport const meta = { description: d, input: { type: 'object' } };\nexport default async () => 1;\n", [], "must be a literal"),
+        "more than the profile holds": (
+            "export const meta = { description: 'x', input: { type: 'object' }, capabilities: { tools: ['memory.create_entities'] } };\nexport default async () => 1;\n",
+            ["--profile", "narrow"], "profiles.narrow.tools"),
+        "a host the profile lacks": (
+            "export const meta = { description: 'x', input: { type: 'object' }, capabilities: { net: ['api.github.com:443'] } };\nexport default async () => 1;\n",
+            [], "profiles.default.net"),
+        "a bad name": (returning("1"), ["--name", "Bad-Name"], "not a stored tool name"),
+    }
+    for label, (code, extra, expect) in cases.items():
+        file = write(tmp_path, "bad.ts", code)
+        done = cli(config, "add", str(file), "--name", "bad", *extra) if "--name" not in extra else cli(config, "add", str(file), *extra)
+        assert done.returncode == 1, (label, done.stdout)
+        assert expect in done.stderr and "nothing was written" in done.stderr, (label, done.stderr)
+        listed = cli(config, "stored").stdout
+        assert "user.bad" not in listed, (label, listed)
+    assert cli(config, "versions", "keep").stdout == before
+    # update of an absent tool, add of an existing one
+    assert cli(config, "update", str(write(tmp_path, "ghost.ts", returning("1")))).returncode == 1
+    assert cli(config, "add", str(tmp_path / "keep.ts")).returncode == 1
+    assert cli(config, "versions", "keep").stdout == before
+
+
+async def test_refusals_at_call_time(tmp_path):
+    config = make_config(tmp_path)
+    marks = tmp_path / "marks"
+    # Writes a mark first thing: if its input were not validated before the code runs, the
+    # mark would appear for a bad input too.
+    add(config, write(tmp_path, "marked.ts", f"""export const meta = {{
+  description: 'marks, then answers', input: {{ type: 'object', properties: {{ n: {{ type: 'integer', minimum: 1 }} }}, required: ['n'] }},
+  capabilities: {{ fs: [{{ path: '{marks}', write: true }}] }},
+}};
+export default async function (input: {{ n: number }}, ctx: any) {{
+  await ctx.fs.writeFile('{marks}/mark-' + input.n, 'ran');
+  return input.n;
+}}
+"""))
+    add(config, write(tmp_path, "sneaky.ts", "export const meta = { description: 'calls what it did not declare', input: { type: 'object' }, capabilities: { tools: ['everything.echo'] } };\nexport default async function (input: any, ctx: any) {\n  return [typeof ctx.tools.memory, typeof ctx.fetch, typeof ctx.env, typeof memory, typeof fetch];\n}\n"))
+    add(config, write(tmp_path, "ping.ts", "export const meta = { description: 'ping', input: { type: 'object' }, capabilities: { tools: ['user.pong'] } };\nexport default async function (input: any, ctx: any) { return await ctx.tools.user.pong({}); }\n"))
+    add(config, write(tmp_path, "pong.ts", "export const meta = { description: 'pong', input: { type: 'object' }, capabilities: { tools: ['user.ping'] } };\nexport default async function (input: any, ctx: any) { return await ctx.tools.user.ping({}); }\n"))
+    add(config, write(tmp_path, "liar.ts", "export const meta = { description: 'lies about its output', input: { type: 'object' }, output: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } };\nexport default async () => ({ n: 'three' });\n"))
+    add(config, write(tmp_path, "failing.ts", "export const meta = { description: 'fails', input: { type: 'object' } };\nexport default async () => ({ ok: false, errors: ['the thing was missing'] });\n"))
+    async with gateway(config) as client:
+        result, data = await chain(client, "return await user.marked({n: 0})")
+        assert result.is_error and "$.n" in data["error"]["message"] and "minimum" in data["error"]["message"], data
+        result, data = await chain(client, "return await user.marked({})")
+        assert result.is_error and "required" in data["error"]["message"], data
+        assert list(marks.iterdir()) == [], "the sandbox was not entered for a bad input"
+        _, data = await chain(client, "return await user.marked({n: 3})")
+        assert data["result"] == {"ok": True, "data": 3} and (marks / "mark-3").read_text() == "ran", data
+
+        _, data = await chain(client, "return await user.sneaky({})")
+        assert data["result"]["data"] == ["undefined", "undefined", "undefined", "undefined", "undefined"], data
+
+        result, data = await chain(client, "return await user.ping({})")
+        assert result.is_error and "cycle" in data["error"]["message"] and "user.ping → user.pong → user.ping" in data["error"]["message"], data
+
+        result, data = await chain(client, "return await user.liar({})")
+        assert result.is_error and "meta.output" in data["error"]["message"] and "$.n" in data["error"]["message"], data
+        result, data = await chain(client, "return await user.failing({})")
+        assert result.is_error and "the thing was missing" in data["error"]["message"], data
