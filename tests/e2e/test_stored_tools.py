@@ -220,3 +220,46 @@ export default async function (input: {{ n: number }}, ctx: any) {{
         assert result.is_error and "meta.output" in data["error"]["message"] and "$.n" in data["error"]["message"], data
         result, data = await chain(client, "return await user.failing({})")
         assert result.is_error and "the thing was missing" in data["error"]["message"], data
+
+
+async def test_registering_through_mcp_needs_register_tools_and_lists_change(tmp_path):
+    config = make_config(tmp_path)
+    text = config.read_text().replace('[profiles.default]\ntools = ["*"]', '[profiles.default]\ntools = ["*"]\nregister_tools = true')
+    config.write_text(text + "\n[stored_tools]\nexpose_as_mcp_tools = true\n")
+    changed = []
+
+    async def on_message(message):
+        if type(message).__name__ == "ToolListChangedNotification":
+            changed.append(message)
+
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+    async with Client(params, mode="legacy", read_timeout_seconds=60, message_handler=on_message) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert "register_tool" in names and "remove_tool" in names, names
+        code = (EXAMPLES / "sum_numbers.ts").read_text()
+        bad = await client.call_tool("register_tool", {"name": "broken", "code": code.replace("type: \"number\"", "type: \"numbr\"")})
+        assert bad.is_error and "nothing was written" in text_of(bad), text_of(bad)
+        seen = len(changed)
+        done = await client.call_tool("register_tool", {"name": "sum_numbers", "code": code})
+        assert not done.is_error and "version 1" in text_of(done), text_of(done)
+        with anyio.fail_after(5):
+            while len(changed) == seen:
+                await anyio.sleep(0.05)
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert "user.sum_numbers" in names and "user.broken" not in names, names
+        direct = await client.call_tool("user.sum_numbers", {"xs": [2, 3]})
+        assert direct.structured_content == {"ok": True, "data": {"total": 5}}, direct
+        _, data = await chain(client, "return await user.sum_numbers({xs: [2, 3]})")
+        assert data["result"] == direct.structured_content, "the same result as through call_tool_chain"
+        removed = await client.call_tool("remove_tool", {"name": "sum_numbers"})
+        assert not removed.is_error, text_of(removed)
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert "user.sum_numbers" not in names
+    # Without register_tools, the meta-tools are not there.
+    config.write_text(config.read_text().replace("register_tools = true", "register_tools = false"))
+    async with gateway(config) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert "register_tool" not in names and "remove_tool" not in names, names
+        with pytest.raises(Exception) as refused:
+            await client.call_tool("register_tool", {"name": "x", "code": "x"})
+        assert "unknown tool `register_tool`" in str(refused.value)

@@ -13,7 +13,16 @@ use serde_json::{Map, Value};
 use crate::ConfigError;
 use crate::parse::{Walker, join, kind, opt_bool, opt_string, string_list};
 
-const PROFILE_KEYS: &[&str] = &["tools", "deny_tools", "net", "fs", "env", "limits", "admin"];
+const PROFILE_KEYS: &[&str] = &[
+    "tools",
+    "deny_tools",
+    "net",
+    "fs",
+    "env",
+    "limits",
+    "admin",
+    "register_tools",
+];
 const LIMIT_KEYS: &[&str] = &["timeout_ms", "max_calls", "executions_per_minute"];
 const FS_KEYS: &[&str] = &["path", "write"];
 const TOKEN_KEYS: &[&str] = &["token", "token_sha256", "profile", "name"];
@@ -145,6 +154,8 @@ impl Walker<'_> {
             env,
             limits: self.profile_limits(&sub("limits"), table.get("limits"))?,
             admin: opt_bool(self, &sub("admin"), table.get("admin"))?.unwrap_or(false),
+            register_tools: opt_bool(self, &sub("register_tools"), table.get("register_tools"))?
+                .unwrap_or(false),
             implicit: false,
         })
     }

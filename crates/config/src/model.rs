@@ -87,6 +87,15 @@ pub struct Config {
     pub profiles: Vec<Profile>,
     /// The audit log (`[audit]`).
     pub audit: AuditConfig,
+    /// Stored tools (`[stored_tools]`).
+    pub stored_tools: StoredToolsConfig,
+}
+
+/// Settings of stored tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StoredToolsConfig {
+    /// Also list each stored tool a caller may reach as a plain MCP tool (`user.<name>`).
+    pub expose_as_mcp_tools: bool,
 }
 
 /// Default time a full output stays readable after its execution.
@@ -206,6 +215,7 @@ impl Config {
                 env: vec![],
                 limits: ProfileLimits::default(),
                 admin: false,
+                register_tools: false,
                 implicit: false,
             });
         }

@@ -96,7 +96,15 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
 pub const STORED_TOOLS_BACKEND: &str = "user";
 
 const TOML_ROOT_KEYS: &[&str] = &[
-    "servers", "http", "gateway", "sandbox", "output", "store", "profiles", "audit",
+    "servers",
+    "http",
+    "gateway",
+    "sandbox",
+    "output",
+    "store",
+    "profiles",
+    "audit",
+    "stored_tools",
 ];
 const STORE_KEYS: &[&str] = &["path", "output_retention_hours", "max_records"];
 const OUTPUT_KEYS: &[&str] = &[
@@ -220,6 +228,8 @@ impl Walker<'_> {
         config.store = self.store_section(root.get("store"))?;
         config.profiles = self.profiles_section("profiles", root.get("profiles"))?;
         config.audit = self.audit_section("audit", root.get("audit"))?;
+        config.stored_tools =
+            self.stored_tools_section("stored_tools", root.get("stored_tools"))?;
         self.check_access(&config.profiles, &config.http.tokens)?;
         if let Some(servers) = root.get("servers") {
             config.backends = self.backends("servers", servers)?;
@@ -245,7 +255,14 @@ impl Walker<'_> {
                 "sandgate",
                 extra,
                 &[
-                    "http", "gateway", "sandbox", "output", "store", "profiles", "audit",
+                    "http",
+                    "gateway",
+                    "sandbox",
+                    "output",
+                    "store",
+                    "profiles",
+                    "audit",
+                    "stored_tools",
                 ],
                 &[],
             )?;
@@ -256,10 +273,32 @@ impl Walker<'_> {
             config.store = self.store_section(extra.get("store"))?;
             config.profiles = self.profiles_section("sandgate.profiles", extra.get("profiles"))?;
             config.audit = self.audit_section("sandgate.audit", extra.get("audit"))?;
+            config.stored_tools =
+                self.stored_tools_section("sandgate.stored_tools", extra.get("stored_tools"))?;
             self.check_access(&config.profiles, &config.http.tokens)?;
         }
         config.backends = self.backends("mcpServers", servers)?;
         Ok(config)
+    }
+
+    fn stored_tools_section(
+        &self,
+        key: &str,
+        value: Option<&Value>,
+    ) -> Result<StoredToolsConfig, ConfigError> {
+        let Some(value) = value else {
+            return Ok(StoredToolsConfig::default());
+        };
+        let table = self.table(key, value)?;
+        self.check_keys(key, table, &["expose_as_mcp_tools"], &[])?;
+        Ok(StoredToolsConfig {
+            expose_as_mcp_tools: opt_bool(
+                self,
+                &format!("{key}.expose_as_mcp_tools"),
+                table.get("expose_as_mcp_tools"),
+            )?
+            .unwrap_or(false),
+        })
     }
 
     fn gateway_section(&self, value: Option<&Value>) -> Result<Config, ConfigError> {

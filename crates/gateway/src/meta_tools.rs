@@ -72,7 +72,7 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
     } else {
         backends.join(", ")
     };
-    vec![
+    let mut tools = vec![
         tool(
             "search_tools",
             &format!(
@@ -123,10 +123,12 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
                 "json_path": {"type": "string", "description": "Read only the value at this path of a JSON result, e.g. $.items[3].name"}
             }, "required": ["execution_id"], "additionalProperties": false}),
         ),
-    ]
+    ];
+    tools.extend(crate::stored::mcp::definitions(gateway, caller));
+    tools
 }
 
-fn tool(name: &'static str, description: &str, schema: Value) -> Tool {
+pub(crate) fn tool(name: &'static str, description: &str, schema: Value) -> Tool {
     let schema: JsonObject = match schema {
         Value::Object(map) => map,
         _ => JsonObject::new(),
@@ -143,6 +145,9 @@ pub async fn call(
     progress: Option<ProgressSink>,
     cancel: &chain::Cancellation,
 ) -> Option<CallToolResult> {
+    if let Some(result) = crate::stored::mcp::call(gateway, caller, name, arguments.clone()).await {
+        return Some(result);
+    }
     // The counter key must be 'static, so take it from the table rather than the request.
     let counter = *META_TOOLS.iter().find(|n| **n == name)?;
     let args = Value::Object(arguments.unwrap_or_default());

@@ -50,6 +50,8 @@ pub struct Gateway {
     fetcher: sandgate_capabilities::Fetcher,
     /// Every stored tool's current version (see `stored`).
     pub(crate) stored: RwLock<crate::stored::Tools>,
+    /// Whether stored tools are also listed as plain MCP tools.
+    expose_stored: AtomicBool,
     started: Instant,
     counters: Mutex<BTreeMap<&'static str, u64>>,
     catalog_builds: AtomicU64,
@@ -166,6 +168,7 @@ impl Gateway {
                 sandgate_capabilities::SystemResolver,
             )),
             stored: RwLock::default(),
+            expose_stored: AtomicBool::new(false),
             started: Instant::now(),
             counters: Mutex::default(),
             catalog_builds: AtomicU64::new(1),
@@ -245,6 +248,7 @@ impl Gateway {
                 env: vec![],
                 limits: ProfileLimits::default(),
                 admin: false,
+                register_tools: false,
                 implicit: false,
             })
         })
@@ -380,6 +384,15 @@ impl Gateway {
         self.catalog_generation.send_replace(generation);
         self.catalog_builds.fetch_add(1, Ordering::Relaxed);
         view
+    }
+
+    /// Also lists each stored tool as a plain MCP tool (`[stored_tools] expose_as_mcp_tools`).
+    pub fn expose_stored_tools(&self, expose: bool) {
+        self.expose_stored.store(expose, Ordering::Relaxed);
+    }
+
+    pub(crate) fn exposes_stored_tools(&self) -> bool {
+        self.expose_stored.load(Ordering::Relaxed)
     }
 
     /// Installs `tools` as the stored tools' current versions, rebuilds the catalog and tells

@@ -6,7 +6,9 @@
 //! - tier 1 (JSON) and tier 2 (one call): `chain::direct_call` → `UpstreamBridge::call_tool`;
 //! - the sandbox (`.raw()` included): the worker's call frame → `UpstreamBridge::call_tool`;
 //! - introspection never calls a backend (declarations come from the caller's view);
-//! - `sandgate run` builds the same `UpstreamBridge`.
+//! - `sandgate run` builds the same `UpstreamBridge`;
+//! - a stored tool exposed as a plain MCP tool (`stored/mcp.rs`) calls the door directly, and a
+//!   stored tool's own calls go through the `UpstreamBridge` of its run.
 //!
 //! Paths to a capability, all through `Gateway::use_capability` in `capability.rs`, which
 //! authorizes in the door: the sandbox's host-function frame → `UpstreamBridge::call_host`.
@@ -77,7 +79,13 @@ fn every_backend_call_and_capability_goes_through_the_door() {
     // The door is entered from the bridge (every tier), and from the denial reports.
     let mut callers = users(&files, ".call_tool(&knock", &[]);
     callers.sort();
-    assert_eq!(callers, ["crates/gateway/src/bridge.rs"]);
+    assert_eq!(
+        callers,
+        [
+            "crates/gateway/src/bridge.rs",
+            "crates/gateway/src/stored/mcp.rs"
+        ]
+    );
     let mut authorizers = users(&files, "gateway.authorize_tool(", &[]);
     authorizers.sort();
     assert_eq!(authorizers, ["crates/gateway/src/chain/ungranted.rs"]);

@@ -49,6 +49,8 @@ pub struct Profile {
     pub limits: ProfileLimits,
     /// Sees every profile's executions, outputs and stats.
     pub admin: bool,
+    /// May register and remove stored tools through MCP (`register_tool`, `remove_tool`).
+    pub register_tools: bool,
     /// Not written in the config: the default made when no profile is configured.
     pub implicit: bool,
 }
@@ -67,6 +69,7 @@ impl Profile {
             env: vec![],
             limits: ProfileLimits::default(),
             admin: true,
+            register_tools: false,
             implicit: true,
         }
     }
@@ -428,6 +431,7 @@ mod tests {
             env: vec!["GITHUB_TOKEN".into()],
             limits: ProfileLimits::default(),
             admin: false,
+            register_tools: false,
             implicit: false,
         })
     }

@@ -10,6 +10,7 @@
 //! The gateway keeps the current version of every tool in memory (with its compiled schemas)
 //! and reloads them when the store changes, whoever changed it (the CLI is another process).
 
+pub(crate) mod mcp;
 mod meta;
 mod register;
 mod run;

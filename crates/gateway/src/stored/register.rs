@@ -187,6 +187,7 @@ pub(crate) fn tool_access(
         env,
         limits: profile.limits,
         admin: false,
+        register_tools: false,
         implicit: false,
     }))
 }

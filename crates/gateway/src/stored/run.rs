@@ -68,7 +68,18 @@ impl Gateway {
             ));
         };
         let owner = sandgate_policy::Access::new(self.profile(&tool.stored.owner));
-        let full = self.current_view();
+        // Wait for the cold backends the tool declares (a call that arrives first thing, as a
+        // plain MCP tool, would otherwise find them absent).
+        let declared = &tool.meta.capabilities.tools;
+        let full = self
+            .settled_full_view_for(|backend| {
+                declared.iter().any(|t| {
+                    t.split('.').next().is_some_and(|b| {
+                        b == backend || sandgate_catalog::sanitize_ident(backend) == b
+                    })
+                })
+            })
+            .await;
         let access = super::register::tool_access(name, &tool.meta, &owner, |declared| {
             full.catalog
                 .resolve(declared)

@@ -53,6 +53,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.access_profiles(),
         crate::access::audit_log(&config)?,
     );
+    gateway.expose_stored_tools(config.stored_tools.expose_as_mcp_tools);
     setup::attach_chain(&config, &gateway).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();

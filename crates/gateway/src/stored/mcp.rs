@@ -1,0 +1,178 @@
+//! Stored tools over MCP. Profiles with `register_tools = true` get two more meta-tools,
+//! `register_tool` and `remove_tool` (off by default: registering code through MCP lets a
+//! model add tools). With `[stored_tools] expose_as_mcp_tools = true`, every stored tool a
+//! caller may reach is also listed as a plain MCP tool, `user.<name>`, called through the door.
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use sandgate_policy::ToolCall;
+use serde_json::{Value, json};
+
+use crate::door::Knock;
+use crate::{Caller, Gateway};
+
+/// The extra tools `caller` is shown.
+pub(crate) fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
+    let mut tools = Vec::new();
+    if caller.access.profile().register_tools {
+        tools.push(crate::meta_tools::tool(
+            "register_tool",
+            "Register (or update) a stored tool from a TypeScript file: `export const meta = { description, input, output?, capabilities }` and `export default async function (input, ctx) {...}`. It becomes callable as user.<name> in call_tool_chain. Every capability it declares must be one your profile holds.",
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "lowercase letters, digits and _; called as user.<name>"},
+                "code": {"type": "string", "description": "the tool file"}
+            }, "required": ["name", "code"], "additionalProperties": false}),
+        ));
+        tools.push(crate::meta_tools::tool(
+            "remove_tool",
+            "Remove a stored tool your profile registered (its versions are kept).",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}),
+        ));
+    }
+    if gateway.exposes_stored_tools() {
+        for loaded in gateway.stored_tools().values() {
+            let qualified = format!("{}.{}", super::BACKEND, loaded.stored.name);
+            if !caller.access.sees_tool(&qualified) {
+                continue;
+            }
+            let schema = match &loaded.meta.input {
+                Value::Object(map) => map.clone(),
+                _ => JsonObject::new(),
+            };
+            tools.push(Tool::new(
+                qualified,
+                loaded.meta.description.clone(),
+                Arc::new(schema),
+            ));
+        }
+    }
+    tools
+}
+
+/// Runs one of those tools, or `None` when `name` is none of them for `caller`.
+pub(crate) async fn call(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Option<CallToolResult> {
+    let arguments = arguments.unwrap_or_default();
+    let text = |s: &str| arguments.get(s).and_then(Value::as_str).map(str::to_string);
+    let result = match name {
+        "register_tool" if caller.access.profile().register_tools => {
+            match (text("name"), text("code")) {
+                (Some(tool), Some(code)) => register(gateway, caller, &tool, &code).await,
+                _ => Err("register_tool takes { name, code }".to_string()),
+            }
+        }
+        "remove_tool" if caller.access.profile().register_tools => match text("name") {
+            Some(tool) => remove(gateway, caller, &tool).await,
+            None => Err("remove_tool takes { name }".to_string()),
+        },
+        _ => {
+            let tool = name.strip_prefix(super::BACKEND)?.strip_prefix('.')?;
+            if !gateway.exposes_stored_tools()
+                || !gateway.stored_tools().contains_key(tool)
+                || !caller.access.sees_tool(name)
+            {
+                return None;
+            }
+            return Some(run(gateway, caller, tool, arguments).await);
+        }
+    };
+    Some(match result {
+        Ok(message) => CallToolResult::success(vec![ContentBlock::text(message)]),
+        Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+    })
+}
+
+async fn register(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    name: &str,
+    code: &str,
+) -> Result<String, String> {
+    let registration = super::check(name, code, &caller.access).map_err(|problems| {
+        format!(
+            "user.{name} is not registered (nothing was written):\n- {}",
+            problems.join("\n- ")
+        )
+    })?;
+    let store = store_of(gateway)?;
+    let owner = caller.profile().to_string();
+    let version = store
+        .run(move |s| {
+            if let Ok(existing) = s.tool(&registration.name)
+                && existing.owner != owner
+            {
+                return Ok(Err(format!(
+                    "user.{} belongs to profile `{}`; register it under another name",
+                    registration.name, existing.owner
+                )));
+            }
+            s.put_tool(
+                &registration.name,
+                &registration.code,
+                &registration.meta_json,
+                &owner,
+            )
+            .map(Ok)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+    reload(gateway, &store).await;
+    Ok(format!("user.{name} is at version {version}"))
+}
+
+async fn remove(gateway: &Arc<Gateway>, caller: &Caller, name: &str) -> Result<String, String> {
+    let store = store_of(gateway)?;
+    let (profile, admin) = (caller.profile().to_string(), caller.access.profile().admin);
+    let name_owned = name.to_string();
+    store
+        .run(move |s| {
+            let existing = s.tool(&name_owned)?;
+            if existing.owner != profile && !admin {
+                return Ok(Err(format!(
+                    "user.{name_owned} belongs to profile `{}`; only it (or an admin profile) may remove it",
+                    existing.owner
+                )));
+            }
+            s.remove_tool(&name_owned).map(Ok)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+    reload(gateway, &store).await;
+    Ok(format!("user.{name} is removed (its versions are kept)"))
+}
+
+async fn run(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    tool: &str,
+    arguments: JsonObject,
+) -> CallToolResult {
+    let knock = Knock::new(caller.clone(), sandgate_store::new_execution_id());
+    let call = ToolCall::new(super::BACKEND, tool);
+    match gateway
+        .call_tool(&knock, call, Value::Object(arguments).to_string(), None)
+        .await
+    {
+        Ok(answer) => serde_json::from_str::<CallToolResult>(&answer.json)
+            .unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
+        Err(failure) => CallToolResult::error(vec![ContentBlock::text(failure.message)]),
+    }
+}
+
+fn store_of(gateway: &Gateway) -> Result<sandgate_store::StoreHandle, String> {
+    gateway
+        .chain()
+        .and_then(|c| c.store.clone())
+        .ok_or_else(|| "this gateway has no store to keep stored tools in".to_string())
+}
+
+async fn reload(gateway: &Arc<Gateway>, store: &sandgate_store::StoreHandle) {
+    if let Ok(tools) = store.run(|s| s.tools()).await {
+        gateway.install_stored_tools(super::load(tools)).await;
+    }
+}
