@@ -263,3 +263,109 @@ async def test_registering_through_mcp_needs_register_tools_and_lists_change(tmp
         with pytest.raises(Exception) as refused:
             await client.call_tool("register_tool", {"name": "x", "code": "x"})
         assert "unknown tool `register_tool`" in str(refused.value)
+
+
+def versioned(n: int) -> str:
+    """A tool file whose every part says which version it is: a call that mixed two versions
+    would answer with numbers that do not agree."""
+    return (f"export const meta = {{ description: 'version {n} of a tool', input: {{ type: 'object' }},\n"
+            f"  output: {{ type: 'object', properties: {{ v: {{ const: {n} }} }} }} }};\n"
+            f"const V = {n};\nexport default async function () {{ return {{ v: V, check: V * 7, text: 'v{n}' }}; }}\n")
+
+
+def register_config(tmp_path: Path) -> Path:
+    config = make_config(tmp_path)
+    config.write_text(config.read_text().replace('[profiles.default]\ntools = ["*"]', '[profiles.default]\ntools = ["*"]\nregister_tools = true'))
+    return config
+
+
+async def test_a_gateway_killed_during_a_burst_of_updates_leaves_only_whole_versions(tmp_path):
+    import os
+    import signal
+    import sqlite3
+
+    from hostile import find_gateway
+
+    config = register_config(tmp_path)
+    names = ["alpha", "beta", "gamma", "delta"]
+    answered = []
+    killed = False
+    try:
+        async with gateway(config) as client:
+            pid = find_gateway(config)
+
+            async def update(i: int):
+                result = await client.call_tool("register_tool", {"name": names[i % 4], "code": versioned(i)})
+                if not result.is_error:
+                    answered.append(i)
+
+            async with anyio.create_task_group() as group:
+                async def burst():
+                    for start in range(0, 1000, 50):
+                        async with anyio.create_task_group() as wave:
+                            for i in range(start, start + 50):
+                                wave.start_soon(update, i)
+
+                async def killer():
+                    nonlocal killed
+                    while len(answered) < 300:
+                        await anyio.sleep(0.005)
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
+
+                group.start_soon(burst)
+                group.start_soon(killer)
+    except BaseException:  # noqa: BLE001 - the client fails once its server is killed; that is the test
+        pass
+    assert killed and 300 <= len(answered) < 1000, len(answered)
+    db = sqlite3.connect(tmp_path / "store.db")
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    pointers = dict(db.execute("SELECT name, version FROM stored_tools").fetchall())
+    assert set(pointers) == set(names), pointers
+    for name, version in pointers.items():
+        code, meta = db.execute("SELECT code, meta FROM stored_tool_versions WHERE name = ? AND version = ?",
+                                (name, version)).fetchone()
+        n = int(code.split("const V = ")[1].split(";")[0])
+        assert code == versioned(n) and json.loads(meta)["description"] == f"version {n} of a tool", (name, version)
+    for code, meta in db.execute("SELECT code, meta FROM stored_tool_versions"):
+        n = int(code.split("const V = ")[1].split(";")[0])
+        assert code == versioned(n) and f"version {n} " in meta, "a half-written version is visible"
+    db.close()
+    # After a restart, each name answers at its committed version.
+    async with gateway(config) as client:
+        for name, version in pointers.items():
+            _, data = await chain(client, f"return await user.{name}({{}})")
+            got = data["result"]["data"]
+            assert got["check"] == got["v"] * 7, got
+
+
+async def test_calls_during_updates_each_see_one_whole_version(tmp_path):
+    config = register_config(tmp_path)
+    seen: dict[int, int] = {}
+    problems = []
+    async with gateway(config) as client:
+        first = await client.call_tool("register_tool", {"name": "moving", "code": versioned(0)})
+        assert not first.is_error, text_of(first)
+
+        async def call():
+            result, data = await chain(client, "return await user.moving({})")
+            got = (data.get("result") or {}).get("data") or {}
+            if result.is_error or got.get("check") != got.get("v", -1) * 7 or got.get("text") != f"v{got.get('v')}":
+                problems.append(text_of(result)[:300])
+            else:
+                seen[got["v"]] = seen.get(got["v"], 0) + 1
+
+        async def update(n: int):
+            result = await client.call_tool("register_tool", {"name": "moving", "code": versioned(n)})
+            if result.is_error:
+                problems.append(text_of(result)[:300])
+
+        async with anyio.create_task_group() as group:
+            for i in range(200):
+                group.start_soon(call)
+                if i % 10 == 0:
+                    group.start_soon(update, i // 10 + 1)
+    assert not problems, problems[:5]
+    assert sum(seen.values()) == 200
+    print("calls per version seen:", dict(sorted(seen.items())))
+    assert len(seen) > 1, f"every call saw the same version, so the updates did not overlap the calls: {seen}"
