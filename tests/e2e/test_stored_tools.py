@@ -369,3 +369,24 @@ async def test_calls_during_updates_each_see_one_whole_version(tmp_path):
     assert sum(seen.values()) == 200
     print("calls per version seen:", dict(sorted(seen.items())))
     assert len(seen) > 1, f"every call saw the same version, so the updates did not overlap the calls: {seen}"
+
+
+async def test_a_past_execution_is_promoted_to_a_tool(tmp_path):
+    config = make_config(tmp_path)
+    code = "const a = await everything.echo({ message: 'one' });\nconst b = await everything.echo({ message: 'two' });\nreturn [a, b];"
+    async with gateway(config) as client:
+        _, data = await chain(client, code)
+        assert data["result"] == ["Echo: one", "Echo: two"], data
+        execution = data["execution_id"]
+    shown = subprocess.run([SANDGATE, "executions", "show", execution, "--config", str(config)],
+                           capture_output=True, text=True, timeout=60)
+    assert code in shown.stdout, shown.stdout
+    promoted = cli(config, "promote", execution, "--name", "two_echoes")
+    assert promoted.returncode == 0, promoted.stderr
+    assert 'tools: ["everything.echo"]' in promoted.stdout and "const { everything } = ctx.tools;" in promoted.stdout, promoted.stdout
+    file = write(tmp_path, "two_echoes.ts", promoted.stdout)
+    add(config, file)
+    async with gateway(config) as client:
+        _, data = await chain(client, "return await user.two_echoes({})")
+        assert data["result"] == {"ok": True, "data": ["Echo: one", "Echo: two"]}, data
+    assert cli(config, "promote", "ex-nope", "--name", "x").returncode == 1

@@ -111,6 +111,25 @@ impl Gateway {
         Ok(ToolAnswer { json, is_error })
     }
 
+    /// Calls `call` as `caller`, outside any execution: through the door like every call
+    /// (authorized, audited). For embedding and benchmarks; MCP clients reach tools through
+    /// `call_tool_chain`.
+    pub async fn call_as(
+        self: &Arc<Self>,
+        caller: &Caller,
+        call: ToolCall,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<ToolAnswer, CallFailure> {
+        let knock = Knock::new(caller.clone(), sandgate_store::new_execution_id());
+        self.call_tool(
+            &knock,
+            call,
+            serde_json::Value::Object(arguments).to_string(),
+            None,
+        )
+        .await
+    }
+
     /// Writes one decision to the audit log.
     pub(crate) fn record<T>(
         &self,

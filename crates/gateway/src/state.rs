@@ -218,6 +218,16 @@ impl Gateway {
         self.chain.get()
     }
 
+    /// The attached store, if any (for tools that manage stored tools beside the gateway).
+    pub fn chain_store(&self) -> Option<sandgate_store::StoreHandle> {
+        self.chain().and_then(|c| c.store.clone())
+    }
+
+    /// The attached sandbox, if any.
+    pub fn chain_sandbox(&self) -> Option<sandgate_sandbox::Sandbox> {
+        self.chain().map(|c| c.sandbox.clone())
+    }
+
     /// Every tool as the sandbox sees it, in step with [`Gateway::catalog`].
     pub fn bindings(&self) -> Arc<Vec<ToolBinding>> {
         self.current_view().bindings

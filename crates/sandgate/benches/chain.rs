@@ -144,6 +144,65 @@ fn bench(c: &mut Criterion) {
         c.bench_function(name, |b| b.iter_custom(&measure));
     }
 
+    // Stored tools (issue 17): a tool that answers from its input, run as a stored tool
+    // through the door (lookup, input validation, the tool's access and view, the sandbox run in
+    // tool mode, the result's normalisation and output check), against the same module run by
+    // the sandbox alone. The difference is what a stored tool costs beyond its run.
+    let tool_code = "export const meta = { description: 'bench', input: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }, output: { type: 'object', properties: { doubled: { type: 'number' } } } };\nexport default async function (input: { n: number }) { return { doubled: input.n * 2 }; }\n";
+    runtime.block_on(async {
+        let store = gateway.chain_store().expect("store");
+        store
+            .run(move |s| {
+                s.put_tool(
+                    "bench_double",
+                    tool_code,
+                    &stored_meta(tool_code),
+                    "default",
+                )
+            })
+            .await
+            .expect("registered");
+        gateway.watch_stored_tools().await;
+    });
+    {
+        let gateway = gateway.clone();
+        let measure = timed(runtime, samples.clone(), "stored/call", move || {
+            let gateway = gateway.clone();
+            async move {
+                let caller = Caller::local(&gateway);
+                let mut args = serde_json::Map::new();
+                args.insert("n".into(), 21.into());
+                let answer = gateway
+                    .call_as(&caller, ToolCall::new("user", "bench_double"), args)
+                    .await
+                    .expect("called");
+                assert!(!answer.is_error, "{}", answer.json);
+            }
+        });
+        c.bench_function("stored/call", |b| b.iter_custom(&measure));
+    }
+    {
+        let sandbox = gateway.chain_sandbox().expect("sandbox");
+        let measure = timed(runtime, samples.clone(), "stored/sandbox_run", move || {
+            let sandbox = sandbox.clone();
+            async move {
+                let execution = sandgate_sandbox::Execution {
+                    code: tool_code.to_string(),
+                    tools: Arc::new(vec![]),
+                    host_functions: Arc::new(vec![]),
+                    context: Some(
+                        serde_json::json!({"input": {"n": 21}, "caller": {"profile": "default"}}),
+                    ),
+                    limits: Limits::default(),
+                    mode: sandgate_sandbox::RunMode::Tool,
+                };
+                let result = sandbox.run(execution, Arc::new(NoTools)).await;
+                assert!(result.error.is_none(), "{:?}", result.error);
+            }
+        });
+        c.bench_function("stored/sandbox_run", |b| b.iter_custom(&measure));
+    }
+
     println!("\nper-call percentiles (all timed calls, warm-up included):");
     let all = std::mem::take(&mut *samples.lock().expect("samples"));
     let p50 = |times: &[Duration]| times[times.len() / 2];
@@ -158,6 +217,15 @@ fn bench(c: &mut Criterion) {
             at(0.95)
         );
     }
+    if let (Some(run), Some(call)) = (all.get("stored/sandbox_run"), all.get("stored/call")) {
+        let (mut run, mut call) = (run.clone(), call.clone());
+        run.sort();
+        call.sort();
+        println!(
+            "  stored tool overhead beyond its sandbox run (p50 stored/call − p50 stored/sandbox_run): {:.1?}",
+            p50(&call).saturating_sub(p50(&run))
+        );
+    }
     if let (Some(direct), Some(json)) = (all.get("direct/manager_call"), all.get("chain/json")) {
         let (mut direct, mut json) = (direct.clone(), json.clone());
         direct.sort();
@@ -166,6 +234,35 @@ fn bench(c: &mut Criterion) {
             "  gateway overhead per tier-1 call (p50 chain/json − p50 direct): {:.1?}",
             p50(&json).saturating_sub(p50(&direct))
         );
+    }
+}
+
+/// The meta JSON of a tool file, as registration stores it.
+fn stored_meta(code: &str) -> String {
+    sandgate_sandbox::tool_file::read(code)
+        .expect("a tool file")
+        .meta
+        .to_string()
+}
+
+/// A bridge for a run that calls nothing.
+struct NoTools;
+
+impl sandgate_sandbox::Bridge for NoTools {
+    fn call_tool(
+        &self,
+        _tool: &sandgate_sandbox::ToolBinding,
+        _args: String,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<sandgate_sandbox::ToolAnswer, sandgate_sandbox::CallFailure>,
+    > {
+        Box::pin(async {
+            Err(sandgate_sandbox::CallFailure::new(
+                sandgate_sandbox::FailureKind::Denied,
+                "no tools",
+            ))
+        })
     }
 }
 

@@ -104,6 +104,10 @@ impl Store {
             "DELETE FROM executions WHERE id IN (SELECT id FROM executions ORDER BY started_at_ms DESC LIMIT -1 OFFSET ?1)",
             [self.retention.max_records as i64],
         )?;
+        self.conn.execute(
+            "DELETE FROM codes WHERE hash NOT IN (SELECT code_hash FROM executions)",
+            [],
+        )?;
         Ok(())
     }
 

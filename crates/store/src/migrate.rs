@@ -57,6 +57,12 @@ pub const MIGRATIONS: &[&str] = &[
         updated_at_ms INTEGER NOT NULL,
         FOREIGN KEY (name, version) REFERENCES stored_tool_versions(name, version)
     );",
+    // 4: the code of executions, once per distinct code (records point at it by hash), kept
+    // while a record points at it.
+    "CREATE TABLE codes (
+        hash TEXT PRIMARY KEY,
+        code TEXT NOT NULL
+    );",
 ];
 
 /// The schema version this build writes.

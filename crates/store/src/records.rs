@@ -15,8 +15,12 @@ pub struct ExecutionRecord {
     pub started_at_ms: i64,
     /// `json`, `single_call`, `introspection` or `sandbox`.
     pub tier: String,
-    /// A hash of the code (the code itself is not kept).
+    /// A hash of the code; the code is kept once per hash (see [`ExecutionRecord::code`]).
     pub code_hash: String,
+    /// The code, when known: sent with a new record, read back by [`Store::get`]. Kept once
+    /// per hash, for as long as a record points at it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     /// How long it took.
     pub duration_ms: f64,
     /// `ok` or `error`.
@@ -137,6 +141,14 @@ impl Store {
             )
             .optional()?
             .ok_or_else(|| StoreError::NoExecution { id: id.to_string() })?;
+        record.code = self
+            .conn
+            .query_row(
+                "SELECT code FROM codes WHERE hash = ?1",
+                [&record.code_hash],
+                |row| row.get(0),
+            )
+            .optional()?;
         let mut statement = self.conn.prepare_cached(
             "SELECT backend, tool, duration_ms, ok, changed_state FROM execution_calls WHERE execution_id = ?1 ORDER BY seq",
         )?;
@@ -231,6 +243,10 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
             record.error_kind,
             record.profile,
         ])?;
+    if let Some(code) = &record.code {
+        tx.prepare_cached("INSERT OR IGNORE INTO codes (hash, code) VALUES (?1, ?2)")?
+            .execute(params![record.code_hash, code])?;
+    }
     {
         let mut insert = tx.prepare_cached(
             "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -294,6 +310,7 @@ fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {
         returned_bytes: row.get::<_, i64>(8)? as u64,
         error_kind: row.get(9)?,
         profile: row.get(10)?,
+        code: None,
         call_rows: Vec::new(),
     })
 }

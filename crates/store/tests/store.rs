@@ -15,6 +15,7 @@ fn record(id: &str, tier: &str, ms: f64, status: &str) -> ExecutionRecord {
         started_at_ms: sandgate_store::now_ms(),
         tier: tier.into(),
         code_hash: "abc".into(),
+        code: None,
         duration_ms: ms,
         status: status.into(),
         calls: 1,
@@ -78,7 +79,19 @@ fn records_list_show_and_stats() {
         .expect("records");
     let mut reader = record("r0", "sandbox", 7.0, "ok");
     reader.profile = "reader".into();
+    reader.code_hash = "c0de".into();
+    reader.code = Some("return 42".into());
     store.record(&reader).expect("records");
+    // The code is kept once per hash, and read back with the record.
+    let mut twin = record("r1", "sandbox", 7.0, "ok");
+    twin.code_hash = "c0de".into();
+    twin.code = Some("return 42".into());
+    store.record(&twin).expect("records");
+    assert_eq!(
+        store.get("r1").expect("shows").code.as_deref(),
+        Some("return 42")
+    );
+    assert_eq!(store.get("a0").expect("shows").code, None);
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(dir.path().join("nested/dir/s.db"))
         .expect("file")
@@ -103,6 +116,7 @@ fn records_list_show_and_stats() {
     // Each profile's statistics hold its own executions only; the gateway's hold them all.
     let mine = store.stats(Some("reader")).expect("stats");
     assert_eq!(mine.executions, 1);
+    assert_eq!(store.stats(Some("default")).expect("stats").executions, 7);
     assert_eq!(mine.tiers.len(), 1);
     assert_eq!((mine.backends[0].calls, mine.outputs_stored), (1, None));
     assert_eq!(store.get("r0").expect("shows").profile, "reader");
@@ -110,7 +124,7 @@ fn records_list_show_and_stats() {
     store.save_output("r0", "out").expect("saves");
     assert_eq!(store.stats(None).expect("stats").outputs_stored, Some(1));
     let stats = store.stats(Some("default")).expect("stats");
-    assert_eq!(stats.executions, 6);
+    assert_eq!(stats.executions, 7);
     let json = stats
         .tiers
         .iter()
@@ -125,10 +139,10 @@ fn records_list_show_and_stats() {
         .iter()
         .find(|t| t.tier == "sandbox")
         .expect("sandbox tier");
-    assert_eq!((sandbox.count, sandbox.errors), (1, 1));
+    assert_eq!((sandbox.count, sandbox.errors), (2, 1));
     assert_eq!(stats.backends[0].backend, "memory");
-    assert_eq!(stats.backends[0].calls, 6);
-    assert_eq!(stats.bytes_saved, 6 * 4000);
+    assert_eq!(stats.backends[0].calls, 7);
+    assert_eq!(stats.bytes_saved, 7 * 4000);
 }
 
 #[test]

@@ -394,6 +394,7 @@ fn record(
         started_at_ms: request.started_at_ms,
         tier: outcome.tier.as_str().to_string(),
         code_hash: code_hash(request.code),
+        code: Some(request.code.to_string()),
         duration_ms: outcome.duration_ms,
         status: status(outcome).to_string(),
         calls: outcome.calls.len() as u32,

@@ -145,4 +145,12 @@ fn print_record(r: &ExecutionRecord) {
             if c.ok { "ok" } else { "failed" }
         );
     }
+    match &r.code {
+        Some(code) => println!(
+            "\nCode ({} bytes; `sandgate tools promote {}` makes it a stored tool):\n{code}",
+            code.len(),
+            r.id
+        ),
+        None => println!("\nCode: not kept (recorded before sandgate kept code, or pruned)."),
+    }
 }

@@ -190,6 +190,82 @@ pub fn query(query: Query, config: &ConfigArg) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Prints a tool file made from the code of execution `id`: its code as the tool's body, the
+/// backends it used taken from `ctx.tools`, the tools it called declared, and a skeleton
+/// `meta` to edit before `sandgate tools add`.
+pub fn promote(id: &str, name: &str, config: &ConfigArg) -> anyhow::Result<ExitCode> {
+    if let Some(problem) = stored::bad_name(name) {
+        eprintln!("{problem}");
+        return Ok(ExitCode::from(1));
+    }
+    let config = setup::load_config(config.config.as_deref())?;
+    let store = open(&config)?;
+    let record = match store.get(id) {
+        Ok(record) => record,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let Some(code) = record.code.clone() else {
+        eprintln!(
+            "execution {id} has no code on record (it ran before sandgate kept code, or its code was pruned)"
+        );
+        return Ok(ExitCode::from(1));
+    };
+    print!("{}", tool_file_from(name, id, &code, &record.call_rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The tool file `promote` prints.
+fn tool_file_from(name: &str, id: &str, sent: &str, calls: &[sandgate_store::CallRow]) -> String {
+    let code = sandgate_sandbox::normalize::model_code(sent)
+        .code
+        .into_owned();
+    let mut tools: Vec<String> = calls
+        .iter()
+        .filter(|c| !c.backend.is_empty() && !c.backend.starts_with('('))
+        .map(|c| format!("{}.{}", c.backend, c.tool))
+        .collect();
+    tools.sort();
+    tools.dedup();
+    let mut backends: Vec<String> = calls
+        .iter()
+        .filter(|c| !c.backend.is_empty() && !c.backend.starts_with('('))
+        .map(|c| sandgate_catalog::sanitize_ident(&c.backend))
+        .collect();
+    backends.sort();
+    backends.dedup();
+    let declared = tools
+        .iter()
+        .map(|t| format!("{t:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let body: String = code
+        .lines()
+        .map(|line| {
+            if line.is_empty() {
+                String::new()
+            } else {
+                format!("  {line}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let uses = if backends.is_empty() {
+        String::new()
+    } else {
+        format!("  const {{ {} }} = ctx.tools;\n", backends.join(", "))
+    };
+    format!(
+        "// Promoted from execution {id} (sandgate tools promote). Edit meta (what it does, its\n\
+         // input, what it returns), read inputs from `input` instead of constants, then:\n\
+         //   sandgate tools add {name}.ts\n\
+         export const meta = {{\n  description: \"TODO: say what {name} does\",\n  input: {{ type: \"object\", properties: {{}} }},\n  capabilities: {{ tools: [{declared}] }},\n}};\n\n\
+         export default async function (input: any, ctx: any) {{\n{uses}{body}\n}}\n"
+    )
+}
+
 fn open(config: &sandgate_config::Config) -> anyhow::Result<Store> {
     setup::open_store(config)
 }

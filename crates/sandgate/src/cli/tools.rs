@@ -82,6 +82,16 @@ pub enum ToolsCommand {
     },
     /// Every stored tool, with its version and owner.
     Stored(ConfigArg),
+    /// Print a tool file made from a past call_tool_chain execution's code, to edit and add.
+    Promote {
+        /// The execution id (`sandgate executions list`).
+        execution_id: String,
+        /// The tool's name.
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
 }
 
 /// Arguments of `add`, `update` and `import`.
@@ -131,6 +141,13 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
             config,
         } => return query(Query::Export { name, version }, &config),
         ToolsCommand::Stored(config) => return query(Query::List, &config),
+        ToolsCommand::Promote {
+            execution_id,
+            name,
+            config,
+        } => {
+            return super::stored::promote(&execution_id, &name, &config);
+        }
     };
     let config = setup::load_config(config_arg.config.as_deref())?;
     let manager = setup::start_backends(&config);
