@@ -390,3 +390,40 @@ async def test_a_past_execution_is_promoted_to_a_tool(tmp_path):
         _, data = await chain(client, "return await user.two_echoes({})")
         assert data["result"] == {"ok": True, "data": ["Echo: one", "Echo: two"]}, data
     assert cli(config, "promote", "ex-nope", "--name", "x").returncode == 1
+
+
+async def test_profiles_grant_stored_tools_like_any_other(tmp_path):
+    """A profile reaches `user.<name>` only through its `tools` patterns, and sees it only then;
+    a stored tool may call another it declares."""
+    from conftest import HttpServer
+
+    config = make_config(tmp_path)
+    config.write_text(config.read_text() + '''
+[profiles.users]
+tools = ["user.*"]
+
+[[http.tokens]]
+token = "narrow-token-0123456789abcdef"
+profile = "narrow"
+
+[[http.tokens]]
+token = "users-token-0123456789abcdef"
+profile = "users"
+''')
+    add(config, EXAMPLES / "sum_numbers.ts")
+    add(config, write(tmp_path, "twice.ts", "export const meta = { description: 'sums twice', input: { type: 'object' }, capabilities: { tools: ['user.sum_numbers'] } };\nexport default async function (input: any, ctx: any) {\n  const a = await ctx.tools.user.sum_numbers({ xs: [1, 2] });\n  return a.data.total * 2;\n}\n"))
+    server = HttpServer(config)
+    try:
+        async def as_profile(token: str):
+            return Client(server.target({"Authorization": f"Bearer {token}"}), mode="legacy", read_timeout_seconds=60)
+
+        async with await as_profile("narrow-token-0123456789abcdef") as narrow:
+            found = (await narrow.call_tool("search_tools", {"query": "sum of a list of numbers"})).structured_content
+            assert all(not r["name"].startswith("user.") for r in found["results"]), found
+            result, data = await chain(narrow, "return await user.sum_numbers({xs: [1]})")
+            assert data["error"]["kind"] == "tool_denied" and "profiles.narrow.tools" in data["error"]["message"], data
+        async with await as_profile("users-token-0123456789abcdef") as users:
+            _, data = await chain(users, "return await user.twice({})")
+            assert data["result"] == {"ok": True, "data": 6}, data
+    finally:
+        server.close()
