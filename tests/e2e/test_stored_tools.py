@@ -51,9 +51,9 @@ def add(config: Path, file: Path, *extra: str) -> subprocess.CompletedProcess:
     return done
 
 
-def gateway(config: Path) -> Client:
+def gateway(config: Path, **options) -> Client:
     params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
-    return Client(params, mode="legacy", read_timeout_seconds=60)
+    return Client(params, mode="legacy", read_timeout_seconds=60, **options)
 
 
 async def chain(client, code: str, **extra):
@@ -109,7 +109,13 @@ async def test_versions_rollback_export_import_and_removal(tmp_path):
     config = make_config(tmp_path)
     v1 = write(tmp_path, "answer.ts", returning("1"))
     add(config, v1)
-    async with gateway(config) as client:
+    changed = []
+
+    async def on_message(message):
+        if type(message).__name__ == "ToolListChangedNotification":
+            changed.append(message)
+
+    async with gateway(config, message_handler=on_message) as client:
         async def answer():
             _, data = await chain(client, "return await user.answer({})")
             return (data.get("result") or {}).get("data"), data
@@ -124,9 +130,14 @@ async def test_versions_rollback_export_import_and_removal(tmp_path):
             return False
 
         assert await becomes(1)
+        seen = len(changed)
         write(tmp_path, "answer.ts", returning("2"))
         assert cli(config, "update", str(v1)).returncode == 0
         assert await becomes(2), "a running gateway picks up the new version"
+        with anyio.fail_after(5):
+            while len(changed) == seen:
+                await anyio.sleep(0.05)
+        # (clients are told the tool list changed when the CLI changed it)
         assert cli(config, "rollback", "answer", "1").returncode == 0
         assert await becomes(1), "rollback points the name back"
         versions = cli(config, "versions", "answer").stdout
