@@ -598,17 +598,21 @@ def serve_and_collect(config: Path, *args, env=None, seconds=30) -> tuple[int | 
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "XDG_STATE_HOME": str(state_home(config)), **(env or {})})
     log = []
+    serving = False
     deadline = time.monotonic() + seconds
     for line in proc.stderr:
         log.append(line)
-        if "serving MCP over streamable HTTP" in line or time.monotonic() > deadline:
+        if "serving MCP over streamable HTTP" in line:
+            serving = True
             break
-    code = proc.poll()
-    if code is None:
+        if time.monotonic() > deadline:
+            break
+    if serving:
         proc.terminate()
         proc.wait(10)
-    else:
-        log.append(proc.stderr.read())
+        return None, "".join(log)
+    # Its stderr ended: it is exiting, or has.
+    code = proc.wait(10)
     return code, "".join(log)
 
 

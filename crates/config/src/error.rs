@@ -7,12 +7,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read at all.
-    #[error("cannot read config file {path}: {source}. Check the path given to --config.")]
+    #[error("cannot read config file {path}: {cause}. Check the path given to --config.")]
     Read {
         /// The file we tried to read.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not chained, so it is said once).
+        cause: std::io::Error,
     },
     /// The file is not valid TOML or JSON, or a value has the wrong shape.
     #[error("{file}: {message}")]

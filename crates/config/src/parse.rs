@@ -38,9 +38,9 @@ impl Format {
 
 /// Reads and validates a config file, detecting its format.
 pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
-    let content = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let content = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
         path: path.to_path_buf(),
-        source,
+        cause,
     })?;
     let format = Format::detect(Some(path), &content);
     let mut config = parse_str(&content, format, &path.display().to_string())?;

@@ -92,9 +92,9 @@ impl AuditLog {
 
     /// Appends to `path` (created 0600 if absent), with argument values if `arguments`.
     pub fn open(path: &Path, arguments: bool) -> Result<AuditLog, GatewayError> {
-        let file = open_append(path).map_err(|source| GatewayError::Audit {
+        let file = open_append(path).map_err(|cause| GatewayError::Audit {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         let (lines, queue) = sync_channel::<String>(QUEUE_LINES);
         let inner = Arc::new(Inner {
@@ -124,9 +124,9 @@ impl AuditLog {
                     let _ = out.flush();
                 }
             })
-            .map_err(|source| GatewayError::Audit {
+            .map_err(|cause| GatewayError::Audit {
                 path: path.to_path_buf(),
-                source,
+                cause,
             })?;
         Ok(AuditLog { inner: Some(inner) })
     }

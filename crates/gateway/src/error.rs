@@ -4,22 +4,22 @@
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
     /// The HTTP listener could not bind.
-    #[error("cannot listen on {addr}: {source}. Pick a free port with --http 127.0.0.1:PORT.")]
+    #[error("cannot listen on {addr}: {cause}. Pick a free port with --http 127.0.0.1:PORT.")]
     Bind {
         /// The address asked for.
         addr: std::net::SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (in the message, not chained, so it is said once).
+        cause: std::io::Error,
     },
     /// The audit log could not be opened.
     #[error(
-        "cannot write the audit log {path}: {source}. Fix [audit] path, or its directory's permissions."
+        "cannot write the audit log {path}: {cause}. Fix [audit] path, or its directory's permissions."
     )]
     Audit {
         /// The file.
         path: std::path::PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (in the message, not chained, so it is said once).
+        cause: std::io::Error,
     },
     /// The MCP session failed to start or ended with an error.
     #[error("MCP session failed: {0}")]

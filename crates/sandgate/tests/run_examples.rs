@@ -10,9 +10,14 @@ fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
-/// Replaces the numbers that change between runs.
+/// Replaces the numbers that change between runs, and the repository's place on this machine.
 fn mask(output: &str) -> String {
+    let root = std::fs::canonicalize(repo())
+        .expect("repo")
+        .display()
+        .to_string();
     output
+        .replace(&root, "<repo>")
         .lines()
         .map(|line| {
             if let Some(at) = line.find(": ok in ") {

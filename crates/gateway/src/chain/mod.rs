@@ -87,7 +87,9 @@ impl Cancellation {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainArgs {
-    /// JSON (`{"tool": ..., "arguments": ...}`) or TypeScript.
+    /// JSON (`{"tool": ..., "arguments": ...}`) or TypeScript. The JSON call may also come as
+    /// an object rather than text (the MCP Inspector CLI sends it so): it is read as its text.
+    #[serde(deserialize_with = "code_text")]
     pub code: String,
     /// Lower the time limit, in milliseconds.
     pub timeout_ms: Option<u64>,
@@ -99,6 +101,23 @@ pub struct ChainArgs {
     pub force_sandbox: Option<bool>,
     /// Narrow the caller's profile to these tool patterns for this execution (never widens).
     pub allow_tools: Option<Vec<String>>,
+}
+
+/// `code` as text: a string as it is, a JSON object (a tier-1 call) as its JSON text.
+fn code_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::String(code) => Ok(code),
+        call @ Value::Object(_) => Ok(call.to_string()),
+        other => Err(serde::de::Error::custom(format!(
+            "`code` must be TypeScript text or a JSON call object {{\"tool\": ..., \"arguments\": {{...}}}}, not {}",
+            match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                _ => "an array",
+            }
+        ))),
+    }
 }
 
 /// What an execution produced, whichever tier ran it.

@@ -55,13 +55,13 @@ pub async fn serve_http(
 ) -> Result<(), GatewayError> {
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
-        .map_err(|source| GatewayError::Bind {
+        .map_err(|cause| GatewayError::Bind {
             addr: options.addr,
-            source,
+            cause,
         })?;
-    let addr = listener.local_addr().map_err(|source| GatewayError::Bind {
+    let addr = listener.local_addr().map_err(|cause| GatewayError::Bind {
         addr: options.addr,
-        source,
+        cause,
     })?;
     let hosts: Vec<String> = LOOPBACK_HOSTS
         .iter()

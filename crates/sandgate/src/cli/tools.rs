@@ -191,6 +191,17 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
                     entry.qualified, decl.declaration, decl.example
                 );
             }
+            Err(sandgate_catalog::CatalogError::NotFound { name, suggestions }) => {
+                let close = if suggestions.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (did you mean {}?)", suggestions.join(", "))
+                };
+                eprintln!(
+                    "no tool named `{name}`{close}. `sandgate tools search \"what it does\"` finds tools by what they do."
+                );
+                return Ok(ExitCode::from(1));
+            }
             Err(e) => {
                 eprintln!("{e}");
                 return Ok(ExitCode::from(1));

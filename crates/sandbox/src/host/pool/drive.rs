@@ -436,7 +436,7 @@ impl Served {
             Ok(answer) if answer.is_error => (
                 false,
                 answer.json.len(),
-                Some("the tool returned an error result".to_string()),
+                Some(error_result_text(&answer.json)),
             ),
             Ok(answer) => (true, answer.json.len(), None),
             Err(f) => (false, 0, Some(f.message.clone())),
@@ -485,6 +485,32 @@ impl Served {
 
 fn refused(message: String) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
     Box::pin(async move { Err(CallFailure::new(FailureKind::Denied, message)) })
+}
+
+/// What an error result says: the text of its content, cut to 500 characters (a call list
+/// that said only "the tool returned an error result" hid why).
+fn error_result_text(json: &str) -> String {
+    const SHOWN: usize = 500;
+    let said = serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|result| {
+            let texts: Vec<String> = result
+                .get("content")?
+                .as_array()?
+                .iter()
+                .filter_map(|c| c.get("text").and_then(serde_json::Value::as_str))
+                .map(str::to_string)
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        });
+    match said {
+        Some(text) if text.chars().count() > SHOWN => {
+            let cut: String = text.chars().take(SHOWN).collect();
+            format!("the tool returned an error: {cut}…")
+        }
+        Some(text) => format!("the tool returned an error: {text}"),
+        None => "the tool returned an error result".to_string(),
+    }
 }
 
 /// A host function's answer as a call's: host functions have no error results.

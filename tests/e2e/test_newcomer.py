@@ -1,0 +1,48 @@
+"""What a new user met in their first hour (issue 18, item 8), each fixed and held here: the
+JSON call sent as an object, error messages that say their cause once and point at the right
+command, and `sandgate run`'s call list saying why a call failed."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import REPO, SANDGATE, connect, reference_servers, structured, write_config
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_json_call_may_come_as_an_object(tmp_path):
+    """The MCP Inspector CLI sends the documented JSON call as an object, not as text."""
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    async with connect("stdio", config) as client:
+        as_object = structured(await client.call_tool(
+            "call_tool_chain", {"code": {"tool": "everything.echo", "arguments": {"message": "hi"}}}))
+        as_text = structured(await client.call_tool(
+            "call_tool_chain", {"code": '{"tool": "everything.echo", "arguments": {"message": "hi"}}'}))
+        assert as_object["result"] == as_text["result"] == "Echo: hi", as_object
+        assert as_object["tier"] == "json"
+        wrong = await client.call_tool("call_tool_chain", {"code": 42})
+        assert wrong.is_error and "TypeScript text or a JSON call object" in wrong.content[0].text
+
+
+def test_a_missing_config_file_says_its_cause_once(tmp_path):
+    done = subprocess.run([SANDGATE, "check", "--config", str(tmp_path / "nope.toml")], capture_output=True, text=True)
+    assert done.returncode != 0
+    assert done.stderr.count("No such file or directory") == 1, done.stderr
+
+
+def test_tools_info_on_the_command_line_points_at_the_command_line(tmp_path):
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    done = subprocess.run([SANDGATE, "tools", "info", "get_summ", "--config", str(config)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1
+    assert "sandgate tools search" in done.stderr and "did you mean everything.get-sum" in done.stderr, done.stderr
+
+
+def test_sandgate_run_says_why_a_call_failed():
+    done = subprocess.run([SANDGATE, "run", "examples/files.ts", "--config", "examples/sandgate.toml"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    line = next(l for l in done.stdout.splitlines() if "read_text_file" in l and "failed" in l)
+    assert "ENOENT" in line and "does-not-exist.ts" in line, line
