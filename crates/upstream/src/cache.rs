@@ -59,9 +59,13 @@ impl ToolCache {
             &serde_json::json!({"version": CACHE_VERSION, "backends": backends}),
         )
         .map_err(std::io::Error::other)?;
+        // A name of its own for every write: writers in one process (backends that connect at
+        // once) used to share one, and one writer's rename then failed.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = self
             .path
-            .with_extension(format!("tmp.{}", std::process::id()));
+            .with_extension(format!("tmp.{}.{write}", std::process::id()));
         std::fs::write(&tmp, body)?;
         std::fs::rename(&tmp, &self.path).inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
@@ -98,5 +102,30 @@ mod tests {
             .expect("dir")
             .collect();
         assert_eq!(leftovers.len(), 1, "no temporary files left behind");
+    }
+
+    #[test]
+    fn writers_at_once_in_one_process_all_succeed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = std::sync::Arc::new(ToolCache::new(dir.path().join("tools.json")));
+        let writers: Vec<_> = (0..16)
+            .map(|i| {
+                let cache = cache.clone();
+                std::thread::spawn(move || {
+                    let mut backends = BTreeMap::new();
+                    backends.insert(format!("b{i}"), vec![]);
+                    (0..20).all(|_| cache.store(&backends).is_ok())
+                })
+            })
+            .collect();
+        for writer in writers {
+            assert!(writer.join().expect("joined"), "a write failed");
+        }
+        assert_eq!(
+            cache.load().len(),
+            1,
+            "the last whole write is what is there"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
     }
 }
