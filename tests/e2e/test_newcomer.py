@@ -46,3 +46,33 @@ def test_sandgate_run_says_why_a_call_failed():
                           capture_output=True, text=True, timeout=60)
     line = next(l for l in done.stdout.splitlines() if "read_text_file" in l and "failed" in l)
     assert "ENOENT" in line and "does-not-exist.ts" in line, line
+
+
+def test_the_example_config_works_from_any_directory(tmp_path):
+    for example in ["examples/sandgate.toml", "examples/mcp.json"]:
+        done = subprocess.run([SANDGATE, "check", "--config", str(REPO / example)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, (example, done.stdout, done.stderr)
+        assert done.stdout.count(" ready ") == 3, done.stdout
+
+
+def test_serve_example_keeps_stdout_for_mcp(tmp_path):
+    """npm's report and cargo's progress must not reach stdout, the MCP channel: a stand-in
+    npm and cargo print to stdout, and only what `cargo run` runs may arrive there."""
+    import os
+    import shutil
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "serve-example", tmp_path / "scripts" / "serve-example")
+    (tmp_path / "tests" / "node").mkdir(parents=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text("#!/bin/sh\necho 'added 146 packages in 3s'\n")
+    (bin_dir / "cargo").write_text("#!/bin/sh\necho '   Compiling sandgate' >&2\necho '{\"jsonrpc\":\"2.0\"}'\n")
+    for stub in ["npm", "cargo"]:
+        (bin_dir / stub).chmod(0o755)
+    done = subprocess.run([str(tmp_path / "scripts" / "serve-example")], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == '{"jsonrpc":"2.0"}\n', done.stdout
+    assert "added 146 packages" in done.stderr and "building sandgate" in done.stderr
