@@ -76,3 +76,39 @@ def test_serve_example_keeps_stdout_for_mcp(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout == '{"jsonrpc":"2.0"}\n', done.stdout
     assert "added 146 packages" in done.stderr and "building sandgate" in done.stderr
+
+
+async def test_the_first_list_and_resources_wait_for_a_cold_start(tmp_path):
+    """No tool cache yet and a backend that takes 2 s to start: the first `tools/list`, the
+    overview and `types.d.ts` wait for it (item 7), instead of telling the model there are no
+    backends."""
+    from conftest import FAKE_BACKEND
+    import sys
+
+    slow = {"command": "sh", "args": ["-c", f"sleep 2 && exec {sys.executable} {FAKE_BACKEND} ok"]}
+    config = write_config(tmp_path, "toml", {"slowpoke": slow})
+    async with connect("stdio", config) as client:
+        listed = await client.list_tools()
+        search = next(t.description for t in listed.tools if t.name == "search_tools")
+        assert "slowpoke (" in search and "no backends are connected yet" not in search, search
+        overview = (await client.read_resource("sandgate://overview")).contents[0].text
+        assert "| slowpoke | ready |" in overview, overview
+        types = (await client.read_resource("sandgate://types.d.ts")).contents[0].text
+        assert "slowpoke" in types
+
+
+async def test_the_wait_has_a_configurable_bound(tmp_path):
+    """`[gateway] startup_wait` bounds that wait: a backend slower than it is not waited for."""
+    from conftest import FAKE_BACKEND
+    import sys
+    import time
+
+    slow = {"command": "sh", "args": ["-c", f"sleep 5 && exec {sys.executable} {FAKE_BACKEND} ok"]}
+    config = write_config(tmp_path, "toml", {"slowpoke": slow})
+    config.write_text(config.read_text().replace("[gateway]", '[gateway]\nstartup_wait = "1s"'))
+    async with connect("stdio", config) as client:
+        started = time.monotonic()
+        listed = await client.list_tools()
+        assert time.monotonic() - started < 3
+        search = next(t.description for t in listed.tools if t.name == "search_tools")
+        assert "no backends are connected yet" in search, search

@@ -77,6 +77,10 @@ pub struct Config {
     pub http: HttpConfig,
     /// Where the tool cache lives; `None` lets the binary choose a default.
     pub cache_file: Option<PathBuf>,
+    /// How long a first answer (`tools/list`, search, the overview and declarations) waits for
+    /// backends still on their first connection attempt with nothing cached (`[gateway]
+    /// startup_wait`); `None` means the gateway's default (10 s).
+    pub startup_wait: Option<Duration>,
     /// The code sandbox.
     pub sandbox: SandboxConfig,
     /// How large results are shaped for the model (`[output]`).

@@ -123,7 +123,7 @@ const SANDBOX_KEYS: &[&str] = &[
     "max_workers",
     "max_executions",
 ];
-const GATEWAY_KEYS: &[&str] = &["cache_file"];
+const GATEWAY_KEYS: &[&str] = &["cache_file", "startup_wait"];
 const HTTP_KEYS: &[&str] = &[
     "listen",
     "allowed_hosts",
@@ -308,6 +308,8 @@ impl Walker<'_> {
             self.check_keys("gateway", table, GATEWAY_KEYS, &[])?;
             config.cache_file =
                 opt_string(self, "gateway.cache_file", table.get("cache_file"))?.map(PathBuf::from);
+            config.startup_wait =
+                duration(self, "gateway.startup_wait", table.get("startup_wait"))?;
         }
         Ok(config)
     }

@@ -69,6 +69,9 @@ impl ServerHandler for SandgateServer {
             ));
         }
         let caller = Caller::of(&self.gateway, &context);
+        // The first list a client reads names the backends: wait for those still on their
+        // first connection (as search does), or the model is told there are none.
+        self.gateway.settled_view(&caller.access).await;
         // What a caller is shown depends on its profile: no cache may hand it to another.
         Ok(
             ListToolsResult::with_all_items(meta_tools::definitions(&self.gateway, &caller))

@@ -103,7 +103,7 @@ pub async fn read(
         }));
     }
     let (text, mime) = match uri {
-        "sandgate://overview" => (overview(gateway, caller), "text/markdown"),
+        "sandgate://overview" => (overview(gateway, caller).await, "text/markdown"),
         "sandgate://backends" => (
             pretty(&json!({"backends": visible_statuses(gateway, caller)})),
             "application/json",
@@ -151,8 +151,8 @@ fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn overview(gateway: &Gateway, caller: &Caller) -> String {
-    let catalog = gateway.view(&caller.access).catalog;
+async fn overview(gateway: &std::sync::Arc<Gateway>, caller: &Caller) -> String {
+    let catalog = gateway.settled_view(&caller.access).await.catalog;
     let mut text = String::from(
         "# sandgate\n\nOne MCP endpoint for many MCP servers (\"backends\"). Their tools are not listed one by one; find them on demand:\n\n\
          1. `search_tools({query})` finds tools by what they do and shows TypeScript call signatures.\n\

@@ -27,6 +27,9 @@ const TRIM_AFTER: [std::time::Duration; 2] = [
 /// Longest a meta-tool waits for backends that are still starting and have nothing cached.
 pub const STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// [`STARTUP_WAIT`] in milliseconds, as the gateway keeps it (`[gateway] startup_wait`).
+const STARTUP_WAIT_MS: u64 = STARTUP_WAIT.as_millis() as u64;
+
 /// How long a caller waits for a catalog refresh already under way before it builds one.
 const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -52,6 +55,8 @@ pub struct Gateway {
     pub(crate) stored: RwLock<crate::stored::Tools>,
     /// Whether stored tools are also listed as plain MCP tools.
     expose_stored: AtomicBool,
+    /// How long a first answer waits for backends on their first connection, in ms.
+    startup_wait_ms: AtomicU64,
     started: Instant,
     counters: Mutex<BTreeMap<&'static str, u64>>,
     catalog_builds: AtomicU64,
@@ -169,6 +174,7 @@ impl Gateway {
             )),
             stored: RwLock::default(),
             expose_stored: AtomicBool::new(false),
+            startup_wait_ms: AtomicU64::new(STARTUP_WAIT_MS),
             started: Instant::now(),
             counters: Mutex::default(),
             catalog_builds: AtomicU64::new(1),
@@ -300,7 +306,9 @@ impl Gateway {
             .filter(|name| needed(name))
             .collect();
         if !cold.is_empty() {
-            self.manager.wait_settled_for(&cold, STARTUP_WAIT).await;
+            let wait =
+                std::time::Duration::from_millis(self.startup_wait_ms.load(Ordering::Relaxed));
+            self.manager.wait_settled_for(&cold, wait).await;
             return self.rebuilt().await;
         }
         // A backend the caller needs that became ready or changed a moment ago may not be in the
@@ -394,6 +402,13 @@ impl Gateway {
         self.catalog_generation.send_replace(generation);
         self.catalog_builds.fetch_add(1, Ordering::Relaxed);
         view
+    }
+
+    /// How long first answers wait for backends still on their first connection attempt
+    /// (`[gateway] startup_wait`; [`STARTUP_WAIT`] by default).
+    pub fn set_startup_wait(&self, wait: std::time::Duration) {
+        let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.startup_wait_ms.store(ms, Ordering::Relaxed);
     }
 
     /// Also lists each stored tool as a plain MCP tool (`[stored_tools] expose_as_mcp_tools`).

@@ -54,6 +54,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         crate::access::audit_log(&config)?,
     );
     gateway.expose_stored_tools(config.stored_tools.expose_as_mcp_tools);
+    if let Some(wait) = config.startup_wait {
+        gateway.set_startup_wait(wait);
+    }
     setup::attach_chain(&config, &gateway).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
