@@ -112,3 +112,33 @@ async def test_the_wait_has_a_configurable_bound(tmp_path):
         assert time.monotonic() - started < 3
         search = next(t.description for t in listed.tools if t.name == "search_tools")
         assert "no backends are connected yet" in search, search
+
+
+def test_delete_ends_a_session_with_204_and_an_unknown_one_is_404(tmp_path):
+    import http.client
+    import json
+    import urllib.parse
+
+    from conftest import HttpServer
+
+    server = HttpServer(write_config(tmp_path, "toml", {}))
+    try:
+        url = urllib.parse.urlparse(server.url)
+
+        def request(method, body=None, session=None):
+            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+            headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                       **server.headers, **({"Mcp-Session-Id": session} if session else {})}
+            conn.request(method, url.path, body=json.dumps(body) if body else None, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            return response.status, response.getheader("mcp-session-id")
+
+        status, session = request("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert status == 200 and session
+        assert request("DELETE", session=session)[0] == 204
+        assert request("DELETE", session=session)[0] == 404, "a closed session is not found"
+        assert request("DELETE", session="never-was")[0] == 404
+    finally:
+        server.close()

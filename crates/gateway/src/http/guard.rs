@@ -74,12 +74,48 @@ fn rpc_error(status: StatusCode, id: Value, code: i32, message: String) -> Respo
         .into_response()
 }
 
+/// `DELETE` of a session: 404 for a session that is not open (it used to answer 202 as if it
+/// were), and 204 once it is closed (clients such as the Python SDK expect 200 or 204, not 202).
+async fn end_session(guard: &RequestGuard, request: Request, next: Next) -> Response {
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(id) = &session
+        && !guard
+            .sessions
+            .sessions
+            .read()
+            .await
+            .contains_key(id.as_str())
+    {
+        return rpc_error(
+            StatusCode::NOT_FOUND,
+            Value::Null,
+            -32001,
+            format!(
+                "no open session {:?}: it expired or was already closed",
+                id.chars().take(64).collect::<String>()
+            ),
+        );
+    }
+    let response = next.run(request).await;
+    if response.status() == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    response
+}
+
 /// The middleware (see the module docs).
 pub(crate) async fn guard(
     State(guard): State<Arc<RequestGuard>>,
     request: Request,
     next: Next,
 ) -> Response {
+    if request.method() == http::Method::DELETE {
+        return end_session(&guard, request, next).await;
+    }
     let gone = CancellationToken::new();
     let mut request = request;
     request.extensions_mut().insert(ResponseGone(gone.clone()));
