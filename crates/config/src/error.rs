@@ -46,18 +46,6 @@ pub enum ConfigError {
         /// What to do about it.
         fix: String,
     },
-    /// A `${VAR}` reference to a variable that is not set.
-    #[error(
-        "backend `{backend}`: `{key}` references ${{{var}}}, which is not set in sandgate's environment. Export {var} before starting sandgate, or put the value in the config."
-    )]
-    MissingEnv {
-        /// The backend whose config references it.
-        backend: String,
-        /// The key (e.g. `env.GITHUB_TOKEN` or `headers.Authorization`).
-        key: String,
-        /// The variable name.
-        var: String,
-    },
     /// A secret (a token) that references an unset variable.
     #[error(
         "`{key}` references ${{{var}}}, which is not set in sandgate's environment. Export {var} before starting sandgate."

@@ -12,6 +12,7 @@
 mod access;
 mod error;
 mod interpolate;
+mod jsonc;
 mod model;
 mod parse;
 mod suggest;

@@ -157,21 +157,13 @@ impl Config {
     pub fn resolved(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let mut config = self.clone();
         for backend in config.backends.iter_mut().filter(|b| b.enabled) {
-            let name = backend.name.clone();
-            let missing = |key: String, var: String| ConfigError::MissingEnv {
-                backend: name.clone(),
-                key,
-                var,
-            };
-            for (key, value) in backend.env.iter_mut() {
-                *value =
-                    interpolate(value, lookup).map_err(|var| missing(format!("env.{key}"), var))?;
-            }
-            if let Transport::Http { headers, .. } = &mut backend.transport {
-                for (key, value) in headers.iter_mut() {
-                    *value = interpolate(value, lookup)
-                        .map_err(|var| missing(format!("headers.{key}"), var))?;
-                }
+            // A variable that is not set disables only the backend that needs it; its status
+            // names the variable.
+            if let Err((key, var)) = resolve_backend(backend, lookup) {
+                backend.enabled = false;
+                backend.skipped = Some(format!(
+                    "`{key}` needs ${{{var}}}, which is not set in sandgate's environment; export {var} and restart sandgate"
+                ));
             }
         }
         for token in &mut config.http.tokens {
@@ -225,6 +217,36 @@ impl Config {
         }
         profiles
     }
+}
+
+/// Resolves `${VAR}` in every string of one backend that may hold one (`command`, `args`,
+/// `url`, `env`, `headers`), or says which key needs which unset variable. The backend is left
+/// as it was on failure.
+fn resolve_backend(
+    backend: &mut BackendConfig,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), (String, String)> {
+    let mut resolved = backend.clone();
+    let at = |key: String| move |var: String| (key.clone(), var);
+    for (key, value) in resolved.env.iter_mut() {
+        *value = interpolate(value, lookup).map_err(at(format!("env.{key}")))?;
+    }
+    match &mut resolved.transport {
+        Transport::Stdio { command, args, .. } => {
+            *command = interpolate(command, lookup).map_err(at("command".into()))?;
+            for (i, arg) in args.iter_mut().enumerate() {
+                *arg = interpolate(arg, lookup).map_err(at(format!("args[{i}]")))?;
+            }
+        }
+        Transport::Http { url, headers } => {
+            *url = interpolate(url, lookup).map_err(at("url".into()))?;
+            for (key, value) in headers.iter_mut() {
+                *value = interpolate(value, lookup).map_err(at(format!("headers.{key}")))?;
+            }
+        }
+    }
+    *backend = resolved;
+    Ok(())
 }
 
 /// The HTTP front's settings. HTTP is off unless `listen` is set (or `--http` is given).
@@ -297,6 +319,12 @@ pub struct BackendConfig {
     pub bounds: BackendBounds,
     /// Disabled backends are listed but never started.
     pub enabled: bool,
+    /// Why this entry is not started, when sandgate skipped it (a key of another client it
+    /// cannot honour, a variable that is not set): shown in its status. Skipped entries are
+    /// also not `enabled`.
+    pub skipped: Option<String>,
+    /// Cursor's `envFile`: variables to load for the child (its own `env` wins).
+    pub env_file: Option<PathBuf>,
     /// Which of its tools are exposed.
     pub tools: ToolFilter,
 }

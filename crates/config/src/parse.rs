@@ -63,6 +63,9 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
     {
         *audit = base.join(&*audit);
     }
+    for backend in &mut config.backends {
+        load_env_file(backend, base);
+    }
     for root in config.profiles.iter_mut().flat_map(|p| p.fs.iter_mut()) {
         if root.path.is_relative() {
             root.path = base.join(&root.path);
@@ -70,6 +73,50 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
     }
     config.source = Some(path.to_path_buf());
     Ok(config)
+}
+
+/// Merges Cursor's `envFile` (`KEY=VALUE` lines, `#` comments, optional `export` and quotes)
+/// into the backend's `env`, under what the entry sets itself; a file that cannot be read skips
+/// the backend, with the reason.
+fn load_env_file(backend: &mut BackendConfig, base: &Path) {
+    let Some(file) = backend.env_file.clone() else {
+        return;
+    };
+    let file = if file.is_relative() {
+        base.join(file)
+    } else {
+        file
+    };
+    match std::fs::read_to_string(&file) {
+        Ok(text) => {
+            for line in text.lines() {
+                let line = line.trim();
+                let line = line.strip_prefix("export ").unwrap_or(line);
+                let Some((key, value)) = line.split_once('=').filter(|_| !line.starts_with('#'))
+                else {
+                    continue;
+                };
+                let value = value.trim();
+                let value = value
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+                    .unwrap_or(value);
+                backend
+                    .env
+                    .entry(key.trim().to_string())
+                    .or_insert_with(|| value.to_string());
+            }
+            backend.env_file = Some(file);
+        }
+        Err(e) => {
+            backend.enabled = false;
+            backend.skipped = Some(format!(
+                "its envFile {} cannot be read: {e}",
+                file.display()
+            ));
+        }
+    }
 }
 
 /// Parses and validates config text. `file` is used only in error messages.
@@ -80,9 +127,9 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
     };
     let root: Value = match format {
         Format::Toml => toml::from_str::<Value>(content).map_err(|e| syntax(e.to_string()))?,
-        Format::McpServersJson => {
-            serde_json::from_str(content).map_err(|e| syntax(format!("invalid JSON: {e}")))?
-        }
+        // Clients' JSON files may hold comments and trailing commas (VS Code's do).
+        Format::McpServersJson => serde_json::from_str(&crate::jsonc::strip(content))
+            .map_err(|e| syntax(format!("invalid JSON: {e}")))?,
     };
     let walker = Walker { file };
     match format {
@@ -137,7 +184,12 @@ const HTTP_KEYS: &[&str] = &[
     "auth",
     "tokens",
 ];
-const JSON_ROOT_KEYS: &[&str] = &["mcpServers", "sandgate"];
+/// Top-level keys of a JSON config sandgate reads: the servers (`mcpServers`, or VS Code's
+/// `servers`), its own `sandgate` object, and VS Code's `inputs` (prompted values sandgate
+/// cannot ask for). Any other top-level key belongs to the client (Claude Desktop's
+/// `globalShortcut`, `preferences`, ...) and is ignored, unless it looks like a misspelling of
+/// one of these.
+const JSON_ROOT_KEYS: &[&str] = &["mcpServers", "servers", "sandgate", "inputs"];
 const BACKEND_KEYS: &[&str] = &[
     "command",
     "args",
@@ -164,7 +216,21 @@ const BACKEND_KEYS: &[&str] = &[
 ];
 /// Keys other MCP clients put in `mcpServers` entries. They mean nothing to sandgate, and
 /// refusing them would stop users from pointing sandgate at the file they already have.
-const FOREIGN_BACKEND_KEYS: &[&str] = &["autoApprove", "alwaysAllow", "description", "timeoutMs"];
+const FOREIGN_BACKEND_KEYS: &[&str] = &[
+    "autoApprove",
+    "alwaysAllow",
+    "description",
+    "timeoutMs",
+    // Gemini CLI: whether to confirm calls, and tool lists it filters itself.
+    "trust",
+    "includeTools",
+    "excludeTools",
+    // Honoured or reported below.
+    "envFile",
+    "oauth",
+    "headersHelper",
+    "httpUrl",
+];
 
 pub(crate) struct Walker<'a> {
     pub(crate) file: &'a str,
@@ -239,14 +305,34 @@ impl Walker<'_> {
 
     fn json_root(&self, root: &Value) -> Result<Config, ConfigError> {
         let root = self.table("<root>", root)?;
-        self.check_keys("", root, JSON_ROOT_KEYS, &[])?;
-        let servers = root.get("mcpServers").ok_or_else(|| {
-            self.invalid(
-                "mcpServers",
-                "is missing",
-                r#"a JSON config needs {"mcpServers": {"name": {"command": "..."}}}"#,
-            )
-        })?;
+        for key in root.keys() {
+            let suggestion = did_you_mean(key, JSON_ROOT_KEYS);
+            if !JSON_ROOT_KEYS.contains(&key.as_str()) && !suggestion.is_empty() {
+                return Err(ConfigError::UnknownKey {
+                    file: self.file.to_string(),
+                    key: key.clone(),
+                    suggestion,
+                });
+            }
+        }
+        let (key, servers) = match (root.get("mcpServers"), root.get("servers")) {
+            (Some(_), Some(_)) => {
+                return Err(self.invalid(
+                    "servers",
+                    "is given with mcpServers",
+                    "keep one list of servers: mcpServers (Claude, Cursor) or servers (VS Code)",
+                ));
+            }
+            (Some(servers), None) => ("mcpServers", servers),
+            (None, Some(servers)) => ("servers", servers),
+            (None, None) => {
+                return Err(self.invalid(
+                    "mcpServers",
+                    "is missing",
+                    r#"a JSON config needs {"mcpServers": {"name": {"command": "..."}}} (or VS Code's {"servers": {...}})"#,
+                ));
+            }
+        };
         // Optional sandgate-only settings ride along in a `sandgate` object that other clients ignore.
         let mut config = Config::default();
         if let Some(extra) = root.get("sandgate") {
@@ -277,7 +363,7 @@ impl Walker<'_> {
                 self.stored_tools_section("sandgate.stored_tools", extra.get("stored_tools"))?;
             self.check_access(&config.profiles, &config.http.tokens)?;
         }
-        config.backends = self.backends("mcpServers", servers)?;
+        config.backends = self.backends(key, servers)?;
         Ok(config)
     }
 
@@ -524,8 +610,35 @@ impl Walker<'_> {
         self.check_keys(path, table, BACKEND_KEYS, FOREIGN_BACKEND_KEYS)?;
         let key = |k: &str| format!("{path}.{k}");
         let command = opt_string(self, &key("command"), table.get("command"))?;
-        let url = opt_string(self, &key("url"), table.get("url"))?;
+        // Gemini CLI names a streamable HTTP server's endpoint `httpUrl`.
+        let url = match opt_string(self, &key("url"), table.get("url"))? {
+            Some(url) => Some(url),
+            None => opt_string(self, &key("httpUrl"), table.get("httpUrl"))?,
+        };
         let kind = opt_string(self, &key("type"), table.get("type"))?;
+        // Keys of other clients that sandgate cannot honour skip this entry (with the reason
+        // in its status), never the whole file.
+        let skipped = if table.contains_key("oauth") {
+            Some(
+                "it uses `oauth`: sandgate does not yet sign in to backends with OAuth".to_string(),
+            )
+        } else if table.contains_key("headersHelper") {
+            Some(
+                "it uses `headersHelper`: sandgate does not run header helper commands".to_string(),
+            )
+        } else if kind.as_deref() == Some("sse") {
+            Some("it uses the deprecated HTTP+SSE transport (`type: \"sse\"`), which sandgate does not speak; point `url` at the server's streamable HTTP endpoint and set `type: \"http\"`".to_string())
+        } else if value.to_string().contains("${input:") {
+            Some("it uses a VS Code input (`${input:...}`), a value only VS Code can prompt for; put the value in sandgate's environment and write ${VAR}".to_string())
+        } else {
+            None
+        };
+        let kind = if skipped.is_some() && kind.as_deref() == Some("sse") {
+            Some("http".to_string())
+        } else {
+            kind
+        };
+        let env_file = opt_string(self, &key("envFile"), table.get("envFile"))?.map(PathBuf::from);
         let transport = match (command, url) {
             (Some(_), Some(_)) => {
                 return Err(self.invalid(
@@ -607,7 +720,7 @@ impl Walker<'_> {
             (Some(e), _) => e,
             (None, Some(d)) => !d,
             (None, None) => true,
-        };
+        } && skipped.is_none();
         let number = |field: &str, default: usize, range: std::ops::RangeInclusive<usize>| {
             whole_number(self, &key(field), table.get(field), default, range)
         };
@@ -648,6 +761,8 @@ impl Walker<'_> {
             max_schema_depth: number("max_schema_depth", defaults.max_schema_depth, 2..=100)?,
         };
         Ok(BackendConfig {
+            skipped: skipped.clone(),
+            env_file,
             name: name.to_string(),
             env: string_map(self, &key("env"), table.get("env"))?,
             transport,

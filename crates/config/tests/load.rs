@@ -101,11 +101,91 @@ fn duplicate_names_fail_case_insensitively() {
 }
 
 #[test]
-fn sse_transport_is_refused_with_a_fix() {
-    let msg = json_err(r#"{"mcpServers": {"a": {"type": "sse", "url": "http://h/sse"}}}"#);
+fn entries_of_other_clients_are_skipped_with_the_reason_and_the_others_load() {
+    let cfg = parse_str(
+        r#"{
+          // Claude Desktop's own settings sit beside the servers
+          "globalShortcut": "Ctrl+Space", "preferences": {"x": 1},
+          "mcpServers": {
+            "legacy": {"type": "sse", "url": "http://h/sse"},
+            "signed": {"type": "http", "url": "https://h/mcp", "oauth": {"clientId": "x"}},
+            "helped": {"type": "http", "url": "https://h/mcp", "headersHelper": "get-headers.sh"},
+            "prompted": {"command": "x", "env": {"KEY": "${input:api-key}"}},
+            "trusted": {"command": "x", "trust": true},
+            "gemini": {"httpUrl": "https://g/mcp"},
+          },
+        }"#,
+        Format::McpServersJson,
+        "claude_desktop_config.json",
+    )
+    .expect("one entry it cannot use never stops the file");
+    let by_name = |n: &str| cfg.backends.iter().find(|b| b.name == n).expect(n);
+    for (name, why) in [
+        ("legacy", "HTTP+SSE"),
+        ("signed", "oauth"),
+        ("helped", "headersHelper"),
+        ("prompted", "VS Code input"),
+    ] {
+        let b = by_name(name);
+        assert!(!b.enabled, "{name}");
+        assert!(
+            b.skipped.as_deref().unwrap_or("").contains(why),
+            "{name}: {:?}",
+            b.skipped
+        );
+    }
+    assert!(by_name("trusted").enabled && by_name("gemini").enabled);
     assert!(
-        msg.contains("sse") && msg.contains("streamable HTTP"),
-        "{msg}"
+        matches!(&by_name("gemini").transport, Transport::Http { url, .. } if url == "https://g/mcp")
+    );
+    // A misspelling of a key sandgate owns is still an error.
+    let msg = json_err(r#"{"mcpServer": {}}"#);
+    assert!(msg.contains("did you mean `mcpServers`"), "{msg}");
+    let msg = json_err(r#"{"mcpServers": {"a": {"comand": "x"}}}"#);
+    assert!(msg.contains("did you mean `command`"), "{msg}");
+}
+
+#[test]
+fn vs_code_servers_and_inputs_load() {
+    let cfg = parse_str(
+        r#"{"inputs": [{"type": "promptString", "id": "k"}], "servers": {"a": {"type": "stdio", "command": "x"}}}"#,
+        Format::McpServersJson,
+        ".vscode/mcp.json",
+    )
+    .expect("loads");
+    assert_eq!(cfg.backends[0].name, "a");
+}
+
+#[test]
+fn an_env_file_is_loaded_under_the_entry_env() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join(".env"),
+        "# secrets\nexport A=from-file\nB=\"quoted\"\nC='single'\n",
+    )
+    .expect("env");
+    std::fs::write(
+        dir.path().join("mcp.json"),
+        r#"{"mcpServers": {"a": {"command": "x", "envFile": ".env", "env": {"A": "from-entry"}}, "b": {"command": "x", "envFile": "missing.env"}}}"#,
+    )
+    .expect("config");
+    let cfg = load_file(&dir.path().join("mcp.json")).expect("loads");
+    let a = &cfg.backends[0];
+    assert_eq!(
+        (
+            a.env["A"].as_str(),
+            a.env["B"].as_str(),
+            a.env["C"].as_str()
+        ),
+        ("from-entry", "quoted", "single")
+    );
+    assert!(!cfg.backends[1].enabled);
+    assert!(
+        cfg.backends[1]
+            .skipped
+            .as_deref()
+            .unwrap_or("")
+            .contains("missing.env")
     );
 }
 
@@ -121,19 +201,37 @@ fn foreign_client_keys_are_tolerated_and_disabled_maps() {
 }
 
 #[test]
-fn env_interpolation_reports_missing_variables() {
+fn an_unset_variable_disables_only_the_backend_that_needs_it() {
     let cfg = parse_str(
-        "[servers.a]\ncommand = \"x\"\nenv = { T = \"${TOKEN}\", U = \"${NOPE}\" }\n",
+        "[servers.a]\ncommand = \"x\"\nenv = { T = \"${TOKEN}\", U = \"${NOPE}\" }\n[servers.b]\ncommand = \"${TOOL_HOME:-/opt}/bin/b\"\nargs = [\"--token=${TOKEN}\"]\n[servers.c]\nurl = \"https://${HOST}/mcp\"\n",
         Format::Toml,
         "t",
     )
     .expect("loads");
-    let err = cfg
+    let partly = cfg
         .resolved(&|v| (v == "TOKEN").then(|| "abc".into()))
-        .expect_err("NOPE is unset");
+        .expect("one unset variable does not stop the config");
+    let a = &partly.backends[0];
+    assert!(!a.enabled, "a needs NOPE");
+    let why = a.skipped.as_deref().unwrap_or("");
+    assert!(why.contains("${NOPE}") && why.contains("env.U"), "{why}");
+    let b = &partly.backends[1];
+    assert!(b.enabled && b.skipped.is_none());
+    match &b.transport {
+        Transport::Stdio { command, args, .. } => {
+            assert_eq!(
+                (command.as_str(), args[0].as_str()),
+                ("/opt/bin/b", "--token=abc")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
     assert!(
-        err.to_string().contains("${NOPE}") && err.to_string().contains("env.U"),
-        "{err}"
+        partly.backends[2]
+            .skipped
+            .as_deref()
+            .unwrap_or("")
+            .contains("`url` needs ${HOST}")
     );
     let resolved = cfg.resolved(&|_| Some("v".into())).expect("resolves");
     assert_eq!(resolved.backends[0].env["T"], "v");

@@ -86,7 +86,13 @@ pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
         },
     };
     let config = sandgate_config::load_file(&path)?;
-    Ok(config.resolved(&|name| std::env::var(name).ok())?)
+    let config = config.resolved(&|name| std::env::var(name).ok())?;
+    for backend in &config.backends {
+        if let Some(why) = &backend.skipped {
+            tracing::warn!(backend = %backend.name, "skipped: {why}");
+        }
+    }
+    Ok(config)
 }
 
 /// The tool cache: the config's `cache_file`, or one per config file under the user cache dir.

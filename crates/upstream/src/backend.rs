@@ -75,7 +75,10 @@ impl BackendStatus {
             .unwrap_or_default();
         let text = match self.state {
             BackendState::Ready => return None,
-            BackendState::Disabled => format!("backend `{name}` is disabled in the config."),
+            BackendState::Disabled => match self.last_error.as_deref() {
+                Some(why) => format!("backend `{name}` is not started: {why}."),
+                None => format!("backend `{name}` is disabled in the config."),
+            },
             BackendState::Starting => format!(
                 "backend `{name}` is still starting (its first connection is in progress), so its tools are not available yet.{last} Retry in a few seconds."
             ),
@@ -161,7 +164,8 @@ impl Backend {
             stderr: Arc::default(),
             noise: Arc::default(),
             restarts: AtomicU32::new(0),
-            last_error: Mutex::new(None),
+            // A skipped entry says why in its status.
+            last_error: Mutex::new(config.skipped.clone()),
             tools_generation: Default::default(),
             config,
         }
