@@ -691,6 +691,26 @@ impl Walker<'_> {
                         "write it like \"https://example.com/mcp\"",
                     ));
                 }
+                // A URL without `${VAR}` is checked whole now, not at its first connection.
+                if !url.contains("${") {
+                    match url::Url::parse(&url) {
+                        Ok(parsed) if parsed.host_str().is_some_and(|h| !h.is_empty()) => {}
+                        Ok(_) => {
+                            return Err(self.invalid(
+                                &key("url"),
+                                format!("is `{url}`, which names no host"),
+                                "write it like \"https://example.com/mcp\"",
+                            ));
+                        }
+                        Err(e) => {
+                            return Err(self.invalid(
+                                &key("url"),
+                                format!("is `{url}`, which is not a valid URL ({e})"),
+                                "write it like \"https://example.com/mcp\"",
+                            ));
+                        }
+                    }
+                }
                 for stdio_only in ["args", "cwd", "env"] {
                     if table.contains_key(stdio_only) {
                         return Err(self.invalid(

@@ -138,6 +138,15 @@ fn entries_of_other_clients_are_skipped_with_the_reason_and_the_others_load() {
     assert!(
         matches!(&by_name("gemini").transport, Transport::Http { url, .. } if url == "https://g/mcp")
     );
+    // URLs are checked when the file is loaded.
+    for bad in [
+        "https://exa mple.com/mcp",
+        "http://:80/mcp",
+        "https://[::1/mcp",
+    ] {
+        let msg = json_err(&format!(r#"{{"mcpServers": {{"a": {{"url": "{bad}"}}}}}}"#));
+        assert!(msg.contains("`mcpServers.a.url`"), "{bad}: {msg}");
+    }
     // A misspelling of a key sandgate owns is still an error.
     let msg = json_err(r#"{"mcpServer": {}}"#);
     assert!(msg.contains("did you mean `mcpServers`"), "{msg}");

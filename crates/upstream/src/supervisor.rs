@@ -102,7 +102,17 @@ pub(crate) async fn supervise(
         if shutdown.is_cancelled() {
             return;
         }
-        let reason = outcome.unwrap_or_else(|e| e);
+        let reason = match outcome {
+            Ok(reason) | Err(Down::Retry(reason)) => reason,
+            // Retrying would fail the same way (a program that is not installed): say so once.
+            Err(Down::Fatal(reason)) => {
+                tracing::warn!(backend = %backend.config.name, "backend failed: {reason}");
+                backend.set_error(&reason);
+                backend.conn.send_replace(Conn::Failed { reason });
+                shared.status_changed(&backend.config.name);
+                return;
+            }
+        };
         tracing::warn!(backend = %backend.config.name, "backend down: {reason}");
         backend.set_error(&reason);
         if started.elapsed() >= policy.stable_after {
@@ -145,12 +155,24 @@ pub(crate) async fn supervise(
     }
 }
 
+/// Why a connection ended: worth a retry, or not (a retry would fail the same way).
+enum Down {
+    Retry(String),
+    Fatal(String),
+}
+
+impl From<String> for Down {
+    fn from(reason: String) -> Down {
+        Down::Retry(reason)
+    }
+}
+
 /// Connects once and serves until the connection ends. Returns why it ended.
 async fn run_once(
     backend: &Arc<Backend>,
     shared: &Arc<Shared>,
     shutdown: &CancellationToken,
-) -> Result<String, String> {
+) -> Result<String, Down> {
     let config = &backend.config;
     let handshake = config.handshake_timeout;
     let (changed_tx, mut changed_rx) = mpsc::channel(1);
@@ -172,7 +194,14 @@ async fn run_once(
                 backend.noise.clone(),
             )
             .map_err(|e| {
-                format!("could not start `{command}`: {e}. Check that it is installed and on PATH")
+                let reason = format!(
+                    "could not start `{command}`: {e}. Check that it is installed and on PATH"
+                );
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Down::Fatal(reason)
+                } else {
+                    Down::Retry(reason)
+                }
             })?;
             child = Some(spawned.child);
             timeout(
@@ -198,13 +227,13 @@ async fn run_once(
     };
     let running: RunningService<RoleClient, BackendClient> = match connecting {
         Err(_) => {
-            return Err(format!(
-                "the MCP handshake did not finish within {handshake:?}"
-            ));
+            return Err(format!("the MCP handshake did not finish within {handshake:?}").into());
         }
         Ok(Err(e)) => {
             return Err(
-                with_exit_status(format!("the MCP handshake failed: {e}"), &mut child).await,
+                with_exit_status(format!("the MCP handshake failed: {e}"), &mut child)
+                    .await
+                    .into(),
             );
         }
         Ok(Ok(running)) => running,
@@ -258,10 +287,10 @@ async fn run_once(
     loop {
         tokio::select! {
             _ = &mut closed => {
-                return Err(with_exit_status("the connection closed".to_string(), &mut child).await);
+                return Err(with_exit_status("the connection closed".to_string(), &mut child).await.into());
             }
             status = wait_child(&mut child) => {
-                return Err(format!("the process exited ({status})"));
+                return Err(format!("the process exited ({status})").into());
             }
             Some(()) = changed_rx.recv() => {
                 // Coalesce a flood: one re-fetch at a time, at most one per interval, and every

@@ -311,3 +311,38 @@ async fn the_cache_serves_tools_before_backends_connect() {
     let status = m.statuses().into_iter().next().expect("status");
     assert!(status.tools_from_cache && status.state == BackendState::Starting);
 }
+
+#[tokio::test]
+async fn a_command_that_does_not_exist_is_failed_at_once_not_restarted() {
+    let config = sandgate_config::parse_str(
+        "[servers.ghost]\ncommand = \"definitely-not-a-program-sandgate\"\n",
+        sandgate_config::Format::Toml,
+        "test.toml",
+    )
+    .expect("config");
+    let m = sandgate_upstream::BackendManager::start(
+        &config,
+        sandgate_upstream::ManagerOptions {
+            inherited_env: common::inherited_env(),
+            cache: None,
+            restart: common::fast_restarts(),
+        },
+    );
+    let failed = tokio::time::timeout(Duration::from_secs(5), async {
+        while !m.any_in(BackendState::Failed) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(failed.is_ok(), "the missing program is reported as failed");
+    let status = &m.statuses()[0];
+    assert_eq!(status.restarts, 0, "nothing to retry: {status:?}");
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("installed and on PATH"),
+        "{status:?}"
+    );
+}
