@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use sandgate_output::OutputConfig;
-use sandgate_policy::{Grant, NetGrant, Profile, ProfileLimits, glob_match};
+use sandgate_policy::{Profile, glob_match};
 
 use crate::access::{AuditConfig, HttpAuth, HttpToken, TokenSecret};
 use crate::{ConfigError, interpolate};
@@ -201,19 +201,7 @@ impl Config {
                 Some(p) if p.key.starts_with("sandgate.") => "sandgate.profiles.default",
                 _ => "profiles.default",
             };
-            profiles.push(Profile {
-                name: "default".into(),
-                key: key.into(),
-                file,
-                tools: Grant::default(),
-                net: NetGrant::default(),
-                fs: vec![],
-                env: vec![],
-                limits: ProfileLimits::default(),
-                admin: false,
-                register_tools: false,
-                implicit: false,
-            });
+            profiles.push(Profile::granting_nothing("default", key, &file));
         }
         profiles
     }

@@ -264,7 +264,17 @@ mod tests {
     fn lines_name_the_decision_and_never_the_arguments_unless_asked() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("audit.jsonl");
-        for arguments in [false, true] {
+        let lines_written = |path: &Path, at_least: usize| {
+            for _ in 0..500 {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                if text.lines().count() >= at_least {
+                    return text;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            String::new()
+        };
+        for (i, arguments) in [false, true].into_iter().enumerate() {
             let log = AuditLog::open(&path, arguments).expect("opens");
             log.record(&Decision {
                 profile: Some("reader"),
@@ -276,16 +286,11 @@ mod tests {
                 rule: "it matches none of profiles.reader.tools (memory.read_*)",
                 arguments: Some("{\"secret\":\"s3cret\"}"),
             });
+            // Each log's own thread writes its line; wait for it, so the lines keep their order.
+            lines_written(&path, i + 1);
             drop(log);
         }
-        let mut text = String::new();
-        for _ in 0..200 {
-            text = std::fs::read_to_string(&path).unwrap_or_default();
-            if text.lines().count() >= 2 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let text = lines_written(&path, 2);
         let lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).expect("json line"))

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use rmcp::service::{Peer, RoleServer};
 use sandgate_catalog::Catalog;
-use sandgate_policy::{Grant, NetGrant, Profile, ProfileLimits};
+use sandgate_policy::Profile;
 use sandgate_sandbox::ToolBinding;
 use sandgate_upstream::BackendManager;
 use tokio::sync::broadcast;
@@ -254,19 +254,11 @@ impl Gateway {
     /// profiles are checked at load, so this is a backstop).
     pub fn profile(&self, name: &str) -> Arc<Profile> {
         self.profiles.get(name).cloned().unwrap_or_else(|| {
-            Arc::new(Profile {
-                name: name.to_string(),
-                key: format!("profiles.{name}"),
-                file: "the config".into(),
-                tools: Grant::default(),
-                net: NetGrant::default(),
-                fs: vec![],
-                env: vec![],
-                limits: ProfileLimits::default(),
-                admin: false,
-                register_tools: false,
-                implicit: false,
-            })
+            Arc::new(Profile::granting_nothing(
+                name,
+                &format!("profiles.{name}"),
+                "the config",
+            ))
         })
     }
 

@@ -74,6 +74,24 @@ impl Profile {
         }
     }
 
+    /// A profile that grants nothing, written at `key` in `file` (deny by default: the
+    /// `default` of a config that names other profiles, or a name no profile has).
+    pub fn granting_nothing(name: &str, key: &str, file: &str) -> Profile {
+        Profile {
+            name: name.to_string(),
+            key: key.to_string(),
+            file: file.to_string(),
+            tools: Grant::default(),
+            net: NetGrant::default(),
+            fs: vec![],
+            env: vec![],
+            limits: ProfileLimits::default(),
+            admin: false,
+            register_tools: false,
+            implicit: false,
+        }
+    }
+
     /// "To allow it, add an entry to profiles.reader.net in sandgate.toml."
     fn fix(&self, key: &str, what: &str) -> String {
         if self.implicit {
