@@ -142,3 +142,25 @@ def test_delete_ends_a_session_with_204_and_an_unknown_one_is_404(tmp_path):
         assert request("DELETE", session="never-was")[0] == 404
     finally:
         server.close()
+
+
+def test_sandgate_run_is_recorded_with_its_code_and_call_sizes(tmp_path):
+    """Item 5: `sandgate run` executions are recorded too, and `executions show` prints the
+    code and each call's argument and result sizes."""
+    import json
+    import os
+
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = ["--config", "examples/sandgate.toml"]
+    ran = subprocess.run([SANDGATE, "run", "examples/sum.ts", *config], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    listed = subprocess.run([SANDGATE, "executions", "list", "--json", *config], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=60)
+    records = json.loads(listed.stdout)
+    assert len(records) == 1 and records[0]["tier"] == "sandbox", records
+    shown = subprocess.run([SANDGATE, "executions", "show", records[0]["id"], *config], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=60)
+    code = (REPO / "examples" / "sum.ts").read_text()
+    assert code.strip() in shown.stdout, shown.stdout
+    assert " in, " in shown.stdout and " out " in shown.stdout, shown.stdout

@@ -63,6 +63,9 @@ pub const MIGRATIONS: &[&str] = &[
         hash TEXT PRIMARY KEY,
         code TEXT NOT NULL
     );",
+    // 5: each call's argument and result sizes.
+    "ALTER TABLE execution_calls ADD COLUMN args_bytes INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE execution_calls ADD COLUMN result_bytes INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The schema version this build writes.

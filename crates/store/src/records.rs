@@ -52,6 +52,10 @@ pub struct CallRow {
     pub ok: bool,
     /// Whether it may have changed state (`None`: the tool did not say).
     pub changed_state: Option<bool>,
+    /// Bytes of its arguments (JSON).
+    pub args_bytes: u64,
+    /// Bytes of its result (the raw MCP result's JSON).
+    pub result_bytes: u64,
 }
 
 /// Latency and volume of one tier.
@@ -150,7 +154,7 @@ impl Store {
             )
             .optional()?;
         let mut statement = self.conn.prepare_cached(
-            "SELECT backend, tool, duration_ms, ok, changed_state FROM execution_calls WHERE execution_id = ?1 ORDER BY seq",
+            "SELECT backend, tool, duration_ms, ok, changed_state, args_bytes, result_bytes FROM execution_calls WHERE execution_id = ?1 ORDER BY seq",
         )?;
         record.call_rows = statement
             .query_map([id], |row| {
@@ -160,6 +164,8 @@ impl Store {
                     duration_ms: row.get(2)?,
                     ok: row.get(3)?,
                     changed_state: row.get(4)?,
+                    args_bytes: row.get::<_, i64>(5)? as u64,
+                    result_bytes: row.get::<_, i64>(6)? as u64,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -249,7 +255,7 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
     }
     {
         let mut insert = tx.prepare_cached(
-            "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state, args_bytes, result_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?;
         for (seq, call) in record.call_rows.iter().enumerate() {
             insert.execute(params![
@@ -259,7 +265,9 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
                 call.tool,
                 call.duration_ms,
                 call.ok,
-                call.changed_state
+                call.changed_state,
+                call.args_bytes as i64,
+                call.result_bytes as i64
             ])?;
         }
     }

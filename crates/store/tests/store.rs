@@ -29,6 +29,8 @@ fn record(id: &str, tier: &str, ms: f64, status: &str) -> ExecutionRecord {
             duration_ms: Some(ms / 2.0),
             ok: status == "ok",
             changed_state: Some(false),
+            args_bytes: 12,
+            result_bytes: 345,
         }],
     }
 }
@@ -108,6 +110,13 @@ fn records_list_show_and_stats() {
     assert_eq!(shown.error_kind.as_deref(), Some("timeout"));
     assert_eq!(shown.call_rows.len(), 1);
     assert_eq!(shown.call_rows[0].changed_state, Some(false));
+    assert_eq!(
+        (
+            shown.call_rows[0].args_bytes,
+            shown.call_rows[0].result_bytes
+        ),
+        (12, 345)
+    );
     assert!(matches!(
         store.get("nope"),
         Err(StoreError::NoExecution { .. })

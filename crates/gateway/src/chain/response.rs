@@ -426,6 +426,8 @@ fn record(
                     duration_ms: c.duration_ms,
                     ok: c.ok,
                     changed_state: may_change_state(catalog, &c.name),
+                    args_bytes: c.args_bytes as u64,
+                    result_bytes: c.result_bytes as u64,
                 }
             })
             .collect(),
@@ -433,7 +435,7 @@ fn record(
 }
 
 /// FNV-1a of the code: groups repeated executions without keeping the code.
-fn code_hash(code: &str) -> String {
+pub fn code_hash(code: &str) -> String {
     crate::caller::fnv_hex(code.as_bytes())
 }
 

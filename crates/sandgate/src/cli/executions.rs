@@ -139,10 +139,12 @@ fn print_record(r: &ExecutionRecord) {
             .duration_ms
             .map_or("unfinished".to_string(), |ms| format!("{ms:.1} ms"));
         println!(
-            "  {}.{}  {}  {ms}  ({state})",
+            "  {}.{}  {}  {ms}  {} in, {} out  ({state})",
             c.backend,
             c.tool,
-            if c.ok { "ok" } else { "failed" }
+            if c.ok { "ok" } else { "failed" },
+            sandgate_output::kb(c.args_bytes as usize),
+            sandgate_output::kb(c.result_bytes as usize),
         );
     }
     match &r.code {

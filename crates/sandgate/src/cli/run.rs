@@ -67,17 +67,21 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         limits,
         mode: Default::default(),
     };
+    let id = sandgate_store::new_execution_id();
+    let started_at_ms = sandgate_store::now_ms();
+    let code = execution.code.clone();
     let result = sandbox
         .run(
             execution,
             Arc::new(UpstreamBridge::new(
                 gateway.clone(),
-                Knock::new(caller, sandgate_store::new_execution_id()),
+                Knock::new(caller, id.clone()),
                 None,
             )),
         )
         .await;
     manager.shutdown();
+    record(&config, &id, started_at_ms, &code, &result);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
@@ -88,6 +92,63 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Records the run like a `call_tool_chain` execution (`sandgate executions list` shows it),
+/// when the store can be opened; a run is never failed for its record.
+fn record(
+    config: &sandgate_config::Config,
+    id: &str,
+    started_at_ms: i64,
+    code: &str,
+    result: &ExecutionResult,
+) {
+    let Ok(mut store) = crate::setup::open_store(config) else {
+        return;
+    };
+    let output_bytes = result
+        .value
+        .as_ref()
+        .map_or(0, |v| serde_json::to_string(v).map_or(0, |s| s.len()))
+        as u64;
+    let record = sandgate_store::ExecutionRecord {
+        id: id.to_string(),
+        started_at_ms,
+        tier: "sandbox".into(),
+        code_hash: sandgate_gateway::chain::response::code_hash(code),
+        code: Some(code.to_string()),
+        duration_ms: result.stats.wall_ms,
+        status: if result.error.is_some() {
+            "error"
+        } else {
+            "ok"
+        }
+        .into(),
+        calls: result.trace.len() as u32,
+        output_bytes,
+        returned_bytes: output_bytes,
+        error_kind: result.error.as_ref().map(|e| e.kind.as_str().to_string()),
+        profile: "default".into(),
+        call_rows: result
+            .trace
+            .iter()
+            .map(|c| {
+                let (backend, tool) = c.name.split_once('.').unwrap_or(("", &c.name));
+                sandgate_store::CallRow {
+                    backend: backend.to_string(),
+                    tool: tool.to_string(),
+                    duration_ms: c.duration_ms,
+                    ok: c.ok,
+                    changed_state: None,
+                    args_bytes: c.args_bytes as u64,
+                    result_bytes: c.result_bytes as u64,
+                }
+            })
+            .collect(),
+    };
+    if let Err(e) = store.record(&record) {
+        tracing::warn!("the run was not recorded: {e}");
+    }
 }
 
 /// The human-readable form: result, logs, calls, error.
