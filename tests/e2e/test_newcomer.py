@@ -164,3 +164,26 @@ def test_sandgate_run_is_recorded_with_its_code_and_call_sizes(tmp_path):
     code = (REPO / "examples" / "sum.ts").read_text()
     assert code.strip() in shown.stdout, shown.stdout
     assert " in, " in shown.stdout and " out " in shown.stdout, shown.stdout
+
+
+def test_check_shows_why_a_backend_is_down_and_counts_only_reachable_tools(tmp_path):
+    """`check` used to hide a failing backend's stderr and count its cached tools as
+    reachable."""
+    import os
+    import sys
+
+    from conftest import FAKE_BACKEND
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    config = tmp_path / "sandgate.toml"
+    config.write_text(f'[servers.flaky]\ncommand = "{sys.executable}"\nargs = ["{FAKE_BACKEND}", "ok"]\n')
+    first = subprocess.run([SANDGATE, "check", "--config", str(config)], env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert first.returncode == 0 and "tools reachable." in first.stdout, first.stdout
+    # Now the same backend fails at start, saying why on stderr; its tools are still cached.
+    config.write_text('[servers.flaky]\ncommand = "sh"\nargs = ["-c", "echo the database is gone >&2; exit 3"]\n')
+    second = subprocess.run([SANDGATE, "check", "--config", str(config)], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert second.returncode == 1, second.stdout
+    assert "the database is gone" in second.stdout, second.stdout
+    assert "0 tools reachable (" in second.stdout and "known from the tool cache" in second.stdout, second.stdout

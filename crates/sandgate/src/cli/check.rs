@@ -50,7 +50,20 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
         );
         healthy &= matches!(s.state, BackendState::Ready | BackendState::Disabled);
     }
-    println!("\n{} tools reachable.", catalog.len());
+    // Tools of backends that are not ready come from the tool cache: known, not reachable.
+    let reachable: usize = statuses
+        .iter()
+        .filter(|s| s.state == BackendState::Ready)
+        .map(|s| s.tools.len())
+        .sum();
+    let cached = catalog.len().saturating_sub(reachable);
+    if cached > 0 {
+        println!(
+            "\n{reachable} tools reachable ({cached} more known from the tool cache, of backends that are not ready)."
+        );
+    } else {
+        println!("\n{reachable} tools reachable.");
+    }
     for c in catalog.collisions() {
         println!(
             "note: {:?} all sanitize to `{}`; `{}` is reachable as `{}`",
@@ -80,19 +93,21 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
         }
         report_access(&config);
         healthy &= report_sandbox(&config).await;
-        for s in statuses
-            .iter()
-            .filter(|s| s.state != BackendState::Ready && s.state != BackendState::Disabled)
-        {
-            let tail = manager.stderr_tail(&s.name);
-            if !tail.is_empty() {
-                println!(
-                    "\nlast stderr of {} (operators only; never shown to models):",
-                    s.name
-                );
-                for line in tail.iter().rev().take(10).rev() {
-                    println!("  {line}");
-                }
+    }
+    // Why a backend is down is often only in what it printed: shown to the operator here (never
+    // to models).
+    for s in statuses
+        .iter()
+        .filter(|s| s.state != BackendState::Ready && s.state != BackendState::Disabled)
+    {
+        let tail = manager.stderr_tail(&s.name);
+        if !tail.is_empty() {
+            println!(
+                "\nlast stderr of {} (operators only; never shown to models):",
+                s.name
+            );
+            for line in tail.iter().rev().take(10).rev() {
+                println!("  {line}");
             }
         }
     }
