@@ -55,6 +55,12 @@ const MAX_MOVES: u32 = 3;
 /// How often the watchdog looks at the workers.
 const WATCH_INTERVAL: Duration = Duration::from_millis(25);
 
+/// How much longer than the host's give-up grace a turn may outlive every deadline on its
+/// worker before the worker is killed. The answer does not wait for it (the host has already
+/// given up on the run); it keeps a worker that a loaded machine merely did not schedule for a
+/// moment past a deadline from being killed as if it were stuck in native code.
+const WATCHDOG_SLACK: Duration = Duration::from_millis(400);
+
 /// How long a worker polls for a tool call's reply before it sleeps, when a core is spare. An
 /// in-process tool answers well within it; a remote one costs the worker this much extra CPU.
 const WORKER_SPIN: Duration = Duration::from_micros(30);
@@ -96,8 +102,9 @@ pub struct PoolConfig {
     pub max_executions: usize,
     /// Runs after which a worker is retired (it ends once its runs have) and replaced.
     pub recycle_after: u32,
-    /// Time past an execution's wall time before the host gives up on it, and past the
-    /// longest wall time on a worker before a turn that has not ended gets the worker killed.
+    /// Time past an execution's wall time before the host gives up on it; a turn that has not
+    /// ended this long (plus 400 ms of slack) past the longest wall time on its worker gets the
+    /// worker killed.
     pub kill_grace: Duration,
     /// Refuse to start unless every lockdown protection is active.
     pub require_lockdown: bool,
@@ -467,7 +474,7 @@ async fn watch(pool: Weak<Pool>) {
             if worker.computing_for(COMPUTING_SLICE) && pool.has_room_elsewhere(worker) {
                 worker.move_unstarted();
             }
-            let limit = worker.longest_wall() + pool.config.kill_grace;
+            let limit = worker.longest_wall() + pool.config.kill_grace + WATCHDOG_SLACK;
             if worker.computing_for(limit) {
                 pool.backstop_kills.fetch_add(1, Ordering::Relaxed);
                 worker.fail(format!(
