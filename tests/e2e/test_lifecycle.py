@@ -89,6 +89,9 @@ async def test_a_cancelled_chain_stops_writing(tmp_path):
             with anyio.fail_after(20):
                 while memory_entities(tmp_path) != ["e0"]:
                     await anyio.sleep(0.02)
+            # The backend writes its file before it answers: give the answer a moment to arrive
+            # (the next write is 300 ms away), so the first call is on record as finished.
+            await anyio.sleep(0.1)
             scope.cancel()
         # Longer than several of the script's write intervals: had it gone on, e1.. would exist.
         await anyio.sleep(1.5)
