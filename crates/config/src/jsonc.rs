@@ -31,20 +31,11 @@ pub fn strip(text: &str) -> String {
                 out.push('"');
                 i += 1;
             }
-            (b'/', Some(b'/')) => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            (b'/', Some(b'*')) => {
-                i += 2;
-                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
-                    if bytes[i] == b'\n' {
-                        out.push('\n');
-                    }
-                    i += 1;
-                }
-                i = (i + 2).min(bytes.len());
+            (b'/', Some(b'/' | b'*')) => {
+                let end = comment_end(bytes, i);
+                // Line breaks inside a block comment stay, so line numbers do.
+                out.extend(bytes[i..end].iter().filter(|&&b| b == b'\n').map(|_| '\n'));
+                i = end;
             }
             (b',', _) => {
                 // A comma followed only by blanks (or comments) and a closing bracket is dropped.
@@ -68,22 +59,27 @@ fn next_significant(bytes: &[u8], mut i: usize) -> Option<u8> {
     while i < bytes.len() {
         match (bytes[i], bytes.get(i + 1)) {
             (b' ' | b'\t' | b'\r' | b'\n', _) => i += 1,
-            (b'/', Some(b'/')) => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            (b'/', Some(b'*')) => {
-                i += 2;
-                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
-                    i += 1;
-                }
-                i += 2;
-            }
+            (b'/', Some(b'/' | b'*')) => i = comment_end(bytes, i),
             (c, _) => return Some(c),
         }
     }
     None
+}
+
+/// Where the comment that starts at `i` (`//` or `/*`) ends: at its line break (kept), or
+/// after its `*/`, or at the end of the text.
+fn comment_end(bytes: &[u8], i: usize) -> usize {
+    let mut j = i + 2;
+    if bytes[i + 1] == b'/' {
+        while j < bytes.len() && bytes[j] != b'\n' {
+            j += 1;
+        }
+        return j;
+    }
+    while j < bytes.len() && !(bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/')) {
+        j += 1;
+    }
+    (j + 2).min(bytes.len())
 }
 
 fn utf8_len(first: u8) -> usize {
