@@ -112,8 +112,8 @@ impl Gateway {
     }
 
     /// Calls `call` as `caller`, outside any execution: through the door like every call
-    /// (authorized, audited). For embedding and benchmarks; MCP clients reach tools through
-    /// `call_tool_chain`.
+    /// (authorized, audited). For stored tools exposed as plain MCP tools, embedding and
+    /// benchmarks; MCP clients otherwise reach tools through `call_tool_chain`.
     pub async fn call_as(
         self: &Arc<Self>,
         caller: &Caller,

@@ -9,7 +9,6 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use sandgate_policy::ToolCall;
 use serde_json::{Value, json};
 
-use crate::door::Knock;
 use crate::{Caller, Gateway};
 
 /// The extra tools `caller` is shown.
@@ -152,12 +151,8 @@ async fn run(
     tool: &str,
     arguments: JsonObject,
 ) -> CallToolResult {
-    let knock = Knock::new(caller.clone(), sandgate_store::new_execution_id());
     let call = ToolCall::new(super::BACKEND, tool);
-    match gateway
-        .call_tool(&knock, call, Value::Object(arguments).to_string(), None)
-        .await
-    {
+    match gateway.call_as(caller, call, arguments).await {
         Ok(answer) => serde_json::from_str::<CallToolResult>(&answer.json)
             .unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         Err(failure) => CallToolResult::error(vec![ContentBlock::text(failure.message)]),
