@@ -9,6 +9,7 @@
 
 mod backend;
 mod cache;
+mod era;
 mod error;
 mod escapees;
 mod frames;

@@ -27,6 +27,7 @@ use tokio_util::codec::FramedWrite;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, Conn, Live};
+use crate::era::{self, Era};
 use crate::listing::list_tools;
 use crate::manager::Shared;
 use crate::transport::{ChildGroup, http_transport, spawn_stdio};
@@ -179,10 +180,6 @@ async fn run_once(
     let client = BackendClient {
         changed: changed_tx.clone(),
     };
-    let lifecycle = ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: None,
-    };
 
     let mut child = None;
     let connecting = match &config.transport {
@@ -204,30 +201,55 @@ async fn run_once(
                 }
             })?;
             child = Some(spawned.child);
-            timeout(
-                handshake,
-                client.serve_with_lifecycle(
-                    // rmcp reads what the inspector parsed, and writes JSON lines to stdin.
-                    SinkStreamTransport::new(
-                        FramedWrite::new(
-                            spawned.writer,
-                            JsonRpcMessageCodec::<TxJsonRpcMessage<RoleClient>>::default(),
+            let (mut writer, mut incoming) = (spawned.writer, spawned.incoming);
+            // One bound for the whole handshake, the era probe included (see `era`).
+            timeout(handshake, async {
+                let era =
+                    era::probe(&mut writer, &mut incoming, ProtocolVersion::V_2026_07_28).await?;
+                let lifecycle = match era {
+                    Era::Modern => ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                    Era::Legacy => ClientLifecycleMode::Initialize,
+                };
+                client
+                    .serve_with_lifecycle(
+                        // rmcp reads what the inspector parsed, and writes JSON lines to stdin.
+                        SinkStreamTransport::new(
+                            FramedWrite::new(
+                                writer,
+                                JsonRpcMessageCodec::<TxJsonRpcMessage<RoleClient>>::default(),
+                            ),
+                            era::without_probe_answers(incoming),
                         ),
-                        spawned.incoming,
-                    ),
-                    lifecycle,
-                ),
-            )
+                        lifecycle,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())
+            })
             .await
         }
         Transport::Http { .. } => {
             let transport = http_transport(config)?;
-            timeout(handshake, client.serve_with_lifecycle(transport, lifecycle)).await
+            let lifecycle = ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: None,
+            };
+            timeout(handshake, async {
+                client
+                    .serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+            .await
         }
     };
     let running: RunningService<RoleClient, BackendClient> = match connecting {
         Err(_) => {
-            return Err(format!("the MCP handshake did not finish within {handshake:?}").into());
+            return Err(format!(
+                "the MCP handshake did not finish within {handshake:?} (handshake_timeout); a backend that is slow to start needs a longer one"
+            )
+            .into());
         }
         Ok(Err(e)) => {
             return Err(

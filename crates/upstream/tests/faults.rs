@@ -346,3 +346,38 @@ async fn a_command_that_does_not_exist_is_failed_at_once_not_restarted() {
         "{status:?}"
     );
 }
+
+#[tokio::test]
+async fn a_late_answer_to_the_era_probe_does_not_fail_the_handshake() {
+    // The backend answers `server/discover` only when `initialize` arrives, as one that was
+    // slow to start does; the answer to the probe lands in the middle of the handshake.
+    let m = start(&[("late", "discover-late", "")]);
+    let reply = call(&m, "late", "echo", json!({"text": "hi"}))
+        .await
+        .expect("the backend connects");
+    assert_eq!(text(&reply), "hi");
+    let status = m
+        .statuses()
+        .into_iter()
+        .find(|s| s.name == "late")
+        .expect("status");
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(status.restarts, 0, "{:?}", status.last_error);
+}
+
+#[tokio::test]
+async fn a_backend_that_ignores_the_era_probe_connects_without_waiting_it_out() {
+    // A strict 2025 server answers nothing before `initialize` but `ping`. The ping's answer
+    // says "legacy" at once; waiting for the probe would take rmcp's fixed 10 s.
+    let started = std::time::Instant::now();
+    let m = start(&[("strict", "ignore-discover", "")]);
+    let reply = call(&m, "strict", "echo", json!({"text": "hi"}))
+        .await
+        .expect("the backend connects");
+    assert_eq!(text(&reply), "hi");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "connecting took {:?}",
+        started.elapsed()
+    );
+}
