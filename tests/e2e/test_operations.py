@@ -9,6 +9,8 @@ import time
 import anyio
 import pytest
 
+from mcp import Client
+
 from conftest import NODE_MODULES, REPO, connect, structured, write_config
 
 pytestmark = pytest.mark.anyio
@@ -64,3 +66,84 @@ async def test_a_2026_stdio_backend_is_found_modern_by_the_probe(tmp_path):
             await anyio.sleep(0.2)
             status = await backend_status(client, "inner")
         assert status["state"] == "ready" and status["protocol_version"] == "2026-07-28", status
+
+
+async def until(predicate, seconds: float, what: str):
+    """Polls the async `predicate` until it is true, or fails naming `what`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await anyio.sleep(0.2)
+
+
+async def tool_names(client) -> set[str]:
+    found = structured(await client.call_tool("search_tools", {"query": "entities graph echo pid", "limit": 50}))
+    return {r["name"] for r in found["results"]}
+
+
+async def test_a_served_config_is_reloaded_when_it_changes(tmp_path):
+    """Item 3: editing the served file adds the new backend's tools (the real memory server),
+    takes a removed backend's away, restarts only the entry that changed, and tells the client
+    `tools/list_changed`. A file that then fails to load is reported and the running config
+    kept; SIGHUP reloads too."""
+    import signal
+    import sys
+    from conftest import FAKE_BACKEND, HttpServer, reference_servers
+
+    fake = lambda: {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}
+    memory = reference_servers(tmp_path)["memory"]
+    config = write_config(tmp_path, "toml", {"keep": fake(), "edited": fake(), "gone": memory})
+    notifications = []
+
+    async def on_message(message):
+        if type(message).__name__ == "ToolListChangedNotification":
+            notifications.append(message)
+
+    server = HttpServer(config)
+    try:
+        async with Client(server.target(), mode="legacy", message_handler=on_message) as client:
+            pid = lambda backend: call_text(client, f"{backend}.pid")
+            await until(lambda: has_tools(client, {"keep.pid", "edited.pid", "gone.read_graph"}), 20, "the first tools")
+            keep_pid, edited_pid = await pid("keep"), await pid("edited")
+            await anyio.sleep(1)
+            seen = len(notifications)
+
+            edited = fake() | {"env": {"EDITED": "yes"}}
+            text = write_config(tmp_path, "toml", {"keep": fake(), "edited": edited, "fresh": memory}).read_text()
+            config.write_text(text)
+            await until(lambda: has_tools(client, {"fresh.read_graph", "fresh.create_entities"}), 20, "the added backend's tools")
+            names = await tool_names(client)
+            assert not any(n.startswith("gone.") for n in names), names
+            assert await pid("keep") == keep_pid, "an unchanged backend keeps its process"
+            assert await pid("edited") != edited_pid, "the changed entry was restarted"
+            assert len(notifications) > seen, "the client heard tools/list_changed"
+            assert any("removed: gone" in line and "added: fresh" in line and "restarted: edited" in line
+                       for line in server.log), server.log
+
+            config.write_text(text.replace("[servers.keep]", "[servers.keep\n"))
+            await until(lambda: has_log(server, "did not load"), 10, "the load error in the log")
+            assert await pid("keep") == keep_pid, "a config that does not load changes nothing"
+
+            config.write_text(text)
+            server.proc.send_signal(signal.SIGHUP)
+            await until(lambda: has_log(server, "SIGHUP: reloading"), 10, "the SIGHUP reload")
+            assert server.proc.poll() is None, "SIGHUP does not stop sandgate"
+            assert await pid("keep") == keep_pid
+    finally:
+        server.close()
+
+
+async def call_text(client, tool: str) -> str:
+    result = structured(await client.call_tool("call_tool_chain", {"code": {"tool": tool, "arguments": {}}}))
+    return result["result"]
+
+
+async def has_tools(client, wanted: set[str]) -> bool:
+    return wanted <= await tool_names(client)
+
+
+async def has_log(server, text: str) -> bool:
+    return any(text in line for line in server.log)

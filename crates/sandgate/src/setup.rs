@@ -161,12 +161,9 @@ pub async fn attach_chain(config: &Config, gateway: &Arc<Gateway>) -> anyhow::Re
         sandbox,
         store: Some(store),
         output: config.output,
-        limits: Limits {
-            // The worker lets no call out that no backend would take; each backend's own
-            // limit is checked again on the host.
-            max_call_args_bytes: gateway.manager().largest_argument_bytes(),
-            ..Limits::default()
-        },
+        // Each execution's argument bound follows the backends (see
+        // `ChainRuntime::execution_limits`).
+        limits: Limits::default(),
     });
     gateway.watch_stored_tools().await;
     Ok(())

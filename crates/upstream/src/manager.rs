@@ -1,7 +1,7 @@
 //! The backend manager: all backends of one config, their events, and the tool cache.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
@@ -71,15 +71,40 @@ impl Shared {
             known.insert(backend.to_string(), tools);
             known.clone()
         });
-        if let (Some(cache), Ok(snapshot)) = (self.options.cache.clone(), snapshot) {
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = cache.store(&snapshot) {
-                    tracing::warn!(path = %cache.path().display(), "could not write the tool cache: {e}");
-                }
-            });
+        if let Ok(snapshot) = snapshot {
+            self.store_cache(snapshot);
         }
         let _ = self.events.send(UpstreamEvent::ToolsChanged {
             backend: backend.to_string(),
+        });
+    }
+
+    /// Forgets a backend the config no longer has: its cached tools go (from the cache file
+    /// too), and the catalog is rebuilt without it.
+    pub(crate) fn backend_removed(&self, backend: &str) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let snapshot = self.known_tools.lock().map(|mut known| {
+            known.remove(backend);
+            known.clone()
+        });
+        if let Ok(snapshot) = snapshot {
+            self.store_cache(snapshot);
+        }
+        let _ = self.events.send(UpstreamEvent::ToolsChanged {
+            backend: backend.to_string(),
+        });
+    }
+
+    /// Writes the last known tools to the cache file, off the async threads.
+    fn store_cache(&self, snapshot: BTreeMap<String, Vec<ToolSpec>>) {
+        let Some(cache) = self.options.cache.clone() else {
+            return;
+        };
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = cache.store(&snapshot) {
+                tracing::warn!(path = %cache.path().display(), "could not write the tool cache: {e}");
+            }
         });
     }
 
@@ -101,11 +126,39 @@ impl Shared {
 /// All backends of one config.
 #[derive(Debug)]
 pub struct BackendManager {
-    backends: BTreeMap<String, Arc<Backend>>,
-    shared: Arc<Shared>,
-    shutdown: CancellationToken,
-    /// One supervisor task per enabled backend, awaited by [`BackendManager::stop`].
-    supervisors: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The backends by name. A reload swaps in a new map; readers take a snapshot.
+    pub(crate) backends: RwLock<Arc<BTreeMap<String, Arc<Backend>>>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) shutdown: CancellationToken,
+    /// One supervisor per enabled backend, stopped one by one on reload and all at once by
+    /// [`BackendManager::stop`].
+    pub(crate) supervisors: Mutex<BTreeMap<String, Supervised>>,
+    /// Held while a reload runs, so two reloads never interleave.
+    pub(crate) reloading: tokio::sync::Mutex<()>,
+}
+
+/// A running supervisor and how to stop just it.
+#[derive(Debug)]
+pub(crate) struct Supervised {
+    pub stop: CancellationToken,
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+impl Supervised {
+    /// Starts the supervisor of `backend` under `parent`.
+    pub(crate) fn start(
+        backend: &Arc<Backend>,
+        shared: &Arc<Shared>,
+        parent: &CancellationToken,
+    ) -> Supervised {
+        let stop = parent.child_token();
+        let task = tokio::spawn(crate::supervisor::supervise(
+            backend.clone(),
+            shared.clone(),
+            stop.clone(),
+        ));
+        Supervised { stop, task }
+    }
 }
 
 impl BackendManager {
@@ -127,24 +180,32 @@ impl BackendManager {
         });
         let shutdown = CancellationToken::new();
         let mut backends = BTreeMap::new();
-        let mut supervisors = Vec::new();
+        let mut supervisors = BTreeMap::new();
         for cfg in &config.backends {
             let backend = Arc::new(Backend::new(cfg.clone()));
             if cfg.enabled {
-                supervisors.push(tokio::spawn(crate::supervisor::supervise(
-                    backend.clone(),
-                    shared.clone(),
-                    shutdown.child_token(),
-                )));
+                supervisors.insert(
+                    cfg.name.clone(),
+                    Supervised::start(&backend, &shared, &shutdown),
+                );
             }
             backends.insert(cfg.name.clone(), backend);
         }
         Arc::new(BackendManager {
-            backends,
+            backends: RwLock::new(Arc::new(backends)),
             shared,
             shutdown,
-            supervisors: std::sync::Mutex::new(supervisors),
+            supervisors: Mutex::new(supervisors),
+            reloading: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// A snapshot of the backends by name.
+    pub(crate) fn backends(&self) -> Arc<BTreeMap<String, Arc<Backend>>> {
+        match self.backends.read() {
+            Ok(map) => map.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Events about tool and status changes.
@@ -167,7 +228,7 @@ impl BackendManager {
     ///
     /// [`generation`]: BackendManager::generation
     pub fn tools_changed_since(&self, since: u64, needed: impl Fn(&str) -> bool) -> bool {
-        self.backends.iter().any(|(name, backend)| {
+        self.backends().iter().any(|(name, backend)| {
             needed(name)
                 && backend
                     .tools_generation
@@ -181,7 +242,7 @@ impl BackendManager {
     pub fn tools(&self) -> Vec<ToolSpec> {
         let known = self.shared.known_tools();
         let mut all = Vec::new();
-        for (name, backend) in &self.backends {
+        for (name, backend) in self.backends().iter() {
             match backend.live_tools() {
                 Some(tools) => all.extend(tools.iter().cloned()),
                 None if backend.config.enabled => {
@@ -196,7 +257,7 @@ impl BackendManager {
     /// Status of every backend, in name order.
     pub fn statuses(&self) -> Vec<BackendStatus> {
         let known = self.shared.known_tools();
-        self.backends
+        self.backends()
             .iter()
             .map(|(name, b)| b.status(known.get(name)))
             .collect()
@@ -208,7 +269,7 @@ impl BackendManager {
         let Ok(known) = self.shared.known_tools.lock() else {
             return vec![];
         };
-        self.backends
+        self.backends()
             .iter()
             .filter(|(name, b)| {
                 matches!(*b.conn.borrow(), Conn::Starting)
@@ -220,7 +281,7 @@ impl BackendManager {
 
     /// The last lines a backend wrote to stderr, for operators only (never the model).
     pub fn stderr_tail(&self, backend: &str) -> Vec<String> {
-        self.backends
+        self.backends()
             .get(backend)
             .map(|b| b.stderr.snapshot())
             .unwrap_or_default()
@@ -228,13 +289,14 @@ impl BackendManager {
 
     /// Waits until no backend is starting or restarting for the first time, or `max` passes.
     pub async fn wait_settled(&self, max: Duration) {
-        let all: Vec<String> = self.backends.keys().cloned().collect();
+        let all: Vec<String> = self.backends().keys().cloned().collect();
         self.wait_settled_for(&all, max).await;
     }
 
     /// Waits until none of `names` is on its first connection attempt, or `max` passes.
     pub async fn wait_settled_for(&self, names: &[String], max: Duration) {
-        let waits = names.iter().filter_map(|n| self.backends.get(n)).map(|b| {
+        let backends = self.backends();
+        let waits = names.iter().filter_map(|n| backends.get(n)).map(|b| {
             let mut rx = b.conn.subscribe();
             async move {
                 let _ = rx.wait_for(|c| !matches!(c, Conn::Starting)).await;
@@ -256,10 +318,11 @@ impl BackendManager {
         limit: Option<Duration>,
     ) -> Result<CallToolResult, UpstreamError> {
         let ToolCall { backend, tool } = call.get();
-        let Some(target) = self.backends.get(backend) else {
+        let backends = self.backends();
+        let Some(target) = backends.get(backend) else {
             return Err(UpstreamError::UnknownBackend {
                 backend: backend.clone(),
-                known: self.backends.keys().cloned().collect::<Vec<_>>().join(", "),
+                known: backends.keys().cloned().collect::<Vec<_>>().join(", "),
             });
         };
         target.call(tool, arguments, limit).await
@@ -268,14 +331,14 @@ impl BackendManager {
     /// The most JSON bytes one call's arguments may have for `backend` (its
     /// `max_argument_bytes`), or `None` for a backend this manager does not have.
     pub fn max_argument_bytes(&self, backend: &str) -> Option<usize> {
-        self.backends
+        self.backends()
             .get(backend)
             .map(|b| b.config.max_argument_bytes)
     }
 
     /// The largest `max_argument_bytes` of any backend: what a sandbox worker may let leave.
     pub fn largest_argument_bytes(&self) -> usize {
-        self.backends
+        self.backends()
             .values()
             .map(|b| b.config.max_argument_bytes)
             .max()
@@ -292,10 +355,11 @@ impl BackendManager {
     pub async fn stop(&self, within: Duration) -> bool {
         self.shutdown.cancel();
         let supervisors = match self.supervisors.lock() {
-            Ok(mut list) => std::mem::take(&mut *list),
+            Ok(mut running) => std::mem::take(&mut *running),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
         };
-        tokio::time::timeout(within, futures::future::join_all(supervisors))
+        let tasks = supervisors.into_values().map(|s| s.task);
+        tokio::time::timeout(within, futures::future::join_all(tasks))
             .await
             .is_ok()
     }

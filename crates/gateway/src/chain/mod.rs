@@ -48,6 +48,21 @@ pub struct ChainRuntime {
     pub limits: Limits,
 }
 
+impl ChainRuntime {
+    /// The limits of one execution: the operator's, lowered by `request`, letting no call out
+    /// of the worker with arguments larger than the largest any backend takes now (each
+    /// backend's own bound is checked again on the host; a reload may change them).
+    pub(crate) fn execution_limits(
+        &self,
+        request: &LimitRequest,
+        manager: &sandgate_upstream::BackendManager,
+    ) -> Limits {
+        let mut limits = self.limits.lowered(request);
+        limits.max_call_args_bytes = manager.largest_argument_bytes();
+        limits
+    }
+}
+
 /// How a caller cancels an execution: its request's token (`notifications/cancelled`), and,
 /// over HTTP, the token of the request's response, cancelled when the client goes away.
 #[derive(Debug, Clone, Default)]
@@ -174,14 +189,17 @@ pub async fn call_tool_chain(
         return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
     }
     let profile_limits = caller.access.profile().limits;
-    let limits = runtime.limits.lowered(&LimitRequest {
-        wall_ms: lowest(
-            args.timeout_ms.filter(|&ms| ms > 0),
-            profile_limits.timeout_ms,
-        ),
-        max_tool_calls: profile_limits.max_calls,
-        ..LimitRequest::default()
-    });
+    let limits = runtime.execution_limits(
+        &LimitRequest {
+            wall_ms: lowest(
+                args.timeout_ms.filter(|&ms| ms > 0),
+                profile_limits.timeout_ms,
+            ),
+            max_tool_calls: profile_limits.max_calls,
+            ..LimitRequest::default()
+        },
+        gateway.manager(),
+    );
     // Wait only for the cold backends the code could be calling: a backend's tools are reached
     // through its name (or the identifier made from it), so code that never mentions it cannot.
     let view = gateway

@@ -100,11 +100,14 @@ impl Gateway {
             .chain([name.to_string()])
             .collect();
         let profile_limits = owner.profile().limits;
-        let limits = runtime.limits.lowered(&sandgate_sandbox::LimitRequest {
-            wall_ms: profile_limits.timeout_ms,
-            max_tool_calls: profile_limits.max_calls,
-            ..Default::default()
-        });
+        let limits = runtime.execution_limits(
+            &sandgate_sandbox::LimitRequest {
+                wall_ms: profile_limits.timeout_ms,
+                max_tool_calls: profile_limits.max_calls,
+                ..Default::default()
+            },
+            self.manager(),
+        );
         let execution = Execution {
             code: tool.stored.code.clone(),
             tools: view.bindings,

@@ -2,6 +2,7 @@
 
 mod check;
 mod executions;
+mod reload;
 mod run;
 mod serve;
 mod stored;

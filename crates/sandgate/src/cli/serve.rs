@@ -89,6 +89,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let mut signals = Signals::install()?;
+    signals.reload = super::reload::follow(config.clone(), gateway.clone(), shutdown.clone());
     let outcome = tokio::select! {
         done = tasks.join_next() => match done {
             Some(Ok(result)) => result,
@@ -122,9 +123,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(1200);
 
 /// SIGINT and SIGTERM (which stop sandgate) and SIGHUP (which must not: a terminal that closes
-/// or a supervisor that sends it to the group would otherwise kill the gateway; it is logged
-/// and ignored).
+/// or a supervisor that sends it to the group would otherwise kill the gateway; it reloads the
+/// config instead, see `reload`).
 struct Signals {
+    /// Poked on SIGHUP; `None` when there is no config file to reload.
+    reload: Option<std::sync::Arc<tokio::sync::Notify>>,
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -139,25 +142,27 @@ impl Signals {
         {
             use tokio::signal::unix::{SignalKind, signal};
             Ok(Signals {
+                reload: None,
                 interrupt: signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
                 terminate: signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
                 hangup: signal(SignalKind::hangup()).context("cannot handle SIGHUP")?,
             })
         }
         #[cfg(not(unix))]
-        Ok(Signals {})
+        Ok(Signals { reload: None })
     }
 
-    /// The next stopping signal's name; SIGHUPs before it are logged and ignored.
+    /// The next stopping signal's name; SIGHUPs before it reload the config.
     async fn next(&mut self) -> &'static str {
         #[cfg(unix)]
         loop {
             tokio::select! {
                 _ = self.interrupt.recv() => return "SIGINT",
                 _ = self.terminate.recv() => return "SIGTERM",
-                _ = self.hangup.recv() => {
-                    tracing::info!("SIGHUP ignored: sandgate keeps serving (stop it with SIGINT or SIGTERM)");
-                }
+                _ = self.hangup.recv() => match &self.reload {
+                    Some(reload) => reload.notify_one(),
+                    None => tracing::info!("SIGHUP: there is no config file to reload; sandgate keeps serving (stop it with SIGINT or SIGTERM)"),
+                },
             }
         }
         #[cfg(not(unix))]

@@ -1,0 +1,149 @@
+//! Following the config file while serving (`sandgate serve`).
+//!
+//! When the file changes on disk, or on SIGHUP, the backends are brought in line with it:
+//! only those whose entries changed are added, removed or restarted, and clients hear
+//! `list_changed` as the tool set moves (see `BackendManager::reload`). The file is polled
+//! once a second by content, so an editor that writes a new file and renames it over the old
+//! one is seen like one that writes in place. A file that does not load is reported, and the
+//! running config is kept. Sections other than the backends are read when sandgate starts;
+//! a change to one of them is reported as needing a restart.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sandgate_config::Config;
+use sandgate_gateway::Gateway;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::setup;
+
+/// How often the file is looked at.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Follows `config`'s file until `shutdown`. Returns what SIGHUP pokes to reload at once;
+/// `None` when the config did not come from a file.
+pub fn follow(
+    config: Config,
+    gateway: Arc<Gateway>,
+    shutdown: CancellationToken,
+) -> Option<Arc<Notify>> {
+    let path = config.source.clone()?;
+    let now = Arc::new(Notify::new());
+    let mut follower = Follower {
+        seen: fingerprint(&path),
+        path,
+        running: config,
+        gateway,
+    };
+    let poke = now.clone();
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(POLL);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => follower.on_tick().await,
+                () = poke.notified() => {
+                    tracing::info!("SIGHUP: reloading {}", follower.path.display());
+                    follower.seen = fingerprint(&follower.path);
+                    follower.reload().await;
+                }
+                () = shutdown.cancelled() => return,
+            }
+        }
+    });
+    Some(now)
+}
+
+struct Follower {
+    path: PathBuf,
+    /// The file's content as last looked at (`None`: it could not be read).
+    seen: Option<u64>,
+    /// The config the gateway runs.
+    running: Config,
+    gateway: Arc<Gateway>,
+}
+
+impl Follower {
+    async fn on_tick(&mut self) {
+        let now = fingerprint(&self.path);
+        if now == self.seen {
+            return;
+        }
+        self.seen = now;
+        if now.is_some() {
+            tracing::info!("{} changed: reloading", self.path.display());
+            self.reload().await;
+        }
+    }
+
+    async fn reload(&mut self) {
+        let config = match setup::load_config(Some(&self.path)) {
+            Ok(config) => config,
+            Err(e) => {
+                tracing::error!(
+                    "the changed config did not load, so sandgate keeps running the one it has: {e:#}"
+                );
+                return;
+            }
+        };
+        let restart_needed = sections_needing_restart(&self.running, &config);
+        let reloaded = self.gateway.manager().reload(&config).await;
+        if let Some(wait) = config.startup_wait {
+            self.gateway.set_startup_wait(wait);
+        }
+        if reloaded.changed_anything() {
+            tracing::info!("config reloaded: backends {reloaded}");
+        } else {
+            tracing::info!("config reloaded: no backend changed");
+        }
+        if !restart_needed.is_empty() {
+            tracing::warn!(
+                "{} changed in {}; sandgate reads {} only when it starts, so restart it for the change to take effect",
+                restart_needed.join(", "),
+                self.path.display(),
+                if restart_needed.len() == 1 {
+                    "that section"
+                } else {
+                    "those sections"
+                }
+            );
+        }
+        self.running = config;
+    }
+}
+
+/// The sections other than the backends (and `startup_wait`, applied at once) that differ.
+fn sections_needing_restart(running: &Config, loaded: &Config) -> Vec<&'static str> {
+    let checks: [(&'static str, bool); 8] = [
+        ("[http]", running.http != loaded.http),
+        ("[profiles]", running.profiles != loaded.profiles),
+        ("[sandbox]", running.sandbox != loaded.sandbox),
+        ("[output]", running.output != loaded.output),
+        ("[store]", running.store != loaded.store),
+        ("[audit]", running.audit != loaded.audit),
+        (
+            "[stored_tools]",
+            running.stored_tools != loaded.stored_tools,
+        ),
+        (
+            "[gateway] cache_file",
+            running.cache_file != loaded.cache_file,
+        ),
+    ];
+    checks
+        .into_iter()
+        .filter_map(|(section, changed)| changed.then_some(section))
+        .collect()
+}
+
+/// A hash of the file's bytes, or `None` when it cannot be read (in the middle of being
+/// replaced, say).
+fn fingerprint(path: &std::path::Path) -> Option<u64> {
+    let bytes = std::fs::read(path).ok()?;
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    Some(hasher.finish())
+}
