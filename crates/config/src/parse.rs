@@ -131,7 +131,10 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
         Format::McpServersJson => serde_json::from_str(&crate::jsonc::strip(content))
             .map_err(|e| syntax(format!("invalid JSON: {e}")))?,
     };
-    let walker = Walker { file };
+    let walker = Walker {
+        file,
+        timeouts_in_ms: format == Format::McpServersJson && gemini_shaped(file, &root),
+    };
     match format {
         Format::Toml => walker.toml_root(&root),
         Format::McpServersJson => walker.json_root(&root),
@@ -220,6 +223,7 @@ const FOREIGN_BACKEND_KEYS: &[&str] = &[
     "autoApprove",
     "alwaysAllow",
     "description",
+    // Milliseconds; read when `timeout` is absent (see `call_timeout`).
     "timeoutMs",
     // Gemini CLI: whether to confirm calls, and tool lists it filters itself.
     "trust",
@@ -234,6 +238,29 @@ const FOREIGN_BACKEND_KEYS: &[&str] = &[
 
 pub(crate) struct Walker<'a> {
     pub(crate) file: &'a str,
+    /// A bare number as a backend's `timeout` is milliseconds, as Gemini CLI writes it
+    /// (sandgate's own unit is seconds).
+    pub(crate) timeouts_in_ms: bool,
+}
+
+/// Keys only Gemini CLI writes in a server entry.
+const GEMINI_ENTRY_KEYS: &[&str] = &["httpUrl", "trust", "includeTools", "excludeTools"];
+
+/// Whether a JSON config is Gemini CLI's `settings.json`: by its place (`.gemini/`), or by an
+/// entry with a key only Gemini writes.
+fn gemini_shaped(file: &str, root: &Value) -> bool {
+    let path = file.replace('\\', "/");
+    if path.ends_with(".gemini/settings.json") {
+        return true;
+    }
+    root.get("mcpServers")
+        .and_then(Value::as_object)
+        .is_some_and(|servers| {
+            servers
+                .values()
+                .filter_map(Value::as_object)
+                .any(|entry| GEMINI_ENTRY_KEYS.iter().any(|key| entry.contains_key(*key)))
+        })
 }
 
 impl Walker<'_> {
@@ -605,6 +632,31 @@ impl Walker<'_> {
         Ok(backends)
     }
 
+    /// A backend's `timeout`: seconds (or a string with a unit); milliseconds as a bare number
+    /// in Gemini's file; else `timeoutMs`, milliseconds, as some clients write it.
+    fn call_timeout(
+        &self,
+        path: &str,
+        table: &Map<String, Value>,
+    ) -> Result<Option<Duration>, ConfigError> {
+        let in_ms = |value: &Value| match value {
+            Value::Number(n) => Some(Value::String(format!("{n}ms"))),
+            _ => None,
+        };
+        match (table.get("timeout"), table.get("timeoutMs")) {
+            (Some(timeout), _) if self.timeouts_in_ms => {
+                let value = in_ms(timeout).unwrap_or_else(|| timeout.clone());
+                duration(self, &format!("{path}.timeout"), Some(&value))
+            }
+            (Some(timeout), _) => duration(self, &format!("{path}.timeout"), Some(timeout)),
+            (None, Some(ms)) => {
+                let value = in_ms(ms).unwrap_or_else(|| ms.clone());
+                duration(self, &format!("{path}.timeoutMs"), Some(&value))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
     fn backend(&self, path: &str, name: &str, value: &Value) -> Result<BackendConfig, ConfigError> {
         let table = self.table(path, value)?;
         self.check_keys(path, table, BACKEND_KEYS, FOREIGN_BACKEND_KEYS)?;
@@ -786,7 +838,8 @@ impl Walker<'_> {
             name: name.to_string(),
             env: string_map(self, &key("env"), table.get("env"))?,
             transport,
-            timeout: duration(self, &key("timeout"), table.get("timeout"))?
+            timeout: self
+                .call_timeout(path, table)?
                 .unwrap_or(DEFAULT_CALL_TIMEOUT),
             handshake_timeout: duration(
                 self,

@@ -354,3 +354,38 @@ fn output_and_store_sections_load_and_explain_mistakes() {
         "{kind}"
     );
 }
+
+#[test]
+fn gemini_writes_timeouts_in_milliseconds_and_sandgate_reads_them_so() {
+    let servers = r#"{"mcpServers": {
+        "slow": {"command": "x", "timeout": 45000},
+        "unit": {"command": "x", "timeout": "2m"}
+    }}"#;
+    let timeout = |cfg: &sandgate_config::Config, name: &str| {
+        cfg.backends
+            .iter()
+            .find(|b| b.name == name)
+            .map(|b| b.timeout)
+            .expect(name)
+    };
+    // By its place: Gemini CLI's settings file.
+    let gemini = parse_str(
+        servers,
+        Format::McpServersJson,
+        "/home/u/.gemini/settings.json",
+    )
+    .expect("loads");
+    assert_eq!(timeout(&gemini, "slow"), Duration::from_secs(45));
+    assert_eq!(timeout(&gemini, "unit"), Duration::from_secs(120));
+    // By a key only Gemini writes, wherever the file is.
+    let marked = servers.replace(r#""timeout": 45000"#, r#""timeout": 45000, "trust": true"#);
+    let marked = parse_str(&marked, Format::McpServersJson, "settings.json").expect("loads");
+    assert_eq!(timeout(&marked, "slow"), Duration::from_secs(45));
+    // Elsewhere a bare number is seconds, as in sandgate.toml; `timeoutMs` is milliseconds.
+    let plain = servers
+        .replace("45000", "45")
+        .replace(r#""timeout": "2m""#, r#""timeoutMs": 1500"#);
+    let plain = parse_str(&plain, Format::McpServersJson, ".mcp.json").expect("loads");
+    assert_eq!(timeout(&plain, "slow"), Duration::from_secs(45));
+    assert_eq!(timeout(&plain, "unit"), Duration::from_millis(1500));
+}
