@@ -9,11 +9,15 @@
 mod env;
 mod error;
 mod fetch;
+// `openat2` and `RESOLVE_BENEATH` are Linux's; sandgate builds on Linux only (the sandbox
+// crate says so with one clear error elsewhere).
+#[cfg(target_os = "linux")]
 mod fs;
 mod resolve;
 
 pub use env::read_env;
 pub use error::CapabilityError;
 pub use fetch::{Authorize, FetchLimits, FetchRequest, FetchResponse, Fetcher, Redirect};
+#[cfg(target_os = "linux")]
 pub use fs::{FsLimits, read_dir, read_file, stat, write_file};
 pub use resolve::{Resolve, StaticResolver, SystemResolver};

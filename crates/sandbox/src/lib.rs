@@ -22,241 +22,39 @@
 //! (`tests/layout.rs` checks), so what a worker process contains is what `worker` and `wire`
 //! hold.
 
-mod error;
-pub mod host;
-pub mod wire;
-pub mod worker;
+//!
+//! It runs on Linux only (Landlock, seccomp, the Linux process model): on any other system
+//! the crate is one `compile_error!` that says so (`build.rs` sets `sandgate_linux`;
+//! `tests/platform.rs` checks).
 
-pub use host::{direct, nesting, normalize, single_call, tool_file, transpile};
-pub use wire::{control, encoding, limits, protocol};
-pub use worker::{engine, lockdown, region};
+#[cfg(not(sandgate_linux))]
+compile_error!(
+    "sandgate runs on Linux only (x86_64, aarch64): its sandbox locks each worker down with Landlock and seccomp, which other systems do not have. Build and run it on Linux, in a Linux VM, or in a container."
+);
 
-use host::{hints, pool, result, stacks};
-
-use std::borrow::Cow;
-use std::sync::Arc;
-use std::time::Instant;
-
-pub use error::SandboxError;
-pub use limits::{LimitRequest, Limits};
-pub use lockdown::Protections;
-pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
-pub use protocol::{CallFailure, FailureKind, RunMode, ToolAnswer, ToolBinding};
-pub use result::{CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine};
-
-/// One execution to run.
-#[derive(Debug, Clone)]
-pub struct Execution {
-    /// The user's TypeScript (or JavaScript).
-    pub code: String,
-    /// Tools the code may call.
-    pub tools: Arc<Vec<ToolBinding>>,
-    /// Names of host functions exposed as globals (e.g. `addNumbers`).
-    pub host_functions: Arc<Vec<String>>,
-    /// Optional JSON exposed as the global `context`.
-    pub context: Option<serde_json::Value>,
-    /// Limits for this execution.
-    pub limits: Limits,
-    /// A script (the default), or a stored tool's module (see [`tool_file`]).
-    pub mode: RunMode,
+/// Declares the crate's items on Linux only, so that elsewhere the `compile_error!` above is
+/// the only error.
+macro_rules! on_linux {
+    ($($item:item)*) => { $( #[cfg(sandgate_linux)] $item )* };
 }
 
-/// The sandbox: a worker pool plus the host-side steps (TypeScript, hints).
-#[derive(Debug, Clone)]
-pub struct Sandbox {
-    pool: Arc<Pool>,
-}
+on_linux! {
+    mod error;
+    pub mod host;
+    pub mod wire;
+    pub mod worker;
 
-impl Sandbox {
-    /// Starts a sandbox with a warm pool.
-    pub async fn start(config: PoolConfig) -> Result<Sandbox, SandboxError> {
-        Ok(Sandbox {
-            pool: Pool::start(config).await?,
-        })
-    }
+    pub use host::{direct, nesting, normalize, single_call, tool_file, transpile};
+    pub use wire::{control, encoding, limits, protocol};
+    pub use worker::{engine, lockdown, region};
 
-    /// Which protections the workers run with.
-    pub fn protections(&self) -> &Protections {
-        self.pool.protections()
-    }
+    use host::{hints, pool, result, stacks};
 
-    /// Kills the idle workers and takes no more executions: for shutting down.
-    pub async fn shutdown(&self) {
-        self.pool.shutdown().await;
-    }
-
-    /// Size of the template image each execution's fresh runtime is copied from, or `None`
-    /// if the workers build a runtime per execution (see `engine::Snapshot`).
-    pub fn template_bytes(&self) -> Option<u64> {
-        self.pool.template_bytes()
-    }
-
-    /// How many workers were killed by the deadline backstop (see [`Pool::backstop_kills`]).
-    pub fn backstop_kills(&self) -> usize {
-        self.pool.backstop_kills()
-    }
-
-    /// The live worker processes and the executions on each.
-    pub fn workers(&self) -> Vec<WorkerInfo> {
-        self.pool.workers()
-    }
-
-    /// Runs one execution. Failures of the code are in the result, never an `Err`.
-    pub async fn run(&self, execution: Execution, bridge: Arc<dyn Bridge>) -> ExecutionResult {
-        self.run_until(execution, bridge, std::future::pending())
-            .await
-    }
-
-    /// Runs one execution until it ends or `cancelled` completes, whichever is first. A
-    /// cancelled execution is stopped as the deadline stops one: its worker is killed (no
-    /// further call leaves it), its calls still in flight are dropped (an MCP backend is sent
-    /// `notifications/cancelled`), and the result says `cancelled`, with the calls that
-    /// completed.
-    pub async fn run_until(
-        &self,
-        execution: Execution,
-        bridge: Arc<dyn Bridge>,
-        cancelled: impl Future<Output = ()> + Send,
-    ) -> ExecutionResult {
-        let started = Instant::now();
-        if execution.code.len() > execution.limits.max_code_bytes {
-            return ExecutionResult::failed(transpile::code_too_large(
-                execution.code.len(),
-                execution.limits.max_code_bytes,
-            ));
-        }
-        let transpiled = match execution.mode {
-            RunMode::Script => transpile::transpile(&execution.code),
-            RunMode::Tool => tool_file::transpile(&execution.code),
-        };
-        let transpiled = match transpiled {
-            Ok(t) => t,
-            Err(problem) => {
-                return ExecutionResult::failed(ExecError {
-                    kind: ErrorKind::Syntax,
-                    message: problem.message,
-                    line: Some(problem.line),
-                    column: Some(problem.column),
-                    hint: problem.hint,
-                });
-            }
-        };
-        let raw = self
-            .pool
-            .run(transpiled.js, &execution, bridge, cancelled)
-            .await;
-        let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let raw = match raw {
-            Ok(raw) => raw,
-            Err(error) => {
-                let mut result = ExecutionResult::failed(error);
-                result.stats.wall_ms = wall_ms;
-                return result;
-            }
-        };
-        // Errors the code logged name positions in the wrapped script; point them at the
-        // user's own lines.
-        let logs = raw
-            .logs
-            .into_iter()
-            .map(|mut log| {
-                if let Cow::Owned(readable) =
-                    stacks::in_user_terms(&log.message, &transpiled.positions)
-                {
-                    log.message = readable;
-                }
-                log
-            })
-            .collect();
-        let calls = raw.trace.len() as u32;
-        let stats = ExecStats {
-            wall_ms,
-            memory_bytes: raw.stats.memory_bytes,
-            calls: raw.stats.calls.max(calls),
-        };
-        match raw.outcome {
-            Ok(json) => match serde_json::from_str(&json) {
-                Ok(value) => ExecutionResult {
-                    value: Some(value),
-                    logs,
-                    trace: raw.trace,
-                    stats,
-                    error: None,
-                },
-                // The worker's JSON is valid and well-formed, so what fails here is depth: the
-                // host reads at most 128 levels, never recursing further on untrusted data.
-                Err(e) => ExecutionResult {
-                    value: None,
-                    logs,
-                    trace: raw.trace,
-                    stats,
-                    error: Some(ExecError {
-                        kind: ErrorKind::OutputLimit,
-                        message: format!("the result cannot be read back ({e}); a result may nest at most 128 levels deep"),
-                        line: None,
-                        column: None,
-                        hint: Some("Return a flatter value: for example a list of paths and values, or the deep part as a JSON string.".into()),
-                    }),
-                },
-            },
-            Err(guest) => {
-                let cx = hints::HintContext {
-                    source: &execution.code,
-                    tools: &execution.tools,
-                    host_functions: &execution.host_functions,
-                    positions: &transpiled.positions,
-                    failed_tool: only_failed_tool(&raw.trace, &execution.tools),
-                };
-                let mut error = hints::explain(&guest, &cx);
-                if guest.message.starts_with(wire::errors::PROMISE_IN_RESULT) {
-                    error.hint = Some(promise_hint(&raw.trace));
-                }
-                ExecutionResult {
-                    value: None,
-                    logs,
-                    trace: raw.trace,
-                    stats,
-                    error: Some(error),
-                }
-            }
-        }
-    }
-}
-
-/// The fix for a result that holds a Promise, naming the calls that were still running.
-fn promise_hint(trace: &[CallRecord]) -> String {
-    let mut running: Vec<&str> = trace
-        .iter()
-        .filter(|call| call.duration_ms.is_none())
-        .map(|call| call.name.as_str())
-        .collect();
-    running.dedup();
-    let which = if running.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " (still running when the script returned: {})",
-            running.join(", ")
-        )
-    };
-    format!(
-        "`await` the call before returning its value{which}; for a list of calls, `return await Promise.all(list)`."
-    )
-}
-
-/// The tool whose calls failed, if exactly one did (then its failure is what ended the run).
-fn only_failed_tool<'t>(trace: &[CallRecord], tools: &'t [ToolBinding]) -> Option<&'t ToolBinding> {
-    let mut failed = trace
-        .iter()
-        .filter(|call| !call.ok)
-        .map(|call| call.name.as_str());
-    let name = failed.next()?;
-    if failed.any(|other| other != name) {
-        return None;
-    }
-    tools.iter().find(|tool| {
-        name.strip_prefix(tool.backend.as_str())
-            .and_then(|rest| rest.strip_prefix('.'))
-            == Some(tool.name.as_str())
-    })
+    pub use error::SandboxError;
+    pub use host::sandbox::{Execution, Sandbox};
+    pub use limits::{LimitRequest, Limits};
+    pub use lockdown::Protections;
+    pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
+    pub use protocol::{CallFailure, FailureKind, RunMode, ToolAnswer, ToolBinding};
+    pub use result::{CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine};
 }

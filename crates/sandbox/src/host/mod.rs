@@ -12,6 +12,7 @@ pub mod nesting;
 pub mod normalize;
 pub(crate) mod pool;
 pub(crate) mod result;
+pub(crate) mod sandbox;
 pub mod single_call;
 pub(crate) mod stacks;
 pub mod tool_file;
