@@ -147,3 +147,45 @@ async def has_tools(client, wanted: set[str]) -> bool:
 
 async def has_log(server, text: str) -> bool:
     return any(text in line for line in server.log)
+
+
+@pytest.mark.parametrize("record_arguments", [False, True])
+async def test_what_the_agent_did_is_on_record(tmp_path, record_arguments):
+    """Item 5: an execution's record keeps its code and, per call, the tool, the start, the
+    duration, the outcome, the sizes and why it failed; the arguments only with `[store]
+    record_arguments = true`. `sandgate executions show` prints it in local time."""
+    import os
+    import re
+    import subprocess
+    from conftest import SANDGATE, reference_servers
+
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    if record_arguments:
+        config.write_text(config.read_text().replace("[store]", "[store]\nrecord_arguments = true"))
+    code = (
+        'const made = await memory.create_entities({entities: [{name: "Ada", entityType: "person", observations: ["sec" + "ret-" + (40 + 2)]}]});\n'
+        'try { await filesystem.read_text_file({path: "/nowhere/at/all"}); } catch (e) {}\n'
+        'return made;'
+    )
+    async with connect("stdio", config) as client:
+        result = structured(await client.call_tool("call_tool_chain", {"code": code}))
+    env = {**os.environ, "TZ": "Asia/Kolkata"}
+    shown = subprocess.run([SANDGATE, "executions", "show", result["execution_id"], "--config", str(config)],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert re.search(r"^started    \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \+05:30$", text, re.M), text
+    assert code in text, text
+    assert re.search(r"\+\d+\.\d ms  memory\.create_entities  ok  \d+\.\d ms", text), text
+    assert re.search(r"filesystem\.read_text_file  failed .*\n      error: .*(denied|not allowed|outside|ENOENT|Access)", text, re.I), text
+    shown_json = subprocess.run([SANDGATE, "executions", "show", result["execution_id"], "--json", "--config", str(config)],
+                                capture_output=True, text=True, timeout=60)
+    calls = json.loads(shown_json.stdout)["execution"]["call_rows"]
+    assert [c["tool"] for c in calls] == ["create_entities", "read_text_file"], calls
+    assert all(c["started_ms"] is not None and c["args_bytes"] > 0 for c in calls), calls
+    if record_arguments:
+        assert json.loads(calls[0]["arguments"])["entities"][0]["observations"] == ["secret-42"], calls
+        assert "arguments: {" in text, text
+    else:
+        assert all(c["arguments"] is None for c in calls), calls
+        assert "secret-42" not in text and "arguments:" not in text, text

@@ -116,6 +116,9 @@ pub struct StoreConfig {
     pub output_retention_hours: u64,
     /// Execution records kept.
     pub max_records: u64,
+    /// Whether each call's arguments are kept with its record (cut at 16 KiB a call and 1 MiB
+    /// an execution); off by default, since arguments may hold what a user would not keep.
+    pub record_arguments: bool,
 }
 
 impl Default for StoreConfig {
@@ -124,6 +127,7 @@ impl Default for StoreConfig {
             path: None,
             output_retention_hours: DEFAULT_OUTPUT_RETENTION_HOURS,
             max_records: DEFAULT_MAX_RECORDS,
+            record_arguments: false,
         }
     }
 }

@@ -156,7 +156,12 @@ const TOML_ROOT_KEYS: &[&str] = &[
     "audit",
     "stored_tools",
 ];
-const STORE_KEYS: &[&str] = &["path", "output_retention_hours", "max_records"];
+const STORE_KEYS: &[&str] = &[
+    "path",
+    "output_retention_hours",
+    "max_records",
+    "record_arguments",
+];
 const OUTPUT_KEYS: &[&str] = &[
     "max_chars",
     "intent_min_bytes",
@@ -514,6 +519,12 @@ impl Walker<'_> {
         self.check_keys("store", table, STORE_KEYS, &[])?;
         let mut store = StoreConfig {
             path: opt_string(self, "store.path", table.get("path"))?.map(PathBuf::from),
+            record_arguments: opt_bool(
+                self,
+                "store.record_arguments",
+                table.get("record_arguments"),
+            )?
+            .unwrap_or(false),
             ..StoreConfig::default()
         };
         for (key, slot) in [

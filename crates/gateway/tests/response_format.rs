@@ -40,6 +40,7 @@ fn call(name: &str, ms: Option<f64>, ok: bool) -> CallRecord {
         ok,
         result_bytes: 100,
         error: None,
+        arguments: None,
     }
 }
 

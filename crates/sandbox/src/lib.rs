@@ -56,5 +56,7 @@ on_linux! {
     pub use lockdown::Protections;
     pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
     pub use protocol::{CallFailure, FailureKind, RunMode, ToolAnswer, ToolBinding};
-    pub use result::{CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine};
+    pub use result::{
+        CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine, kept_arguments,
+    };
 }

@@ -163,10 +163,24 @@ pub async fn attach_chain(config: &Config, gateway: &Arc<Gateway>) -> anyhow::Re
         output: config.output,
         // Each execution's argument bound follows the backends (see
         // `ChainRuntime::execution_limits`).
-        limits: Limits::default(),
+        limits: Limits {
+            max_recorded_argument_bytes: recorded_argument_bytes(config),
+            ..Limits::default()
+        },
     });
     gateway.watch_stored_tools().await;
     Ok(())
+}
+
+/// How many bytes of its calls' arguments an execution's record keeps: none unless
+/// `[store] record_arguments` is on.
+pub fn recorded_argument_bytes(config: &Config) -> usize {
+    const PER_EXECUTION: usize = 1024 * 1024;
+    if config.store.record_arguments {
+        PER_EXECUTION
+    } else {
+        0
+    }
 }
 
 /// Starts every backend. Children inherit only `PATH` and `HOME` from sandgate.

@@ -20,7 +20,7 @@ mod tools;
 pub use error::StoreError;
 pub use handle::StoreHandle;
 pub use outputs::{OutputSlice, slice};
-pub use records::{BackendStats, CallRow, ExecutionRecord, Stats, TierStats};
+pub use records::{BackendStats, CallRow, ExecutionRecord, MAX_CALL_ERROR_CHARS, Stats, TierStats};
 pub use tools::{StoredTool, ToolVersion};
 
 use std::path::Path;

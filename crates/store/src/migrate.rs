@@ -66,6 +66,11 @@ pub const MIGRATIONS: &[&str] = &[
     // 5: each call's argument and result sizes.
     "ALTER TABLE execution_calls ADD COLUMN args_bytes INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE execution_calls ADD COLUMN result_bytes INTEGER NOT NULL DEFAULT 0;",
+    // 6: when each call started (ms into the execution), why it failed, and its arguments
+    // (only with `[store] record_arguments`).
+    "ALTER TABLE execution_calls ADD COLUMN started_ms REAL;
+    ALTER TABLE execution_calls ADD COLUMN error TEXT;
+    ALTER TABLE execution_calls ADD COLUMN arguments TEXT;",
 ];
 
 /// The schema version this build writes.

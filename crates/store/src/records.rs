@@ -56,7 +56,17 @@ pub struct CallRow {
     pub args_bytes: u64,
     /// Bytes of its result (the raw MCP result's JSON).
     pub result_bytes: u64,
+    /// When it started, in milliseconds from the start of the execution (`None` on records
+    /// written before sandgate kept it).
+    pub started_ms: Option<f64>,
+    /// Why it failed, cut to [`MAX_CALL_ERROR_CHARS`].
+    pub error: Option<String>,
+    /// Its arguments, when `[store] record_arguments` keeps them (cut, and marked so).
+    pub arguments: Option<String>,
 }
+
+/// The longest failure text kept per call.
+pub const MAX_CALL_ERROR_CHARS: usize = 1000;
 
 /// Latency and volume of one tier.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -154,7 +164,7 @@ impl Store {
             )
             .optional()?;
         let mut statement = self.conn.prepare_cached(
-            "SELECT backend, tool, duration_ms, ok, changed_state, args_bytes, result_bytes FROM execution_calls WHERE execution_id = ?1 ORDER BY seq",
+            "SELECT backend, tool, duration_ms, ok, changed_state, args_bytes, result_bytes, started_ms, error, arguments FROM execution_calls WHERE execution_id = ?1 ORDER BY seq",
         )?;
         record.call_rows = statement
             .query_map([id], |row| {
@@ -166,6 +176,9 @@ impl Store {
                     changed_state: row.get(4)?,
                     args_bytes: row.get::<_, i64>(5)? as u64,
                     result_bytes: row.get::<_, i64>(6)? as u64,
+                    started_ms: row.get(7)?,
+                    error: row.get(8)?,
+                    arguments: row.get(9)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -255,7 +268,7 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
     }
     {
         let mut insert = tx.prepare_cached(
-            "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state, args_bytes, result_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state, args_bytes, result_bytes, started_ms, error, arguments) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?;
         for (seq, call) in record.call_rows.iter().enumerate() {
             insert.execute(params![
@@ -267,7 +280,10 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
                 call.ok,
                 call.changed_state,
                 call.args_bytes as i64,
-                call.result_bytes as i64
+                call.result_bytes as i64,
+                call.started_ms,
+                call.error.as_deref().map(cut_error),
+                call.arguments
             ])?;
         }
     }
@@ -330,4 +346,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1]
+}
+
+/// A failure text within [`MAX_CALL_ERROR_CHARS`].
+fn cut_error(error: &str) -> String {
+    match error.char_indices().nth(MAX_CALL_ERROR_CHARS) {
+        Some((end, _)) => format!("{}…", &error[..end]),
+        None => error.to_string(),
+    }
 }

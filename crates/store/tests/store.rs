@@ -31,6 +31,9 @@ fn record(id: &str, tier: &str, ms: f64, status: &str) -> ExecutionRecord {
             changed_state: Some(false),
             args_bytes: 12,
             result_bytes: 345,
+            started_ms: Some(1.5),
+            error: (status != "ok").then(|| "x".repeat(5000)),
+            arguments: Some(r#"{"query":"ada"}"#.into()),
         }],
     }
 }
@@ -116,6 +119,18 @@ fn records_list_show_and_stats() {
             shown.call_rows[0].result_bytes
         ),
         (12, 345)
+    );
+    assert_eq!(shown.call_rows[0].started_ms, Some(1.5));
+    assert_eq!(
+        shown.call_rows[0].arguments.as_deref(),
+        Some(r#"{"query":"ada"}"#)
+    );
+    // A failure text is kept, cut to its bound.
+    let error = shown.call_rows[0].error.as_deref().unwrap_or_default();
+    assert_eq!(
+        error.chars().count(),
+        sandgate_store::MAX_CALL_ERROR_CHARS + 1,
+        "{error}"
     );
     assert!(matches!(
         store.get("nope"),

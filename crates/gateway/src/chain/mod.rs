@@ -422,6 +422,10 @@ async fn direct_call(
         ok: false,
         result_bytes: 0,
         error: None,
+        arguments: sandgate_sandbox::kept_arguments(
+            &args,
+            &mut limits.max_recorded_argument_bytes.clone(),
+        ),
     };
     // A cancel drops the call, which sends the backend `notifications/cancelled`.
     let call = tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args));

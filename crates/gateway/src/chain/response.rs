@@ -402,36 +402,44 @@ fn record(
         returned_bytes: returned_bytes as u64,
         error_kind: outcome.error.as_ref().map(|e| e.kind.as_str().to_string()),
         profile: request.caller.profile().to_string(),
-        call_rows: outcome
-            .calls
-            .iter()
-            .map(|c| {
-                let (backend, tool) = if crate::capability::is_capability(&c.name) {
-                    (
-                        crate::capability::RECORD_BACKEND.to_string(),
-                        c.name.clone(),
-                    )
-                } else {
-                    catalog
-                        .resolve(&c.name)
-                        .map(|e| (e.spec.backend.clone(), e.spec.name.clone()))
-                        .unwrap_or_else(|_| match c.name.split_once('.') {
-                            Some((b, t)) => (b.to_string(), t.to_string()),
-                            None => (String::new(), c.name.clone()),
-                        })
-                };
-                CallRow {
-                    backend,
-                    tool,
-                    duration_ms: c.duration_ms,
-                    ok: c.ok,
-                    changed_state: may_change_state(catalog, &c.name),
-                    args_bytes: c.args_bytes as u64,
-                    result_bytes: c.result_bytes as u64,
-                }
-            })
-            .collect(),
+        call_rows: call_rows(&outcome.calls, catalog),
     }
+}
+
+/// An execution's calls as the store keeps them: each tool by its backend and original name
+/// (a capability under `(capability)`), and whether it may have changed state.
+pub fn call_rows(calls: &[CallRecord], catalog: &Catalog) -> Vec<CallRow> {
+    calls
+        .iter()
+        .map(|c| {
+            let (backend, tool) = if crate::capability::is_capability(&c.name) {
+                (
+                    crate::capability::RECORD_BACKEND.to_string(),
+                    c.name.clone(),
+                )
+            } else {
+                catalog
+                    .resolve(&c.name)
+                    .map(|e| (e.spec.backend.clone(), e.spec.name.clone()))
+                    .unwrap_or_else(|_| match c.name.split_once('.') {
+                        Some((b, t)) => (b.to_string(), t.to_string()),
+                        None => (String::new(), c.name.clone()),
+                    })
+            };
+            CallRow {
+                backend,
+                tool,
+                duration_ms: c.duration_ms,
+                ok: c.ok,
+                changed_state: may_change_state(catalog, &c.name),
+                args_bytes: c.args_bytes as u64,
+                result_bytes: c.result_bytes as u64,
+                started_ms: Some(c.started_ms),
+                error: c.error.clone(),
+                arguments: c.arguments.clone(),
+            }
+        })
+        .collect()
 }
 
 /// FNV-1a of the code: groups repeated executions without keeping the code.

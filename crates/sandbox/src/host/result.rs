@@ -93,6 +93,30 @@ pub struct CallRecord {
     pub result_bytes: usize,
     /// The failure, for calls that failed.
     pub error: Option<String>,
+    /// The arguments as sent, when the execution keeps them
+    /// ([`Limits::max_recorded_argument_bytes`](crate::Limits)); cut, and marked so, past
+    /// their bound.
+    pub arguments: Option<String>,
+}
+
+/// What a call list keeps of one call's arguments, within what is left of the execution's
+/// `budget` (which it lowers): `None` once the budget is spent.
+pub fn kept_arguments(args: &str, budget: &mut usize) -> Option<String> {
+    if *budget == 0 {
+        return None;
+    }
+    let room = (*budget).min(crate::limits::RECORDED_ARGUMENT_BYTES_PER_CALL);
+    let kept = if args.len() <= room {
+        args.to_string()
+    } else {
+        let mut end = room;
+        while !args.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}… (cut: {} bytes in all)", &args[..end], args.len())
+    };
+    *budget = budget.saturating_sub(kept.len());
+    Some(kept)
 }
 
 /// Resource use.
@@ -154,5 +178,25 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(kind).ok(), Some(kind.as_str().into()));
         }
+    }
+
+    use super::kept_arguments;
+    use crate::limits::RECORDED_ARGUMENT_BYTES_PER_CALL;
+
+    #[test]
+    fn kept_arguments_are_cut_per_call_and_stop_when_the_budget_is_spent() {
+        let mut budget = 0;
+        assert_eq!(kept_arguments("{}", &mut budget), None, "off by default");
+        let mut budget = 30 * 1024;
+        assert_eq!(kept_arguments(r#"{"a":1}"#, &mut budget).as_deref(), Some(r#"{"a":1}"#));
+        let long = format!("{{\"text\":\"{}\"}}", "é".repeat(20 * 1024));
+        let kept = kept_arguments(&long, &mut budget).unwrap_or_default();
+        assert!(kept.len() < RECORDED_ARGUMENT_BYTES_PER_CALL + 64, "{}", kept.len());
+        assert!(kept.ends_with(&format!("… (cut: {} bytes in all)", long.len())), "{kept}");
+        // What is left is less than a call's bound, and then nothing is left.
+        let third = kept_arguments(&long, &mut budget).unwrap_or_default();
+        assert!(third.len() < RECORDED_ARGUMENT_BYTES_PER_CALL, "{}", third.len());
+        assert_eq!(budget, 0);
+        assert_eq!(kept_arguments(r#"{"a":1}"#, &mut budget), None);
     }
 }

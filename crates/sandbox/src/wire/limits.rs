@@ -35,6 +35,10 @@ pub const DEFAULT_MAX_CALL_ARGS_BYTES: usize = 4 * 1024 * 1024;
 /// limit bounds what the host parses (and the stack it parses on, see `nesting`).
 pub const DEFAULT_MAX_CODE_BYTES: usize = 256 * 1024;
 
+/// How many bytes of one call's arguments the call list keeps, when it keeps arguments at all
+/// (see [`Limits::max_recorded_argument_bytes`]); longer arguments are cut.
+pub const RECORDED_ARGUMENT_BYTES_PER_CALL: usize = 16 * 1024;
+
 /// Limits for one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
@@ -60,6 +64,10 @@ pub struct Limits {
     pub max_code_bytes: usize,
     /// One call's arguments, in JSON bytes.
     pub max_call_args_bytes: usize,
+    /// The calls' arguments the call list keeps, in bytes over the whole execution (each
+    /// call's cut at [`RECORDED_ARGUMENT_BYTES_PER_CALL`]); 0, the default, keeps none. The
+    /// host holds them, never the worker (`[store] record_arguments` turns it on).
+    pub max_recorded_argument_bytes: usize,
 }
 
 impl Default for Limits {
@@ -76,6 +84,7 @@ impl Default for Limits {
             max_timers: DEFAULT_MAX_TIMERS,
             max_code_bytes: DEFAULT_MAX_CODE_BYTES,
             max_call_args_bytes: DEFAULT_MAX_CALL_ARGS_BYTES,
+            max_recorded_argument_bytes: 0,
         }
     }
 }

@@ -56,12 +56,13 @@ pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             println!(
-                "{:<28} {:<12} {:<13} {:>10} {:<6} {:>5} {:>10} {:<12}",
-                "ID", "PROFILE", "TIER", "MS", "STATUS", "CALLS", "OUTPUT", "ERROR"
+                "{:<29} {:<28} {:<12} {:<13} {:>10} {:<6} {:>5} {:>10} {:<12}",
+                "STARTED", "ID", "PROFILE", "TIER", "MS", "STATUS", "CALLS", "OUTPUT", "ERROR"
             );
             for r in &records {
                 println!(
-                    "{:<28} {:<12} {:<13} {:>10.1} {:<6} {:>5} {:>10} {:<12}",
+                    "{:<29} {:<28} {:<12} {:<13} {:>10.1} {:<6} {:>5} {:>10} {:<12}",
+                    local_time(r.started_at_ms),
                     r.id,
                     r.profile,
                     r.tier,
@@ -121,7 +122,7 @@ fn print_record(r: &ExecutionRecord) {
             .unwrap_or_default()
     );
     println!("duration   {:.1} ms", r.duration_ms);
-    println!("started    {} (unix ms)", r.started_at_ms);
+    println!("started    {}", local_time(r.started_at_ms));
     println!("code hash  {}", r.code_hash);
     println!(
         "output     {} full, {} returned",
@@ -138,14 +139,24 @@ fn print_record(r: &ExecutionRecord) {
         let ms = c
             .duration_ms
             .map_or("unfinished".to_string(), |ms| format!("{ms:.1} ms"));
+        let at = c
+            .started_ms
+            .map(|at| format!("+{at:.1} ms  "))
+            .unwrap_or_default();
         println!(
-            "  {}.{}  {}  {ms}  {} in, {} out  ({state})",
+            "  {at}{}.{}  {}  {ms}  {} in, {} out  ({state})",
             c.backend,
             c.tool,
             if c.ok { "ok" } else { "failed" },
             sandgate_output::kb(c.args_bytes as usize),
             sandgate_output::kb(c.result_bytes as usize),
         );
+        if let Some(error) = &c.error {
+            println!("      error: {error}");
+        }
+        if let Some(arguments) = &c.arguments {
+            println!("      arguments: {arguments}");
+        }
     }
     match &r.code {
         Some(code) => println!(
@@ -154,5 +165,16 @@ fn print_record(r: &ExecutionRecord) {
             r.id
         ),
         None => println!("\nCode: not kept (recorded before sandgate kept code, or pruned)."),
+    }
+}
+
+/// A record's start in the local time zone, with its offset.
+fn local_time(unix_ms: i64) -> String {
+    use chrono::TimeZone;
+    match chrono::Local.timestamp_millis_opt(unix_ms) {
+        chrono::LocalResult::Single(at) | chrono::LocalResult::Ambiguous(at, _) => {
+            at.format("%Y-%m-%d %H:%M:%S%.3f %:z").to_string()
+        }
+        chrono::LocalResult::None => format!("{unix_ms} (unix ms)"),
     }
 }

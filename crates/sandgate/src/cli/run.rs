@@ -57,11 +57,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         wall_ms: args
             .timeout
             .map_or(defaults.wall_ms, |t| t.min(defaults.wall_ms)),
+        max_recorded_argument_bytes: setup::recorded_argument_bytes(&config),
         ..defaults
     };
     let execution = Execution {
         code,
-        tools: view.bindings,
+        tools: view.bindings.clone(),
         host_functions: Arc::new(sandgate_gateway::granted_capabilities(&caller.access)),
         context: None,
         limits,
@@ -81,7 +82,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         )
         .await;
     manager.shutdown();
-    record(&config, &id, started_at_ms, &code, &result);
+    record(&config, &id, started_at_ms, &code, &result, &view.catalog);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
@@ -102,6 +103,7 @@ fn record(
     started_at_ms: i64,
     code: &str,
     result: &ExecutionResult,
+    catalog: &sandgate_catalog::Catalog,
 ) {
     let Ok(mut store) = crate::setup::open_store(config) else {
         return;
@@ -129,22 +131,7 @@ fn record(
         returned_bytes: output_bytes,
         error_kind: result.error.as_ref().map(|e| e.kind.as_str().to_string()),
         profile: "default".into(),
-        call_rows: result
-            .trace
-            .iter()
-            .map(|c| {
-                let (backend, tool) = c.name.split_once('.').unwrap_or(("", &c.name));
-                sandgate_store::CallRow {
-                    backend: backend.to_string(),
-                    tool: tool.to_string(),
-                    duration_ms: c.duration_ms,
-                    ok: c.ok,
-                    changed_state: None,
-                    args_bytes: c.args_bytes as u64,
-                    result_bytes: c.result_bytes as u64,
-                }
-            })
-            .collect(),
+        call_rows: sandgate_gateway::chain::response::call_rows(&result.trace, catalog),
     };
     if let Err(e) = store.record(&record) {
         tracing::warn!("the run was not recorded: {e}");

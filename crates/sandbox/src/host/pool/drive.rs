@@ -24,7 +24,7 @@ use crate::protocol::{
     CallFailure, Callee, FailureKind, HostFrame, ToolAnswer, ToolBinding, WorkerFrame,
     encode_frame, write_frame,
 };
-use crate::result::{CallRecord, ExecError, LogLine};
+use crate::result::{CallRecord, ExecError, LogLine, kept_arguments};
 
 /// How long the host polls a computing worker's output before it sleeps, when a core is spare
 /// (see `output`). Long enough for a short script or the stretch between two tool calls.
@@ -62,6 +62,8 @@ pub(crate) struct Job<'a> {
     pub wall: Duration,
     pub max_log_lines: usize,
     pub max_log_bytes: usize,
+    /// Bytes of the calls' arguments the call list may keep (0: none).
+    pub recorded_argument_bytes: usize,
     /// Whether the run may move to another worker before it starts.
     pub movable: bool,
 }
@@ -102,6 +104,7 @@ pub(crate) async fn drive(
         wall,
         max_log_lines,
         max_log_bytes,
+        recorded_argument_bytes,
         movable,
     } = job;
     let (wall, max_log_lines, max_log_bytes) = (*wall, *max_log_lines, *max_log_bytes);
@@ -138,7 +141,10 @@ pub(crate) async fn drive(
     );
     let mut logs = Vec::new();
     let mut held_log_bytes = 0usize;
-    let mut served = Served::default();
+    let mut served = Served {
+        argument_budget: *recorded_argument_bytes,
+        ..Served::default()
+    };
     let mut calls: FuturesUnordered<BoxFuture<'static, CallDone>> = FuturesUnordered::new();
     // How to drop each call still out, when the guest aborts it (its `AbortSignal`).
     let mut aborts: std::collections::HashMap<u64, tokio::sync::oneshot::Sender<()>> =
@@ -253,6 +259,7 @@ pub(crate) async fn drive(
                 id, callee, args, ..
             } => {
                 let args_bytes = args.len();
+                let kept = kept_arguments(&args, &mut served.argument_budget);
                 let (name, future) = match callee {
                     Callee::Tool(i) => match tools.get(i as usize) {
                         Some(tool) => (
@@ -273,7 +280,13 @@ pub(crate) async fn drive(
                     },
                 };
                 let at = elapsed_ms(Instant::now());
-                served.in_flight.push((id, name.clone(), args_bytes, at));
+                served.in_flight.push(InFlight {
+                    id,
+                    name: name.clone(),
+                    args_bytes,
+                    at,
+                    arguments: kept,
+                });
                 let (abort, aborted) = tokio::sync::oneshot::channel::<()>();
                 aborts.insert(id, abort);
                 let mut call: BoxFuture<'static, CallDone> = Box::pin(async move {
@@ -420,17 +433,33 @@ fn lost_worker(worker: &WorkerHandle, logs: Vec<LogLine>, served: Served) -> Raw
 struct Served {
     /// (call id, record): ids grow in the order the code made the calls.
     trace: Vec<(u64, CallRecord)>,
-    /// (call id, name, argument bytes, start in ms).
-    in_flight: Vec<(u64, String, usize, f64)>,
+    in_flight: Vec<InFlight>,
     /// Encoded `Reply` frames to send.
     replies: Vec<u8>,
+    /// What is left of the bytes of arguments the call list may keep.
+    argument_budget: usize,
+}
+
+/// A call made and not yet answered.
+struct InFlight {
+    id: u64,
+    name: String,
+    args_bytes: usize,
+    /// Milliseconds from the start of the execution.
+    at: f64,
+    /// Its arguments, when the call list keeps them.
+    arguments: Option<String>,
 }
 
 impl Served {
     /// Records a finished call and queues its answer.
     fn answer(&mut self, run: u64, done: CallDone) -> Result<(), ExecError> {
         let (id, args_bytes, name, at, end, result) = done;
-        self.in_flight.retain(|c| c.0 != id);
+        let arguments = self
+            .in_flight
+            .iter()
+            .position(|c| c.id == id)
+            .and_then(|i| self.in_flight.swap_remove(i).arguments);
         let (ok, result_bytes, error) = match &result {
             // A tool that answered with `isError` failed, even though the call went through.
             Ok(answer) if answer.is_error => (
@@ -452,6 +481,7 @@ impl Served {
                 ok,
                 result_bytes,
                 error,
+                arguments,
             },
         ));
         write_frame(&mut self.replies, &HostFrame::Reply { run, id, result })
@@ -463,18 +493,19 @@ impl Served {
     /// unfinished.
     fn unfinished(self) -> Vec<CallRecord> {
         let mut trace = self.trace;
-        for (id, name, args_bytes, at) in self.in_flight {
+        for call in self.in_flight {
             let error = Some("unfinished when the execution ended".to_string());
             trace.push((
-                id,
+                call.id,
                 CallRecord {
-                    name,
-                    args_bytes,
-                    started_ms: at,
+                    name: call.name,
+                    args_bytes: call.args_bytes,
+                    started_ms: call.at,
                     duration_ms: None,
                     ok: false,
                     result_bytes: 0,
                     error,
+                    arguments: call.arguments,
                 },
             ));
         }

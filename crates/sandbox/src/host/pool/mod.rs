@@ -347,6 +347,7 @@ impl Pool {
             wall: limits.wall_time(),
             max_log_lines: limits.max_log_lines as usize,
             max_log_bytes: limits.max_log_bytes,
+            recorded_argument_bytes: limits.max_recorded_argument_bytes,
             movable: true,
         };
         let mut moves = 0;
