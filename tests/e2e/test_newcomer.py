@@ -187,3 +187,19 @@ def test_check_shows_why_a_backend_is_down_and_counts_only_reachable_tools(tmp_p
     assert second.returncode == 1, second.stdout
     assert "the database is gone" in second.stdout, second.stdout
     assert "0 tools reachable (" in second.stdout and "known from the tool cache" in second.stdout, second.stdout
+
+
+def test_a_successful_check_logs_no_warning(tmp_path):
+    """A newcomer's `check` of the example config ends with its table and nothing else: no WARN
+    from the libraries underneath (rmcp's "Error sending response" when a backend answers a
+    request whose caller has gone is dropped, see `setup::QuietDisconnects`)."""
+    import os
+
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(3):
+        checked = subprocess.run([SANDGATE, "check", "--config", "examples/sandgate.toml"], cwd=REPO, env=env,
+                                 capture_output=True, text=True, timeout=120)
+        assert checked.returncode == 0, checked.stderr
+        assert "tools reachable" in checked.stdout, checked.stdout
+        noisy = [line for line in checked.stderr.splitlines() if " WARN " in line or " ERROR " in line]
+        assert not noisy, checked.stderr

@@ -197,3 +197,43 @@ async fn json_parse_of_a_result_is_a_runtime_error_not_a_syntax_error() {
     assert!(e.message.starts_with("SyntaxError: "), "{e:?}");
     assert!(hint(&e).contains("arrive already parsed"), "{e:?}");
 }
+
+#[tokio::test]
+async fn a_thrown_error_points_at_its_throw_and_says_where_it_was_called() {
+    // QuickJS places `new Error(`...${x}...`)` at the template's last expression.
+    let e = error_of(
+        "const x = 41;\nfunction fail(n: number) {\n  throw new Error(`bad value ${n + 1} here`);\n}\nfail(x);",
+    )
+    .await;
+    assert_eq!(
+        (e.kind, e.line, e.column),
+        (ErrorKind::Runtime, Some(3), Some(3)),
+        "{e:?}"
+    );
+    assert_eq!(e.message, "Error: bad value 42 here");
+    assert_eq!(
+        hint(&e),
+        "Thrown in `fail`; `fail` was called at line 5, column 1."
+    );
+    // Through async functions too, innermost call first.
+    let e = error_of(
+        "async function inner(v: number) {\n  if (v > 1) throw new RangeError(`too big: ${v}`);\n}\nasync function outer() { await inner(5); }\nawait outer();",
+    )
+    .await;
+    assert_eq!((e.line, e.column), (Some(2), Some(14)), "{e:?}");
+    assert_eq!(
+        hint(&e),
+        "Thrown in `inner`; `inner` was called at line 4, column 32 in `outer`; `outer` was called at line 5, column 7."
+    );
+    // An error the engine raises keeps its own position, and a throw at the top level has no
+    // call site to give.
+    let e = error_of("const o: any = null;\nthrow new Error(`x ${o.y}`);").await;
+    assert_eq!(
+        (e.message.as_str(), e.column),
+        ("TypeError: cannot read property 'y' of null", Some(22)),
+        "{e:?}"
+    );
+    let e = error_of("throw new Error(`top ${1 + 1}`);").await;
+    assert_eq!((e.line, e.column), (Some(1), Some(1)), "{e:?}");
+    assert!(e.hint.is_none(), "{e:?}");
+}

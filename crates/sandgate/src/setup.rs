@@ -41,6 +41,9 @@ pub fn init_logging(args: &Cli) {
 /// Drops rmcp's error "failed to send pending response during drain" (and its sibling): it
 /// means an HTTP client went away before its response, which is ordinary; the gateway logs
 /// that at debug level itself. Hundreds of such ERROR lines used to follow a load test.
+/// Drops rmcp's warning "Error sending response" too: a backend answered a request whose
+/// caller had gone (a call cancelled or timed out, or a command such as `check` exiting while
+/// a tool list was being fetched again); sandgate reports the cancel or timeout itself.
 struct QuietDisconnects;
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietDisconnects {
@@ -54,7 +57,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietDisconnects {
         }
         let mut message = MessageText(String::new());
         event.record(&mut message);
-        !message.0.ends_with("during drain")
+        !(message.0.ends_with("during drain") || message.0 == "Error sending response")
     }
 }
 
@@ -257,4 +260,49 @@ pub fn describe(config: &Config) -> String {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "<config>".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::QuietDisconnects;
+
+    /// Collects the messages of the events that get through.
+    struct Seen(Arc<Mutex<Vec<String>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Seen {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            let mut message = super::MessageText(String::new());
+            event.record(&mut message);
+            if let Ok(mut seen) = self.0.lock() {
+                seen.push(message.0);
+            }
+        }
+    }
+
+    #[test]
+    fn rmcp_noise_about_callers_that_went_away_is_dropped_and_the_rest_kept() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry()
+            .with(QuietDisconnects)
+            .with(Seen(seen.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "rmcp::service", id = 7, "Error sending response");
+            tracing::error!(target: "rmcp::transport", "failed to send pending response during drain");
+            tracing::warn!(target: "rmcp::service", "Received unexpected message");
+            tracing::warn!(target: "sandgate_upstream", "Error sending response");
+        });
+        let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+        assert_eq!(
+            seen,
+            ["Received unexpected message", "Error sending response"]
+        );
+    }
 }

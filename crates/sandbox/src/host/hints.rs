@@ -74,6 +74,10 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         let callee = format!("{}.{}", tool.js_backend, tool.js_tool);
         column = expressions::call_column(cx.source, l, c, &callee).or(column);
     }
+    // An error the code constructs and throws points at its `throw`.
+    if let (ErrorKind::Runtime, Some((l, c))) = (kind, line.zip(column)) {
+        column = expressions::throw_column(cx.source, l, c, &error.name).or(column);
+    }
     // QuickJS does not say what was not a function; the source at the error's position does.
     let not_a_function = (kind == ErrorKind::Runtime && error.message == "not a function")
         .then(|| line.zip(column))
@@ -133,9 +137,36 @@ fn hint(
         ErrorKind::OutputLimit => Some("Return less: pick the fields you need (e.g. items.map(i => ({ id: i.id, title: i.title }))) or a count, not whole objects.".into()),
         ErrorKind::ToolDenied => Some("The gateway's policy refused it; the message names the rule and where an operator changes it. Use what this caller is granted: search_tools lists its tools.".into()),
         ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool),
-        ErrorKind::Runtime => runtime_hint(error, cx, at),
+        ErrorKind::Runtime => runtime_hint(error, cx, at).or_else(|| call_site(error, cx)),
         _ => None,
     }
+}
+
+/// Where an error thrown inside a function was called from: "Thrown in `fail`, called at line
+/// 5, column 1." (innermost call first, at most three), when the stack says so.
+fn call_site(error: &GuestError, cx: &HintContext) -> Option<String> {
+    const SHOWN: usize = 3;
+    let frames = crate::stacks::user_frames(&error.stack, cx.positions);
+    let (Some((Some(thrower), _, _)), Some(_)) = (frames.first(), frames.get(1)) else {
+        return None;
+    };
+    let calls: Vec<String> = frames
+        .windows(2)
+        .take(SHOWN)
+        .map(|pair| {
+            let (callee, (caller, line, column)) = (&pair[0].0, &pair[1]);
+            let callee = callee.as_deref().unwrap_or("the function");
+            // QuickJS places a call at its last argument; the user looks for the callee.
+            let column =
+                expressions::call_column(cx.source, *line, *column, callee).unwrap_or(*column);
+            let caller = caller
+                .as_deref()
+                .map(|name| format!(" in `{name}`"))
+                .unwrap_or_default();
+            format!("`{callee}` was called at line {line}, column {column}{caller}")
+        })
+        .collect();
+    Some(format!("Thrown in `{thrower}`; {}.", calls.join("; ")))
 }
 
 fn tool_failed_hint(message: &str, tool: Option<&ToolBinding>) -> Option<String> {

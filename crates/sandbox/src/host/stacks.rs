@@ -31,6 +31,21 @@ pub(crate) fn first_user_position(stack: &str, positions: &PositionMap) -> Optio
     })
 }
 
+/// The frames of the user's code in a stack, innermost first: the function's name (`None` for
+/// the top level) and its (line, column) in the source.
+pub(crate) fn user_frames(stack: &str, positions: &PositionMap) -> Vec<(Option<String>, u32, u32)> {
+    stack
+        .lines()
+        .filter_map(|frame| {
+            let (open, line, column) = wrapped_position(frame)?;
+            let (line, column) = positions.to_source(line, column)?;
+            let name = frame[..open].trim().strip_prefix("at ")?.trim();
+            let named = !name.is_empty() && !name.starts_with('<') && name != "main";
+            Some((named.then(|| name.to_string()), line, column))
+        })
+        .collect()
+}
+
 /// `text` (a log line) with every stack frame it holds pointed at the user's code: a frame in
 /// the user's code reads `(line L, column C)` in the source's own coordinates, and frames of
 /// sandgate's modules and of the wrapper around the code are left out. Text without frames

@@ -145,6 +145,32 @@ pub(super) fn call_column(source: &str, line: u32, column: u32, callee: &str) ->
     Some(text[..at].chars().count() as u32 + 1)
 }
 
+/// Where, on line `line` of `source`, the `throw new <constructor>(` before `column` starts, as
+/// a 1-based column: QuickJS places an error the code constructs at the last thing it evaluated
+/// for the constructor (the end of a template literal's last `${}`), while the user looks for
+/// the `throw`.
+pub(super) fn throw_column(source: &str, line: u32, column: u32, constructor: &str) -> Option<u32> {
+    let text = line_of(source, line)?;
+    column.checked_sub(1)?;
+    let limit = offset_of(text, column).unwrap_or(text.len());
+    let bytes = text.as_bytes();
+    let at = text
+        .match_indices("throw")
+        .map(|(at, _)| at)
+        .filter(|&at| at <= limit)
+        .filter(|&at| at == 0 || !is_ident(bytes[at - 1]))
+        .filter(|&at| {
+            let rest = text[at + "throw".len()..].trim_start();
+            rest.strip_prefix("new")
+                .filter(|r| r.starts_with(char::is_whitespace))
+                .map(str::trim_start)
+                .and_then(|r| r.strip_prefix(constructor))
+                .is_some_and(|r| r.trim_start().starts_with('('))
+        })
+        .last()?;
+    Some(text[..at].chars().count() as u32 + 1)
+}
+
 /// If `variable` is assigned somewhere in `source` straight from a tool call with no `await`
 /// (`const r = backend.tool(`, `r = mcp.backend.tool(`), that call's `backend.tool`.
 pub(super) fn unawaited_call<'s>(
