@@ -189,3 +189,267 @@ async def test_what_the_agent_did_is_on_record(tmp_path, record_arguments):
     else:
         assert all(c["arguments"] is None for c in calls), calls
         assert "secret-42" not in text and "arguments:" not in text, text
+
+
+# --- Item 4: health, readiness, metrics, traces -------------------------------------------------
+
+METRICS_SNAPSHOT = REPO / "tests" / "e2e" / "snapshots" / "metrics.txt"
+
+
+def metrics_shape(text: str) -> str:
+    """`/metrics` with the values filtered out: what the snapshot holds. Sample values,
+    histogram bucket counts and the uptime change from run to run; the families, their help,
+    their types and their label sets must not."""
+    import re
+
+    shaped = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            shaped.append(line)
+            continue
+        series, _, _value = line.rpartition(" ")
+        shaped.append(f"{series} <value>")
+    return "\n".join(shaped) + "\n"
+
+
+class Answer:
+    def __init__(self, status_code: int, text: str, headers):
+        self.status_code, self.text, self.headers = status_code, text, headers
+
+
+def http_get(server, path: str, token: str | None = "server") -> Answer:
+    """GET `path` on the server's listener, with its token, another `token`, or none."""
+    import urllib.error
+    import urllib.request
+
+    headers = server.headers if token == "server" else ({"Authorization": f"Bearer {token}"} if token else {})
+    request = urllib.request.Request(server.url.removesuffix("/mcp") + path, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return Answer(response.status, response.read().decode(), {k.lower(): v for k, v in response.headers.items()})
+    except urllib.error.HTTPError as error:
+        return Answer(error.code, error.read().decode(), {k.lower(): v for k, v in error.headers.items()})
+
+
+async def test_health_readiness_and_metrics(tmp_path):
+    """`/healthz` answers at once and needs no token; `/readyz` says 503 while a backend is on
+    its first connection attempt and 200 after; `/metrics` counts executions by tier and
+    status, tool calls by backend, tool and outcome, with duration histograms, and shows the
+    backends' states and the sandbox pool. Its shape is snapshot-tested with values filtered
+    (UPDATE_SNAPSHOTS=1 rewrites the snapshot)."""
+    import os
+    import sys
+    from conftest import FAKE_BACKEND, HttpServer, reference_servers
+
+    servers = reference_servers(tmp_path)
+    servers["slow"] = {"command": str(SLOW_START), "args": ["3", sys.executable, str(FAKE_BACKEND), "ok"]}
+    config = write_config(tmp_path, "toml", servers)
+    server = HttpServer(config)
+    try:
+        health = http_get(server, "/healthz", token=None)
+        assert (health.status_code, health.text) == (200, "ok\n")
+        early = http_get(server, "/readyz", token=None)
+        assert early.status_code == 503 and "still on their first connection attempt" in early.text, early.text
+        deadline = time.monotonic() + 20
+        while http_get(server, "/readyz", token=None).status_code != 200:
+            assert time.monotonic() < deadline, "never ready"
+            await anyio.sleep(0.2)
+        assert http_get(server, "/metrics", token=None).status_code == 401
+
+        async with Client(server.target(), mode="legacy") as client:
+            structured(await client.call_tool("call_tool_chain", {"code": {"tool": "everything.echo", "arguments": {"message": "hi"}}}))
+            await client.call_tool("call_tool_chain", {"code": (
+                'await memory.read_graph({});\n'
+                'try { await filesystem.read_text_file({path: "/etc/passwd"}); } catch (e) {}\n'
+                'throw new Error("on purpose");')})
+        text = http_get(server, "/metrics").text
+    finally:
+        server.close()
+    assert 'sandgate_executions_total{tier="json",status="ok"} 1' in text, text
+    assert 'sandgate_executions_total{tier="sandbox",status="error"} 1' in text, text
+    assert 'sandgate_tool_calls_total{backend="everything",tool="echo",outcome="ok"} 1' in text, text
+    assert 'sandgate_tool_calls_total{backend="memory",tool="read_graph",outcome="ok"} 1' in text, text
+    assert 'sandgate_tool_calls_total{backend="filesystem",tool="read_text_file",outcome="error_result"} 1' in text, text
+    assert 'sandgate_backends{state="ready"} 4' in text, text
+    assert 'sandgate_backend_up{backend="slow"} 1' in text, text
+    assert 'sandgate_execution_duration_seconds_count{tier="sandbox"} 1' in text, text
+    shape = metrics_shape(text)
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        METRICS_SNAPSHOT.parent.mkdir(exist_ok=True)
+        METRICS_SNAPSHOT.write_text(shape)
+    assert shape == METRICS_SNAPSHOT.read_text(), "the /metrics families changed; UPDATE_SNAPSHOTS=1 rewrites the snapshot"
+
+
+async def test_metrics_need_an_admin_profile(tmp_path):
+    """`/metrics` names every backend and tool, so a token of a profile that is not admin gets
+    403 with what to change; an admin token gets the text."""
+    import os
+    from conftest import HttpServer, reference_servers
+
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    config.write_text(config.read_text() + """
+[profiles.reader]
+tools = ["everything.echo"]
+
+[profiles.ops]
+tools = ["*"]
+admin = true
+
+[[http.tokens]]
+token = "${OPS_READER_TOKEN}"
+profile = "reader"
+name = "reader"
+
+[[http.tokens]]
+token = "${OPS_ADMIN_TOKEN}"
+profile = "ops"
+name = "scraper"
+""")
+    os.environ.update({"OPS_READER_TOKEN": "reader-token-for-metrics-0001", "OPS_ADMIN_TOKEN": "admin-token-for-metrics-0001"})
+    server = HttpServer(config, token="admin-token-for-metrics-0001")
+    try:
+        refused = http_get(server, "/metrics", token="reader-token-for-metrics-0001")
+        assert refused.status_code == 403 and "admin" in refused.text, refused.text
+        allowed = http_get(server, "/metrics", token="admin-token-for-metrics-0001")
+        assert allowed.status_code == 200 and allowed.headers["content-type"].startswith("text/plain; version=0.0.4")
+    finally:
+        server.close()
+
+
+class OtlpReceiver:
+    """An OTLP/HTTP receiver run by the test: it keeps every span posted to /v1/traces."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        self.spans = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                for resource_spans in request.resource_spans:
+                    service = next((a.value.string_value for a in resource_spans.resource.attributes
+                                    if a.key == "service.name"), None)
+                    for scope_spans in resource_spans.scope_spans:
+                        for span in scope_spans.spans:
+                            receiver.spans.append((service, span))
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def named(self, name: str, service: str | None = None):
+        return [span for svc, span in self.spans if span.name == name and (service is None or svc == service)]
+
+    def close(self):
+        self.server.shutdown()
+
+
+def attributes(span) -> dict:
+    return {a.key: a.value.string_value for a in span.attributes}
+
+
+async def test_spans_are_exported_and_the_trace_reaches_the_backends(tmp_path):
+    """Spans go to an OTLP receiver the test runs: one per execution, one per tool call, with
+    the semantic-convention names. A W3C `traceparent` sent in `_meta` is the execution's
+    parent, and each tool call's context reaches its backend: here the backend is another
+    sandgate (a real MCP server that exports to the same receiver), whose own execution span
+    is the child of the outer tool call's span."""
+    from conftest import FAKE_BACKEND, SANDGATE
+    import sys
+
+    receiver = OtlpReceiver()
+    try:
+        inner_dir = tmp_path / "inner"
+        inner_dir.mkdir()
+        inner = write_config(inner_dir, "toml", {"fake": {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}})
+        inner.write_text(inner.read_text() + f'\n[telemetry]\notlp_endpoint = "{receiver.url}"\nservice_name = "inner"\n')
+        config = write_config(tmp_path, "toml", {"inner": {"command": SANDGATE, "args": ["serve", "--config", str(inner)]}})
+        config.write_text(config.read_text() + f'\n[telemetry]\notlp_endpoint = "{receiver.url}"\n')
+        trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+        async with connect("stdio", config) as client:
+            status = await backend_status(client, "inner")
+            started = time.monotonic()
+            while status["state"] == "starting" and time.monotonic() - started < 20:
+                await anyio.sleep(0.2)
+                status = await backend_status(client, "inner")
+            code = 'return await inner.call_tool_chain({code: \'return await fake.echo({text: "deep"})\'});'
+            result = await client.call_tool("call_tool_chain", {"code": code},
+                                            meta={"traceparent": f"00-{trace_id}-{parent_id}-01"})
+            assert not result.is_error, result.content
+            # Both gateways send their spans in batches; the inner one lives while this
+            # session does.
+            deadline = time.monotonic() + 15
+            while len(receiver.named("tools/call call_tool_chain")) < 3 or not receiver.named("tools/call echo"):
+                assert time.monotonic() < deadline, [(svc, s.name) for svc, s in receiver.spans]
+                await anyio.sleep(0.2)
+    finally:
+        receiver.close()
+    # The outer gateway's execution, and its call to the inner one's `call_tool_chain` tool.
+    outer_spans = receiver.named("tools/call call_tool_chain", "sandgate")
+    [outer] = [s for s in outer_spans if s.parent_span_id.hex() == parent_id]
+    assert outer.trace_id.hex() == trace_id, outer
+    assert attributes(outer)["mcp.method.name"] == "tools/call"
+    assert attributes(outer)["gen_ai.tool.name"] == "call_tool_chain"
+    assert attributes(outer)["sandgate.tier"] == "single_call" and attributes(outer)["sandgate.status"] == "ok"
+    [to_inner] = [s for s in outer_spans if s.parent_span_id == outer.span_id]
+    assert to_inner.trace_id == outer.trace_id
+    assert attributes(to_inner)["sandgate.backend"] == "inner"
+    [inner_execution] = receiver.named("tools/call call_tool_chain", "inner")
+    assert inner_execution.trace_id.hex() == trace_id, "the trace crossed into the backend"
+    assert inner_execution.parent_span_id == to_inner.span_id, "under the outer tool call's span"
+    [echo] = receiver.named("tools/call echo", "inner")
+    assert echo.parent_span_id == inner_execution.span_id
+    assert attributes(echo)["gen_ai.tool.name"] == "echo"
+
+
+# --- Item 6: progress that shows life ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_backends_own_progress_reaches_the_client(tmp_path, transport):
+    """The real everything server's long-running operation reports each of its steps. Called
+    as a single call (tier 1), the client sees the backend's progress with its total; called
+    from a script, it sees each step in the message, then the finished call, always growing."""
+    from conftest import reference_servers
+
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    single, script = [], []
+
+    async def on_single(progress, total, message):
+        single.append((progress, total, message))
+
+    async def on_script(progress, total, message):
+        script.append((progress, total, message))
+
+    call = {"tool": "everything.trigger-long-running-operation", "arguments": {"duration": 1, "steps": 4}}
+    async with connect(transport, config) as client:
+        done = structured(await client.call_tool("call_tool_chain", {"code": call}, progress_callback=on_single))
+        assert "Long running operation completed" in json.dumps(done["result"]), done
+        code = ('const r = await everything["trigger-long-running-operation"]({duration: 1, steps: 4});\n'
+                'await everything.echo({message: "and one more call, so this runs in the sandbox"});\n'
+                'return r;')
+        structured(await client.call_tool("call_tool_chain", {"code": code}, progress_callback=on_script))
+
+    steps = [p for p in single if "trigger-long-running-operation: working" in (p[2] or "")]
+    assert [(p, t) for p, t, _ in steps] == [(1, 4), (2, 4), (3, 4), (4, 4)], single
+    assert single[-1][2].startswith("everything.trigger-long-running-operation finished"), single
+    for notes in (single, script):
+        values = [p for p, _, _ in notes]
+        assert values == sorted(values) and len(set(values)) == len(values), notes
+    said = [m for _, _, m in script]
+    assert [m for m in said if "working (" in m] == [
+        f"everything.trigger-long-running-operation: working ({i}/4)" for i in range(1, 5)], script
+    assert all(t is None for _, t, _ in script), "a script's progress has no total: the code decides how many calls"

@@ -16,6 +16,7 @@ mod jsonc;
 mod model;
 mod parse;
 mod suggest;
+mod telemetry;
 
 pub use access::{AuditConfig, HttpAuth, HttpToken, MIN_TOKEN_CHARS, TokenSecret};
 pub use error::ConfigError;
@@ -27,3 +28,4 @@ pub use model::{
     StoreConfig, StoredToolsConfig, ToolFilter, Transport,
 };
 pub use parse::{Format, STORED_TOOLS_BACKEND, load_file, parse_str};
+pub use telemetry::TelemetryConfig;

@@ -93,6 +93,8 @@ pub struct Config {
     pub audit: AuditConfig,
     /// Stored tools (`[stored_tools]`).
     pub stored_tools: StoredToolsConfig,
+    /// Where OpenTelemetry spans go (`[telemetry]`).
+    pub telemetry: crate::TelemetryConfig,
 }
 
 /// Settings of stored tools.

@@ -155,6 +155,7 @@ const TOML_ROOT_KEYS: &[&str] = &[
     "profiles",
     "audit",
     "stored_tools",
+    "telemetry",
 ];
 const STORE_KEYS: &[&str] = &[
     "path",
@@ -328,6 +329,7 @@ impl Walker<'_> {
         config.audit = self.audit_section("audit", root.get("audit"))?;
         config.stored_tools =
             self.stored_tools_section("stored_tools", root.get("stored_tools"))?;
+        config.telemetry = self.telemetry_section("telemetry", root.get("telemetry"))?;
         self.check_access(&config.profiles, &config.http.tokens)?;
         if let Some(servers) = root.get("servers") {
             config.backends = self.backends("servers", servers)?;
@@ -381,6 +383,7 @@ impl Walker<'_> {
                     "profiles",
                     "audit",
                     "stored_tools",
+                    "telemetry",
                 ],
                 &[],
             )?;
@@ -393,6 +396,8 @@ impl Walker<'_> {
             config.audit = self.audit_section("sandgate.audit", extra.get("audit"))?;
             config.stored_tools =
                 self.stored_tools_section("sandgate.stored_tools", extra.get("stored_tools"))?;
+            config.telemetry =
+                self.telemetry_section("sandgate.telemetry", extra.get("telemetry"))?;
             self.check_access(&config.profiles, &config.http.tokens)?;
         }
         config.backends = self.backends(key, servers)?;

@@ -22,8 +22,6 @@ pub struct UpstreamBridge {
     knock: Arc<Knock>,
     /// The longest any single call may take (the execution's own deadline still applies).
     call_limit: Option<Duration>,
-    /// Where finished calls are reported, when the client asked for progress.
-    progress: Option<ProgressSink>,
 }
 
 impl UpstreamBridge {
@@ -33,13 +31,14 @@ impl UpstreamBridge {
             gateway,
             knock: Arc::new(knock),
             call_limit,
-            progress: None,
         }
     }
 
-    /// Reports each finished call to `progress`.
+    /// Reports each finished call, and the backends' own progress, to `progress`.
     pub fn with_progress(mut self, progress: Option<ProgressSink>) -> Self {
-        self.progress = progress;
+        let mut knock = (*self.knock).clone();
+        knock.progress = progress;
+        self.knock = Arc::new(knock);
         self
     }
 }
@@ -54,7 +53,7 @@ impl Bridge for UpstreamBridge {
         let qualified = call.qualified();
         let (gateway, knock) = (self.gateway.clone(), self.knock.clone());
         let limit = self.call_limit;
-        let progress = self.progress.clone();
+        let progress = self.knock.progress.clone();
         let started = std::time::Instant::now();
         Box::pin(async move {
             let result = gateway.call_tool(&knock, call, args, limit).await;

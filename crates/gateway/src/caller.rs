@@ -48,13 +48,23 @@ pub struct Caller {
     pub access: Access,
     /// The token that proved it, if any (for the audit log).
     pub token_id: Option<String>,
+    /// The trace it acts in: the W3C context its request carried in `_meta`, then the span of
+    /// its execution (see `telemetry::traces`).
+    pub trace: opentelemetry::Context,
 }
 
 impl Caller {
     /// The caller of one request.
     pub fn of(gateway: &Gateway, context: &RequestContext<RoleServer>) -> Caller {
+        let trace = crate::telemetry::traces::from_meta(
+            context.meta.get_traceparent(),
+            context.meta.get_tracestate(),
+        );
         let Some(parts) = context.extensions.get::<http::request::Parts>() else {
-            return Caller::local(gateway);
+            return Caller {
+                trace,
+                ..Caller::local(gateway)
+            };
         };
         let authenticated = parts.extensions.get::<Authenticated>();
         let profile = authenticated.map_or("default", |a| a.profile.as_str());
@@ -65,6 +75,7 @@ impl Caller {
             },
             access: Access::new(gateway.profile(profile)),
             token_id: authenticated.map(|a| a.token_id.clone()),
+            trace,
         }
     }
 
@@ -74,6 +85,7 @@ impl Caller {
             owner: Owner::Local,
             access: Access::new(gateway.profile("default")),
             token_id: None,
+            trace: opentelemetry::Context::new(),
         }
     }
 
@@ -159,6 +171,7 @@ mod tests {
             owner,
             access: Access::new(Arc::new(p)),
             token_id: None,
+            trace: opentelemetry::Context::new(),
         }
     }
 

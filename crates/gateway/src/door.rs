@@ -18,6 +18,8 @@ use sandgate_upstream::UpstreamError;
 use crate::Gateway;
 use crate::audit::{Decision, Subject};
 use crate::caller::Caller;
+use crate::telemetry::{CallOutcome, traces};
+use sandgate_upstream::{BackendProgress, CallContext};
 
 /// Who is knocking: the caller and the execution it runs.
 #[derive(Debug, Clone)]
@@ -29,6 +31,9 @@ pub struct Knock {
     /// The stored tools running, outermost first, when the knock comes from inside one
     /// (for the cycle and depth guard).
     pub within: Vec<String>,
+    /// Where the execution's progress goes, when its client asked for it: finished calls and
+    /// the backends' own progress notices.
+    pub progress: Option<crate::chain::ProgressSink>,
 }
 
 impl Knock {
@@ -38,6 +43,7 @@ impl Knock {
             caller,
             execution_id: execution_id.into(),
             within: Vec::new(),
+            progress: None,
         }
     }
 }
@@ -56,7 +62,8 @@ impl Gateway {
         decision.map_err(denied)
     }
 
-    /// Calls a backend tool for `knock`: the one path to [`BackendManager::call`].
+    /// Calls a backend tool for `knock`: the one path to [`BackendManager::call`]. Each call
+    /// is counted for `/metrics` and traced as a span under the caller's trace.
     ///
     /// [`BackendManager::call`]: sandgate_upstream::BackendManager::call
     pub(crate) async fn call_tool(
@@ -65,6 +72,38 @@ impl Gateway {
         call: ToolCall,
         args: String,
         limit: Option<Duration>,
+    ) -> Result<ToolAnswer, CallFailure> {
+        let started = std::time::Instant::now();
+        let (backend, tool) = (call.backend.clone(), call.tool.clone());
+        let span = traces::start_tool_call(&knock.caller.trace, &backend, &tool);
+        let answer = self.call_tool_in(knock, call, args, limit, &span).await;
+        let outcome = match &answer {
+            Ok(answer) if answer.is_error => CallOutcome::ErrorResult,
+            Ok(_) => CallOutcome::Ok,
+            Err(failure) => match failure.kind {
+                FailureKind::Denied => CallOutcome::Denied,
+                FailureKind::Timeout => CallOutcome::Timeout,
+                _ => CallOutcome::Failed,
+            },
+        };
+        let known = self.catalog().resolve(&format!("{backend}.{tool}")).is_ok();
+        self.metrics
+            .call_finished(&backend, &tool, known, outcome, started.elapsed());
+        traces::end_tool_call(
+            &span,
+            (outcome != CallOutcome::Ok).then(|| outcome.as_str()),
+        );
+        answer
+    }
+
+    /// [`Gateway::call_tool`] inside its span `trace`.
+    async fn call_tool_in(
+        self: &Arc<Self>,
+        knock: &Knock,
+        call: ToolCall,
+        args: String,
+        limit: Option<Duration>,
+        trace: &opentelemetry::Context,
     ) -> Result<ToolAnswer, CallFailure> {
         let authorized = self.authorize_tool(knock, call, &args)?;
         let call = authorized.get();
@@ -94,17 +133,30 @@ impl Gateway {
             return self.call_stored(knock, &name, arguments).await;
         }
         let arguments = Some(arguments);
-        let result = self
-            .manager()
-            .call(&authorized, arguments, limit)
-            .await
-            .map_err(|e| {
-                let kind = match e {
-                    UpstreamError::Timeout { .. } => FailureKind::Timeout,
-                    _ => FailureKind::Failed,
-                };
-                CallFailure::new(kind, e.to_string())
-            })?;
+        let (progress, forwarding) = match knock.progress.clone() {
+            Some(sink) => {
+                let (notices, forwarding) = forward_progress(sink, call.qualified());
+                (Some(notices), Some(forwarding))
+            }
+            None => (None, None),
+        };
+        let context = CallContext {
+            limit,
+            trace: traces::to_meta(trace),
+            progress,
+        };
+        let result = self.manager().call(&authorized, arguments, context).await;
+        // The call's notices reach the client before the call is reported finished.
+        if let Some(forwarding) = forwarding {
+            let _ = tokio::time::timeout(PROGRESS_DRAIN, forwarding).await;
+        }
+        let result = result.map_err(|e| {
+            let kind = match e {
+                UpstreamError::Timeout { .. } => FailureKind::Timeout,
+                _ => FailureKind::Failed,
+            };
+            CallFailure::new(kind, e.to_string())
+        })?;
         let is_error = result.is_error == Some(true);
         let json = serde_json::to_string(&result)
             .map_err(|e| CallFailure::new(FailureKind::Internal, e.to_string()))?;
@@ -176,4 +228,26 @@ impl Gateway {
 /// A refusal as the guest sees it.
 pub(crate) fn denied(error: PolicyError) -> CallFailure {
     CallFailure::new(FailureKind::Denied, error.to_string())
+}
+
+/// The longest a finished call waits for its progress notices to be passed on.
+const PROGRESS_DRAIN: Duration = Duration::from_millis(500);
+
+/// A channel for a backend's progress notices on a call to `tool`, passed on to `sink` by a
+/// task that ends once the call has dropped the channel and every notice is passed on.
+fn forward_progress(
+    sink: crate::chain::ProgressSink,
+    tool: String,
+) -> (
+    tokio::sync::mpsc::Sender<BackendProgress>,
+    tokio::task::JoinHandle<()>,
+) {
+    const NOTICES_IN_FLIGHT: usize = 16;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(NOTICES_IN_FLIGHT);
+    let forwarding = tokio::spawn(async move {
+        while let Some(notice) = rx.recv().await {
+            sink.backend_progress(&tool, notice).await;
+        }
+    });
+    (tx, forwarding)
 }

@@ -5,7 +5,8 @@
 //! 2026-07-28), keeps the catalog snapshot current as backends come and go, and tells clients
 //! when the tool set changed. Every caller acts under a profile, sees only what it may reach
 //! (`views`), and every backend tool call and host capability goes through one door (`door`),
-//! which asks the policy first and writes the decision to the audit log.
+//! which asks the policy first and writes the decision to the audit log. Executions and calls
+//! are counted for `/metrics` and traced as OpenTelemetry spans (`telemetry`).
 
 mod admission;
 mod audit;
@@ -21,6 +22,7 @@ mod meta_tools;
 mod resources;
 mod state;
 pub mod stored;
+pub mod telemetry;
 mod views;
 
 pub use audit::AuditLog;

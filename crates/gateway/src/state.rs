@@ -59,6 +59,8 @@ pub struct Gateway {
     startup_wait_ms: AtomicU64,
     started: Instant,
     counters: Mutex<BTreeMap<&'static str, u64>>,
+    /// What `/metrics` counts (see `telemetry`).
+    pub(crate) metrics: crate::telemetry::Metrics,
     catalog_builds: AtomicU64,
     changes: broadcast::Sender<()>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
@@ -129,6 +131,11 @@ impl Gateway {
         });
     }
 
+    /// How many `call_tool_chain` executions are running.
+    pub(crate) fn running_executions(&self) -> u64 {
+        self.running.load(Ordering::SeqCst)
+    }
+
     /// Counts one execution as running until the guard is dropped.
     pub(crate) fn execution_started(&self) -> Running<'_> {
         self.running.fetch_add(1, Ordering::SeqCst);
@@ -177,6 +184,7 @@ impl Gateway {
             startup_wait_ms: AtomicU64::new(STARTUP_WAIT_MS),
             started: Instant::now(),
             counters: Mutex::default(),
+            metrics: Default::default(),
             catalog_builds: AtomicU64::new(1),
             changes,
             legacy_peers: Mutex::default(),

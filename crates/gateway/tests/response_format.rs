@@ -62,6 +62,7 @@ fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> C
             "sandgate.toml",
         ))),
         token_id: None,
+        trace: opentelemetry::Context::new(),
     };
     let request = Request {
         id: "ex-test",

@@ -100,7 +100,7 @@ fn bench(c: &mut Criterion) {
                 args.insert("message".into(), "bench".into());
                 let result = gateway
                     .manager()
-                    .call(&authorized, Some(args), None)
+                    .call(&authorized, Some(args), Default::default())
                     .await
                     .expect("echo");
                 assert_ne!(result.is_error, Some(true));

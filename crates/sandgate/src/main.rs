@@ -6,6 +6,7 @@
 mod access;
 mod cli;
 mod setup;
+mod telemetry;
 
 use clap::Parser;
 

@@ -6,10 +6,13 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
-use rmcp::service::{Peer, RoleClient, ServiceError};
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, JsonObject, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use sandgate_catalog::ToolSpec;
 use sandgate_config::{BackendConfig, Transport};
 use serde::Serialize;
@@ -17,6 +20,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::time::{Instant, timeout_at};
 
 use crate::UpstreamError;
+use crate::context::{BackendProgress, CallContext};
 use crate::frames::{REFUSED_CODE, REFUSED_MARK, StdoutNoise};
 use crate::listing::{Listing, ToolProblem};
 use crate::stderr::StderrRing;
@@ -110,6 +114,8 @@ fn restarting_reason(reason: &str, retry_at: Instant) -> String {
 #[derive(Debug)]
 pub(crate) struct Live {
     pub peer: Peer<RoleClient>,
+    /// Routes the backend's progress notifications to the calls that asked for them.
+    pub progress: ProgressDispatcher,
     pub tools: Arc<Vec<ToolSpec>>,
     /// What was wrong with the tools the backend listed.
     pub problems: Vec<ToolProblem>,
@@ -117,9 +123,15 @@ pub(crate) struct Live {
 }
 
 impl Live {
-    pub(crate) fn new(peer: Peer<RoleClient>, listing: Listing, protocol_version: String) -> Live {
+    pub(crate) fn new(
+        peer: Peer<RoleClient>,
+        progress: ProgressDispatcher,
+        listing: Listing,
+        protocol_version: String,
+    ) -> Live {
         Live {
             peer,
+            progress,
             tools: Arc::new(listing.tools),
             problems: listing.problems,
             protocol_version,
@@ -226,15 +238,18 @@ impl Backend {
         }
     }
 
-    /// Calls one tool. `limit` may shorten (never lengthen) the backend's configured timeout.
+    /// Calls one tool. The context's limit may shorten (never lengthen) the backend's
+    /// configured timeout.
     pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: Option<JsonObject>,
-        limit: Option<Duration>,
+        context: CallContext,
     ) -> Result<CallToolResult, UpstreamError> {
         let name = &self.config.name;
-        let timeout = limit.map_or(self.config.timeout, |l| l.min(self.config.timeout));
+        let timeout = context
+            .limit
+            .map_or(self.config.timeout, |l| l.min(self.config.timeout));
         let started = Instant::now();
         let deadline = started + timeout;
         let live = self.wait_until_ready(deadline, started).await?;
@@ -268,7 +283,14 @@ impl Backend {
         let noise_before = self.noise.count();
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
-        match timeout_at(deadline, live.peer.call_tool(params)).await {
+        params.meta = context.meta();
+        let call = async {
+            match context.progress {
+                Some(sink) => call_with_progress(&live, params, sink).await,
+                None => live.peer.call_tool(params).await,
+            }
+        };
+        match timeout_at(deadline, call).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(ServiceError::McpError(e)))
                 if e.code.0 == REFUSED_CODE
@@ -374,5 +396,100 @@ fn describe_service_error(error: &ServiceError) -> String {
         ServiceError::TransportSend(e) => format!("sending failed: {e}"),
         ServiceError::Cancelled { .. } => "the connection was shut down".into(),
         other => other.to_string(),
+    }
+}
+
+/// How many turns a call with progress gives the notices its backend sent just before its
+/// answer (see `call_with_progress`).
+const NOTICE_TURNS: usize = 4;
+/// How long a call with progress waits for the rest of its notices when the last one said
+/// there was more.
+const LAST_NOTICE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// `tools/call`, passing the backend's progress notifications for it on to `sink` (dropped,
+/// never waited for, when the sink is full). rmcp gives the request its progress token, so
+/// the call is sent here rather than through `Peer::call_tool`; like that, a call dropped
+/// before its answer is cancelled at the backend.
+async fn call_with_progress(
+    live: &Live,
+    params: CallToolRequestParams,
+    sink: tokio::sync::mpsc::Sender<BackendProgress>,
+) -> Result<CallToolResult, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = live
+        .peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    let mut notes = live.progress.subscribe(handle.progress_token.clone()).await;
+    let mut unanswered = CancelUnanswered {
+        peer: live.peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let answer = handle.await_response();
+    tokio::pin!(answer);
+    let mut unfinished = false;
+    // Passes a notice on; says whether the backend has more to report (a total not reached).
+    let pass_on = |note: rmcp::model::ProgressNotificationParam| {
+        let unfinished = note.total.is_some_and(|total| note.progress < total);
+        let _ = sink.try_send(BackendProgress {
+            progress: note.progress,
+            total: note.total,
+            message: note.message,
+        });
+        unfinished
+    };
+    let answer = loop {
+        tokio::select! {
+            // Notices first: one sent just before the answer is passed on before it.
+            biased;
+            Some(note) = futures::StreamExt::next(&mut notes) => unfinished = pass_on(note),
+            answer = &mut answer => break answer,
+        }
+    };
+    unanswered.id = None;
+    // rmcp hands notifications to the handler on tasks of their own, so one the backend sent
+    // just before its answer may still be on its way: give those tasks a few turns, and a
+    // moment more when the backend's last notice said it had more to report.
+    for _ in 0..NOTICE_TURNS {
+        while let Some(Some(note)) =
+            futures::FutureExt::now_or_never(futures::StreamExt::next(&mut notes))
+        {
+            unfinished = pass_on(note);
+        }
+        tokio::task::yield_now().await;
+    }
+    let until = Instant::now() + LAST_NOTICE_WAIT;
+    while unfinished {
+        match timeout_at(until, futures::StreamExt::next(&mut notes)).await {
+            Ok(Some(note)) => unfinished = pass_on(note),
+            _ => break,
+        }
+    }
+    match answer? {
+        ServerResult::CallToolResult(result) => Ok(result),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Sends `notifications/cancelled` for a request dropped before its answer.
+struct CancelUnanswered {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelUnanswered {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let reason = Some("the call was cancelled".to_string());
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                    .await;
+            });
+        }
     }
 }

@@ -9,6 +9,7 @@
 
 mod backend;
 mod cache;
+mod context;
 mod era;
 mod error;
 mod escapees;
@@ -22,6 +23,7 @@ mod transport;
 
 pub use backend::{BackendState, BackendStatus};
 pub use cache::ToolCache;
+pub use context::{BackendProgress, CallContext};
 pub use error::UpstreamError;
 pub use escapees::kill_every_backend_process;
 pub use listing::ToolProblem;

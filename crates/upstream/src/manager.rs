@@ -310,12 +310,13 @@ impl BackendManager {
         self.statuses().iter().any(|s| s.state == state)
     }
 
-    /// Calls a tool. `limit` may shorten the backend's configured timeout.
+    /// Calls a tool, in `context` (a limit that may shorten the backend's configured timeout,
+    /// a trace, where progress goes).
     pub async fn call(
         &self,
         call: &Authorized<ToolCall>,
         arguments: Option<JsonObject>,
-        limit: Option<Duration>,
+        context: crate::CallContext,
     ) -> Result<CallToolResult, UpstreamError> {
         let ToolCall { backend, tool } = call.get();
         let backends = self.backends();
@@ -325,7 +326,7 @@ impl BackendManager {
                 known: backends.keys().cloned().collect::<Vec<_>>().join(", "),
             });
         };
-        target.call(tool, arguments, limit).await
+        target.call(tool, arguments, context).await
     }
 
     /// The most JSON bytes one call's arguments may have for `backend` (its

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerNotification,
-    SubscriptionFilter,
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion,
+    ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::TxJsonRpcMessage;
 use rmcp::service::{ClientLifecycleMode, NotificationContext, RoleClient, RunningService};
@@ -63,12 +64,22 @@ impl Default for RestartPolicy {
 /// `tools/list_changed`.
 const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Receives backend notifications and forwards list changes to the supervisor.
+/// Receives backend notifications: list changes go to the supervisor, progress to the call
+/// that asked for it.
 struct BackendClient {
     changed: mpsc::Sender<()>,
+    progress: ProgressDispatcher,
 }
 
 impl ClientHandler for BackendClient {
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.progress.handle_notification(params)
+    }
+
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
@@ -177,8 +188,10 @@ async fn run_once(
     let config = &backend.config;
     let handshake = config.handshake_timeout;
     let (changed_tx, mut changed_rx) = mpsc::channel(1);
+    let progress = ProgressDispatcher::new();
     let client = BackendClient {
         changed: changed_tx.clone(),
+        progress: progress.clone(),
     };
 
     let mut child = None;
@@ -272,6 +285,7 @@ async fn run_once(
     shared.tools_changing(backend);
     backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(
         peer.clone(),
+        progress.clone(),
         listing,
         protocol_version.clone(),
     ))));
@@ -326,7 +340,7 @@ async fn run_once(
                     Ok(Ok(listing)) => {
                         let tools = listing.tools.clone();
                         shared.tools_changing(backend);
-                        backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(peer.clone(), listing, protocol_version.clone()))));
+                        backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(peer.clone(), progress.clone(), listing, protocol_version.clone()))));
                         shared.tools_changed(&config.name, tools);
                     }
                     Ok(Err(e)) => tracing::warn!(backend = %config.name, "refreshing tools failed: {e}"),

@@ -189,14 +189,21 @@ async fn concurrency_cap_queues_calls() {
             tokio::time::sleep(Duration::from_millis(50)).await;
             let started = std::time::Instant::now();
             (
-                m.call(&authorized, args.clone(), None).await,
+                m.call(&authorized, args.clone(), Default::default()).await,
                 started.elapsed(),
             )
         },
         async {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            m.call(&authorized, args.clone(), Some(Duration::from_millis(200)))
-                .await
+            m.call(
+                &authorized,
+                args.clone(),
+                sandgate_upstream::CallContext {
+                    limit: Some(Duration::from_millis(200)),
+                    ..Default::default()
+                },
+            )
+            .await
         },
     );
     slow.expect("the slot holder finishes");

@@ -27,6 +27,7 @@ use sandgate_store::StoreHandle;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::telemetry::traces;
 use crate::{Caller, Gateway, UpstreamBridge};
 pub use bounds::RESPONSE_SLACK;
 pub use progress::ProgressSink;
@@ -217,8 +218,14 @@ pub async fn call_tool_chain(
         route(&args.code, &catalog, &bindings)
     };
     let host_functions = Arc::new(crate::capability::granted(&caller.access));
+    // The execution's span: the tool calls' parent, under the trace the request came in.
+    caller.trace = traces::start_execution(&caller.trace, &id, caller.profile());
     let knock = crate::door::Knock::new(caller.clone(), id.clone());
     let caller = &caller;
+    let progress = match route {
+        Route::Call { .. } => progress.map(ProgressSink::for_single_call),
+        _ => progress,
+    };
     let bridge = UpstreamBridge::new(gateway.clone(), knock.clone(), None).with_progress(progress);
     let mut outcome = match route {
         Route::Call {
@@ -274,6 +281,16 @@ pub async fn call_tool_chain(
         explain_absent_backend(gateway, error);
         ungranted::explain(gateway, &knock, &gateway.catalog(), &args.code, error);
     }
+    let status = response::status(&outcome);
+    gateway
+        .metrics
+        .execution_finished(outcome.tier.as_str(), status, started.elapsed());
+    traces::end_execution(
+        &caller.trace,
+        outcome.tier.as_str(),
+        status,
+        outcome.error.as_ref().map(|e| e.kind.as_str()),
+    );
     let max_chars = args
         .max_output_size
         .filter(|&n| n > 0)

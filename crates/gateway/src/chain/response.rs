@@ -305,7 +305,7 @@ fn was_stopped(error: &ExecError) -> bool {
 }
 
 /// `ok`, `cancelled` (the caller stopped it), or `error`.
-fn status(outcome: &Outcome) -> &'static str {
+pub(crate) fn status(outcome: &Outcome) -> &'static str {
     match &outcome.error {
         None => "ok",
         Some(e) if e.kind == ErrorKind::Cancelled => "cancelled",

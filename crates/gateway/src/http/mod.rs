@@ -5,11 +5,12 @@
 //! (DNS rebinding) or whose `Origin` is not an allowed browser origin. Clients are untrusted:
 //! connections are capped and timed (`accept`), every request is checked before rmcp sees it
 //! (`guard`), and sessions are capped and expire when idle. Every request needs a bearer
-//! token unless auth is off (`auth`).
+//! token unless auth is off (`auth`), except the health probes (`probes`).
 
 mod accept;
 mod auth;
 mod guard;
+mod probes;
 
 pub use auth::{HttpAuthOptions, KnownToken, sha256};
 
@@ -95,14 +96,23 @@ pub async fn serve_http(
         audit: trimmed_gateway.audit().clone(),
     });
     // The token check is the outer layer: a request without a valid token is refused before
-    // its body is read.
-    let app = axum::Router::new()
+    // its body is read. The probes need no token (see `probes`).
+    let mcp = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(guard, guard::guard))
+        .layer(axum::middleware::from_fn_with_state(guard, guard::guard));
+    let with_token = axum::Router::new()
+        .route("/metrics", axum::routing::get(probes::metrics))
+        .with_state(trimmed_gateway.clone())
+        .merge(mcp)
         .layer(axum::middleware::from_fn_with_state(
             check,
             auth::require_token,
         ));
+    let app = axum::Router::new()
+        .route("/healthz", axum::routing::get(probes::healthz))
+        .route("/readyz", axum::routing::get(probes::readyz))
+        .with_state(trimmed_gateway.clone())
+        .merge(with_token);
     tokio::spawn(trim_after_sessions_expire(
         trimmed_gateway,
         sessions,

@@ -91,6 +91,7 @@ impl Gateway {
             owner: knock.caller.owner.clone(),
             access: access.clone(),
             token_id: knock.caller.token_id.clone(),
+            trace: knock.caller.trace.clone(),
         };
         let mut inner = Knock::new(caller, knock.execution_id.clone());
         inner.within = knock

@@ -47,6 +47,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(addr) => Some(crate::access::http_auth(&config, addr)?),
         None => None,
     };
+    let telemetry = crate::telemetry::install(&config.telemetry)?;
     let manager = setup::start_backends(&config);
     let gateway = Gateway::new(
         manager,
@@ -114,6 +115,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "some backends did not stop within {SHUTDOWN_GRACE:?}; their process groups were killed"
         );
     }
+    telemetry.shut_down().await;
     // The stdio reader may still be blocked on stdin; `main` does not wait for it.
     outcome.map(|()| ExitCode::SUCCESS)
 }

@@ -72,7 +72,8 @@ pub async fn call(
     let authorized = Access::new(std::sync::Arc::new(Profile::implicit_default("test")))
         .authorize_tool(ToolCall::new(backend, tool))
         .expect("grant");
-    m.call(&authorized, args.as_object().cloned(), None).await
+    m.call(&authorized, args.as_object().cloned(), Default::default())
+        .await
 }
 
 pub fn text(result: &CallToolResult) -> String {

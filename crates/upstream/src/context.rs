@@ -1,0 +1,46 @@
+//! What travels with one tool call besides its arguments: how long it may take, the trace it
+//! belongs to (sent in the request's `_meta` as W3C `traceparent`/`tracestate`), and where the
+//! backend's own progress notifications for it go.
+
+use std::time::Duration;
+
+use rmcp::model::RequestMetaObject;
+use tokio::sync::mpsc;
+
+/// One call's context. The default is no limit beyond the backend's, no trace and no
+/// progress.
+#[derive(Debug, Default, Clone)]
+pub struct CallContext {
+    /// The longest the call may take; never longer than the backend's `timeout`.
+    pub limit: Option<Duration>,
+    /// The W3C `traceparent` and `tracestate` to send.
+    pub trace: Option<(String, Option<String>)>,
+    /// Where the backend's progress notifications for this call go (rmcp gives each request
+    /// its own progress token). A receiver that does not keep up misses some (they are never
+    /// waited for).
+    pub progress: Option<mpsc::Sender<BackendProgress>>,
+}
+
+/// One progress notification a backend sent for a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendProgress {
+    /// How far it is.
+    pub progress: f64,
+    /// Out of how much, when the backend knows.
+    pub total: Option<f64>,
+    /// What it said it is doing.
+    pub message: Option<String>,
+}
+
+impl CallContext {
+    /// The request's `_meta`, if this call has a trace to send.
+    pub(crate) fn meta(&self) -> Option<RequestMetaObject> {
+        let (traceparent, tracestate) = self.trace.as_ref()?;
+        let mut meta = RequestMetaObject::default();
+        meta.set_traceparent(traceparent.as_str());
+        if let Some(state) = tracestate {
+            meta.set_tracestate(state.as_str());
+        }
+        Some(meta)
+    }
+}
