@@ -453,3 +453,47 @@ async def test_a_backends_own_progress_reaches_the_client(tmp_path, transport):
     assert [m for m in said if "working (" in m] == [
         f"everything.trigger-long-running-operation: working ({i}/4)" for i in range(1, 5)], script
     assert all(t is None for _, t, _ in script), "a script's progress has no total: the code decides how many calls"
+
+
+async def test_a_flood_of_backend_progress_is_thinned(tmp_path):
+    """Hostile: a backend sends 50,000 progress notices for one call as fast as it can. The
+    client hears at most one each 50 ms (and the last), the gateway's memory stays bounded,
+    the call answers, and the gateway answers the next call."""
+    import sys
+    from conftest import FAKE_BACKEND, HttpServer
+    from hostile import rss_kib
+
+    config = write_config(tmp_path, "toml", {"fake": {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}})
+    server = HttpServer(config)
+    heard = []
+
+    async def on_progress(progress, total, message):
+        heard.append((progress, total, message))
+
+    try:
+        async with Client(server.target(), mode="legacy") as client:
+            await until(lambda: has_fake(client), 20, "the fake backend")
+            before = rss_kib(server.proc.pid)
+            started = time.monotonic()
+            done = structured(await client.call_tool(
+                "call_tool_chain", {"code": {"tool": "fake.progress_flood", "arguments": {"n": 50_000}}},
+                progress_callback=on_progress))
+            took = time.monotonic() - started
+            peak = rss_kib(server.proc.pid, "VmHWM")
+            assert done["result"] == "sent 50000", done
+            assert took < 20, took
+            assert len(heard) <= took / 0.05 + 5, (len(heard), took)
+            assert any("(50000/50000)" in (m or "") for _, _, m in heard), heard[-3:]
+            values = [p for p, _, _ in heard]
+            assert values == sorted(values) and len(set(values)) == len(values)
+            assert peak - before < 64 * 1024, f"the gateway grew {(peak - before) // 1024} MiB"
+
+            echo = structured(await client.call_tool("call_tool_chain", {"code": {"tool": "fake.echo", "arguments": {"text": "still here"}}}))
+            assert echo["result"] == "still here"
+    finally:
+        server.close()
+
+
+async def has_fake(client) -> bool:
+    found = structured(await client.call_tool("search_tools", {"query": "progress flood"}))
+    return any(r["name"] == "fake.progress_flood" for r in found["results"])

@@ -428,14 +428,21 @@ async fn call_with_progress(
     let answer = handle.await_response();
     tokio::pin!(answer);
     let mut unfinished = false;
+    // The last notice the full sink did not take: it is sent once the call is over, so the
+    // client always hears where the backend got to.
+    let mut left_over = None;
     // Passes a notice on; says whether the backend has more to report (a total not reached).
-    let pass_on = |note: rmcp::model::ProgressNotificationParam| {
+    let mut pass_on = |note: rmcp::model::ProgressNotificationParam| {
         let unfinished = note.total.is_some_and(|total| note.progress < total);
-        let _ = sink.try_send(BackendProgress {
+        let notice = BackendProgress {
             progress: note.progress,
             total: note.total,
             message: note.message,
-        });
+        };
+        left_over = match sink.try_send(notice) {
+            Err(tokio::sync::mpsc::error::TrySendError::Full(notice)) => Some(notice),
+            _ => None,
+        };
         unfinished
     };
     let answer = loop {
@@ -464,6 +471,9 @@ async fn call_with_progress(
             Ok(Some(note)) => unfinished = pass_on(note),
             _ => break,
         }
+    }
+    if let Some(notice) = left_over {
+        let _ = timeout_at(Instant::now() + LAST_NOTICE_WAIT, sink.send(notice)).await;
     }
     match answer? {
         ServerResult::CallToolResult(result) => Ok(result),
