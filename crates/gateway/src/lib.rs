@@ -14,6 +14,7 @@ mod bridge;
 mod caller;
 mod capability;
 pub mod chain;
+mod console;
 mod door;
 mod error;
 mod handler;

@@ -61,6 +61,8 @@ pub struct Gateway {
     counters: Mutex<BTreeMap<&'static str, u64>>,
     /// What `/metrics` counts (see `telemetry`).
     pub(crate) metrics: crate::telemetry::Metrics,
+    /// Each finished `call_tool_chain` execution, for the console's live list.
+    finished: broadcast::Sender<FinishedExecution>,
     catalog_builds: AtomicU64,
     changes: broadcast::Sender<()>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
@@ -75,6 +77,25 @@ pub struct Gateway {
     /// The manager's generation the current catalog was built from; watched by callers that
     /// wait for a rebuild already under way.
     catalog_generation: tokio::sync::watch::Sender<u64>,
+}
+
+/// An execution that just finished, as the console's live list shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FinishedExecution {
+    /// Its id.
+    pub id: String,
+    /// The profile it ran under.
+    pub profile: String,
+    /// The tier it took.
+    pub tier: &'static str,
+    /// `ok`, `error` or `cancelled`.
+    pub status: &'static str,
+    /// How long it took.
+    pub duration_ms: f64,
+    /// When it started, in Unix milliseconds.
+    pub started_at_ms: i64,
+    /// Its calls.
+    pub calls: usize,
 }
 
 /// One execution in progress, counted in `Gateway::running` while it lives.
@@ -131,6 +152,16 @@ impl Gateway {
         });
     }
 
+    /// Hears each execution as it finishes.
+    pub fn finished_executions(&self) -> broadcast::Receiver<FinishedExecution> {
+        self.finished.subscribe()
+    }
+
+    /// Tells whoever listens that an execution finished.
+    pub(crate) fn execution_finished(&self, done: FinishedExecution) {
+        let _ = self.finished.send(done);
+    }
+
     /// How many `call_tool_chain` executions are running.
     pub(crate) fn running_executions(&self) -> u64 {
         self.running.load(Ordering::SeqCst)
@@ -185,6 +216,7 @@ impl Gateway {
             started: Instant::now(),
             counters: Mutex::default(),
             metrics: Default::default(),
+            finished: broadcast::channel(64).0,
             catalog_builds: AtomicU64::new(1),
             changes,
             legacy_peers: Mutex::default(),

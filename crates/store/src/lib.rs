@@ -20,7 +20,10 @@ mod tools;
 pub use error::StoreError;
 pub use handle::StoreHandle;
 pub use outputs::{OutputSlice, slice};
-pub use records::{BackendStats, CallRow, ExecutionRecord, MAX_CALL_ERROR_CHARS, Stats, TierStats};
+pub use records::{
+    BackendStats, CallRow, ExecutionRecord, KEEP_SHOWN, MAX_CALL_ERROR_CHARS, MAX_SHOWN_BYTES,
+    RecordFilter, Stats, TierStats,
+};
 pub use tools::{StoredTool, ToolVersion};
 
 use std::path::Path;
@@ -107,6 +110,10 @@ impl Store {
         self.conn.execute(
             "DELETE FROM codes WHERE hash NOT IN (SELECT code_hash FROM executions)",
             [],
+        )?;
+        self.conn.execute(
+            "UPDATE executions SET shown = NULL WHERE shown IS NOT NULL AND id NOT IN (SELECT id FROM executions ORDER BY started_at_ms DESC LIMIT ?1)",
+            [records::KEEP_SHOWN as i64],
         )?;
         Ok(())
     }

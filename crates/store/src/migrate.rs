@@ -71,6 +71,10 @@ pub const MIGRATIONS: &[&str] = &[
     "ALTER TABLE execution_calls ADD COLUMN started_ms REAL;
     ALTER TABLE execution_calls ADD COLUMN error TEXT;
     ALTER TABLE execution_calls ADD COLUMN arguments TEXT;",
+    // 7: what the model was shown (kept for the most recent executions, for the console), and
+    // the line an error points at.
+    "ALTER TABLE executions ADD COLUMN shown TEXT;
+    ALTER TABLE executions ADD COLUMN error_line INTEGER;",
 ];
 
 /// The schema version this build writes.

@@ -37,6 +37,30 @@ pub struct ExecutionRecord {
     pub profile: String,
     /// The calls, in order.
     pub call_rows: Vec<CallRow>,
+    /// The response's text as the model was shown it (the shaped result, logs and error), cut
+    /// to [`MAX_SHOWN_BYTES`]; kept for the most recent [`KEEP_SHOWN`] executions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown: Option<String>,
+    /// The line of the code an error points at.
+    pub error_line: Option<u32>,
+}
+
+/// The most bytes of a response's text a record keeps.
+pub const MAX_SHOWN_BYTES: usize = 16 * 1024;
+/// How many of the most recent records keep what the model was shown.
+pub const KEEP_SHOWN: u64 = 1000;
+
+/// Which records [`Store::list_matching`] returns; `None` matches any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordFilter {
+    /// Only this profile's.
+    pub profile: Option<String>,
+    /// Only with this status (`ok`, `error`, `cancelled`).
+    pub status: Option<String>,
+    /// Only of this tier.
+    pub tier: Option<String>,
+    /// Only those started at or after this Unix millisecond.
+    pub since_ms: Option<i64>,
 }
 
 /// One tool call of an execution.
@@ -143,6 +167,32 @@ impl Store {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
+    /// The most recent executions that match `filter`, newest first.
+    pub fn list_matching(
+        &self,
+        filter: &RecordFilter,
+        limit: usize,
+    ) -> Result<Vec<ExecutionRecord>, StoreError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile
+             FROM executions
+             WHERE (?1 IS NULL OR profile = ?1) AND (?2 IS NULL OR status = ?2)
+               AND (?3 IS NULL OR tier = ?3) AND (?4 IS NULL OR started_at_ms >= ?4)
+             ORDER BY started_at_ms DESC, rowid DESC LIMIT ?5",
+        )?;
+        let rows = statement.query_map(
+            params![
+                filter.profile,
+                filter.status,
+                filter.tier,
+                filter.since_ms,
+                limit as i64
+            ],
+            row_to_record,
+        )?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
     /// One execution with its calls.
     pub fn get(&self, id: &str) -> Result<ExecutionRecord, StoreError> {
         let mut record = self
@@ -155,6 +205,11 @@ impl Store {
             )
             .optional()?
             .ok_or_else(|| StoreError::NoExecution { id: id.to_string() })?;
+        (record.shown, record.error_line) = self.conn.query_row(
+            "SELECT shown, error_line FROM executions WHERE id = ?1",
+            [id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
         record.code = self
             .conn
             .query_row(
@@ -246,8 +301,8 @@ impl Store {
 
 fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result<(), StoreError> {
     tx.prepare_cached(
-        "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, shown, error_line)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
             record.id,
@@ -261,6 +316,8 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
             record.returned_bytes as i64,
             record.error_kind,
             record.profile,
+            record.shown.as_deref().map(cut_shown),
+            record.error_line,
         ])?;
     if let Some(code) = &record.code {
         tx.prepare_cached("INSERT OR IGNORE INTO codes (hash, code) VALUES (?1, ?2)")?
@@ -336,7 +393,21 @@ fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {
         profile: row.get(10)?,
         code: None,
         call_rows: Vec::new(),
+        shown: None,
+        error_line: None,
     })
+}
+
+/// A response's text within [`MAX_SHOWN_BYTES`], cut on a character boundary.
+fn cut_shown(text: &str) -> String {
+    if text.len() <= MAX_SHOWN_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_SHOWN_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… (cut: {} bytes in all)", &text[..end], text.len())
 }
 
 /// The value below which `p` of the sorted `values` fall (nearest rank).

@@ -35,6 +35,8 @@ fn record(id: &str, tier: &str, ms: f64, status: &str) -> ExecutionRecord {
             error: (status != "ok").then(|| "x".repeat(5000)),
             arguments: Some(r#"{"query":"ada"}"#.into()),
         }],
+        shown: Some(format!("shown for {id}")),
+        error_line: (status != "ok").then_some(3),
     }
 }
 
@@ -284,4 +286,57 @@ fn the_operator_reads_outputs_whoever_stored_them() {
         store.output_for_operator("ex-3"),
         Err(StoreError::NoOutput { .. })
     ));
+}
+
+#[test]
+fn records_are_listed_by_filter_and_keep_what_the_model_was_shown() {
+    let mut store = Store::open_in_memory(Retention::default()).expect("opens");
+    for (id, tier, status, profile) in [
+        ("x1", "json", "ok", "default"),
+        ("x2", "sandbox", "error", "default"),
+        ("x3", "sandbox", "ok", "reader"),
+        ("x4", "sandbox", "cancelled", "reader"),
+    ] {
+        let mut r = record(id, tier, 1.0, status);
+        r.profile = profile.into();
+        store.record(&r).expect("records");
+    }
+    let ids = |filter: &sandgate_store::RecordFilter| -> Vec<String> {
+        let mut ids: Vec<String> = store
+            .list_matching(filter, 10)
+            .expect("lists")
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    let by = |profile: Option<&str>, status: Option<&str>, tier: Option<&str>| {
+        sandgate_store::RecordFilter {
+            profile: profile.map(str::to_string),
+            status: status.map(str::to_string),
+            tier: tier.map(str::to_string),
+            since_ms: None,
+        }
+    };
+    assert_eq!(ids(&by(Some("reader"), None, None)), ["x3", "x4"]);
+    assert_eq!(ids(&by(None, Some("error"), None)), ["x2"]);
+    assert_eq!(ids(&by(None, None, Some("sandbox"))), ["x2", "x3", "x4"]);
+    assert_eq!(ids(&by(Some("default"), Some("ok"), Some("json"))), ["x1"]);
+    let future = sandgate_store::RecordFilter {
+        since_ms: Some(sandgate_store::now_ms() + 60_000),
+        ..Default::default()
+    };
+    assert!(ids(&future).is_empty());
+    let shown = store.get("x2").expect("shows");
+    assert_eq!(
+        (shown.shown.as_deref(), shown.error_line),
+        (Some("shown for x2"), Some(3))
+    );
+    // A long text is cut to its bound.
+    let mut long = record("x5", "sandbox", 1.0, "ok");
+    long.shown = Some("é".repeat(sandgate_store::MAX_SHOWN_BYTES));
+    store.record(&long).expect("records");
+    let kept = store.get("x5").expect("shows").shown.unwrap_or_default();
+    assert!(kept.len() < sandgate_store::MAX_SHOWN_BYTES + 64 && kept.contains("(cut: "));
 }

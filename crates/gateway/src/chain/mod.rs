@@ -311,6 +311,15 @@ pub async fn call_tool_chain(
         &runtime.output,
     );
     gateway.after_large_work(bytes_moved(&outcome), LARGE_WORK_BYTES);
+    gateway.execution_finished(crate::state::FinishedExecution {
+        id: id.clone(),
+        profile: caller.profile().to_string(),
+        tier: outcome.tier.as_str(),
+        status,
+        duration_ms: outcome.duration_ms,
+        started_at_ms,
+        calls: outcome.calls.len(),
+    });
     response
 }
 

@@ -103,7 +103,7 @@ pub async fn read_resource(
 /// The stored `part` of execution `id` that `caller` may read: its own (its session and
 /// profile), or anyone's for an admin profile. Another caller's is "not found", as if it never
 /// existed; when it belongs to another profile, the refusal goes to the audit log.
-async fn stored(
+pub(crate) async fn stored(
     gateway: &Gateway,
     store: &sandgate_store::StoreHandle,
     caller: &Caller,

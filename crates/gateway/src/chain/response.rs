@@ -172,13 +172,9 @@ pub fn respond(
         "output": output,
     });
     if let Some(store) = store {
-        store.record(record(
-            outcome,
-            request,
-            catalog,
-            full.as_deref(),
-            returned_bytes,
-        ));
+        let mut record = record(outcome, request, catalog, full.as_deref(), returned_bytes);
+        record.shown = Some(text.clone());
+        store.record(record);
     }
     let mut result = if outcome.error.is_none() {
         CallToolResult::success(vec![ContentBlock::text(text)])
@@ -403,6 +399,8 @@ fn record(
         error_kind: outcome.error.as_ref().map(|e| e.kind.as_str().to_string()),
         profile: request.caller.profile().to_string(),
         call_rows: call_rows(&outcome.calls, catalog),
+        shown: None,
+        error_line: outcome.error.as_ref().and_then(|e| e.line),
     }
 }
 

@@ -12,6 +12,7 @@ mod auth;
 mod guard;
 mod probes;
 
+pub(crate) use auth::identify;
 pub use auth::{HttpAuthOptions, KnownToken, sha256};
 
 use std::net::SocketAddr;
@@ -108,10 +109,17 @@ pub async fn serve_http(
             check,
             auth::require_token,
         ));
+    let console = crate::console::router(crate::console::Console {
+        gateway: trimmed_gateway.clone(),
+        auth: options.auth.clone(),
+        sessions: Arc::default(),
+        allowed_origins: Arc::new(options.allowed_origins.clone()),
+    });
     let app = axum::Router::new()
         .route("/healthz", axum::routing::get(probes::healthz))
         .route("/readyz", axum::routing::get(probes::readyz))
         .with_state(trimmed_gateway.clone())
+        .merge(console)
         .merge(with_token);
     tokio::spawn(trim_after_sessions_expire(
         trimmed_gateway,

@@ -132,6 +132,8 @@ fn record(
         error_kind: result.error.as_ref().map(|e| e.kind.as_str().to_string()),
         profile: "default".into(),
         call_rows: sandgate_gateway::chain::response::call_rows(&result.trace, catalog),
+        shown: Some(render(result)),
+        error_line: result.error.as_ref().and_then(|e| e.line),
     };
     if let Err(e) = store.record(&record) {
         tracing::warn!("the run was not recorded: {e}");

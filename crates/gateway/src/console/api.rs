@@ -1,0 +1,398 @@
+//! The console's JSON API: what each page reads, cut to what the session's profile may see
+//! (an admin profile sees everything), and the playground's runs, which go through
+//! `call_tool_chain` as the session's caller.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Extension, Query, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use http::{HeaderValue, StatusCode, header};
+use sandgate_policy::Access;
+use sandgate_store::RecordFilter;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Console;
+use super::session::ConsoleUser;
+use crate::caller::{Caller, Owner, Part, fnv_hex};
+
+/// The most executions one list holds.
+const MAX_LISTED: usize = 500;
+/// The longest code the playground takes (as `call_tool_chain` does).
+const MAX_CODE_BYTES: usize = 256 * 1024;
+
+/// A JSON answer.
+pub(crate) fn json(value: &Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+/// An error answer the page shows: `{"error": message}`.
+pub(crate) fn problem(status: StatusCode, message: &str) -> Response {
+    let mut response = json(&json!({"error": message}));
+    *response.status_mut() = status;
+    response
+}
+
+/// The caller a console session acts as: its profile, and an owner of its own for what its
+/// playground runs store.
+fn caller(console: &Console, user: &ConsoleUser) -> Caller {
+    Caller {
+        owner: Owner::Session(fnv_hex(format!("console:{}", user.session).as_bytes())),
+        access: Access::new(console.gateway.profile(&user.profile)),
+        token_id: user.token_id.clone(),
+        trace: opentelemetry::Context::new(),
+    }
+}
+
+fn is_admin(console: &Console, user: &ConsoleUser) -> bool {
+    console.gateway.profile(&user.profile).admin
+}
+
+/// `GET /ui/api/me`.
+pub(crate) async fn me(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+) -> Response {
+    json(&json!({
+        "profile": user.profile,
+        "admin": is_admin(&console, &user),
+        "login": console.auth.required,
+    }))
+}
+
+/// `GET /ui/api/backends`: the backends the profile reaches, with their state; the stderr
+/// tail for an admin only.
+pub(crate) async fn backends(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+) -> Response {
+    json(&backends_json(&console, &user))
+}
+
+fn backends_json(console: &Console, user: &ConsoleUser) -> Value {
+    let caller = caller(console, user);
+    let admin = is_admin(console, user);
+    let statuses = crate::resources::visible_statuses(&console.gateway, &caller);
+    let list: Vec<Value> = statuses
+        .iter()
+        .map(|s| {
+            let mut item = json!({
+                "name": s.name,
+                "transport": s.transport,
+                "state": s.state,
+                "protocol_version": s.protocol_version,
+                "tools": s.tools.len(),
+                "tools_from_cache": s.tools_from_cache,
+                "restarts": s.restarts,
+                "last_error": s.last_error,
+                "retry_in_ms": s.retry_in_ms,
+            });
+            if admin {
+                item["stderr"] = json!(console.gateway.manager().stderr_tail(&s.name));
+            }
+            item
+        })
+        .collect();
+    json!({"backends": list})
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ToolsQuery {
+    q: Option<String>,
+}
+
+/// `GET /ui/api/tools?q=`: the profile's tools, ranked as `search_tools` ranks them when
+/// there is a query.
+pub(crate) async fn tools(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+    Query(query): Query<ToolsQuery>,
+) -> Response {
+    let caller = caller(&console, &user);
+    let q = query.q.unwrap_or_default();
+    if q.trim().is_empty() {
+        let catalog = console.gateway.view(&caller.access).catalog;
+        let tools: Vec<Value> = catalog
+            .entries()
+            .iter()
+            .map(|e| json!({"name": e.qualified, "description": e.spec.description}))
+            .collect();
+        return json(&json!({"results": tools}));
+    }
+    let arguments = json!({"query": q, "limit": 50, "detail": "summary"});
+    meta_tool(&console, &caller, "search_tools", arguments).await
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NameQuery {
+    name: String,
+}
+
+/// `GET /ui/api/tool?name=`: one tool's TypeScript declaration, as `tool_info` gives it.
+pub(crate) async fn tool(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+    Query(query): Query<NameQuery>,
+) -> Response {
+    let caller = caller(&console, &user);
+    meta_tool(&console, &caller, "tool_info", json!({"name": query.name})).await
+}
+
+async fn meta_tool(console: &Console, caller: &Caller, name: &str, arguments: Value) -> Response {
+    let cancel = crate::chain::Cancellation::default();
+    let arguments = arguments.as_object().cloned();
+    match crate::meta_tools::call(&console.gateway, caller, name, arguments, None, &cancel).await {
+        Some(result) if result.is_error != Some(true) => {
+            json(&result.structured_content.unwrap_or(Value::Null))
+        }
+        Some(result) => {
+            let text = result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect::<Vec<_>>()
+                .join("\n");
+            problem(StatusCode::BAD_REQUEST, &text)
+        }
+        None => problem(StatusCode::NOT_FOUND, "no such meta-tool"),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ListQuery {
+    status: Option<String>,
+    tier: Option<String>,
+    profile: Option<String>,
+    since_ms: Option<i64>,
+    limit: Option<usize>,
+}
+
+/// `GET /ui/api/executions?status=&tier=&profile=&since_ms=&limit=`: newest first; a profile
+/// that is not admin gets only its own, whatever it asks.
+pub(crate) async fn executions(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+    Query(query): Query<ListQuery>,
+) -> Response {
+    let Some(store) = console.gateway.chain_store() else {
+        return json(&json!({"executions": []}));
+    };
+    let profile = if is_admin(&console, &user) {
+        query.profile.filter(|p| !p.is_empty())
+    } else {
+        Some(user.profile.clone())
+    };
+    let filter = RecordFilter {
+        profile,
+        status: query.status.filter(|s| !s.is_empty()),
+        tier: query.tier.filter(|t| !t.is_empty()),
+        since_ms: query.since_ms,
+    };
+    let limit = query.limit.unwrap_or(100).clamp(1, MAX_LISTED);
+    match store.run(move |s| s.list_matching(&filter, limit)).await {
+        Ok(records) => json(&json!({"executions": records})),
+        Err(e) => problem(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct IdQuery {
+    id: String,
+    part: Option<String>,
+    download: Option<u8>,
+}
+
+/// `GET /ui/api/execution?id=`: one execution with its code, calls and what the model was
+/// shown, and whether a full output is stored for this session.
+pub(crate) async fn execution(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+    Query(query): Query<IdQuery>,
+) -> Response {
+    let Some(store) = console.gateway.chain_store() else {
+        return problem(StatusCode::NOT_FOUND, "this gateway keeps no records");
+    };
+    let record = match store.get(&query.id).await {
+        Ok(record) if record.profile == user.profile || is_admin(&console, &user) => record,
+        _ => return problem(StatusCode::NOT_FOUND, "no such execution for this profile"),
+    };
+    let caller = caller(&console, &user);
+    let mut stored = serde_json::Map::new();
+    for part in [Part::Output, Part::Logs, Part::Error] {
+        if let Ok(body) =
+            crate::chain::read::stored(&console.gateway, &store, &caller, &query.id, part).await
+        {
+            stored.insert(part.as_str().to_string(), json!(body.len()));
+        }
+    }
+    json(&json!({"execution": record, "stored": stored}))
+}
+
+/// `GET /ui/api/output?id=&part=&download=1`: a stored full output, shown as text or sent as
+/// an attachment.
+pub(crate) async fn output(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+    Query(query): Query<IdQuery>,
+) -> Response {
+    let Some(store) = console.gateway.chain_store() else {
+        return problem(StatusCode::NOT_FOUND, "this gateway keeps no outputs");
+    };
+    let part_name = query.part.as_deref().unwrap_or("output");
+    let Some(part) = Part::named(part_name) else {
+        return problem(StatusCode::BAD_REQUEST, "part is output, logs or error");
+    };
+    let caller = caller(&console, &user);
+    let body = match crate::chain::read::stored(&console.gateway, &store, &caller, &query.id, part)
+        .await
+    {
+        Ok(body) => body,
+        Err(why) => return problem(StatusCode::NOT_FOUND, &why),
+    };
+    let mut response =
+        ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response();
+    if query.download == Some(1) {
+        // The id is sandgate's own (`ex-` and hex), but only its safe characters go in.
+        let safe: String = query
+            .id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let disposition = format!("attachment; filename=\"{safe}-{}.txt\"", part.as_str());
+        if let Ok(value) = HeaderValue::from_str(&disposition) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_DISPOSITION, value);
+        }
+    }
+    response
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RunBody {
+    code: String,
+    timeout_ms: Option<u64>,
+}
+
+/// `POST /ui/api/run {"code": "..."}`: the playground: `call_tool_chain` as the session's
+/// caller, with the same result, logs and calls; the record is written before the answer.
+pub(crate) async fn run(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+    axum::Json(body): axum::Json<RunBody>,
+) -> Response {
+    if body.code.len() > MAX_CODE_BYTES {
+        return problem(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the code is longer than 256 KiB",
+        );
+    }
+    let caller = caller(&console, &user);
+    let args =
+        match serde_json::from_value(json!({"code": body.code, "timeout_ms": body.timeout_ms})) {
+            Ok(args) => args,
+            Err(e) => return problem(StatusCode::BAD_REQUEST, &e.to_string()),
+        };
+    let cancel = crate::chain::Cancellation::default();
+    let result =
+        crate::chain::call_tool_chain(&console.gateway, &caller, args, None, &cancel).await;
+    if let Some(store) = console.gateway.chain_store() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), store.flush()).await;
+    }
+    let text: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    json(&json!({
+        "is_error": result.is_error == Some(true),
+        "text": text.join("\n"),
+        "structured": result.structured_content,
+    }))
+}
+
+/// `GET /ui/api/stats`: per tier and per backend latency, bytes saved, and executions per
+/// minute over the last hour.
+pub(crate) async fn stats(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+) -> Response {
+    let Some(store) = console.gateway.chain_store() else {
+        return json(&json!({"stats": null, "per_minute": []}));
+    };
+    let profile = (!is_admin(&console, &user)).then(|| user.profile.clone());
+    let stats = match store.stats(profile.as_deref()).await {
+        Ok(stats) => stats,
+        Err(e) => return problem(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let now = sandgate_store::now_ms();
+    let hour = RecordFilter {
+        profile,
+        since_ms: Some(now - 3_600_000),
+        ..RecordFilter::default()
+    };
+    let recent = store
+        .run(move |s| s.list_matching(&hour, 100_000))
+        .await
+        .unwrap_or_default();
+    let mut per_minute = vec![0u64; 60];
+    for record in &recent {
+        let ago = ((now - record.started_at_ms) / 60_000).clamp(0, 59) as usize;
+        per_minute[59 - ago] += 1;
+    }
+    json(&json!({"stats": stats, "per_minute": per_minute}))
+}
+
+/// `GET /ui/api/events`: server-sent events: `execution` as each execution finishes (the
+/// profile's own; every one for an admin), and `backends` when a backend's state changes.
+pub(crate) async fn events(
+    State(console): State<Console>,
+    Extension(user): Extension<ConsoleUser>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let admin = is_admin(&console, &user);
+    let mut finished = console.gateway.finished_executions();
+    let mut upstream = console.gateway.manager().subscribe();
+    let console = Arc::new(console);
+    let stream = async_stream(move |tx| async move {
+        loop {
+            let event = tokio::select! {
+                done = finished.recv() => match done {
+                    Ok(done) if admin || done.profile == user.profile => {
+                        Event::default().event("execution").data(json!(done).to_string())
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => return,
+                },
+                changed = upstream.recv() => match changed {
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        Event::default().event("backends").data(backends_json(&console, &user).to_string())
+                    }
+                    Err(_) => return,
+                },
+            };
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// A stream fed by `produce` through a small channel (events wait, never pile up).
+fn async_stream<F, Fut>(produce: F) -> impl Stream<Item = Result<Event, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<Event, Infallible>>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(produce(tx));
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}

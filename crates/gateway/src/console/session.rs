@@ -1,0 +1,198 @@
+//! Console sessions: a token entered once is checked like a bearer token and becomes a random
+//! session id in an `HttpOnly`, `SameSite=Strict` cookie. The token itself is never stored or
+//! sent back. Sessions are capped and expire.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use serde::Deserialize;
+
+use super::{Console, api::problem};
+use crate::audit::{Decision, Subject};
+
+/// The cookie's name.
+const COOKIE: &str = "sandgate_console";
+/// How long a console session lasts.
+const LIFETIME: Duration = Duration::from_secs(12 * 3600);
+/// The most sessions kept; past it the oldest goes.
+const MAX_SESSIONS: usize = 1000;
+
+/// Who a console request acts as.
+#[derive(Debug, Clone)]
+pub(crate) struct ConsoleUser {
+    /// The profile.
+    pub profile: String,
+    /// The token's id, when one was entered.
+    pub token_id: Option<String>,
+    /// The session's id (stored outputs of its playground runs are keyed by it).
+    pub session: String,
+}
+
+struct Session {
+    user: ConsoleUser,
+    started: Instant,
+}
+
+/// The open console sessions.
+#[derive(Default)]
+pub(crate) struct Sessions {
+    open: Mutex<HashMap<String, Session>>,
+}
+
+impl Sessions {
+    fn start(&self, profile: String, token_id: String) -> String {
+        let mut id_bytes = [0u8; 32];
+        if getrandom::fill(&mut id_bytes).is_err() {
+            // No randomness: refuse rather than hand out a guessable id (see `login`).
+            return String::new();
+        }
+        let id: String = id_bytes.iter().map(|b| format!("{b:02x}")).collect();
+        if let Ok(mut open) = self.open.lock() {
+            open.retain(|_, s| s.started.elapsed() < LIFETIME);
+            if open.len() >= MAX_SESSIONS
+                && let Some(oldest) = open
+                    .iter()
+                    .min_by_key(|(_, s)| s.started)
+                    .map(|(k, _)| k.clone())
+            {
+                open.remove(&oldest);
+            }
+            open.insert(
+                id.clone(),
+                Session {
+                    user: ConsoleUser {
+                        profile,
+                        token_id: Some(token_id),
+                        session: id.clone(),
+                    },
+                    started: Instant::now(),
+                },
+            );
+        }
+        id
+    }
+
+    fn find(&self, id: &str) -> Option<ConsoleUser> {
+        let open = self.open.lock().ok()?;
+        let session = open.get(id)?;
+        (session.started.elapsed() < LIFETIME).then(|| session.user.clone())
+    }
+
+    fn end(&self, id: &str) {
+        if let Ok(mut open) = self.open.lock() {
+            open.remove(id);
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Login {
+    token: String,
+}
+
+/// `POST /ui/login {"token": "..."}`: a session cookie for a valid token.
+pub(crate) async fn login(
+    State(console): State<Console>,
+    axum::Json(body): axum::Json<Login>,
+) -> Response {
+    let mut headers = http::HeaderMap::new();
+    let Ok(value) = HeaderValue::from_str(&format!("Bearer {}", body.token.trim())) else {
+        return problem(StatusCode::UNAUTHORIZED, "that is not a token");
+    };
+    headers.insert(header::AUTHORIZATION, value);
+    let known = match crate::http::identify(&console.auth, &headers) {
+        Ok(known) => known,
+        Err(why) => {
+            console.gateway.audit().record(&Decision {
+                profile: None,
+                token_id: None,
+                execution_id: None,
+                subject: Subject::Http,
+                target: "POST /ui/login",
+                allowed: false,
+                rule: why,
+                arguments: None,
+            });
+            return problem(
+                StatusCode::UNAUTHORIZED,
+                "that token is not one this gateway knows: use a token from [[http.tokens]], or the one sandgate generated and printed at its first start",
+            );
+        }
+    };
+    let id = console
+        .sessions
+        .start(known.profile.clone(), known.id.clone());
+    if id.is_empty() {
+        return problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no randomness for a session id; try again",
+        );
+    }
+    let cookie = format!(
+        "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}",
+        LIFETIME.as_secs()
+    );
+    let mut response = api::json(&serde_json::json!({"profile": known.profile}));
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+use super::api;
+
+/// `POST /ui/logout`: ends the session.
+pub(crate) async fn logout(State(console): State<Console>, request: Request) -> Response {
+    if let Some(id) = session_id(request.headers()) {
+        console.sessions.end(&id);
+    }
+    let cookie = format!("{COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0");
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// The API's gate: a live session, or, with auth off, the `default` profile.
+pub(crate) async fn require_session(
+    State(console): State<Console>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let user = if console.auth.required {
+        session_id(request.headers()).and_then(|id| console.sessions.find(&id))
+    } else {
+        Some(ConsoleUser {
+            profile: "default".into(),
+            token_id: None,
+            session: "open".into(),
+        })
+    };
+    let Some(user) = user else {
+        return problem(
+            StatusCode::UNAUTHORIZED,
+            "log in with a token first (the session may have expired)",
+        );
+    };
+    request.extensions_mut().insert(user);
+    next.run(request).await
+}
+
+/// The session id a request's cookie carries.
+fn session_id(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_string())
+        .filter(|v| !v.is_empty())
+}
