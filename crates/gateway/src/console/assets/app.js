@@ -358,10 +358,10 @@ function barChart(id, rows, valueKeys, unit) {
   rows.forEach((r, i) => {
     chart.append(svg("text", { x: 0, y: i * rowHeight + 15 }, r.label));
     valueKeys.forEach((k, j) => {
-      const w = Math.max(1, (width - labelWidth - 80) * (r[k] || 0) / max);
+      const w = Math.max(1, (width - labelWidth - 120) * (r[k] || 0) / max);
       chart.append(svg("rect", { class: j ? "p95" : "bar", x: labelWidth, y: i * rowHeight + 4 + j * 7, width: w, height: 7 }));
     });
-    chart.append(svg("text", { x: width - 75, y: i * rowHeight + 15 }, valueKeys.map((k) => (r[k] || 0).toFixed(1)).join(" / ") + unit));
+    chart.append(svg("text", { x: width - 112, y: i * rowHeight + 15 }, valueKeys.map((k) => (r[k] || 0).toFixed(1)).join(" / ") + unit));
   });
   return el("div", { class: "chart" }, chart);
 }
@@ -378,7 +378,7 @@ async function statsPage() {
       const h = 100 * n / peak;
       perMinute.append(svg("rect", { class: "bar", x: i * 10, y: 105 - h, width: 8, height: Math.max(h, n ? 1 : 0) }));
     });
-    perMinute.append(svg("text", { x: 0, y: 118 }, "60 min ago"), svg("text", { x: 540, y: 118 }, "now"));
+    perMinute.append(svg("text", { x: 0, y: 118 }, "60 min ago"), svg("text", { x: 598, y: 118, "text-anchor": "end" }, "now"));
     show(el("h2", {}, "Stats"),
       el("p", {}, s.executions + " executions on record · " + kb(s.bytes_saved) + " kept out of responses by shaping (stored whole)"),
       el("div", { class: "grid2" },
