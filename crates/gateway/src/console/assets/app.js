@@ -272,7 +272,7 @@ function executionDetail(data) {
     codeView(x.code || "(the code was not kept)", x.error_line),
     el("h3", {}, "Timeline"),
     timeline(x.call_rows || [], x.duration_ms),
-    el("h3", {}, "What the model was shown"),
+    el("h3", {}, "Result, logs and error, as the model was shown them"),
     el("pre", { id: "shown" }, x.shown || "(not kept: only the most recent executions keep it)"),
     parts.length ? el("h3", {}, "Stored full output") : null,
     parts.length ? el("p", {}, parts) : null,
