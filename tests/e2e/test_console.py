@@ -151,6 +151,16 @@ def test_log_in_see_backends_run_a_fan_out_and_read_a_full_output(tmp_path):
             assert overlapping, f"the fan-out's calls ran at once, so their bars overlap: {spans}"
             screenshot(page, "playground")
 
+            # The list follows new executions live, whoever runs them (here: another tab).
+            page.goto(console_url(server) + "#/executions")
+            page.wait_for_selector(f'#executions tr[data-execution="{execution}"]')
+            other = page.context.new_page()
+            other.goto(console_url(server))
+            other.wait_for_selector("#profile")
+            fresh = run_in_playground(other, 'return await everything.echo({ message: "live" });')
+            page.wait_for_selector(f'#executions tr[data-execution="{fresh}"]', timeout=10_000)
+            other.close()
+
             big = run_in_playground(page, BIG)
             assert "shortened" in page.inner_text("#playground-text") or "read_output" in page.inner_text("#playground-text")
             page.goto(console_url(server) + "#/executions")
@@ -226,7 +236,8 @@ def test_a_profile_does_not_see_another_profiles_executions(tmp_path):
 
 
 def test_markup_from_backends_is_shown_as_text_and_never_runs(tmp_path):
-    servers = {"fake": {"command": sys.executable, "args": [str(FAKE_BACKEND), "xss"]}}
+    servers = {"fake": {"command": sys.executable, "args": [str(FAKE_BACKEND), "xss"],
+                        "env": {"CONSOLE_SECRET": "env-secret-value-1234"}}}
     config = write_config(tmp_path, "toml", servers)
     server = HttpServer(config)
     try:
@@ -271,6 +282,11 @@ def test_markup_from_backends_is_shown_as_text_and_never_runs(tmp_path):
             page.goto(console_url(server) + "#/stats")
             page.wait_for_selector("#per-minute", state="attached")
             assert not ran(), (page.evaluate("window.__xss"), page.dialogs)
+            # No token, and no backend `env` value, on any page or in any answer.
+            for path in ["backends", "tools", "executions", "stats", "me"]:
+                answer = page.evaluate(f"async () => await (await fetch('/ui/api/{path}')).text()")
+                assert "env-secret-value-1234" not in answer and server.token not in answer, path
+            assert "env-secret-value-1234" not in page.content() and server.token not in page.content()
             # Nothing the backend said became an element.
             for tag in ["img", "script:not([src])", "svg[onload]"]:
                 assert page.locator(f"main {tag}").count() == 0, tag
