@@ -29,7 +29,7 @@ pub use tools::{StoredTool, ToolVersion};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 /// How long things are kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,6 +56,9 @@ pub struct Store {
     conn: Connection,
     retention: Retention,
     writes: u64,
+    /// Records that started before this Unix millisecond keep no `shown` text any more: each
+    /// prune clears only the records that fell out of the most recent since the last one.
+    shown_cleared_below: i64,
 }
 
 /// Writes between two prunes of expired outputs and surplus records.
@@ -93,6 +96,7 @@ impl Store {
             conn,
             retention,
             writes: 0,
+            shown_cleared_below: 0,
         };
         store.prune()?;
         Ok(store)
@@ -111,10 +115,23 @@ impl Store {
             "DELETE FROM codes WHERE hash NOT IN (SELECT code_hash FROM executions)",
             [],
         )?;
-        self.conn.execute(
-            "UPDATE executions SET shown = NULL WHERE shown IS NOT NULL AND id NOT IN (SELECT id FROM executions ORDER BY started_at_ms DESC LIMIT ?1)",
-            [records::KEEP_SHOWN as i64],
-        )?;
+        // The start of the oldest record that keeps what the model was shown; those before it
+        // (and since the last prune) let it go. Both steps walk the time index.
+        let keep_from: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT started_at_ms FROM executions ORDER BY started_at_ms DESC LIMIT 1 OFFSET ?1",
+                [records::KEEP_SHOWN as i64 - 1],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if let Some(keep_from) = keep_from.filter(|&k| k > self.shown_cleared_below) {
+            self.conn.execute(
+                "UPDATE executions SET shown = NULL WHERE started_at_ms >= ?1 AND started_at_ms < ?2 AND shown IS NOT NULL",
+                [self.shown_cleared_below, keep_from],
+            )?;
+            self.shown_cleared_below = keep_from;
+        }
         Ok(())
     }
 

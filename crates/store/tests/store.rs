@@ -340,3 +340,39 @@ fn records_are_listed_by_filter_and_keep_what_the_model_was_shown() {
     let kept = store.get("x5").expect("shows").shown.unwrap_or_default();
     assert!(kept.len() < sandgate_store::MAX_SHOWN_BYTES + 64 && kept.contains("(cut: "));
 }
+
+#[test]
+fn only_the_most_recent_records_keep_what_the_model_was_shown() {
+    let mut store = Store::open_in_memory(Retention::default()).expect("opens");
+    let keep = sandgate_store::KEEP_SHOWN as usize;
+    let start = sandgate_store::now_ms() - 1_000_000;
+    let batch: Vec<ExecutionRecord> = (0..keep + 150)
+        .map(|i| {
+            let mut r = record(&format!("s{i}"), "json", 1.0, "ok");
+            r.started_at_ms = start + i as i64;
+            r
+        })
+        .collect();
+    store.record_all(&batch).expect("records");
+    store.prune().expect("prunes");
+    let shown = |i: usize| store.get(&format!("s{i}")).expect("shows").shown;
+    assert_eq!(shown(0), None);
+    assert_eq!(shown(149), None);
+    assert_eq!(shown(150).as_deref(), Some("shown for s150"));
+    assert_eq!(shown(keep + 149).as_deref(), Some("shown for s1149"));
+    // A later prune lets go of those that fell out since, and only them.
+    let more: Vec<ExecutionRecord> = (keep + 150..keep + 200)
+        .map(|i| {
+            let mut r = record(&format!("s{i}"), "json", 1.0, "ok");
+            r.started_at_ms = start + i as i64;
+            r
+        })
+        .collect();
+    store.record_all(&more).expect("records");
+    store.prune().expect("prunes");
+    assert_eq!(store.get("s199").expect("shows").shown, None);
+    assert_eq!(
+        store.get("s200").expect("shows").shown.as_deref(),
+        Some("shown for s200")
+    );
+}
