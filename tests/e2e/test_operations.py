@@ -32,10 +32,7 @@ async def test_a_server_that_takes_12_s_to_start_connects(tmp_path):
     config = write_config(tmp_path, "toml", {"slowmemory": slow})
     async with connect("stdio", config) as client:
         started = time.monotonic()
-        status = await backend_status(client, "slowmemory")
-        while status["state"] == "starting" and time.monotonic() - started < 40:
-            await anyio.sleep(0.5)
-            status = await backend_status(client, "slowmemory")
+        status = await settled_status(client, "slowmemory", 40)
         assert status["state"] == "ready", status
         assert time.monotonic() - started > 8, "the backend was meant to be slow"
         assert status["protocol_version"] == "2025-11-25", status
@@ -49,6 +46,16 @@ async def backend_status(client, name: str) -> dict:
     return json.loads((await client.read_resource(f"sandgate://backend/{name}")).contents[0].text)
 
 
+async def settled_status(client, name: str, seconds: float) -> dict:
+    """The backend's status once its first connection attempt is over (or `seconds` passed)."""
+    deadline = time.monotonic() + seconds
+    status = await backend_status(client, name)
+    while status["state"] == "starting" and time.monotonic() < deadline:
+        await anyio.sleep(0.2)
+        status = await backend_status(client, name)
+    return status
+
+
 async def test_a_2026_stdio_backend_is_found_modern_by_the_probe(tmp_path):
     """The era probe's other answer: a stdio backend that speaks 2026-07-28 (sandgate itself,
     serving a fake backend) is connected with `server/discover`, not `initialize`."""
@@ -60,11 +67,7 @@ async def test_a_2026_stdio_backend_is_found_modern_by_the_probe(tmp_path):
     inner = write_config(inner_dir, "toml", {"fake": {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}})
     config = write_config(tmp_path, "toml", {"inner": {"command": SANDGATE, "args": ["serve", "--config", str(inner)]}})
     async with connect("stdio", config) as client:
-        status = await backend_status(client, "inner")
-        started = time.monotonic()
-        while status["state"] == "starting" and time.monotonic() - started < 20:
-            await anyio.sleep(0.2)
-            status = await backend_status(client, "inner")
+        status = await settled_status(client, "inner", 20)
         assert status["state"] == "ready" and status["protocol_version"] == "2026-07-28", status
 
 
@@ -380,11 +383,7 @@ async def test_spans_are_exported_and_the_trace_reaches_the_backends(tmp_path):
         config.write_text(config.read_text() + f'\n[telemetry]\notlp_endpoint = "{receiver.url}"\n')
         trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
         async with connect("stdio", config) as client:
-            status = await backend_status(client, "inner")
-            started = time.monotonic()
-            while status["state"] == "starting" and time.monotonic() - started < 20:
-                await anyio.sleep(0.2)
-                status = await backend_status(client, "inner")
+            await settled_status(client, "inner", 20)
             code = 'return await inner.call_tool_chain({code: \'return await fake.echo({text: "deep"})\'});'
             result = await client.call_tool("call_tool_chain", {"code": code},
                                             meta={"traceparent": f"00-{trace_id}-{parent_id}-01"})
