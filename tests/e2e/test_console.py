@@ -305,3 +305,63 @@ def test_the_console_is_small_and_needs_no_network():
     assert "<script>" not in html and " style=" not in html
     js = (assets / "app.js").read_text()
     assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "eval(" not in js
+
+
+def session_cookie(server: HttpServer, token: str) -> str:
+    """Logs in as a page would (with the console's own Origin) and returns the session cookie."""
+    import json
+
+    request = urllib.request.Request(console_url(server) + "/login", data=json.dumps({"token": token}).encode(),
+                                     headers={"Content-Type": "application/json", "Origin": console_url(server).removesuffix("/ui")})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.headers["set-cookie"].split(";")[0]
+
+
+def test_writes_need_the_consoles_own_origin_and_events_stay_within_a_profile(tmp_path):
+    """Every state-changing request needs the console's own Origin (another site's page, or a
+    request with none, gets 403); a profile's live event stream carries no other profile's
+    executions."""
+    import json
+    import threading
+    import urllib.error
+
+    config = config_with_profiles(tmp_path)
+    server = HttpServer(config, token=ALPHA_TOKEN)
+    try:
+        base = console_url(server)
+        for origin in ["http://evil.example", None, "null"]:
+            headers = {"Content-Type": "application/json"} | ({"Origin": origin} if origin else {})
+            for path, body in [("/login", {"token": ALPHA_TOKEN}), ("/api/run", {"code": "return 1"}), ("/logout", {})]:
+                request = urllib.request.Request(base + path, data=json.dumps(body).encode(), headers=headers)
+                with pytest.raises(urllib.error.HTTPError) as refused:
+                    urllib.request.urlopen(request, timeout=10)
+                assert refused.value.code == 403, (origin, path)
+        alpha, beta = session_cookie(server, ALPHA_TOKEN), session_cookie(server, BETA_TOKEN)
+
+        heard: list[str] = []
+        stream = urllib.request.urlopen(urllib.request.Request(base + "/api/events", headers={"Cookie": beta}), timeout=30)
+
+        def listen():
+            try:
+                for line in stream:
+                    heard.append(line.decode())
+            except (OSError, ValueError, AttributeError):
+                return  # the stream was closed at the end of the test
+
+        threading.Thread(target=listen, daemon=True).start()
+        own = console_url(server).removesuffix("/ui")
+
+        def run(cookie: str, message: str) -> str:
+            request = urllib.request.Request(base + "/api/run", data=json.dumps({"code": f'return await everything.echo({{message: "{message}"}});'}).encode(),
+                                             headers={"Content-Type": "application/json", "Origin": own, "Cookie": cookie})
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read())["structured"]["execution_id"]
+
+        time.sleep(0.5)
+        theirs = run(alpha, "alpha")
+        mine = run(beta, "beta")
+        wait_until(lambda: any(mine in line for line in heard), 10, "beta's own execution on its stream")
+        assert not any(theirs in line for line in heard), heard
+        stream.close()
+    finally:
+        server.close()
