@@ -364,6 +364,8 @@ pub(crate) async fn events(
     let stream = async_stream(move |tx| async move {
         loop {
             let event = tokio::select! {
+                // A browser that went away ends this at once, not at the next event.
+                () = tx.closed() => return,
                 done = finished.recv() => match done {
                     Ok(done) if admin || done.profile == user.profile => {
                         Event::default().event("execution").data(json!(done).to_string())
