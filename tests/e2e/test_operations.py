@@ -496,3 +496,66 @@ async def test_a_flood_of_backend_progress_is_thinned(tmp_path):
 async def has_fake(client) -> bool:
     found = structured(await client.call_tool("search_tools", {"query": "progress flood"}))
     return any(r["name"] == "fake.progress_flood" for r in found["results"])
+
+
+async def test_a_reload_replaces_profiles_and_revokes_a_token(tmp_path):
+    """Item 3, for the profiles and tokens: a token taken out of the served config is refused
+    from the next request on (MCP and the console session it opened), and a narrowed profile
+    sees and reaches only what it keeps, without a restart."""
+    import os
+    import urllib.error
+    import urllib.request
+    from conftest import HttpServer, reference_servers
+
+    writer, reader = "writer-token-for-reload-00001", "reader-token-for-reload-00001"
+    os.environ.update({"RELOAD_WRITER_TOKEN": writer, "RELOAD_READER_TOKEN": reader})
+    base = write_config(tmp_path, "toml", reference_servers(tmp_path)).read_text()
+    profiles = """
+[profiles.writer]
+tools = [{writer_tools}]
+
+[profiles.reader]
+tools = ["everything.*"]
+
+[[http.tokens]]
+token = "${{RELOAD_WRITER_TOKEN}}"
+profile = "writer"
+name = "writer"
+"""
+    reader_token = """
+[[http.tokens]]
+token = "${RELOAD_READER_TOKEN}"
+profile = "reader"
+name = "reader"
+"""
+    config = tmp_path / "sandgate.toml"
+    config.write_text(base + profiles.format(writer_tools='"*"') + reader_token)
+    server = HttpServer(config, token=writer)
+    try:
+        own = server.url.removesuffix("/mcp")
+        login = urllib.request.Request(own + "/ui/login", data=json.dumps({"token": reader}).encode(),
+                                       headers={"Content-Type": "application/json", "Origin": own})
+        with urllib.request.urlopen(login, timeout=10) as response:
+            cookie = response.headers["set-cookie"].split(";")[0]
+        me = urllib.request.Request(own + "/ui/api/me", headers={"Cookie": cookie})
+        with urllib.request.urlopen(me, timeout=10) as response:
+            assert json.loads(response.read())["profile"] == "reader"
+        async with Client(server.target(), mode="legacy") as client:
+            await until(lambda: has_tools(client, {"memory.read_graph"}), 20, "the writer's memory tools")
+        assert http_get(server, "/metrics", token=reader).status_code == 403, "the reader's token works before"
+
+        config.write_text(base + profiles.format(writer_tools='"everything.*"'))
+        await until(lambda: has_log(server, "HTTP tokens replaced"), 10, "the token reload")
+        await until(lambda: has_log(server, "profiles replaced"), 10, "the profile reload")
+
+        assert http_get(server, "/metrics", token=reader).status_code == 401, "a revoked token is refused"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(me, timeout=10)
+        assert refused.value.code == 401, "the console session the revoked token opened ended"
+        async with Client(server.target(), mode="legacy") as client:
+            names = await tool_names(client)
+            assert not any(n.startswith("memory.") for n in names), names
+            denied = await client.call_tool("call_tool_chain", {"code": {"tool": "memory.read_graph", "arguments": {}}})
+            assert denied.is_error, denied
+    finally:
+        server.close()

@@ -41,8 +41,11 @@ pub struct Gateway {
     /// built together.
     current: RwLock<View>,
     chain: OnceLock<ChainRuntime>,
-    /// The profiles, by name; `default` is always there.
-    profiles: BTreeMap<String, Arc<Profile>>,
+    /// The profiles, by name; `default` is always there. A reload swaps in a new map.
+    profiles: RwLock<Arc<BTreeMap<String, Arc<Profile>>>>,
+    /// Who may use the HTTP front (`None` until `serve_http` sets it: then nobody may). A
+    /// reload swaps in new tokens.
+    http_auth: RwLock<Option<Arc<crate::http::HttpAuthOptions>>>,
     /// Each profile's view of the current catalog (see `views`).
     profile_views: Mutex<BTreeMap<String, CachedView>>,
     /// Where decisions are written.
@@ -77,6 +80,18 @@ pub struct Gateway {
     /// The manager's generation the current catalog was built from; watched by callers that
     /// wait for a rebuild already under way.
     catalog_generation: tokio::sync::watch::Sender<u64>,
+}
+
+/// The profiles by name, with `default` always there.
+fn profiles_by_name(profiles: Vec<Profile>) -> BTreeMap<String, Arc<Profile>> {
+    let mut profiles: BTreeMap<String, Arc<Profile>> = profiles
+        .into_iter()
+        .map(|p| (p.name.clone(), Arc::new(p)))
+        .collect();
+    profiles
+        .entry("default".into())
+        .or_insert_with(|| Arc::new(Profile::implicit_default("the config")));
+    profiles
 }
 
 /// An execution that just finished, as the console's live list shows it.
@@ -192,18 +207,13 @@ impl Gateway {
         let (changes, _) = broadcast::channel(16);
         let generation = manager.generation();
         let current = View::of(Catalog::new(manager.tools()));
-        let mut profiles: BTreeMap<String, Arc<Profile>> = profiles
-            .into_iter()
-            .map(|p| (p.name.clone(), Arc::new(p)))
-            .collect();
-        profiles
-            .entry("default".into())
-            .or_insert_with(|| Arc::new(Profile::implicit_default("the config")));
+        let profiles = profiles_by_name(profiles);
         let gateway = Arc::new(Gateway {
             current: RwLock::new(current),
             chain: OnceLock::new(),
             manager,
-            profiles,
+            profiles: RwLock::new(Arc::new(profiles)),
+            http_auth: RwLock::new(None),
             profile_views: Mutex::default(),
             audit,
             rates: Mutex::default(),
@@ -293,13 +303,48 @@ impl Gateway {
     /// The profile named `name`; an unknown name gets a profile that grants nothing (token
     /// profiles are checked at load, so this is a backstop).
     pub fn profile(&self, name: &str) -> Arc<Profile> {
-        self.profiles.get(name).cloned().unwrap_or_else(|| {
+        let profiles = match self.profiles.read() {
+            Ok(profiles) => profiles.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        profiles.get(name).cloned().unwrap_or_else(|| {
             Arc::new(Profile::granting_nothing(
                 name,
                 &format!("profiles.{name}"),
                 "the config",
             ))
         })
+    }
+
+    /// Puts `profiles` in place of the running ones (a reload): every request from now on
+    /// acts under them, each profile's view is built again, and clients hear that the tool set
+    /// may have changed.
+    pub async fn replace_profiles(self: &Arc<Self>, profiles: Vec<Profile>) {
+        let profiles = Arc::new(profiles_by_name(profiles));
+        match self.profiles.write() {
+            Ok(mut slot) => *slot = profiles,
+            Err(poisoned) => *poisoned.into_inner() = profiles,
+        }
+        self.profile_views().clear();
+        self.clone().refresh().await;
+    }
+
+    /// Who may use the HTTP front now; `None` before `serve_http` set it, when nobody may.
+    pub(crate) fn http_auth(&self) -> Option<Arc<crate::http::HttpAuthOptions>> {
+        match self.http_auth.read() {
+            Ok(auth) => auth.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts `auth` in place for the HTTP front (at start, and on a reload that changed the
+    /// tokens: a token taken out is refused from the next request on).
+    pub fn set_http_auth(&self, auth: crate::http::HttpAuthOptions) {
+        let auth = Some(Arc::new(auth));
+        match self.http_auth.write() {
+            Ok(mut slot) => *slot = auth,
+            Err(poisoned) => *poisoned.into_inner() = auth,
+        }
     }
 
     /// Where decisions are written.

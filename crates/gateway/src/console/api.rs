@@ -64,7 +64,7 @@ pub(crate) async fn me(
     json(&json!({
         "profile": user.profile,
         "admin": is_admin(&console, &user),
-        "login": console.auth.required,
+        "login": console.auth().required,
     }))
 }
 

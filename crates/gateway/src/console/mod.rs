@@ -22,7 +22,6 @@ use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 
 use crate::Gateway;
-use crate::http::HttpAuthOptions;
 pub(crate) use session::Sessions;
 
 /// The page and its two files, embedded.
@@ -37,10 +36,22 @@ pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src '
 #[derive(Clone)]
 pub(crate) struct Console {
     pub gateway: Arc<Gateway>,
-    pub auth: HttpAuthOptions,
     pub sessions: Arc<Sessions>,
     /// Origins other than the request's own that may change state (`[http] allowed_origins`).
     pub allowed_origins: Arc<Vec<String>>,
+}
+
+impl Console {
+    /// Who may use the HTTP front now (a reload may change the tokens); nobody before
+    /// `serve_http` set it.
+    pub(crate) fn auth(&self) -> Arc<crate::http::HttpAuthOptions> {
+        self.gateway.http_auth().unwrap_or_else(|| {
+            Arc::new(crate::http::HttpAuthOptions {
+                required: true,
+                tokens: Vec::new(),
+            })
+        })
+    }
 }
 
 /// The console's routes, to merge into the HTTP app (outside the bearer-token layer: the

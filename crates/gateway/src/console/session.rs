@@ -105,7 +105,8 @@ pub(crate) async fn login(
         return problem(StatusCode::UNAUTHORIZED, "that is not a token");
     };
     headers.insert(header::AUTHORIZATION, value);
-    let known = match crate::http::identify(&console.auth, &headers) {
+    let auth = console.auth();
+    let known = match crate::http::identify(&auth, &headers) {
         Ok(known) => known,
         Err(why) => {
             console.gateway.audit().record(&Decision {
@@ -165,8 +166,20 @@ pub(crate) async fn require_session(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let user = if console.auth.required {
-        session_id(request.headers()).and_then(|id| console.sessions.find(&id))
+    let auth = console.auth();
+    let user = if auth.required {
+        // A session lives only as long as its token: one a reload took out ends it.
+        session_id(request.headers()).and_then(|id| {
+            let user = console.sessions.find(&id)?;
+            let still_known = auth
+                .tokens
+                .iter()
+                .any(|t| Some(&t.id) == user.token_id.as_ref() && t.profile == user.profile);
+            if !still_known {
+                console.sessions.end(&id);
+            }
+            still_known.then_some(user)
+        })
     } else {
         Some(ConsoleUser {
             profile: "default".into(),

@@ -17,7 +17,7 @@ use http::StatusCode;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::audit::{AuditLog, Decision, Subject};
+use crate::audit::{Decision, Subject};
 use crate::caller::Authenticated;
 
 /// A token the front accepts.
@@ -51,10 +51,10 @@ pub struct HttpAuthOptions {
     pub tokens: Vec<KnownToken>,
 }
 
-/// The check's state.
+/// The check's state: the gateway, whose tokens a reload may replace (see
+/// `Gateway::set_http_auth`).
 pub(crate) struct TokenCheck {
-    pub options: HttpAuthOptions,
-    pub audit: AuditLog,
+    pub gateway: Arc<crate::Gateway>,
 }
 
 /// SHA-256 of `bytes`.
@@ -70,10 +70,17 @@ pub(crate) async fn require_token(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if !check.options.required {
+    // Before `serve_http` set the tokens, nobody is let in.
+    let options = check.gateway.http_auth().unwrap_or_else(|| {
+        Arc::new(HttpAuthOptions {
+            required: true,
+            tokens: Vec::new(),
+        })
+    });
+    if !options.required {
         return next.run(request).await;
     }
-    match identify(&check.options, request.headers()) {
+    match identify(&options, request.headers()) {
         Ok(found) => {
             request.extensions_mut().insert(Authenticated {
                 profile: found.profile.clone(),
@@ -82,7 +89,7 @@ pub(crate) async fn require_token(
             next.run(request).await
         }
         Err(why) => {
-            check.audit.record(&Decision {
+            check.gateway.audit().record(&Decision {
                 profile: None,
                 token_id: None,
                 execution_id: None,

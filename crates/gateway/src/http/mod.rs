@@ -92,9 +92,9 @@ pub async fn serve_http(
     );
     let guard =
         guard::RequestGuard::new(limits.body_timeout, limits.max_sessions, sessions.clone());
+    trimmed_gateway.set_http_auth(options.auth.clone());
     let check = Arc::new(auth::TokenCheck {
-        options: options.auth.clone(),
-        audit: trimmed_gateway.audit().clone(),
+        gateway: trimmed_gateway.clone(),
     });
     // The token check is the outer layer: a request without a valid token is refused before
     // its body is read. The probes need no token (see `probes`).
@@ -111,7 +111,6 @@ pub async fn serve_http(
         ));
     let console = crate::console::router(crate::console::Console {
         gateway: trimmed_gateway.clone(),
-        auth: options.auth.clone(),
         sessions: Arc::default(),
         allowed_origins: Arc::new(options.allowed_origins.clone()),
     });

@@ -2,13 +2,16 @@
 //!
 //! When the file changes on disk, or on SIGHUP, the backends are brought in line with it:
 //! only those whose entries changed are added, removed or restarted, and clients hear
-//! `list_changed` as the tool set moves (see `BackendManager::reload`). The file is polled
-//! once a second by content, so an editor that writes a new file and renames it over the old
-//! one is seen like one that writes in place. A file that does not load is reported, and the
-//! running config is kept. Sections other than the backends are read when sandgate starts;
-//! a change to one of them is reported as needing a restart.
+//! `list_changed` as the tool set moves (see `BackendManager::reload`). The profiles and the
+//! HTTP tokens are replaced too: a token taken out is refused from the next request on, and
+//! the console sessions it opened end. The file is polled once a second by content, so an
+//! editor that writes a new file and renames it over the old one is seen like one that writes
+//! in place. A file that does not load is reported, and the running config is kept. The other
+//! sections are read when sandgate starts; a change to one of them is reported as needing a
+//! restart.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +31,7 @@ const POLL: Duration = Duration::from_secs(1);
 pub fn follow(
     config: Config,
     gateway: Arc<Gateway>,
+    http_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
 ) -> Option<Arc<Notify>> {
     let path = config.source.clone()?;
@@ -37,6 +41,7 @@ pub fn follow(
         path,
         running: config,
         gateway,
+        http_addr,
     };
     let poke = now.clone();
     tokio::spawn(async move {
@@ -64,6 +69,8 @@ struct Follower {
     /// The config the gateway runs.
     running: Config,
     gateway: Arc<Gateway>,
+    /// The HTTP listener's address, when there is one (its tokens follow the config).
+    http_addr: Option<SocketAddr>,
 }
 
 impl Follower {
@@ -90,6 +97,29 @@ impl Follower {
             }
         };
         let restart_needed = sections_needing_restart(&self.running, &config);
+        let tokens_changed = self.running.http.tokens != config.http.tokens
+            || self.running.http.auth != config.http.auth;
+        if let (true, Some(addr)) = (tokens_changed, self.http_addr) {
+            match crate::access::http_auth(&config, addr) {
+                Ok((auth, _)) => {
+                    let count = auth.tokens.len();
+                    self.gateway.set_http_auth(auth);
+                    tracing::info!("config reloaded: HTTP tokens replaced ({count} known)");
+                }
+                Err(e) => {
+                    tracing::error!(
+                        "the changed HTTP tokens were not taken, so the running ones stay: {e:#}"
+                    );
+                    return;
+                }
+            }
+        }
+        if self.running.profiles != config.profiles {
+            self.gateway
+                .replace_profiles(config.access_profiles())
+                .await;
+            tracing::info!("config reloaded: profiles replaced");
+        }
         let reloaded = self.gateway.manager().reload(&config).await;
         if let Some(wait) = config.startup_wait {
             self.gateway.set_startup_wait(wait);
@@ -115,11 +145,19 @@ impl Follower {
     }
 }
 
-/// The sections other than the backends (and `startup_wait`, applied at once) that differ.
+/// The sections that differ and are read only at start: all but the backends, the profiles,
+/// the tokens and `startup_wait`, which apply at once.
 fn sections_needing_restart(running: &Config, loaded: &Config) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 8] = [
-        ("[http]", running.http != loaded.http),
-        ("[profiles]", running.profiles != loaded.profiles),
+    let listener = |c: &Config| sandgate_config::HttpConfig {
+        tokens: Vec::new(),
+        auth: Default::default(),
+        ..c.http.clone()
+    };
+    let checks: [(&'static str, bool); 7] = [
+        (
+            "[http] (other than tokens and auth)",
+            listener(running) != listener(loaded),
+        ),
         ("[sandbox]", running.sandbox != loaded.sandbox),
         ("[output]", running.output != loaded.output),
         ("[store]", running.store != loaded.store),

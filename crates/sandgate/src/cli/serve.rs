@@ -90,7 +90,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let mut signals = Signals::install()?;
-    signals.reload = super::reload::follow(config.clone(), gateway.clone(), shutdown.clone());
+    signals.reload =
+        super::reload::follow(config.clone(), gateway.clone(), http_addr, shutdown.clone());
     let outcome = tokio::select! {
         done = tasks.join_next() => match done {
             Some(Ok(result)) => result,
