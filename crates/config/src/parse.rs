@@ -145,8 +145,9 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
 /// take it.
 pub const STORED_TOOLS_BACKEND: &str = "user";
 
-const TOML_ROOT_KEYS: &[&str] = &[
-    "servers",
+/// The gateway-wide sections: at the root of `sandgate.toml` (beside `servers`), and in the
+/// `sandgate` object of a JSON config.
+const SETTINGS_KEYS: &[&str] = &[
     "http",
     "gateway",
     "sandbox",
@@ -319,18 +320,9 @@ impl Walker<'_> {
 
     fn toml_root(&self, root: &Value) -> Result<Config, ConfigError> {
         let root = self.table("<root>", root)?;
-        self.check_keys("", root, TOML_ROOT_KEYS, &[])?;
-        let mut config = self.gateway_section(root.get("gateway"))?;
-        config.http = self.http_section(root.get("http"))?;
-        config.sandbox = self.sandbox_section("sandbox", root.get("sandbox"))?;
-        config.output = self.output_section(root.get("output"))?;
-        config.store = self.store_section(root.get("store"))?;
-        config.profiles = self.profiles_section("profiles", root.get("profiles"))?;
-        config.audit = self.audit_section("audit", root.get("audit"))?;
-        config.stored_tools =
-            self.stored_tools_section("stored_tools", root.get("stored_tools"))?;
-        config.telemetry = self.telemetry_section("telemetry", root.get("telemetry"))?;
-        self.check_access(&config.profiles, &config.http.tokens)?;
+        let known: Vec<&str> = SETTINGS_KEYS.iter().copied().chain(["servers"]).collect();
+        self.check_keys("", root, &known, &[])?;
+        let mut config = self.settings("", root)?;
         if let Some(servers) = root.get("servers") {
             config.backends = self.backends("servers", servers)?;
         }
@@ -371,36 +363,28 @@ impl Walker<'_> {
         let mut config = Config::default();
         if let Some(extra) = root.get("sandgate") {
             let extra = self.table("sandgate", extra)?;
-            self.check_keys(
-                "sandgate",
-                extra,
-                &[
-                    "http",
-                    "gateway",
-                    "sandbox",
-                    "output",
-                    "store",
-                    "profiles",
-                    "audit",
-                    "stored_tools",
-                    "telemetry",
-                ],
-                &[],
-            )?;
-            config = self.gateway_section(extra.get("gateway"))?;
-            config.http = self.http_section(extra.get("http"))?;
-            config.sandbox = self.sandbox_section("sandgate.sandbox", extra.get("sandbox"))?;
-            config.output = self.output_section(extra.get("output"))?;
-            config.store = self.store_section(extra.get("store"))?;
-            config.profiles = self.profiles_section("sandgate.profiles", extra.get("profiles"))?;
-            config.audit = self.audit_section("sandgate.audit", extra.get("audit"))?;
-            config.stored_tools =
-                self.stored_tools_section("sandgate.stored_tools", extra.get("stored_tools"))?;
-            config.telemetry =
-                self.telemetry_section("sandgate.telemetry", extra.get("telemetry"))?;
-            self.check_access(&config.profiles, &config.http.tokens)?;
+            self.check_keys("sandgate", extra, SETTINGS_KEYS, &[])?;
+            config = self.settings("sandgate.", extra)?;
         }
         config.backends = self.backends(key, servers)?;
+        Ok(config)
+    }
+
+    /// The gateway-wide sections of `table` (see [`SETTINGS_KEYS`]); `prefix` is how keys are
+    /// named in errors (`""` or `"sandgate."`).
+    fn settings(&self, prefix: &str, table: &Map<String, Value>) -> Result<Config, ConfigError> {
+        let key = |section: &str| format!("{prefix}{section}");
+        let mut config = self.gateway_section(table.get("gateway"))?;
+        config.http = self.http_section(table.get("http"))?;
+        config.sandbox = self.sandbox_section(&key("sandbox"), table.get("sandbox"))?;
+        config.output = self.output_section(table.get("output"))?;
+        config.store = self.store_section(table.get("store"))?;
+        config.profiles = self.profiles_section(&key("profiles"), table.get("profiles"))?;
+        config.audit = self.audit_section(&key("audit"), table.get("audit"))?;
+        config.stored_tools =
+            self.stored_tools_section(&key("stored_tools"), table.get("stored_tools"))?;
+        config.telemetry = self.telemetry_section(&key("telemetry"), table.get("telemetry"))?;
+        self.check_access(&config.profiles, &config.http.tokens)?;
         Ok(config)
     }
 
