@@ -304,6 +304,27 @@ impl Walker<'_> {
         Ok(())
     }
 
+    /// Checks that `url` is an http(s) URL with a host (one holding `${VAR}` only by its
+    /// scheme: the rest is known once the variable is); `example` shows the fix.
+    pub(crate) fn http_url(&self, key: &str, url: &str, example: &str) -> Result<(), ConfigError> {
+        let fix = format!("write it like \"{example}\"");
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(self.invalid(key, format!("is `{url}`, which is not an http(s) URL"), fix));
+        }
+        if url.contains("${") {
+            return Ok(());
+        }
+        match url::Url::parse(url) {
+            Ok(parsed) if parsed.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
+            Ok(_) => Err(self.invalid(key, format!("is `{url}`, which names no host"), fix)),
+            Err(e) => Err(self.invalid(
+                key,
+                format!("is `{url}`, which is not a valid URL ({e})"),
+                fix,
+            )),
+        }
+    }
+
     pub(crate) fn table<'v>(
         &self,
         key: &str,
@@ -736,33 +757,7 @@ impl Walker<'_> {
                     Some("sse") => return Err(self.invalid(&key("type"), "is `sse`, the deprecated HTTP+SSE transport, which sandgate does not speak", "point `url` at the server's streamable HTTP endpoint and set `type = \"http\"`")),
                     Some(other) => return Err(self.invalid(&key("type"), format!("is `{other}`"), "use `http` for a URL backend")),
                 }
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(self.invalid(
-                        &key("url"),
-                        format!("is `{url}`, which is not an http(s) URL"),
-                        "write it like \"https://example.com/mcp\"",
-                    ));
-                }
-                // A URL without `${VAR}` is checked whole now, not at its first connection.
-                if !url.contains("${") {
-                    match url::Url::parse(&url) {
-                        Ok(parsed) if parsed.host_str().is_some_and(|h| !h.is_empty()) => {}
-                        Ok(_) => {
-                            return Err(self.invalid(
-                                &key("url"),
-                                format!("is `{url}`, which names no host"),
-                                "write it like \"https://example.com/mcp\"",
-                            ));
-                        }
-                        Err(e) => {
-                            return Err(self.invalid(
-                                &key("url"),
-                                format!("is `{url}`, which is not a valid URL ({e})"),
-                                "write it like \"https://example.com/mcp\"",
-                            ));
-                        }
-                    }
-                }
+                self.http_url(&key("url"), &url, "https://example.com/mcp")?;
                 for stdio_only in ["args", "cwd", "env"] {
                     if table.contains_key(stdio_only) {
                         return Err(self.invalid(

@@ -43,17 +43,7 @@ impl Walker<'_> {
         let key = format!("{prefix}.otlp_endpoint");
         let otlp_endpoint = opt_string(self, &key, table.get("otlp_endpoint"))?;
         if let Some(endpoint) = &otlp_endpoint {
-            let valid = url::Url::parse(endpoint).is_ok_and(|u| {
-                matches!(u.scheme(), "http" | "https")
-                    && u.host_str().is_some_and(|h| !h.is_empty())
-            });
-            if !valid {
-                return Err(self.invalid(
-                    &key,
-                    format!("is `{endpoint}`, which is not an http(s) URL with a host"),
-                    "write a collector's OTLP/HTTP address, like \"http://localhost:4318\"",
-                ));
-            }
+            self.http_url(&key, endpoint, "http://localhost:4318")?;
         }
         Ok(TelemetryConfig {
             otlp_endpoint,
