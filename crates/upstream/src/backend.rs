@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::handler::client::progress::{ProgressDispatcher, ProgressSubscriber};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientRequest, JsonObject, RequestId, ServerResult,
@@ -427,57 +427,74 @@ async fn call_with_progress(
     };
     let answer = handle.await_response();
     tokio::pin!(answer);
-    let mut unfinished = false;
-    // The last notice the full sink did not take: it is sent once the call is over, so the
-    // client always hears where the backend got to.
-    let mut left_over = None;
-    // Passes a notice on; says whether the backend has more to report (a total not reached).
-    let mut pass_on = |note: rmcp::model::ProgressNotificationParam| {
-        let unfinished = note.total.is_some_and(|total| note.progress < total);
-        let notice = BackendProgress {
-            progress: note.progress,
-            total: note.total,
-            message: note.message,
-        };
-        left_over = match sink.try_send(notice) {
-            Err(tokio::sync::mpsc::error::TrySendError::Full(notice)) => Some(notice),
-            _ => None,
-        };
-        unfinished
+    let mut relay = Relay {
+        sink,
+        unfinished: false,
+        left_over: None,
     };
     let answer = loop {
         tokio::select! {
             // Notices first: one sent just before the answer is passed on before it.
             biased;
-            Some(note) = futures::StreamExt::next(&mut notes) => unfinished = pass_on(note),
+            Some(note) = futures::StreamExt::next(&mut notes) => relay.pass_on(note),
             answer = &mut answer => break answer,
         }
     };
     unanswered.id = None;
-    // rmcp hands notifications to the handler on tasks of their own, so one the backend sent
-    // just before its answer may still be on its way: give those tasks a few turns, and a
-    // moment more when the backend's last notice said it had more to report.
-    for _ in 0..NOTICE_TURNS {
-        while let Some(Some(note)) =
-            futures::FutureExt::now_or_never(futures::StreamExt::next(&mut notes))
-        {
-            unfinished = pass_on(note);
-        }
-        tokio::task::yield_now().await;
-    }
-    let until = Instant::now() + LAST_NOTICE_WAIT;
-    while unfinished {
-        match timeout_at(until, futures::StreamExt::next(&mut notes)).await {
-            Ok(Some(note)) => unfinished = pass_on(note),
-            _ => break,
-        }
-    }
-    if let Some(notice) = left_over {
-        let _ = timeout_at(Instant::now() + LAST_NOTICE_WAIT, sink.send(notice)).await;
-    }
+    relay.finish(&mut notes).await;
     match answer? {
         ServerResult::CallToolResult(result) => Ok(result),
         _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Passes one call's progress notices on to its sink, never waiting on it.
+struct Relay {
+    sink: tokio::sync::mpsc::Sender<BackendProgress>,
+    /// Whether the backend's last notice said it had more to report (a total not reached).
+    unfinished: bool,
+    /// The last notice the full sink did not take: sent once the call is over, so the client
+    /// always hears where the backend got to.
+    left_over: Option<BackendProgress>,
+}
+
+impl Relay {
+    fn pass_on(&mut self, note: rmcp::model::ProgressNotificationParam) {
+        self.unfinished = note.total.is_some_and(|total| note.progress < total);
+        let notice = BackendProgress {
+            progress: note.progress,
+            total: note.total,
+            message: note.message,
+        };
+        self.left_over = match self.sink.try_send(notice) {
+            Err(tokio::sync::mpsc::error::TrySendError::Full(notice)) => Some(notice),
+            _ => None,
+        };
+    }
+
+    /// After the answer: rmcp hands notifications to the handler on tasks of their own, so
+    /// one the backend sent just before its answer may still be on its way. Those tasks get a
+    /// few turns, and a moment more when the last notice said there was more; then the notice
+    /// the sink had no room for goes.
+    async fn finish(mut self, notes: &mut ProgressSubscriber) {
+        for _ in 0..NOTICE_TURNS {
+            while let Some(Some(note)) =
+                futures::FutureExt::now_or_never(futures::StreamExt::next(notes))
+            {
+                self.pass_on(note);
+            }
+            tokio::task::yield_now().await;
+        }
+        let until = Instant::now() + LAST_NOTICE_WAIT;
+        while self.unfinished {
+            match timeout_at(until, futures::StreamExt::next(notes)).await {
+                Ok(Some(note)) => self.pass_on(note),
+                _ => break,
+            }
+        }
+        if let Some(notice) = self.left_over {
+            let _ = timeout_at(Instant::now() + LAST_NOTICE_WAIT, self.sink.send(notice)).await;
+        }
     }
 }
 
