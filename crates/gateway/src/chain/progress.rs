@@ -67,8 +67,8 @@ impl ProgressSink {
             if count == 1 { "" } else { "s" }
         );
         let Some((progress, total)) = self.next(|sent| match (self.single_call, sent.total) {
-            (true, Some(total)) => (total, Some(total)),
-            _ => (sent.progress + 1.0, sent.total.filter(|_| self.single_call)),
+            (true, Some(total)) => Some((total, Some(total))),
+            _ => Some((sent.progress + 1.0, sent.total.filter(|_| self.single_call))),
         }) else {
             return;
         };
@@ -89,14 +89,14 @@ impl ProgressSink {
                 .forwarded_at
                 .is_some_and(|at| at.elapsed() < MIN_FORWARD_INTERVAL);
             if recent && !done {
-                return (f64::NAN, None);
+                return None;
             }
             sent.forwarded_at = Some(Instant::now());
             if self.single_call {
                 sent.total = notice.total.or(sent.total);
-                (notice.progress, sent.total)
+                Some((notice.progress, sent.total))
             } else {
-                (sent.progress + 1.0, None)
+                Some((sent.progress + 1.0, None))
             }
         }) else {
             return;
@@ -105,16 +105,13 @@ impl ProgressSink {
     }
 
     /// The next (progress, total) to send: `pick`'s, raised above the last progress sent so
-    /// it always grows; `None` when `pick` skips this one (a NaN progress).
+    /// it always grows; `None` when `pick` skips this one.
     fn next(
         &self,
-        pick: impl FnOnce(&mut Sent) -> (f64, Option<f64>),
+        pick: impl FnOnce(&mut Sent) -> Option<(f64, Option<f64>)>,
     ) -> Option<(f64, Option<f64>)> {
         let mut sent = self.sent.lock().ok()?;
-        let (wanted, total) = pick(&mut sent);
-        if wanted.is_nan() {
-            return None;
-        }
+        let (wanted, total) = pick(&mut sent)?;
         let progress = if wanted > sent.progress {
             wanted
         } else {
