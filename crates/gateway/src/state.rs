@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use rmcp::service::{Peer, RoleServer};
@@ -303,10 +303,11 @@ impl Gateway {
     /// The profile named `name`; an unknown name gets a profile that grants nothing (token
     /// profiles are checked at load, so this is a backstop).
     pub fn profile(&self, name: &str) -> Arc<Profile> {
-        let profiles = match self.profiles.read() {
-            Ok(profiles) => profiles.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
+        let profiles = self
+            .profiles
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         profiles.get(name).cloned().unwrap_or_else(|| {
             Arc::new(Profile::granting_nothing(
                 name,
@@ -321,30 +322,30 @@ impl Gateway {
     /// may have changed.
     pub async fn replace_profiles(self: &Arc<Self>, profiles: Vec<Profile>) {
         let profiles = Arc::new(profiles_by_name(profiles));
-        match self.profiles.write() {
-            Ok(mut slot) => *slot = profiles,
-            Err(poisoned) => *poisoned.into_inner() = profiles,
-        }
+        *self
+            .profiles
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = profiles;
         self.profile_views().clear();
         self.clone().refresh().await;
     }
 
     /// Who may use the HTTP front now; `None` before `serve_http` set it, when nobody may.
     pub(crate) fn http_auth(&self) -> Option<Arc<crate::http::HttpAuthOptions>> {
-        match self.http_auth.read() {
-            Ok(auth) => auth.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.http_auth
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Puts `auth` in place for the HTTP front (at start, and on a reload that changed the
     /// tokens: a token taken out is refused from the next request on).
     pub fn set_http_auth(&self, auth: crate::http::HttpAuthOptions) {
         let auth = Some(Arc::new(auth));
-        match self.http_auth.write() {
-            Ok(mut slot) => *slot = auth,
-            Err(poisoned) => *poisoned.into_inner() = auth,
-        }
+        *self
+            .http_auth
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = auth;
     }
 
     /// Where decisions are written.
@@ -357,15 +358,13 @@ impl Gateway {
     }
 
     pub(crate) fn rates(&self) -> std::sync::MutexGuard<'_, crate::admission::Rates> {
-        self.rates
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.rates.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(crate) fn profile_views(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, CachedView>> {
         self.profile_views
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The full view, after giving the cold backends `needed` names (those still on their first
@@ -466,7 +465,7 @@ impl Gateway {
         let _turn = self
             .rebuilding
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+            .unwrap_or_else(PoisonError::into_inner);
         let generation = self.manager.generation();
         let mut specs = self.manager.tools();
         specs.extend(self.stored_tools().values().map(|tool| tool.spec()));

@@ -1,7 +1,7 @@
 //! The backend manager: all backends of one config, their events, and the tool cache.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
@@ -202,10 +202,10 @@ impl BackendManager {
 
     /// A snapshot of the backends by name.
     pub(crate) fn backends(&self) -> Arc<BTreeMap<String, Arc<Backend>>> {
-        match self.backends.read() {
-            Ok(map) => map.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.backends
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Events about tool and status changes.
@@ -355,10 +355,12 @@ impl BackendManager {
     /// killed its backend's process group. Returns whether all ended in time.
     pub async fn stop(&self, within: Duration) -> bool {
         self.shutdown.cancel();
-        let supervisors = match self.supervisors.lock() {
-            Ok(mut running) => std::mem::take(&mut *running),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        };
+        let supervisors = std::mem::take(
+            &mut *self
+                .supervisors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         let tasks = supervisors.into_values().map(|s| s.task);
         tokio::time::timeout(within, futures::future::join_all(tasks))
             .await

@@ -5,7 +5,7 @@
 //! entry; one that is gone is stopped and forgotten; a new one is started. Calls that arrive
 //! meanwhile wait for the new connection as they wait for any starting backend.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use sandgate_config::Config;
@@ -87,15 +87,15 @@ impl BackendManager {
         }
         // The new map first: from here on calls reach the new entries (waiting while they
         // start); then the old connections are stopped, then the new ones started.
-        match self.backends.write() {
-            Ok(mut map) => *map = Arc::new(next),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(next),
-        }
+        *self
+            .backends
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         let stopping: Vec<Supervised> = {
-            let mut running = match self.supervisors.lock() {
-                Ok(running) => running,
-                Err(poisoned) => poisoned.into_inner(),
-            };
+            let mut running = self
+                .supervisors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             report
                 .removed
                 .iter()
@@ -116,10 +116,10 @@ impl BackendManager {
         for name in &report.removed {
             self.shared.backend_removed(name);
         }
-        let mut running = match self.supervisors.lock() {
-            Ok(running) => running,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut running = self
+            .supervisors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         for backend in started {
             let name = backend.config.name.clone();
             if backend.config.enabled {
