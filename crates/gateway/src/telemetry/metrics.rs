@@ -224,6 +224,12 @@ pub(crate) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// A family of one unlabelled sample.
+pub(crate) fn single(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
+    family(out, name, kind, help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
 /// A label value as the format wants it: backslash, quote and newline escaped.
 pub(crate) fn escape(value: &str) -> String {
     let mut out = String::with_capacity(value.len());

@@ -9,10 +9,10 @@ pub use metrics::{CallOutcome, MAX_TOOL_SERIES, Metrics};
 
 use std::fmt::Write as _;
 
-use sandgate_upstream::BackendState;
+use sandgate_upstream::{BackendState, BackendStatus};
 
 use crate::Gateway;
-use metrics::{escape, family};
+use metrics::{escape, family, single};
 
 /// Every backend state, in the order `/metrics` lists them.
 const STATES: [(BackendState, &str); 5] = [
@@ -39,104 +39,82 @@ impl Gateway {
             let n = statuses.iter().filter(|s| s.state == state).count();
             let _ = writeln!(out, "sandgate_backends{{state=\"{name}\"}} {n}");
         }
-        family(
-            &mut out,
-            "sandgate_backend_up",
-            "gauge",
-            "1 when a backend is connected and its tools are listed, else 0.",
-        );
-        for s in &statuses {
-            let up = u8::from(s.state == BackendState::Ready);
-            let _ = writeln!(
-                out,
-                "sandgate_backend_up{{backend=\"{}\"}} {up}",
-                escape(&s.name)
-            );
+        let per_backend = [
+            (
+                "sandgate_backend_up",
+                "gauge",
+                "1 when a backend is connected and its tools are listed, else 0.",
+                (|s: &BackendStatus| u64::from(s.state == BackendState::Ready))
+                    as fn(&BackendStatus) -> u64,
+            ),
+            (
+                "sandgate_backend_restarts_total",
+                "counter",
+                "Restarts of each backend since sandgate started.",
+                |s| u64::from(s.restarts),
+            ),
+            (
+                "sandgate_backend_tools",
+                "gauge",
+                "Tools each backend exposes.",
+                |s| s.tools.len() as u64,
+            ),
+        ];
+        for (name, kind, help, value) in per_backend {
+            family(&mut out, name, kind, help);
+            for s in &statuses {
+                let _ = writeln!(
+                    out,
+                    "{name}{{backend=\"{}\"}} {}",
+                    escape(&s.name),
+                    value(s)
+                );
+            }
         }
-        family(
-            &mut out,
-            "sandgate_backend_restarts_total",
-            "counter",
-            "Restarts of each backend since sandgate started.",
-        );
-        for s in &statuses {
-            let _ = writeln!(
-                out,
-                "sandgate_backend_restarts_total{{backend=\"{}\"}} {}",
-                escape(&s.name),
-                s.restarts
-            );
-        }
-        family(
-            &mut out,
-            "sandgate_backend_tools",
-            "gauge",
-            "Tools each backend exposes.",
-        );
-        for s in &statuses {
-            let _ = writeln!(
-                out,
-                "sandgate_backend_tools{{backend=\"{}\"}} {}",
-                escape(&s.name),
-                s.tools.len()
-            );
-        }
-        family(
+        single(
             &mut out,
             "sandgate_executions_running",
             "gauge",
             "call_tool_chain executions in progress.",
-        );
-        let _ = writeln!(
-            out,
-            "sandgate_executions_running {}",
-            self.running_executions()
+            self.running_executions(),
         );
         if let Some(chain) = self.chain() {
             let workers = chain.sandbox.workers();
+            let extra = workers.iter().filter(|w| w.extra).count();
             family(
                 &mut out,
                 "sandgate_sandbox_workers",
                 "gauge",
                 "Sandbox worker processes, by kind (warm pool or extra).",
             );
-            let extra = workers.iter().filter(|w| w.extra).count();
             let _ = writeln!(
                 out,
                 "sandgate_sandbox_workers{{kind=\"pool\"}} {}",
                 workers.len() - extra
             );
             let _ = writeln!(out, "sandgate_sandbox_workers{{kind=\"extra\"}} {extra}");
-            family(
+            single(
                 &mut out,
                 "sandgate_sandbox_executions_in_flight",
                 "gauge",
                 "Executions on the sandbox's workers.",
+                workers.iter().map(|w| w.executions as u64).sum(),
             );
-            let _ = writeln!(
-                out,
-                "sandgate_sandbox_executions_in_flight {}",
-                workers.iter().map(|w| w.executions).sum::<usize>()
-            );
-            family(
+            single(
                 &mut out,
                 "sandgate_sandbox_backstop_kills_total",
                 "counter",
                 "Workers killed because one step outlived every deadline on them.",
-            );
-            let _ = writeln!(
-                out,
-                "sandgate_sandbox_backstop_kills_total {}",
-                chain.sandbox.backstop_kills()
+                chain.sandbox.backstop_kills() as u64,
             );
         }
-        family(
+        single(
             &mut out,
             "sandgate_uptime_seconds",
             "gauge",
             "Seconds since the gateway started.",
+            self.uptime_secs(),
         );
-        let _ = writeln!(out, "sandgate_uptime_seconds {}", self.uptime_secs());
         out
     }
 
