@@ -405,6 +405,9 @@ const NOTICE_TURNS: usize = 4;
 /// How long a call with progress waits for the rest of its notices when the last one said
 /// there was more.
 const LAST_NOTICE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+/// How long the last notice the full sink did not take may wait for room (the sink is
+/// drained as fast as the client is sent notices; a loaded machine needed more than 50 ms).
+const LEFT_OVER_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `tools/call`, passing the backend's progress notifications for it on to `sink` (dropped,
 /// never waited for, when the sink is full). rmcp gives the request its progress token, so
@@ -493,7 +496,7 @@ impl Relay {
             }
         }
         if let Some(notice) = self.left_over {
-            let _ = timeout_at(Instant::now() + LAST_NOTICE_WAIT, self.sink.send(notice)).await;
+            let _ = timeout_at(Instant::now() + LEFT_OVER_WAIT, self.sink.send(notice)).await;
         }
     }
 }
