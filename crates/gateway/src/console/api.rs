@@ -41,6 +41,16 @@ pub(crate) fn problem(status: StatusCode, message: &str) -> Response {
     response
 }
 
+/// The text blocks of a tool result, one per line.
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The caller a console session acts as: its profile, and an owner of its own for what its
 /// playground runs store.
 fn caller(console: &Console, user: &ConsoleUser) -> Caller {
@@ -153,15 +163,7 @@ async fn meta_tool(console: &Console, caller: &Caller, name: &str, arguments: Va
         Some(result) if result.is_error != Some(true) => {
             json(&result.structured_content.unwrap_or(Value::Null))
         }
-        Some(result) => {
-            let text = result
-                .content
-                .iter()
-                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                .collect::<Vec<_>>()
-                .join("\n");
-            problem(StatusCode::BAD_REQUEST, &text)
-        }
+        Some(result) => problem(StatusCode::BAD_REQUEST, &text_of(&result)),
         None => problem(StatusCode::NOT_FOUND, "no such meta-tool"),
     }
 }
@@ -307,14 +309,9 @@ pub(crate) async fn run(
     if let Some(store) = console.gateway.chain_store() {
         let _ = tokio::time::timeout(Duration::from_secs(2), store.flush()).await;
     }
-    let text: Vec<String> = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect();
     json(&json!({
         "is_error": result.is_error == Some(true),
-        "text": text.join("\n"),
+        "text": text_of(&result),
         "structured": result.structured_content,
     }))
 }
