@@ -403,10 +403,7 @@ fn cut_shown(text: &str) -> String {
     if text.len() <= MAX_SHOWN_BYTES {
         return text.to_string();
     }
-    let mut end = MAX_SHOWN_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(MAX_SHOWN_BYTES);
     format!("{}\n… (cut: {} bytes in all)", &text[..end], text.len())
 }
 

@@ -109,10 +109,7 @@ pub fn kept_arguments(args: &str, budget: &mut usize) -> Option<String> {
     let kept = if args.len() <= room {
         args.to_string()
     } else {
-        let mut end = room;
-        while !args.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = crate::encoding::floor_boundary(args, room);
         format!("{}… (cut: {} bytes in all)", &args[..end], args.len())
     };
     *budget = budget.saturating_sub(kept.len());
