@@ -81,10 +81,9 @@ fn bench(c: &mut Criterion) {
                 body: None,
                 redirect: Redirect::Follow,
             };
-            let authorize =
-                |host: &str, port: u16, ip: IpAddr| access.authorize_net(host, port, ip);
+
             let response = fetcher
-                .fetch(request, &limits, &authorize)
+                .fetch(request, &limits, &access)
                 .await
                 .expect("fetched");
             response.body.len()

@@ -1,7 +1,10 @@
 //! `fetch(url, init)`, run in the host.
 //!
-//! Every hop is checked before it connects: the URL's host is resolved, and each address it
-//! resolved to is put to the policy together with the host and port. If any address is
+//! Every hop is checked before it connects. A host name is first put to the policy as it is
+//! written: only a name some entry holds is ever looked up, so code cannot send data out in
+//! DNS queries (`<data>.attacker.example`), and a grant of addresses only never resolves a
+//! name. The resolver takes the policy's proof of that. Then each address the name resolved
+//! to is put to the policy together with the host and port. If any address is
 //! refused, the request is refused (a name that resolves to loopback is DNS rebinding, whatever
 //! else it resolves to). The connection then goes to exactly the addresses the policy allowed:
 //! the HTTP client is pinned to them and never resolves the name itself. Redirects are
@@ -19,14 +22,54 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sandgate_policy::{Authorized, NetTarget, PolicyError};
+use sandgate_policy::{Access, Authorized, NetLookup, NetTarget, PolicyError};
 use url::{Host, Url};
 
 use crate::{CapabilityError, Resolve};
 
-/// The policy's check of one connection: host as the URL names it, port, resolved address.
-pub type Authorize<'a> =
-    dyn Fn(&str, u16, IpAddr) -> Result<Authorized<NetTarget>, PolicyError> + Sync + 'a;
+/// The policy's two questions for each hop of a fetch.
+pub trait Authorize: Sync {
+    /// May the name `host` be looked up, for a connection to `host:port`?
+    fn lookup(&self, host: &str, port: u16) -> Result<Authorized<NetLookup>, PolicyError>;
+    /// May `host:port` be reached at the resolved `addr`?
+    fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        addr: IpAddr,
+    ) -> Result<Authorized<NetTarget>, PolicyError>;
+}
+
+/// An access answers both from its profile's `net`, unaudited (tests, benchmarks).
+impl Authorize for Access {
+    fn lookup(&self, host: &str, port: u16) -> Result<Authorized<NetLookup>, PolicyError> {
+        self.authorize_lookup(host, port)
+    }
+
+    fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        addr: IpAddr,
+    ) -> Result<Authorized<NetTarget>, PolicyError> {
+        self.authorize_net(host, port, addr)
+    }
+}
+
+/// Request headers the guest may not set: the connection's own (`Host` decides which virtual
+/// host behind a shared proxy answers, so a grant for one name would reach others; the rest
+/// frame the request and could smuggle a second one).
+const FORBIDDEN_HEADERS: [&str; 9] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-connection",
+];
 
 /// What `fetch` keeps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +173,7 @@ impl Fetcher {
         &self,
         request: FetchRequest,
         limits: &FetchLimits,
-        authorize: &Authorize<'_>,
+        authorize: &dyn Authorize,
     ) -> Result<FetchResponse, CapabilityError> {
         fetch(self, request, limits, authorize).await
     }
@@ -177,9 +220,18 @@ async fn fetch(
     fetcher: &Fetcher,
     request: FetchRequest,
     limits: &FetchLimits,
-    authorize: &Authorize<'_>,
+    authorize: &dyn Authorize,
 ) -> Result<FetchResponse, CapabilityError> {
     let started = Instant::now();
+    if let Some((name, _)) = request
+        .headers
+        .iter()
+        .find(|(k, _)| FORBIDDEN_HEADERS.iter().any(|f| k.eq_ignore_ascii_case(f)))
+    {
+        return Err(CapabilityError::BadRequest(format!(
+            "fetch: the `{name}` header is set by the gateway from the URL and the body, not by code; leave it out (to reach another host, put it in the URL)"
+        )));
+    }
     if request
         .body
         .as_ref()
@@ -301,7 +353,7 @@ async fn send(
     url: &Url,
     hop: &Hop,
     limits: &FetchLimits,
-    authorize: &Authorize<'_>,
+    authorize: &dyn Authorize,
 ) -> Result<FetchResponse, CapabilityError> {
     let port = url
         .port_or_known_default()
@@ -312,8 +364,10 @@ async fn send(
         Some(Host::Ipv4(ip)) => (ip.to_string(), vec![IpAddr::V4(ip)]),
         Some(Host::Ipv6(ip)) => (ip.to_string(), vec![IpAddr::V6(ip)]),
         Some(Host::Domain(name)) => {
+            // Asked before any query leaves: DNS is a channel out.
+            let lookup = authorize.lookup(name, port)?;
             let addrs =
-                fetcher.resolver.resolve(name, port).await.map_err(|e| {
+                fetcher.resolver.resolve(&lookup).await.map_err(|e| {
                     CapabilityError::Io(format!("fetch: cannot resolve `{name}`: {e}"))
                 })?;
             (name.to_string(), addrs)
@@ -331,7 +385,7 @@ async fn send(
     }
     let mut allowed = Vec::with_capacity(addrs.len());
     for addr in addrs {
-        let proof = authorize(&host, port, addr)?;
+        let proof = authorize.connect(&host, port, addr)?;
         allowed.push(SocketAddr::new(proof.get().addr, port));
     }
     let domain = match url.host() {

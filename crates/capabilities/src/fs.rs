@@ -6,8 +6,23 @@
 //! points out of it, or a `/proc/self/...` magic link, fails to open instead of leading out.
 //! Where `openat2` is missing (Linux before 5.6) each component is opened in turn with
 //! `O_NOFOLLOW`, which refuses every symbolic link.
+//!
+//! Three more rules hold whatever the tree holds:
+//! - A root that is not the operator's own (a stored tool's) is itself resolved beneath the
+//!   root it was granted under, so a tool root that is a symbolic link cannot lead out.
+//! - A path is first looked at with `O_PATH`, which opens nothing for I/O: only a regular
+//!   file (or a directory, for `readdir`) is then opened, through that same descriptor. A
+//!   FIFO, a socket or a device is refused without blocking in `open(2)`.
+//! - A write is decided where the path *resolves*: of the roots that hold the resolved file,
+//!   the deepest decides, so a link from a writable root into a read-only one nested in it
+//!   does not make the read-only one writable.
+//!
+//! A hard link is not a link the kernel resolves: one planted in a root is the file itself,
+//! and path grants cannot tell (SECURITY.md says how to deploy around it).
 
-use sandgate_policy::{Authorized, FsAccess};
+use std::path::Path;
+
+use sandgate_policy::{Authorized, FsAccess, deciding_root};
 use serde_json::{Value, json};
 
 use crate::CapabilityError;
@@ -39,8 +54,13 @@ pub fn read_file(
     limits: &FsLimits,
 ) -> Result<Vec<u8>, CapabilityError> {
     let access = proof.get();
-    let file = beneath::open(&access.root, &access.relative, beneath::Open::Read)
-        .map_err(|e| io_error("readFile", proof, &e))?;
+    let fail = |e: std::io::Error| io_error("readFile", proof, &e);
+    let found = beneath::locate(access).map_err(fail)?;
+    let kind = beneath::kind(&found).map_err(fail)?;
+    if kind != beneath::Kind::File {
+        return Err(not_a_file("readFile", access, kind));
+    }
+    let file = beneath::reopen(&found, beneath::Open::Read).map_err(fail)?;
     let mut file = std::fs::File::from(file);
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if size > limits.max_read_bytes {
@@ -55,7 +75,7 @@ pub fn read_file(
         &mut std::io::Read::take(&mut file, limits.max_read_bytes + 1),
         &mut bytes,
     )
-    .map_err(|e| io_error("readFile", proof, &e))?;
+    .map_err(fail)?;
     if bytes.len() as u64 > limits.max_read_bytes {
         return Err(CapabilityError::Limit(format!(
             "readFile: {} grew past the {} byte limit while it was read",
@@ -85,10 +105,34 @@ pub fn write_file(
             limits.max_write_bytes
         )));
     }
-    let file = beneath::open(&access.root, &access.relative, beneath::Open::Write)
-        .map_err(|e| io_error("writeFile", proof, &e))?;
+    let fail = |e: std::io::Error| io_error("writeFile", proof, &e);
+    let file = match beneath::locate(access) {
+        Ok(found) => {
+            let kind = beneath::kind(&found).map_err(fail)?;
+            if kind != beneath::Kind::File {
+                return Err(not_a_file("writeFile", access, kind));
+            }
+            let resolved = beneath::resolved(&found).map_err(fail)?;
+            writable_where_it_resolves(proof, &resolved)?;
+            beneath::reopen(&found, beneath::Open::Write).map_err(fail)?
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let (dir, name) = beneath::parent(access).map_err(fail)?;
+            let resolved = beneath::resolved(&dir).map_err(fail)?.join(&name);
+            writable_where_it_resolves(proof, &resolved)?;
+            beneath::create(&dir, &name).map_err(|e| match e.raw_os_error() {
+                // O_EXCL met a link to nothing, or a name that appeared meanwhile.
+                Some(17) => CapabilityError::Io(format!(
+                    "writeFile: {} is a symbolic link to a file that does not exist (or appeared while it was written); write to the file's own path",
+                    shown(access)
+                )),
+                _ => fail(e),
+            })?
+        }
+        Err(e) => return Err(fail(e)),
+    };
     let mut file = std::fs::File::from(file);
-    std::io::Write::write_all(&mut file, bytes).map_err(|e| io_error("writeFile", proof, &e))?;
+    std::io::Write::write_all(&mut file, bytes).map_err(fail)?;
     Ok(bytes.len())
 }
 
@@ -98,9 +142,18 @@ pub fn read_dir(
     limits: &FsLimits,
 ) -> Result<Vec<String>, CapabilityError> {
     let access = proof.get();
-    let dir = beneath::open(&access.root, &access.relative, beneath::Open::Directory)
-        .map_err(|e| io_error("readdir", proof, &e))?;
-    let mut names = beneath::list(dir).map_err(|e| io_error("readdir", proof, &e))?;
+    let fail = |e: std::io::Error| io_error("readdir", proof, &e);
+    let found = beneath::locate(access).map_err(fail)?;
+    let kind = beneath::kind(&found).map_err(fail)?;
+    if kind != beneath::Kind::Directory {
+        return Err(CapabilityError::Io(format!(
+            "readdir: {} is {}, not a directory",
+            shown(access),
+            kind.described()
+        )));
+    }
+    let dir = beneath::reopen(&found, beneath::Open::Directory).map_err(fail)?;
+    let mut names = beneath::list(dir).map_err(fail)?;
     if names.len() > limits.max_dir_entries {
         return Err(CapabilityError::Limit(format!(
             "readdir: {} holds {} entries, over the {} entry limit",
@@ -117,8 +170,7 @@ pub fn read_dir(
 /// described, not followed).
 pub fn stat(proof: &Authorized<FsAccess>) -> Result<Value, CapabilityError> {
     let access = proof.get();
-    let meta =
-        beneath::stat(&access.root, &access.relative).map_err(|e| io_error("stat", proof, &e))?;
+    let meta = beneath::stat(access).map_err(|e| io_error("stat", proof, &e))?;
     let modified = meta
         .modified()
         .ok()
@@ -131,6 +183,64 @@ pub fn stat(proof: &Authorized<FsAccess>) -> Result<Value, CapabilityError> {
         "isSymbolicLink": meta.file_type().is_symlink(),
         "modifiedMs": modified,
     }))
+}
+
+/// Checks that the directory a grant names resolves beneath the root it is granted under
+/// and, for a write grant, that it is writable where it resolves: a stored tool's declared
+/// root, at registration (every call checks again).
+pub fn check_root(proof: &Authorized<FsAccess>) -> Result<(), CapabilityError> {
+    let access = proof.get();
+    let fail = |e: std::io::Error| io_error("opening", proof, &e);
+    let found = beneath::locate(access).map_err(fail)?;
+    let kind = beneath::kind(&found).map_err(fail)?;
+    if kind != beneath::Kind::Directory {
+        return Err(CapabilityError::Io(format!(
+            "{} is {}, not a directory",
+            shown(access),
+            kind.described()
+        )));
+    }
+    if access.write {
+        let resolved = beneath::resolved(&found).map_err(fail)?;
+        writable_where_it_resolves(proof, &resolved)?;
+    }
+    Ok(())
+}
+
+/// Refuses a write that resolved to `resolved` unless the deepest root holding it is writable.
+fn writable_where_it_resolves(
+    proof: &Authorized<FsAccess>,
+    resolved: &Path,
+) -> Result<(), CapabilityError> {
+    let access = proof.get();
+    let dirs = access
+        .roots
+        .iter()
+        .map(|root| (root, beneath::root_dir(root)));
+    match deciding_root(resolved, dirs) {
+        Some(root) if root.write => Ok(()),
+        Some(root) => Err(CapabilityError::Escape(format!(
+            "writing `{}` is not allowed: it resolves to {}, beneath the read-only root {} ({})",
+            access.relative.display(),
+            resolved.display(),
+            root.path.display(),
+            proof.rule()
+        ))),
+        None => Err(CapabilityError::Escape(format!(
+            "writing `{}` is not allowed: it resolves to {}, beneath none of the granted roots ({})",
+            access.relative.display(),
+            resolved.display(),
+            proof.rule()
+        ))),
+    }
+}
+
+fn not_a_file(op: &str, access: &FsAccess, kind: beneath::Kind) -> CapabilityError {
+    CapabilityError::Io(format!(
+        "{op}: {} is {}; only regular files are read or written",
+        shown(access),
+        kind.described()
+    ))
 }
 
 fn shown(access: &FsAccess) -> String {
@@ -161,15 +271,18 @@ fn io_error(op: &str, proof: &Authorized<FsAccess>, error: &std::io::Error) -> C
     CapabilityError::Io(why)
 }
 
-/// `Path` helpers that never leave a root.
+/// Paths opened without leaving a root, and never opened for I/O before their type is known.
 #[cfg(target_os = "linux")]
 mod beneath {
-    use std::os::fd::OwnedFd;
-    use std::path::Path;
+    use std::ffi::{OsStr, OsString};
+    use std::io;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::path::{Path, PathBuf};
 
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+    use sandgate_policy::{FsAccess, FsRoot};
 
-    /// How to open.
+    /// What to open a located path for.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub(super) enum Open {
         Read,
@@ -177,47 +290,140 @@ mod beneath {
         Directory,
     }
 
-    fn flags(how: Open) -> (OFlags, Mode) {
-        match how {
-            Open::Read => (OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()),
-            Open::Write => (
-                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC,
-                Mode::RUSR | Mode::WUSR,
-            ),
-            Open::Directory => (
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            ),
+    /// What a located path is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Kind {
+        File,
+        Directory,
+        Fifo,
+        Socket,
+        Device,
+        Other,
+    }
+
+    impl Kind {
+        pub(super) fn described(self) -> &'static str {
+            match self {
+                Kind::File => "a regular file",
+                Kind::Directory => "a directory",
+                Kind::Fifo => "a FIFO (named pipe)",
+                Kind::Socket => "a socket",
+                Kind::Device => "a device",
+                Kind::Other => "not a regular file",
+            }
         }
     }
 
-    fn root_dir(root: &Path) -> std::io::Result<OwnedFd> {
-        Ok(rustix::fs::open(
-            root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?)
+    const LOOK: OFlags = OFlags::PATH.union(OFlags::CLOEXEC);
+    const LOOK_DIR: OFlags = LOOK.union(OFlags::DIRECTORY);
+    /// EXDEV: what `RESOLVE_BENEATH` answers for a path that would leave its root.
+    const LEAVES_ROOT: i32 = 18;
+
+    /// A root's directory, looked at (`O_PATH`): as the operator wrote it, or resolved beneath
+    /// the root it was granted under.
+    fn open_root(path: &Path, within: Option<&Path>) -> io::Result<OwnedFd> {
+        match within {
+            None => Ok(rustix::fs::open(path, LOOK_DIR, Mode::empty())?),
+            Some(outer) => {
+                let outer_dir = rustix::fs::open(outer, LOOK_DIR, Mode::empty())?;
+                let inner = path
+                    .strip_prefix(outer)
+                    .map_err(|_| io::Error::from_raw_os_error(LEAVES_ROOT))?;
+                resolve(&outer_dir, inner, LOOK_DIR, Mode::empty())
+            }
+        }
     }
 
-    /// Opens `relative` beneath `root`.
-    pub(super) fn open(root: &Path, relative: &Path, how: Open) -> std::io::Result<OwnedFd> {
-        let dir = root_dir(root)?;
+    /// Where `root` resolves, or `None` when it cannot be opened (then it holds nothing).
+    pub(super) fn root_dir(root: &FsRoot) -> Option<PathBuf> {
+        let dir = open_root(&root.path, root.within.as_deref()).ok()?;
+        resolved(&dir).ok()
+    }
+
+    /// `relative` beneath `dir`: symbolic links are followed only while they stay beneath it.
+    fn resolve(dir: &OwnedFd, relative: &Path, oflags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
         let target = if relative.as_os_str().is_empty() {
             Path::new(".")
         } else {
             relative
         };
-        let (oflags, mode) = flags(how);
         match rustix::fs::openat2(
-            &dir,
+            dir,
             target,
             oflags,
             mode,
             ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
         ) {
-            Err(rustix::io::Errno::NOSYS) => open_by_components(&dir, target, oflags, mode),
+            Err(rustix::io::Errno::NOSYS) => open_by_components(dir, target, oflags, mode),
             other => Ok(other?),
         }
+    }
+
+    /// The access's path, looked at (`O_PATH`: nothing is opened for I/O, so a FIFO does not
+    /// block), beneath its root.
+    pub(super) fn locate(access: &FsAccess) -> io::Result<OwnedFd> {
+        let root = open_root(&access.root, access.within.as_deref())?;
+        resolve(&root, &access.relative, LOOK, Mode::empty())
+    }
+
+    /// The directory a new file would go in (looked at, beneath the root), and its name.
+    pub(super) fn parent(access: &FsAccess) -> io::Result<(OwnedFd, OsString)> {
+        let name = access
+            .relative
+            .file_name()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::IsADirectory))?;
+        let parent = access.relative.parent().unwrap_or(Path::new(""));
+        let root = open_root(&access.root, access.within.as_deref())?;
+        let dir = resolve(&root, parent, LOOK_DIR, Mode::empty())?;
+        Ok((dir, name.to_os_string()))
+    }
+
+    /// What a located path is.
+    pub(super) fn kind(found: &OwnedFd) -> io::Result<Kind> {
+        let stat = rustix::fs::fstat(found)?;
+        Ok(match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Directory,
+            FileType::Fifo => Kind::Fifo,
+            FileType::Socket => Kind::Socket,
+            FileType::CharacterDevice | FileType::BlockDevice => Kind::Device,
+            _ => Kind::Other,
+        })
+    }
+
+    /// Where a located path resolved: the kernel's own name for the descriptor.
+    pub(super) fn resolved(found: &OwnedFd) -> io::Result<PathBuf> {
+        std::fs::read_link(format!("/proc/self/fd/{}", found.as_raw_fd()))
+    }
+
+    /// Opens the very file a located descriptor holds (through `/proc/self/fd`, so nothing
+    /// can be swapped in between), for `how`.
+    pub(super) fn reopen(found: &OwnedFd, how: Open) -> io::Result<OwnedFd> {
+        let flags = OFlags::CLOEXEC
+            | OFlags::NONBLOCK
+            | OFlags::NOCTTY
+            | match how {
+                Open::Read => OFlags::RDONLY,
+                Open::Write => OFlags::WRONLY | OFlags::TRUNC,
+                Open::Directory => OFlags::RDONLY | OFlags::DIRECTORY,
+            };
+        let path = format!("/proc/self/fd/{}", found.as_raw_fd());
+        Ok(rustix::fs::open(path.as_str(), flags, Mode::empty())?)
+    }
+
+    /// Creates `name` in `dir` (0600): a new regular file, never through a link.
+    pub(super) fn create(dir: &OwnedFd, name: &OsStr) -> io::Result<OwnedFd> {
+        Ok(rustix::fs::openat(
+            dir,
+            name,
+            OFlags::WRONLY
+                | OFlags::CREATE
+                | OFlags::EXCL
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::CLOEXEC,
+            Mode::RUSR | Mode::WUSR,
+        )?)
     }
 
     /// The fallback: each component opened in turn, refusing every symbolic link.
@@ -226,7 +432,7 @@ mod beneath {
         relative: &Path,
         oflags: OFlags,
         mode: Mode,
-    ) -> std::io::Result<OwnedFd> {
+    ) -> io::Result<OwnedFd> {
         let parts: Vec<_> = relative
             .components()
             .filter(|c| !matches!(c, std::path::Component::CurDir))
@@ -234,16 +440,13 @@ mod beneath {
         let mut current = rustix::io::dup(dir)?;
         for (i, part) in parts.iter().enumerate() {
             let std::path::Component::Normal(name) = part else {
-                return Err(std::io::Error::from_raw_os_error(18));
+                return Err(io::Error::from_raw_os_error(LEAVES_ROOT));
             };
             let last = i + 1 == parts.len();
             let (flags, mode) = if last {
                 (oflags | OFlags::NOFOLLOW, mode)
             } else {
-                (
-                    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
+                (LOOK_DIR | OFlags::NOFOLLOW, Mode::empty())
             };
             current = rustix::fs::openat(&current, *name, flags, mode)?;
         }
@@ -254,7 +457,7 @@ mod beneath {
     }
 
     /// The entries of an open directory, without `.` and `..`.
-    pub(super) fn list(dir: OwnedFd) -> std::io::Result<Vec<String>> {
+    pub(super) fn list(dir: OwnedFd) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in rustix::fs::Dir::read_from(&dir)? {
             let entry = entry?;
@@ -266,20 +469,18 @@ mod beneath {
         Ok(names)
     }
 
-    /// The metadata of `relative` beneath `root`, not following a final symbolic link.
-    pub(super) fn stat(root: &Path, relative: &Path) -> std::io::Result<std::fs::Metadata> {
+    /// The metadata of the access's path beneath its root, not following a final symbolic
+    /// link.
+    pub(super) fn stat(access: &FsAccess) -> io::Result<std::fs::Metadata> {
+        let relative = &access.relative;
         let (parent, name) = match (relative.parent(), relative.file_name()) {
             (Some(parent), Some(name)) => (parent, Some(name)),
-            _ => (relative, None),
+            _ => (relative.as_path(), None),
         };
-        let dir = open(root, parent, Open::Directory)?;
+        let root = open_root(&access.root, access.within.as_deref())?;
+        let dir = resolve(&root, parent, LOOK_DIR, Mode::empty())?;
         let fd = match name {
-            Some(name) => rustix::fs::openat(
-                &dir,
-                name,
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?,
+            Some(name) => rustix::fs::openat(&dir, name, LOOK | OFlags::NOFOLLOW, Mode::empty())?,
             None => dir,
         };
         std::fs::File::from(fd).metadata()
@@ -304,10 +505,7 @@ mod tests {
 
     fn access(root: &Path) -> Access {
         let mut profile = Profile::implicit_default("test");
-        profile.fs = vec![FsRoot {
-            path: root.to_path_buf(),
-            write: true,
-        }];
+        profile.fs = vec![FsRoot::configured(root, true)];
         Access::new(Arc::new(profile))
     }
 
@@ -417,5 +615,165 @@ mod tests {
         );
         let proof = a.authorize_fs("out", true).expect("granted");
         assert!(write_file(&proof, &[0; 2048], &small).is_err());
+    }
+
+    fn profile_of(roots: Vec<FsRoot>, context: Vec<FsRoot>) -> Access {
+        let mut profile = Profile::implicit_default("test");
+        profile.fs = roots;
+        profile.fs_context = context;
+        Access::new(Arc::new(profile))
+    }
+
+    #[test]
+    fn a_link_into_a_read_only_root_nested_in_a_writable_one_does_not_write() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path();
+        std::fs::create_dir(root.join("ro")).expect("mkdir");
+        std::fs::write(root.join("ro/kept"), "kept").expect("write");
+        std::os::unix::fs::symlink("ro/kept", root.join("to-file")).expect("link");
+        std::os::unix::fs::symlink("ro", root.join("to-dir")).expect("link");
+        let a = profile_of(
+            vec![
+                FsRoot::configured(root, true),
+                FsRoot::configured(root.join("ro"), false),
+            ],
+            vec![],
+        );
+        let limits = FsLimits::default();
+        for path in ["to-file", "to-dir/kept", "to-dir/new"] {
+            let proof = a.authorize_fs(path, true).expect("writable as written");
+            let err = write_file(&proof, b"overwritten", &limits)
+                .expect_err(path)
+                .to_string();
+            assert!(err.contains("read-only root"), "{path}: {err}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("ro/kept")).expect("read"),
+            "kept"
+        );
+        assert!(!root.join("ro/new").exists());
+        // Plain writes in the writable root still work, through links that stay in it.
+        std::os::unix::fs::symlink("plain", root.join("to-plain")).expect("link");
+        std::fs::write(root.join("plain"), "old").expect("write");
+        let proof = a.authorize_fs("to-plain", true).expect("granted");
+        assert_eq!(write_file(&proof, b"new", &limits).expect("written"), 3);
+        assert_eq!(std::fs::read_to_string(root.join("plain")).expect("read"), "new");
+        let proof = a.authorize_fs("made", true).expect("granted");
+        assert_eq!(write_file(&proof, b"x", &limits).expect("created"), 1);
+    }
+
+    #[test]
+    fn a_fifo_or_a_socket_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("fifo").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .expect("mkfifo");
+        let _socket =
+            std::os::unix::net::UnixListener::bind(root.join("socket")).expect("socket");
+        std::os::unix::fs::symlink("fifo", root.join("to-fifo")).expect("link");
+        let a = access(root);
+        let limits = FsLimits::default();
+        for name in ["fifo", "to-fifo", "socket"] {
+            let proof = a.authorize_fs(name, false).expect("granted");
+            let err = read_file(&proof, &limits).expect_err(name).to_string();
+            assert!(err.contains("only regular files"), "{name}: {err}");
+            let proof = a.authorize_fs(name, true).expect("granted");
+            let err = write_file(&proof, b"x", &limits)
+                .expect_err(name)
+                .to_string();
+            assert!(err.contains("only regular files"), "{name}: {err}");
+            let proof = a.authorize_fs(name, false).expect("granted");
+            assert!(read_dir(&proof, &limits).is_err(), "{name}");
+        }
+        // It was never opened: a reader would still be the first to open it.
+        let proof = a.authorize_fs("fifo", false).expect("granted");
+        assert_eq!(stat(&proof).expect("stat")["isFile"], false);
+    }
+
+    #[test]
+    fn a_stored_tool_root_resolves_beneath_its_owners_root() {
+        let outside = tempfile::tempdir().expect("dir");
+        std::fs::write(outside.path().join("secret"), "s3cret").expect("write");
+        let dir = tempfile::tempdir().expect("dir");
+        let owner = dir.path();
+        std::fs::create_dir(owner.join("data")).expect("mkdir");
+        std::fs::write(owner.join("data/mine"), "mine").expect("write");
+        std::os::unix::fs::symlink(outside.path(), owner.join("out-link")).expect("link");
+        std::os::unix::fs::symlink("/", owner.join("slash")).expect("link");
+        std::os::unix::fs::symlink("/proc/self/root", owner.join("proc-root")).expect("link");
+        std::os::unix::fs::symlink("data", owner.join("in-link")).expect("link");
+        let tool_root = |name: &str, write: bool| FsRoot {
+            path: owner.join(name),
+            write,
+            within: Some(owner.to_path_buf()),
+        };
+        let owner_roots = vec![FsRoot::configured(owner, true)];
+        let limits = FsLimits::default();
+        for name in ["out-link", "slash", "proc-root"] {
+            let tool = profile_of(vec![tool_root(name, true)], owner_roots.clone());
+            for path in ["secret", "etc/passwd"] {
+                let target = owner.join(name).join(path);
+                let proof = tool
+                    .authorize_fs(target.to_str().expect("utf8"), false)
+                    .expect("as written");
+                let err = read_file(&proof, &limits).expect_err(name).to_string();
+                assert!(err.contains("leads out of the root"), "{name}: {err}");
+                let proof = tool
+                    .authorize_fs(target.to_str().expect("utf8"), true)
+                    .expect("as written");
+                assert!(write_file(&proof, b"x", &limits).is_err(), "{name}");
+            }
+            // And the registration check says so too.
+            let owner_access = profile_of(owner_roots.clone(), vec![]);
+            let proof = owner_access
+                .authorize_fs(owner.join(name).to_str().expect("utf8"), true)
+                .expect("as written");
+            assert!(check_root(&proof).is_err(), "{name}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("secret")).expect("read"),
+            "s3cret"
+        );
+        // A tool root that is a link within its owner's root works.
+        let tool = profile_of(vec![tool_root("in-link", false)], owner_roots.clone());
+        let target = owner.join("in-link/mine");
+        let proof = tool
+            .authorize_fs(target.to_str().expect("utf8"), false)
+            .expect("granted");
+        assert_eq!(read_file(&proof, &limits).expect("read"), b"mine");
+    }
+
+    #[test]
+    fn a_stored_tool_writes_only_where_its_owner_may() {
+        let dir = tempfile::tempdir().expect("dir");
+        let owner = dir.path();
+        std::fs::create_dir_all(owner.join("ro")).expect("mkdir");
+        std::fs::create_dir_all(owner.join("work")).expect("mkdir");
+        std::os::unix::fs::symlink("../ro", owner.join("work/to-ro")).expect("link");
+        let owner_roots = vec![
+            FsRoot::configured(owner, true),
+            FsRoot::configured(owner.join("ro"), false),
+        ];
+        let tool = profile_of(
+            vec![FsRoot {
+                path: owner.join("work"),
+                write: true,
+                within: Some(owner.to_path_buf()),
+            }],
+            owner_roots,
+        );
+        let target = owner.join("work/to-ro/x");
+        let proof = tool
+            .authorize_fs(target.to_str().expect("utf8"), true)
+            .expect("as written");
+        // `..` in a link is beneath the tool's root only if it stays there.
+        assert!(write_file(&proof, b"x", &FsLimits::default()).is_err());
+        assert!(!owner.join("ro/x").exists());
     }
 }

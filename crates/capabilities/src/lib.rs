@@ -19,5 +19,5 @@ pub use env::read_env;
 pub use error::CapabilityError;
 pub use fetch::{Authorize, FetchLimits, FetchRequest, FetchResponse, Fetcher, Redirect};
 #[cfg(target_os = "linux")]
-pub use fs::{FsLimits, read_dir, read_file, stat, write_file};
-pub use resolve::{Resolve, StaticResolver, SystemResolver};
+pub use fs::{FsLimits, check_root, read_dir, read_file, stat, write_file};
+pub use resolve::{BoxFuture, Resolve, StaticResolver, SystemResolver};

@@ -1,17 +1,20 @@
 //! Name resolution for `fetch`, behind a trait so tests control what a name resolves to
 //! (a name that resolves to loopback, a name with many addresses) without touching the
-//! machine's DNS.
+//! machine's DNS. A resolver takes the policy's proof that the name may be looked up, so no
+//! name the grant does not hold is ever sent to DNS.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+
+use sandgate_policy::{Authorized, NetLookup};
 
 /// A pinned, boxed, sendable future.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// Resolves a host name to addresses.
 pub trait Resolve: Send + Sync {
-    /// The addresses `host` has (port is for resolvers that need one).
-    fn resolve(&self, host: &str, port: u16) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>>;
+    /// The addresses the approved name has.
+    fn resolve(&self, lookup: &Authorized<NetLookup>) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>>;
 }
 
 /// The system's resolver (`getaddrinfo`, through tokio).
@@ -19,8 +22,8 @@ pub trait Resolve: Send + Sync {
 pub struct SystemResolver;
 
 impl Resolve for SystemResolver {
-    fn resolve(&self, host: &str, port: u16) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
-        let host = host.to_string();
+    fn resolve(&self, lookup: &Authorized<NetLookup>) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
+        let NetLookup { host, port } = lookup.get().clone();
         Box::pin(async move {
             let addrs = tokio::net::lookup_host((host.as_str(), port)).await?;
             Ok(addrs.map(|a| a.ip()).collect())
@@ -43,8 +46,8 @@ impl StaticResolver {
 }
 
 impl Resolve for StaticResolver {
-    fn resolve(&self, host: &str, _port: u16) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
-        let found = self.names.get(&host.to_ascii_lowercase()).cloned();
+    fn resolve(&self, lookup: &Authorized<NetLookup>) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
+        let found = self.names.get(&lookup.get().host.to_ascii_lowercase()).cloned();
         Box::pin(async move {
             found.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such name"))
         })

@@ -90,9 +90,8 @@ async fn run(
     request: FetchRequest,
     limits: &FetchLimits,
 ) -> Result<sandgate_capabilities::FetchResponse, String> {
-    let authorize = |host: &str, port: u16, addr: IpAddr| access.authorize_net(host, port, addr);
     fetcher
-        .fetch(request, limits, &authorize)
+        .fetch(request, limits, access)
         .await
         .map_err(|e| e.to_string())
 }
@@ -226,4 +225,66 @@ async fn size_and_time_are_limited() {
             "{bad}"
         );
     }
+}
+
+/// A resolver that writes down every name it is asked, and knows none.
+#[derive(Default)]
+struct Recording(std::sync::Mutex<Vec<String>>);
+
+impl sandgate_capabilities::Resolve for Recording {
+    fn resolve(
+        &self,
+        lookup: &sandgate_policy::Authorized<sandgate_policy::NetLookup>,
+    ) -> sandgate_capabilities::BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
+        if let Ok(mut asked) = self.0.lock() {
+            asked.push(lookup.get().host.clone());
+        }
+        Box::pin(async { Err(std::io::Error::other("no such name")) })
+    }
+}
+
+#[tokio::test]
+async fn no_name_outside_the_grant_is_ever_looked_up() {
+    let (a, hits) = serve(|_| redirect("http://leak-after-redirect.attacker.example/x")).await;
+    let recording = Arc::new(Recording::default());
+    let fetcher = Fetcher::new(recording.clone());
+    // A grant of one address only: no name is ever looked up.
+    let literal = access(&[a.to_string()]);
+    let limits = FetchLimits::default();
+    for url in [
+        format!("http://secret-data.attacker.example:{}/", a.port()),
+        format!("http://localhost:{}/", a.port()),
+        format!("http://{a}/redirect"),
+    ] {
+        let refused = run(&fetcher, &literal, get(url.clone()), &limits)
+            .await
+            .expect_err(&url);
+        assert!(refused.contains("matches no entry"), "{url}: {refused}");
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "only the granted server");
+    // A name grant looks up only the names it holds.
+    let named = access(&["*.allowed.test".to_string()]);
+    let refused = run(&fetcher, &named, get("http://x.attacker.example/".into()), &limits)
+        .await
+        .expect_err("refused");
+    assert!(refused.contains("matches no entry"), "{refused}");
+    let _ = run(&fetcher, &named, get("http://api.allowed.test/".into()), &limits).await;
+    let asked = recording.0.lock().map(|a| a.clone()).unwrap_or_default();
+    assert_eq!(asked, ["api.allowed.test"]);
+}
+
+#[tokio::test]
+async fn code_does_not_choose_the_host_header() {
+    let (a, hits) = serve(|_| ok(b"fine")).await;
+    let fetcher = Fetcher::new(Arc::new(StaticResolver::default()));
+    let access = access(&[a.to_string()]);
+    for header in ["Host", "host", "Transfer-Encoding", "Content-Length", "Connection"] {
+        let mut request = get(format!("http://{a}/x"));
+        request.headers = vec![(header.into(), "internal.example".into())];
+        let refused = run(&fetcher, &access, request, &FetchLimits::default())
+            .await
+            .expect_err(header);
+        assert!(refused.contains("set by the gateway"), "{header}: {refused}");
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
 }

@@ -151,6 +151,7 @@ impl Walker<'_> {
             tools,
             net: NetGrant::new(net),
             fs: self.fs_roots(&sub("fs"), table.get("fs"))?,
+            fs_context: vec![],
             env,
             limits: self.profile_limits(&sub("limits"), table.get("limits"))?,
             admin: opt_bool(self, &sub("admin"), table.get("admin"))?.unwrap_or(false),
@@ -187,11 +188,10 @@ impl Walker<'_> {
                         "name a directory",
                     ));
                 }
-                Ok(FsRoot {
-                    path: PathBuf::from(path),
-                    write: opt_bool(self, &format!("{at}.write"), table.get("write"))?
-                        .unwrap_or(false),
-                })
+                Ok(FsRoot::configured(
+                    PathBuf::from(path),
+                    opt_bool(self, &format!("{at}.write"), table.get("write"))?.unwrap_or(false),
+                ))
             })
             .collect()
     }

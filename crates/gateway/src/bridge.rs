@@ -49,7 +49,8 @@ impl Bridge for UpstreamBridge {
         tool: &ToolBinding,
         args: String,
     ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
-        let call = ToolCall::new(tool.backend.clone(), tool.name.clone());
+        let call = ToolCall::new(tool.backend.clone(), tool.name.clone())
+            .called_in_code(&tool.js_backend, &tool.js_tool);
         let qualified = call.qualified();
         let (gateway, knock) = (self.gateway.clone(), self.knock.clone());
         let limit = self.call_limit;

@@ -26,6 +26,9 @@ pub struct Authenticated {
     pub profile: String,
     /// The token's id (its configured name): never the token.
     pub token_id: String,
+    /// The SHA-256 of the token: sessions it opens are bound to it (a rotated token, whose
+    /// name stays, is another identity).
+    pub digest: [u8; 32],
 }
 
 /// The owner of what an execution stores.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use sandgate_capabilities::{CapabilityError, FetchLimits, FetchRequest, FsLimits, Redirect};
-use sandgate_policy::Access;
+use sandgate_policy::{Access, Authorized, NetLookup, NetTarget, PolicyError};
 use sandgate_sandbox::{CallFailure, FailureKind};
 use serde_json::{Value, json};
 
@@ -154,21 +154,13 @@ impl Gateway {
 
     async fn fetch(&self, knock: &Knock, args: Vec<Value>) -> Result<Value, CallFailure> {
         let request = fetch_request(args.into_iter().next())?;
-        let access = knock.caller.access.clone();
-        let authorize = |host: &str, port: u16, addr: std::net::IpAddr| {
-            let decision = access.authorize_net(host, port, addr);
-            self.record(
-                knock,
-                Subject::Net,
-                &format!("{host}:{port} ({addr})"),
-                &decision,
-                None,
-            );
-            decision
+        let audited = Audited {
+            gateway: self,
+            knock,
         };
         let response = self
             .fetcher()
-            .fetch(request, &FetchLimits::default(), &authorize)
+            .fetch(request, &FetchLimits::default(), &audited)
             .await
             .map_err(failure)?;
         let mut out = json!({
@@ -188,6 +180,38 @@ impl Gateway {
             };
         }
         Ok(out)
+    }
+}
+
+/// The policy's answers for one fetch, each written to the audit log.
+struct Audited<'a> {
+    gateway: &'a Gateway,
+    knock: &'a Knock,
+}
+
+impl sandgate_capabilities::Authorize for Audited<'_> {
+    fn lookup(&self, host: &str, port: u16) -> Result<Authorized<NetLookup>, PolicyError> {
+        let decision = self.knock.caller.access.authorize_lookup(host, port);
+        // Only a refusal is worth a line: an allowed lookup is followed by its connection's.
+        if decision.is_err() {
+            let target = format!("{host}:{port} (not looked up)");
+            self.gateway
+                .record(self.knock, Subject::Net, &target, &decision, None);
+        }
+        decision
+    }
+
+    fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        addr: std::net::IpAddr,
+    ) -> Result<Authorized<NetTarget>, PolicyError> {
+        let decision = self.knock.caller.access.authorize_net(host, port, addr);
+        let target = format!("{host}:{port} ({addr})");
+        self.gateway
+            .record(self.knock, Subject::Net, &target, &decision, None);
+        decision
     }
 }
 

@@ -20,16 +20,17 @@ pub(crate) fn visible_statuses(gateway: &Gateway, caller: &Caller) -> Vec<Backen
     if access.sees_every_tool() {
         return statuses;
     }
+    let catalog = gateway.catalog();
     statuses
         .into_iter()
         .filter_map(|mut status| {
             let name = status.name.clone();
             status
                 .tools
-                .retain(|tool| access.sees_tool(&format!("{name}.{tool}")));
+                .retain(|tool| crate::views::sees(&catalog, access, &name, tool));
             status
                 .tool_problems
-                .retain(|p| access.sees_tool(&format!("{name}.{}", p.tool)));
+                .retain(|p| crate::views::sees(&catalog, access, &name, &p.tool));
             (!status.tools.is_empty()).then_some(status)
         })
         .collect()

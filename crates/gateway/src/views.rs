@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use sandgate_catalog::Catalog;
-use sandgate_policy::Access;
+use sandgate_catalog::{Catalog, Entry};
+use sandgate_policy::{Access, ToolCall, ToolName};
 use sandgate_sandbox::ToolBinding;
 
 use crate::Gateway;
@@ -39,11 +39,37 @@ impl View {
             .catalog
             .entries()
             .iter()
-            .filter(|e| access.sees_tool(&format!("{}.{}", e.spec.backend, e.spec.name)))
+            .filter(|e| access.sees_tool(&name_of(e)))
             .map(|e| e.spec.clone())
             .collect();
         View::of(Catalog::new(specs))
     }
+}
+
+/// A catalog entry by every name it can be called by (a grant's patterns match any).
+pub(crate) fn name_of(entry: &Entry) -> ToolName<'_> {
+    ToolName {
+        backend: &entry.spec.backend,
+        tool: &entry.spec.name,
+        js_backend: &entry.js_backend,
+        js_tool: &entry.js_tool,
+    }
+}
+
+/// Whether `access` sees `backend.tool`, asked by every name `catalog` knows it by.
+pub(crate) fn sees(catalog: &Catalog, access: &Access, backend: &str, tool: &str) -> bool {
+    match catalog.resolve(&format!("{backend}.{tool}")) {
+        Ok(entry) if entry.spec.backend == backend && entry.spec.name == tool => {
+            access.sees_tool(&name_of(entry))
+        }
+        _ => access.sees_tool(&ToolName::plain(backend, tool)),
+    }
+}
+
+/// A call to `entry`, known to the policy by every name it can be called by.
+pub(crate) fn call_of(entry: &Entry) -> ToolCall {
+    ToolCall::new(entry.spec.backend.clone(), entry.spec.name.clone())
+        .called_in_code(&entry.js_backend, &entry.js_tool)
 }
 
 /// A profile's view and the full view it was cut from.

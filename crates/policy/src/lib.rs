@@ -10,15 +10,17 @@
 //! narrowed by what the caller asked to drop (`allow_tools`). Deny always beats allow, and
 //! every denial names the rule that refused it and where to change it.
 
+mod fs;
 mod glob;
 mod net;
 mod profile;
 mod tools;
 
 pub use glob::glob_match;
-pub use net::{AddressClass, HostPattern, NetGrant, NetTarget, classify};
-pub use profile::{Access, Capability, EnvRead, FsAccess, FsRoot, Profile, ProfileLimits};
-pub use tools::{Grant, ToolCall};
+pub use net::{AddressClass, HostPattern, NetGrant, NetLookup, NetTarget, classify};
+pub use fs::{FsAccess, FsRoot, deciding_root};
+pub use profile::{Access, Capability, EnvRead, Profile, ProfileLimits};
+pub use tools::{Grant, ToolCall, ToolName};
 
 /// Proof that the policy allowed `T`, with the rule that allowed it. Only this crate can make
 /// one.

@@ -218,6 +218,17 @@ impl HostPattern {
     }
 }
 
+/// A host name the policy allows `fetch` to look up: an entry names it (or a wildcard that
+/// holds it) with a matching port. A grant of addresses only never looks a name up, so code
+/// cannot send data out through DNS queries for names the grant does not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetLookup {
+    /// The host name, as the URL names it.
+    pub host: String,
+    /// The port the connection would go to.
+    pub port: u16,
+}
+
 /// A connection the policy allowed: this host name and port, to this address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetTarget {
@@ -276,6 +287,18 @@ impl NetGrant {
     /// The entries, as written.
     pub fn written(&self) -> Vec<&str> {
         self.patterns.iter().map(HostPattern::written).collect()
+    }
+
+    /// The entry that lets the name `host` be looked up for `host:port`, or why none does
+    /// (an address-only grant lets no name be looked up).
+    pub(crate) fn check_lookup(&self, host: &str, port: u16) -> Result<&str, String> {
+        self.patterns
+            .iter()
+            .find(|p| p.port.is_none_or(|q| q == port) && p.matches_name(host))
+            .map(HostPattern::written)
+            .ok_or_else(|| {
+                format!("`{host}:{port}` matches no entry, so the name is not looked up")
+            })
     }
 
     /// The entry that lets `host:port` reach `addr`, or why none does.
@@ -399,6 +422,25 @@ mod tests {
             .check("rebind.example.com", 80, ip("::ffff:10.0.0.1"))
             .expect_err("mapped");
         assert!(err.contains("private"), "{err}");
+    }
+
+    #[test]
+    fn only_names_an_entry_holds_are_looked_up() {
+        let literal = grant(&["127.0.0.1:8080", "[::1]"]);
+        for name in ["localhost", "data.attacker.example", "127.0.0.1.nip.io"] {
+            assert!(literal.check_lookup(name, 8080).is_err(), "{name}");
+        }
+        let g = grant(&["*.example.com", "api.github.com:443"]);
+        assert!(g.check_lookup("a.b.example.com", 1).is_ok());
+        assert!(g.check_lookup("api.github.com", 443).is_ok());
+        for (name, port) in [
+            ("api.github.com", 80),
+            ("example.com", 443),
+            ("x.attacker.example", 443),
+            ("evilexample.com", 443),
+        ] {
+            assert!(g.check_lookup(name, port).is_err(), "{name}:{port}");
+        }
     }
 
     #[test]

@@ -2,20 +2,11 @@
 //! one execution's use of it, possibly narrowed further by the caller. Every decision names the
 //! config key that made it, so a denial tells the reader exactly what to edit.
 
-use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use crate::tools::Refusal;
-use crate::{Authorized, Grant, NetGrant, NetTarget, PolicyError, ToolCall};
-
-/// A root the `fs` capability may use.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FsRoot {
-    /// An absolute directory.
-    pub path: PathBuf,
-    /// Whether files beneath it may be written.
-    pub write: bool,
-}
+use crate::fs::FsRoot;
+use crate::{Authorized, Grant, NetGrant, NetLookup, NetTarget, PolicyError, ToolCall, ToolName};
 
 /// Limits a profile puts on each execution; a caller may only lower them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,6 +34,10 @@ pub struct Profile {
     pub net: NetGrant,
     /// Roots `fs` may use.
     pub fs: Vec<FsRoot>,
+    /// Roots that grant nothing but decide where a write may land: a stored tool's owner's
+    /// roots (a write that resolves beneath the owner's read-only root is refused even when
+    /// the tool's own root is writable). Empty for a profile from the config.
+    pub fs_context: Vec<FsRoot>,
     /// Environment variable names `env.get` may read.
     pub env: Vec<String>,
     /// Per-execution limits.
@@ -66,6 +61,7 @@ impl Profile {
             tools: Grant::all_tools(),
             net: NetGrant::default(),
             fs: vec![],
+            fs_context: vec![],
             env: vec![],
             limits: ProfileLimits::default(),
             admin: true,
@@ -84,6 +80,7 @@ impl Profile {
             tools: Grant::default(),
             net: NetGrant::default(),
             fs: vec![],
+            fs_context: vec![],
             env: vec![],
             limits: ProfileLimits::default(),
             admin: false,
@@ -93,7 +90,7 @@ impl Profile {
     }
 
     /// "To allow it, add an entry to profiles.reader.net in sandgate.toml."
-    fn fix(&self, key: &str, what: &str) -> String {
+    pub(crate) fn fix(&self, key: &str, what: &str) -> String {
         if self.implicit {
             format!(
                 "No profiles are configured, so the default profile grants every tool and no network, files or environment; to allow it, add `{key} = [...]` under [profiles.default] in {}.",
@@ -143,18 +140,6 @@ pub struct EnvRead {
     pub name: String,
 }
 
-/// A file access the policy allowed: `relative` beneath `root`, which the host must resolve
-/// without leaving the root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FsAccess {
-    /// The granted root.
-    pub root: PathBuf,
-    /// The path beneath it: only normal components (no `..`, no root, no NUL).
-    pub relative: PathBuf,
-    /// Whether this is a write.
-    pub write: bool,
-}
-
 /// One execution's grants: its profile, narrowed by the caller's `allow_tools`.
 #[derive(Debug, Clone)]
 pub struct Access {
@@ -193,10 +178,14 @@ impl Access {
         self.narrowed.is_none() && self.profile.tools.allows_everything()
     }
 
-    /// Whether `qualified` is a tool this access may see and call.
-    pub fn sees_tool(&self, qualified: &str) -> bool {
-        self.profile.tools.permits(qualified)
-            && self.narrowed.as_ref().is_none_or(|g| g.permits(qualified))
+    /// Whether the tool `name` (by any of its spellings) is one this access may see and call.
+    pub fn sees_tool(&self, name: &ToolName<'_>) -> bool {
+        let spellings = name.spellings();
+        self.profile.tools.check(&spellings).is_ok()
+            && self
+                .narrowed
+                .as_ref()
+                .is_none_or(|g| g.check(&spellings).is_ok())
     }
 
     /// Whether the profile grants `capability` at all (else its global is absent).
@@ -229,14 +218,15 @@ impl Access {
 
     /// Authorizes a tool call, or says which rule refused it and where to change it.
     pub fn authorize_tool(&self, call: ToolCall) -> Result<Authorized<ToolCall>, PolicyError> {
-        let qualified = call.qualified();
+        let spellings = call.name().spellings();
+        let qualified = &spellings.first;
         let p = &self.profile;
         let denied = |reason: String, fix: String| PolicyError::Denied {
             what: format!("calling `{qualified}`"),
             reason,
             fix,
         };
-        let rule = match p.tools.check(&qualified) {
+        let rule = match p.tools.check(&spellings) {
             Ok(rule) => format!("{}.tools: {rule}", p.key),
             Err(Refusal::Denied(rule)) => {
                 return Err(denied(
@@ -259,7 +249,7 @@ impl Access {
             }
         };
         if let Some(narrow) = &self.narrowed
-            && narrow.check(&qualified).is_err()
+            && narrow.check(&spellings).is_err()
         {
             return Err(denied(
                 format!(
@@ -270,6 +260,32 @@ impl Access {
             ));
         }
         Ok(Authorized::new(call, rule))
+    }
+
+    /// Authorizes looking up the name `host` for a connection to `host:port`: only names an
+    /// entry holds are ever resolved (DNS is a channel out).
+    pub fn authorize_lookup(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> Result<Authorized<NetLookup>, PolicyError> {
+        let p = &self.profile;
+        let host = host.to_ascii_lowercase();
+        match p.net.check_lookup(&host, port) {
+            Ok(entry) => {
+                let rule = format!("{}.net: {entry}", p.key);
+                Ok(Authorized::new(NetLookup { host, port }, rule))
+            }
+            Err(why) => Err(PolicyError::Denied {
+                what: format!("fetch to `{host}:{port}`"),
+                reason: if p.net.is_empty() {
+                    format!("profile `{}` grants no network", p.name)
+                } else {
+                    format!("{why} in {}.net ({})", p.key, p.net.written().join(", "))
+                },
+                fix: p.fix("net", "add the host to"),
+            }),
+        }
     }
 
     /// Authorizes a connection to `host:port` at the resolved `addr`.
@@ -299,101 +315,6 @@ impl Access {
                 fix: p.fix("net", "add the host to"),
             }),
         }
-    }
-
-    /// Authorizes reading (or writing) `path`: absolute beneath a granted root, or relative to
-    /// the first root. Only normal components are accepted, so `..`, NUL bytes and paths
-    /// outside every root are refused here; the host still resolves beneath the root, so a
-    /// symbolic link cannot lead out either.
-    pub fn authorize_fs(
-        &self,
-        path: &str,
-        write: bool,
-    ) -> Result<Authorized<FsAccess>, PolicyError> {
-        let p = &self.profile;
-        let verb = if write { "writing" } else { "reading" };
-        let denied = |reason: String, fix: String| PolicyError::Denied {
-            what: format!("{verb} `{}`", path.escape_debug()),
-            reason,
-            fix,
-        };
-        if p.fs.is_empty() {
-            return Err(denied(
-                format!("profile `{}` grants no files", p.name),
-                p.fix("fs", "add a root to"),
-            ));
-        }
-        if path.contains('\0') {
-            return Err(denied(
-                format!(
-                    "the path holds a NUL byte, which names no file beneath {}.fs",
-                    p.key
-                ),
-                "Pass a path without NUL bytes.".into(),
-            ));
-        }
-        // A relative path is beneath the first root; then, as for an absolute path, the
-        // deepest root that holds it decides (so `out/x` in a writable `out` root is writable).
-        let requested = match p.fs.first() {
-            Some(first) if Path::new(path).is_relative() => first.path.join(path),
-            _ => PathBuf::from(path),
-        };
-        let found =
-            p.fs.iter()
-                .filter_map(|root| {
-                    requested
-                        .strip_prefix(&root.path)
-                        .ok()
-                        .map(|rest| (root, rest))
-                })
-                .max_by_key(|(root, _)| root.path.components().count());
-        let roots = || {
-            p.fs.iter()
-                .map(|r| r.path.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let Some((root, rest)) = found else {
-            return Err(denied(
-                format!("it is beneath none of {}.fs ({})", p.key, roots()),
-                p.fix("fs", "add its directory to"),
-            ));
-        };
-        let mut relative = PathBuf::new();
-        for component in rest.components() {
-            match component {
-                Component::Normal(part) => relative.push(part),
-                Component::CurDir => {}
-                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                    return Err(denied(
-                        format!(
-                            "`..` would leave the root {} ({}.fs)",
-                            root.path.display(),
-                            p.key
-                        ),
-                        "Name the file by its path beneath the root, without `..`.".into(),
-                    ));
-                }
-            }
-        }
-        if write && !root.write {
-            return Err(denied(
-                format!(
-                    "the root {} is read-only in {}.fs",
-                    root.path.display(),
-                    p.key
-                ),
-                p.fix("fs", "set `write = true` on that root in"),
-            ));
-        }
-        Ok(Authorized::new(
-            FsAccess {
-                root: root.path.clone(),
-                relative,
-                write,
-            },
-            format!("{}.fs: {}", p.key, root.path.display()),
-        ))
     }
 
     /// Authorizes reading the environment variable `name`.
@@ -437,15 +358,10 @@ mod tests {
                 HostPattern::parse("api.github.com:443").expect("entry"),
             ]),
             fs: vec![
-                FsRoot {
-                    path: "/srv/data".into(),
-                    write: false,
-                },
-                FsRoot {
-                    path: "/srv/data/out".into(),
-                    write: true,
-                },
+                FsRoot::configured("/srv/data", false),
+                FsRoot::configured("/srv/data/out", true),
             ],
+            fs_context: vec![],
             env: vec!["GITHUB_TOKEN".into()],
             limits: ProfileLimits::default(),
             admin: false,
@@ -501,40 +417,8 @@ mod tests {
             .expect_err("not widened")
             .to_string();
         assert!(err.contains("profiles.reader.tools"), "{err}");
-        assert!(!access.sees_tool("github.create_issue"));
+        assert!(!access.sees_tool(&ToolName::plain("github", "create_issue")));
         assert!(!access.sees_every_tool());
-    }
-
-    #[test]
-    fn paths_stay_beneath_their_roots() {
-        let access = Access::new(reader());
-        let ok = access
-            .authorize_fs("/srv/data/a/b.txt", false)
-            .expect("read");
-        assert_eq!(ok.get().relative, PathBuf::from("a/b.txt"));
-        assert_eq!(ok.get().root, PathBuf::from("/srv/data"));
-        let ok = access.authorize_fs("/srv/data/out/x", true).expect("write");
-        assert_eq!(ok.get().root, PathBuf::from("/srv/data/out"));
-        assert!(access.authorize_fs("b.txt", false).is_ok());
-        let relative = access
-            .authorize_fs("out/made.txt", true)
-            .expect("writable root");
-        assert_eq!(relative.get().root, PathBuf::from("/srv/data/out"));
-        for bad in [
-            "/srv/data/../etc/passwd",
-            "../etc/passwd",
-            "/etc/passwd",
-            "/srv/database/x",
-            "/proc/self/environ",
-            "/srv/data/a\0b",
-        ] {
-            assert!(access.authorize_fs(bad, false).is_err(), "{bad}");
-        }
-        let err = access
-            .authorize_fs("/srv/data/x", true)
-            .expect_err("read-only")
-            .to_string();
-        assert!(err.contains("read-only"), "{err}");
     }
 
     #[test]
@@ -549,6 +433,10 @@ mod tests {
             err.contains("profiles.reader.env in sandgate.toml"),
             "{err}"
         );
+        assert!(access.authorize_lookup("api.github.com", 443).is_ok());
+        assert!(access.authorize_lookup("API.GitHub.com", 443).is_ok());
+        assert!(access.authorize_lookup("api.github.com", 80).is_err());
+        assert!(access.authorize_lookup("leak.attacker.example", 443).is_err());
         let public = "140.82.112.5".parse().expect("ip");
         assert!(access.authorize_net("api.github.com", 443, public).is_ok());
         assert!(access.authorize_net("example.com", 443, public).is_err());

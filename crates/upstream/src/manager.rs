@@ -318,7 +318,7 @@ impl BackendManager {
         arguments: Option<JsonObject>,
         context: crate::CallContext,
     ) -> Result<CallToolResult, UpstreamError> {
-        let ToolCall { backend, tool } = call.get();
+        let ToolCall { backend, tool, .. } = call.get();
         let backends = self.backends();
         let Some(target) = backends.get(backend) else {
             return Err(UpstreamError::UnknownBackend {

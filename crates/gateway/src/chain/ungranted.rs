@@ -2,23 +2,28 @@
 //!
 //! A caller's view holds only the tools its access may reach, so in the sandbox a tool outside
 //! the grant is simply absent: `memory.create_entities` is not a function, `__interfaces` has
-//! no entry for it, a JSON call names no tool. When an execution fails that way and its code
-//! names a tool that exists but is outside the grant, the failure is reported as what it is: a
-//! denial by the policy, with the rule and where to change it, and the decision goes to the
-//! audit log through the door like any other call.
+//! no entry for it, a JSON call names no tool. The answer is exactly the one a tool that does
+//! not exist gets, so errors do not tell a profile which hidden tools exist; both get the same
+//! note naming the grant. The operator still learns of it: when the code names a tool that
+//! exists outside the grant, the decision goes to the audit log through the door, as a denial.
+//! A host capability the profile does not grant (`fetch`, `fs`, `env`) is not hidden (every
+//! gateway has them), so its absence is reported as the denial it is.
 
-use sandgate_catalog::{Catalog, sanitize_ident};
-use sandgate_policy::{Capability, ToolCall};
+use sandgate_catalog::Catalog;
+use sandgate_policy::Capability;
 use sandgate_sandbox::{ErrorKind, ExecError};
 
 use crate::audit::Subject;
 use crate::door::Knock;
+use crate::views::{call_of, name_of};
 use crate::{Caller, Gateway};
 
-/// Most denials reported for one execution (its code may name many hidden tools).
-const MAX_REPORTED: usize = 1;
+/// Most hidden tools audited for one execution (its code may name many).
+const MAX_AUDITED: usize = 1;
 
-/// Turns a failure that came from reaching for a tool outside the grant into that denial.
+/// Explains a failure that came from reaching for something absent: a capability outside the
+/// grant is reported as that denial; a tool outside it is audited, and answered like a tool
+/// that does not exist.
 pub(crate) fn explain(
     gateway: &Gateway,
     knock: &Knock,
@@ -49,18 +54,24 @@ pub(crate) fn explain(
     if access.sees_every_tool() {
         return;
     }
+    audit_hidden(gateway, knock, full, code);
+    let note = grant_note(&knock.caller);
+    error.hint = Some(match error.hint.take() {
+        Some(hint) => format!("{hint} {note}"),
+        None => note,
+    });
+}
+
+/// Writes a denial for a tool outside the grant that `code` names, if it names one.
+fn audit_hidden(gateway: &Gateway, knock: &Knock, full: &Catalog, code: &str) {
+    let access = &knock.caller.access;
     // A JSON call names its tool in any form a catalog resolves (`create_entities` alone).
     let json_tool = serde_json::from_str::<serde_json::Value>(code.trim())
         .ok()
         .and_then(|v| v.get("tool").and_then(|t| t.as_str()).map(str::to_string));
-    if let Some(entry) = json_tool.and_then(|name| full.resolve(&name).ok())
-        && !access.sees_tool(&format!("{}.{}", entry.spec.backend, entry.spec.name))
-    {
-        let call = ToolCall::new(entry.spec.backend.clone(), entry.spec.name.clone());
-        if let Err(denied) = gateway.authorize_tool(knock, call, "") {
-            error.kind = ErrorKind::ToolDenied;
-            error.message = denied.message;
-            error.hint = None;
+    if let Some(entry) = json_tool.and_then(|name| full.resolve(&name).ok()) {
+        if !access.sees_tool(&name_of(entry)) {
+            let _ = gateway.authorize_tool(knock, call_of(entry), "");
         }
         return;
     }
@@ -75,20 +86,29 @@ pub(crate) fn explain(
         .filter(|e| {
             named(&e.spec.backend, &e.js_backend)
                 && named(&e.spec.name, &e.js_tool)
-                && !access.sees_tool(&format!("{}.{}", e.spec.backend, e.spec.name))
+                && !access.sees_tool(&name_of(e))
         })
-        .take(MAX_REPORTED);
+        .take(MAX_AUDITED);
     for entry in hidden {
-        let call = ToolCall::new(entry.spec.backend.clone(), entry.spec.name.clone());
-        if let Err(denied) = gateway.authorize_tool(knock, call, "") {
-            error.kind = ErrorKind::ToolDenied;
-            error.message = denied.message;
-            error.hint = Some(format!(
-                "Tools outside your grant are not in this execution at all (so `{}` was not there to call). search_tools and tool_info show the tools you can reach.",
-                sanitize_ident(&entry.spec.backend) + "." + &entry.js_tool
-            ));
-        }
+        let _ = gateway.authorize_tool(knock, call_of(entry), "");
     }
+}
+
+/// What a caller whose view is cut is told when code reaches for a tool it does not have: the
+/// same whether the tool exists outside the grant or nowhere.
+fn grant_note(caller: &Caller) -> String {
+    let profile = caller.access.profile();
+    format!(
+        "Profile `{}` reaches only the tools {}.tools in {} allows{}; search_tools and tool_info show them.",
+        profile.name,
+        profile.key,
+        profile.file,
+        if caller.access.is_narrowed() {
+            ", narrowed by allow_tools"
+        } else {
+            ""
+        }
+    )
 }
 
 /// A meta-tool's "no tool named" for a caller whose view is cut: the message also names the
@@ -105,24 +125,12 @@ pub(crate) fn outside_view(
         return message;
     }
     if let Ok(entry) = gateway.catalog().resolve(asked)
-        && !access.sees_tool(&format!("{}.{}", entry.spec.backend, entry.spec.name))
+        && !access.sees_tool(&name_of(entry))
     {
         let knock = Knock::new(caller.clone(), String::new());
-        let call = ToolCall::new(entry.spec.backend.clone(), entry.spec.name.clone());
-        let _ = gateway.authorize_tool(&knock, call, "");
+        let _ = gateway.authorize_tool(&knock, call_of(entry), "");
     }
-    let profile = access.profile();
-    format!(
-        "{message} Profile `{}` reaches only the tools {}.tools in {} allows{}.",
-        profile.name,
-        profile.key,
-        profile.file,
-        if access.is_narrowed() {
-            ", narrowed by allow_tools"
-        } else {
-            ""
-        }
-    )
+    format!("{message} {}", grant_note(caller))
 }
 
 /// `x` of "ReferenceError: x is not defined".

@@ -35,6 +35,10 @@ pub(crate) struct ConsoleUser {
 
 struct Session {
     user: ConsoleUser,
+    /// The SHA-256 of the token that opened it: the session lives only while that very token
+    /// is accepted (a token rotated under the same name, or an unnamed one whose index passed
+    /// to another, is another token).
+    digest: [u8; 32],
     started: Instant,
 }
 
@@ -45,7 +49,7 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
-    fn start(&self, profile: String, token_id: String) -> String {
+    fn start(&self, profile: String, token_id: String, digest: [u8; 32]) -> String {
         let mut id_bytes = [0u8; 32];
         if getrandom::fill(&mut id_bytes).is_err() {
             // No randomness: refuse rather than hand out a guessable id (see `login`).
@@ -70,6 +74,7 @@ impl Sessions {
                         token_id: Some(token_id),
                         session: id.clone(),
                     },
+                    digest,
                     started: Instant::now(),
                 },
             );
@@ -77,10 +82,10 @@ impl Sessions {
         id
     }
 
-    fn find(&self, id: &str) -> Option<ConsoleUser> {
+    fn find(&self, id: &str) -> Option<(ConsoleUser, [u8; 32])> {
         let open = self.open.lock().ok()?;
         let session = open.get(id)?;
-        (session.started.elapsed() < LIFETIME).then(|| session.user.clone())
+        (session.started.elapsed() < LIFETIME).then(|| (session.user.clone(), session.digest))
     }
 
     fn end(&self, id: &str) {
@@ -127,7 +132,7 @@ pub(crate) async fn login(
     };
     let id = console
         .sessions
-        .start(known.profile.clone(), known.id.clone());
+        .start(known.profile.clone(), known.id.clone(), known.digest);
     if id.is_empty() {
         return problem(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -168,13 +173,14 @@ pub(crate) async fn require_session(
 ) -> Response {
     let auth = console.auth();
     let user = if auth.required {
-        // A session lives only as long as its token: one a reload took out ends it.
+        // A session lives only as long as its very token: one a reload took out, or rotated
+        // under the same name, ends it.
         session_id(request.headers()).and_then(|id| {
-            let user = console.sessions.find(&id)?;
+            let (user, digest) = console.sessions.find(&id)?;
             let still_known = auth
                 .tokens
                 .iter()
-                .any(|t| Some(&t.id) == user.token_id.as_ref() && t.profile == user.profile);
+                .any(|t| t.digest == digest && t.profile == user.profile);
             if !still_known {
                 console.sessions.end(&id);
             }

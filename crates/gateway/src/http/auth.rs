@@ -85,6 +85,7 @@ pub(crate) async fn require_token(
             request.extensions_mut().insert(Authenticated {
                 profile: found.profile.clone(),
                 token_id: found.id.clone(),
+                digest: found.digest,
             });
             next.run(request).await
         }

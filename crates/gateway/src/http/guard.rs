@@ -31,7 +31,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// The largest request body accepted (rmcp's own limit).
 pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Cancelled when the HTTP response to a request is gone: sent in full, or dropped because the
 /// client went away. The handler reads it from the request's parts, so an execution whose
@@ -64,7 +64,7 @@ impl RequestGuard {
 }
 
 /// A JSON-RPC error as an HTTP response.
-fn rpc_error(status: StatusCode, id: Value, code: i32, message: String) -> Response {
+pub(crate) fn rpc_error(status: StatusCode, id: Value, code: i32, message: String) -> Response {
     let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     (
         status,
@@ -90,21 +90,26 @@ async fn end_session(guard: &RequestGuard, request: Request, next: Next) -> Resp
             .await
             .contains_key(id.as_str())
     {
-        return rpc_error(
-            StatusCode::NOT_FOUND,
-            Value::Null,
-            -32001,
-            format!(
-                "no open session {:?}: it expired or was already closed",
-                id.chars().take(64).collect::<String>()
-            ),
-        );
+        return no_session(id);
     }
     let response = next.run(request).await;
     if response.status() == StatusCode::ACCEPTED {
         return StatusCode::NO_CONTENT.into_response();
     }
     response
+}
+
+/// What a request naming a session that is not open (to its token) gets.
+pub(crate) fn no_session(id: &str) -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        Value::Null,
+        -32001,
+        format!(
+            "no open session {:?}: it expired or was already closed",
+            id.chars().take(64).collect::<String>()
+        ),
+    )
 }
 
 /// The middleware (see the module docs).

@@ -1,14 +1,17 @@
 //! The streamable HTTP front, as an axum app.
 //!
 //! It serves 2025-11-25 sessions and stateless 2026-07-28 on one endpoint (`/mcp`). It binds to
-//! loopback unless told otherwise, and refuses requests whose `Host` is not an allowed name
-//! (DNS rebinding) or whose `Origin` is not an allowed browser origin. Clients are untrusted:
+//! loopback unless told otherwise, and on every route but the health probes refuses requests
+//! whose `Host` is not an allowed name (DNS rebinding) or whose `Origin` is not an allowed
+//! browser origin (`front`). Clients are untrusted:
 //! connections are capped and timed (`accept`), every request is checked before rmcp sees it
 //! (`guard`), and sessions are capped and expire when idle. Every request needs a bearer
 //! token unless auth is off (`auth`), except the health probes (`probes`).
 
 mod accept;
 mod auth;
+mod bound;
+mod front;
 mod guard;
 mod probes;
 
@@ -75,6 +78,10 @@ pub async fn serve_http(
         .map(|o| o.to_string())
         .chain(options.allowed_origins.iter().cloned())
         .collect();
+    let front = Arc::new(front::Front {
+        hosts: hosts.clone(),
+        origins: origins.clone(),
+    });
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
@@ -98,9 +105,14 @@ pub async fn serve_http(
     });
     // The token check is the outer layer: a request without a valid token is refused before
     // its body is read. The probes need no token (see `probes`).
+    let owners = bound::SessionOwners::new(sessions.clone());
     let mcp = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(guard, guard::guard));
+        .layer(axum::middleware::from_fn_with_state(guard, guard::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            owners.clone(),
+            bound::bind,
+        ));
     let with_token = axum::Router::new()
         .route("/metrics", axum::routing::get(probes::metrics))
         .with_state(trimmed_gateway.clone())
@@ -114,15 +126,19 @@ pub async fn serve_http(
         sessions: Arc::default(),
         allowed_origins: Arc::new(options.allowed_origins.clone()),
     });
+    // Every route but the probes passes the same Host and Origin check, first.
+    let checked = console
+        .merge(with_token)
+        .layer(axum::middleware::from_fn_with_state(front, front::check));
     let app = axum::Router::new()
         .route("/healthz", axum::routing::get(probes::healthz))
         .route("/readyz", axum::routing::get(probes::readyz))
         .with_state(trimmed_gateway.clone())
-        .merge(console)
-        .merge(with_token);
+        .merge(checked);
     tokio::spawn(trim_after_sessions_expire(
         trimmed_gateway,
         sessions,
+        owners,
         shutdown.clone(),
     ));
     bound(addr);
@@ -130,12 +146,13 @@ pub async fn serve_http(
     Ok(())
 }
 
-/// Drops what closed sessions left behind and, after many closed (each holds tens of KB),
-/// hands the memory back to the kernel: so the gateway returns near its baseline once a burst
-/// of sessions expires.
+/// Drops what closed sessions left behind, closes sessions whose token is no longer accepted,
+/// and, after many closed (each holds tens of KB), hands the memory back to the kernel: so the
+/// gateway returns near its baseline once a burst of sessions expires.
 async fn trim_after_sessions_expire(
     gateway: Arc<Gateway>,
     sessions: Arc<LocalSessionManager>,
+    owners: Arc<bound::SessionOwners>,
     stop: CancellationToken,
 ) {
     const CLOSED_BEFORE_TRIM: usize = 100;
@@ -145,6 +162,13 @@ async fn trim_after_sessions_expire(
             () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
             () = stop.cancelled() => return,
         }
+        let auth = gateway.http_auth();
+        owners
+            .sweep(|digest| {
+                auth.as_ref()
+                    .is_some_and(|a| !a.required || a.tokens.iter().any(|t| t.digest == *digest))
+            })
+            .await;
         let open = sessions.sessions.read().await.len();
         gateway.forget_closed_peers();
         high = high.max(open);

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
-use sandgate_policy::ToolCall;
+use sandgate_policy::{ToolCall, ToolName};
 use serde_json::{Value, json};
 
 use crate::{Caller, Gateway};
@@ -32,7 +32,8 @@ pub(crate) fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
     if gateway.exposes_stored_tools() {
         for loaded in gateway.stored_tools().values() {
             let qualified = format!("{}.{}", super::BACKEND, loaded.stored.name);
-            if !caller.access.sees_tool(&qualified) {
+            let name = ToolName::plain(super::BACKEND, &loaded.stored.name);
+            if !caller.access.sees_tool(&name) {
                 continue;
             }
             let schema = match &loaded.meta.input {
@@ -73,7 +74,7 @@ pub(crate) async fn call(
             let tool = name.strip_prefix(super::BACKEND)?.strip_prefix('.')?;
             if !gateway.exposes_stored_tools()
                 || !gateway.stored_tools().contains_key(tool)
-                || !caller.access.sees_tool(name)
+                || !caller.access.sees_tool(&ToolName::plain(super::BACKEND, tool))
             {
                 return None;
             }
@@ -92,7 +93,8 @@ async fn register(
     name: &str,
     code: &str,
 ) -> Result<String, String> {
-    let registration = super::check(name, code, &caller.access).map_err(|problems| {
+    let catalog = gateway.catalog();
+    let registration = super::check(name, code, &caller.access, &catalog).map_err(|problems| {
         format!(
             "user.{name} is not registered (nothing was written):\n- {}",
             problems.join("\n- ")

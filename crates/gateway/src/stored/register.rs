@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sandgate_policy::{Access, FsRoot, Grant, HostPattern, NetGrant, Profile};
+use sandgate_catalog::Catalog;
+use sandgate_policy::{Access, FsRoot, Grant, HostPattern, NetGrant, Profile, ToolName};
 use sandgate_sandbox::tool_file;
 
 use super::meta::Meta;
@@ -30,7 +31,14 @@ pub struct Registration {
 }
 
 /// Checks `code` as tool `name` for the profile of `access`; every problem is listed.
-pub fn check(name: &str, code: &str, access: &Access) -> Result<Registration, Vec<String>> {
+/// Declared tools are read by `catalog` (a tool named as code calls it is the same tool);
+/// declared roots are resolved on disk beneath the registering profile's roots.
+pub fn check(
+    name: &str,
+    code: &str,
+    access: &Access,
+    catalog: &Catalog,
+) -> Result<Registration, Vec<String>> {
     if let Some(problem) = bad_name(name) {
         return Err(vec![problem]);
     }
@@ -50,7 +58,7 @@ pub fn check(name: &str, code: &str, access: &Access) -> Result<Registration, Ve
             .map(|p| format!("line {}: {p}", file.meta_line))
             .collect::<Vec<_>>()
     })?;
-    let beyond = beyond_grant(name, &meta, access);
+    let beyond = beyond_grant(name, &meta, access, catalog);
     if !beyond.is_empty() {
         return Err(beyond);
     }
@@ -85,7 +93,7 @@ fn source_problem(p: &sandgate_sandbox::transpile::SourceProblem) -> String {
 }
 
 /// What `meta` declares that `access` does not hold.
-fn beyond_grant(name: &str, meta: &Meta, access: &Access) -> Vec<String> {
+fn beyond_grant(name: &str, meta: &Meta, access: &Access, catalog: &Catalog) -> Vec<String> {
     let profile = access.profile();
     let mut problems = Vec::new();
     if meta
@@ -108,7 +116,16 @@ fn beyond_grant(name: &str, meta: &Meta, access: &Access) -> Vec<String> {
         if *tool == format!("user.{name}") {
             continue;
         }
-        if !access.sees_tool(tool) {
+        // A declared tool is checked by every name it can be called by: a denial written
+        // as the model calls the tool must hold here too.
+        let seen = match catalog.resolve(tool) {
+            Ok(entry) => access.sees_tool(&crate::views::name_of(entry)),
+            Err(_) => {
+                let (backend, rest) = tool.split_once('.').unwrap_or((tool, ""));
+                access.sees_tool(&ToolName::plain(backend, rest))
+            }
+        };
+        if !seen {
             refuse(format!("the tool `{tool}`"), "tools");
         }
     }
@@ -118,10 +135,22 @@ fn beyond_grant(name: &str, meta: &Meta, access: &Access) -> Vec<String> {
             refuse(format!("the host `{entry}`"), "net");
         }
     }
+    let mut unresolved = Vec::new();
     for (path, write) in &meta.capabilities.fs {
-        if !std::path::Path::new(path).is_absolute() || access.authorize_fs(path, *write).is_err() {
-            let what = if *write { "writing" } else { "reading" };
-            refuse(format!("{what} `{path}`"), "fs");
+        let what = if *write { "writing" } else { "reading" };
+        let decision = std::path::Path::new(path)
+            .is_absolute()
+            .then(|| access.authorize_fs(path, *write).ok())
+            .flatten();
+        match decision {
+            None => refuse(format!("{what} `{path}`"), "fs"),
+            // Where the root resolves on disk, not only as written: a root that is a link
+            // out of the profile's roots (or into a read-only one, for writing) is refused.
+            Some(proof) => {
+                if let Err(why) = sandgate_capabilities::check_root(&proof) {
+                    unresolved.push(format!("meta.capabilities.fs: {what} `{path}`: {why}"));
+                }
+            }
         }
     }
     for var in &meta.capabilities.env {
@@ -129,26 +158,37 @@ fn beyond_grant(name: &str, meta: &Meta, access: &Access) -> Vec<String> {
             refuse(format!("the variable `{var}`"), "env");
         }
     }
+    problems.extend(unresolved);
     problems
 }
 
 /// The access a stored tool runs with: exactly what it declares, cut to what its owner's
 /// profile holds now (a grant taken from the owner is taken from its tools too). Declared
-/// names are read as a catalog reads them (`everything.get_sum` is `everything.get-sum`), by
-/// `original`, which gives a tool's qualified name as its backend gives it.
+/// names are read as `catalog` reads them (`everything.get_sum` is `everything.get-sum`), and
+/// the owner's grant is asked by every name the tool can be called by. Declared roots resolve
+/// beneath the owner's root that grants them, and the owner's roots decide where writes land.
 pub(crate) fn tool_access(
     name: &str,
     meta: &Meta,
     owner: &Access,
-    original: impl Fn(&str) -> Option<String>,
+    catalog: &Catalog,
 ) -> Access {
     let profile = owner.profile();
     let tools: Vec<String> = meta
         .capabilities
         .tools
         .iter()
-        .map(|t| original(t).unwrap_or_else(|| t.clone()))
-        .filter(|t| owner.sees_tool(t))
+        .filter_map(|t| match catalog.resolve(t) {
+            Ok(entry) => owner
+                .sees_tool(&crate::views::name_of(entry))
+                .then(|| entry.qualified.clone()),
+            Err(_) => {
+                let (backend, rest) = t.split_once('.').unwrap_or((t, ""));
+                owner
+                    .sees_tool(&ToolName::plain(backend, rest))
+                    .then(|| t.clone())
+            }
+        })
         .collect();
     let net = meta
         .capabilities
@@ -157,15 +197,25 @@ pub(crate) fn tool_access(
         .filter_map(|e| HostPattern::parse(e).ok())
         .filter(|p| profile.net.covers(p))
         .collect();
+    // Each root resolves beneath the owner's root that grants it, at every call.
     let fs = meta
         .capabilities
         .fs
         .iter()
-        .filter(|(path, write)| owner.authorize_fs(path, *write).is_ok())
-        .map(|(path, write)| FsRoot {
-            path: PathBuf::from(path),
-            write: *write,
+        .filter_map(|(path, write)| {
+            let granted = owner.authorize_fs(path, *write).ok()?;
+            Some(FsRoot {
+                path: PathBuf::from(path),
+                write: *write,
+                within: Some(granted.get().root.clone()),
+            })
         })
+        .collect();
+    let fs_context = profile
+        .fs
+        .iter()
+        .chain(&profile.fs_context)
+        .cloned()
         .collect();
     let env = meta
         .capabilities
@@ -184,6 +234,7 @@ pub(crate) fn tool_access(
         tools: Grant::new(tools, vec![]),
         net: NetGrant::new(net),
         fs,
+        fs_context,
         env,
         limits: profile.limits,
         admin: false,
@@ -212,12 +263,13 @@ mod tests {
 
     #[test]
     fn a_good_file_registers_and_each_failure_says_where() {
-        let ok = check("sum", SUM, &reader()).expect("registers");
+        let ok = check("sum", SUM, &reader(), &Catalog::default()).expect("registers");
         assert_eq!(ok.meta.capabilities.tools, ["everything.get_sum"]);
         let beyond = check(
             "sum",
             &SUM.replace("everything.get_sum", "memory.create_entities"),
             &reader(),
+            &Catalog::default(),
         )
         .expect_err("beyond");
         assert!(
@@ -229,25 +281,27 @@ mod tests {
             "sum",
             &SUM.replace("type: 'array'", "type: 'list'"),
             &reader(),
+            &Catalog::default(),
         )
         .expect_err("schema");
         assert!(
             bad_schema[0].starts_with("line 1: meta.input.properties.xs.type"),
             "{bad_schema:?}"
         );
-        let no_contract = check("sum", "export const meta = {};", &reader()).expect_err("contract");
+        let no_contract = check("sum", "export const meta = {};", &reader(), &Catalog::default()).expect_err("contract");
         assert!(
             no_contract[0].contains("no default export"),
             "{no_contract:?}"
         );
         let broken =
-            check("sum", &SUM.replace("return 1;", "return 1 +;"), &reader()).expect_err("syntax");
+            check("sum", &SUM.replace("return 1;", "return 1 +;"), &reader(), &Catalog::default()).expect_err("syntax");
         assert!(broken[0].starts_with("line 6:"), "{broken:?}");
-        assert!(check("Sum-2", SUM, &reader()).is_err());
+        assert!(check("Sum-2", SUM, &reader(), &Catalog::default()).is_err());
         let own = check(
             "sum",
             &SUM.replace("everything.get_sum", "user.sum"),
             &reader(),
+            &Catalog::default(),
         )
         .expect_err("self");
         assert!(own.iter().any(|p| p.contains("itself")), "{own:?}");
@@ -255,18 +309,23 @@ mod tests {
 
     #[test]
     fn a_tool_runs_with_what_it_declares_cut_to_its_owner_now() {
-        let meta = check("sum", SUM, &reader()).expect("registers").meta;
-        let access = tool_access("sum", &meta, &reader(), |_| None);
-        assert!(access.sees_tool("everything.get_sum"));
+        let meta = check("sum", SUM, &reader(), &Catalog::default()).expect("registers").meta;
+        let access = tool_access("sum", &meta, &reader(), &Catalog::default());
+        assert!(access.sees_tool(&ToolName::plain("everything", "get_sum")));
         assert!(
-            !access.sees_tool("everything.echo"),
+            !access.sees_tool(&ToolName::plain("everything", "echo")),
             "only what it declares"
         );
         let mut narrower = Profile::implicit_default("sandgate.toml");
         narrower.tools = Grant::new(vec!["everything.echo".into()], vec![]);
-        let access = tool_access("sum", &meta, &Access::new(Arc::new(narrower)), |_| None);
+        let access = tool_access(
+            "sum",
+            &meta,
+            &Access::new(Arc::new(narrower)),
+            &Catalog::default(),
+        );
         assert!(
-            !access.sees_tool("everything.get_sum"),
+            !access.sees_tool(&ToolName::plain("everything", "get_sum")),
             "never more than the owner holds now"
         );
         assert!(access.authorize_env("HOME").is_err());

@@ -80,12 +80,7 @@ impl Gateway {
                 })
             })
             .await;
-        let access = super::register::tool_access(name, &tool.meta, &owner, |declared| {
-            full.catalog
-                .resolve(declared)
-                .ok()
-                .map(|e| format!("{}.{}", e.spec.backend, e.spec.name))
-        });
+        let access = super::register::tool_access(name, &tool.meta, &owner, &full.catalog);
         let view = self.view_of(&access, &full);
         let caller = Caller {
             owner: knock.caller.owner.clone(),

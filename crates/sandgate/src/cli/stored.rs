@@ -53,7 +53,12 @@ pub fn put(
             "no profile `{profile}` in the config; pass --profile with one of its profiles"
         );
     };
-    let registration = match stored::check(&name, &code, &Access::new(Arc::new(owner))) {
+    // Declared tools are read by the tools last listed (the cache), as the gateway reads them.
+    let cached = setup::cache_for(&config)
+        .map(|cache| cache.load().into_values().flatten().collect())
+        .unwrap_or_default();
+    let catalog = sandgate_catalog::Catalog::new(cached);
+    let registration = match stored::check(&name, &code, &Access::new(Arc::new(owner)), &catalog) {
         Ok(registration) => registration,
         Err(problems) => {
             eprintln!(
