@@ -5,7 +5,9 @@ real npm servers: profiles, tokens, the one door, host capabilities and the audi
 case is an attempt to reach something outside a profile's grant (a tool by every route, a
 host, an address in any spelling, a path in any form, an environment variable, another
 profile's output, the HTTP front without the right token). Each must be refused with a message
-that names the grant, and leave a `deny` line in the audit log. The gateway must still answer
+that names the grant, and leave a `deny` line in the audit log. A tool outside the grant is
+absent, and answered exactly as a tool that does not exist (issue 26: errors must not tell a
+profile which hidden tools exist); its note names the grant all the same. The gateway must still answer
 afterwards. Traffic stays on loopback: the "outside" servers are this test's own.
 """
 
@@ -230,9 +232,8 @@ def escapes(w: World) -> list[Escape]:
     tool("forced sandbox", "return await memory.create_entities({entities: []})", force_sandbox=True)
     tool("a whole backend outside the grant", 'return await filesystem.write_file({path: "x", content: "y"})',
          profile="writer", grant="profiles.writer.tools")
-    tool("a denied tool", 'return await memory.search_nodes({query: "x"})', grant="profiles.reader.deny_tools")
-    tool("a denied tool by JSON", '{"tool": "memory.search_nodes", "arguments": {"query": "x"}}',
-         grant="profiles.reader.deny_tools")
+    tool("a denied tool", 'return await memory.search_nodes({query: "x"})')
+    tool("a denied tool by JSON", '{"tool": "memory.search_nodes", "arguments": {"query": "x"}}')
     tool("another backend's tool", "return await everything.get_sum({a: 1, b: 2})")
     tool("in a Promise.all", "return await Promise.all([memory.read_graph({}), memory.create_entities({entities: []})])")
     tool("after a granted call", "await memory.read_graph({}); return await memory.add_observations({observations: []})")
@@ -328,10 +329,13 @@ async def test_every_escape_is_refused_and_audited(world):
             took = time.monotonic() - started
             message = json.dumps(data.get("error") or {}) if data else text_of(result)
             problems = []
+            # A tool outside the grant is absent, and answered as a tool that does not exist
+            # (test_grants_under_attack.py compares the two); the note names the grant.
+            expected = "runtime" if case.name.startswith("tool:") else "tool_denied"
             if not result.is_error:
                 problems.append(f"not refused: {text_of(result)[:200]}")
-            elif (data.get("error") or {}).get("kind") != "tool_denied":
-                problems.append(f"error kind {(data.get('error') or {}).get('kind')!r}, not tool_denied: {message[:300]}")
+            elif (data.get("error") or {}).get("kind") != expected:
+                problems.append(f"error kind {(data.get('error') or {}).get('kind')!r}, not {expected}: {message[:300]}")
             if case.grant not in message:
                 problems.append(f"the message does not name {case.grant}: {message[:300]}")
             if took > 5:

@@ -9,7 +9,6 @@
 
 #![allow(missing_docs, clippy::expect_used)]
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};

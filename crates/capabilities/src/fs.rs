@@ -657,7 +657,10 @@ mod tests {
         std::fs::write(root.join("plain"), "old").expect("write");
         let proof = a.authorize_fs("to-plain", true).expect("granted");
         assert_eq!(write_file(&proof, b"new", &limits).expect("written"), 3);
-        assert_eq!(std::fs::read_to_string(root.join("plain")).expect("read"), "new");
+        assert_eq!(
+            std::fs::read_to_string(root.join("plain")).expect("read"),
+            "new"
+        );
         let proof = a.authorize_fs("made", true).expect("granted");
         assert_eq!(write_file(&proof, b"x", &limits).expect("created"), 1);
     }
@@ -674,8 +677,7 @@ mod tests {
             0,
         )
         .expect("mkfifo");
-        let _socket =
-            std::os::unix::net::UnixListener::bind(root.join("socket")).expect("socket");
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("socket")).expect("socket");
         std::os::unix::fs::symlink("fifo", root.join("to-fifo")).expect("link");
         let a = access(root);
         let limits = FsLimits::default();

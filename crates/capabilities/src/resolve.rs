@@ -14,7 +14,10 @@ pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T
 /// Resolves a host name to addresses.
 pub trait Resolve: Send + Sync {
     /// The addresses the approved name has.
-    fn resolve(&self, lookup: &Authorized<NetLookup>) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>>;
+    fn resolve(
+        &self,
+        lookup: &Authorized<NetLookup>,
+    ) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>>;
 }
 
 /// The system's resolver (`getaddrinfo`, through tokio).
@@ -22,7 +25,10 @@ pub trait Resolve: Send + Sync {
 pub struct SystemResolver;
 
 impl Resolve for SystemResolver {
-    fn resolve(&self, lookup: &Authorized<NetLookup>) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
+    fn resolve(
+        &self,
+        lookup: &Authorized<NetLookup>,
+    ) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
         let NetLookup { host, port } = lookup.get().clone();
         Box::pin(async move {
             let addrs = tokio::net::lookup_host((host.as_str(), port)).await?;
@@ -46,8 +52,14 @@ impl StaticResolver {
 }
 
 impl Resolve for StaticResolver {
-    fn resolve(&self, lookup: &Authorized<NetLookup>) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
-        let found = self.names.get(&lookup.get().host.to_ascii_lowercase()).cloned();
+    fn resolve(
+        &self,
+        lookup: &Authorized<NetLookup>,
+    ) -> BoxFuture<'_, std::io::Result<Vec<IpAddr>>> {
+        let found = self
+            .names
+            .get(&lookup.get().host.to_ascii_lowercase())
+            .cloned();
         Box::pin(async move {
             found.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such name"))
         })

@@ -264,11 +264,22 @@ async fn no_name_outside_the_grant_is_ever_looked_up() {
     assert_eq!(hits.load(Ordering::SeqCst), 1, "only the granted server");
     // A name grant looks up only the names it holds.
     let named = access(&["*.allowed.test".to_string()]);
-    let refused = run(&fetcher, &named, get("http://x.attacker.example/".into()), &limits)
-        .await
-        .expect_err("refused");
+    let refused = run(
+        &fetcher,
+        &named,
+        get("http://x.attacker.example/".into()),
+        &limits,
+    )
+    .await
+    .expect_err("refused");
     assert!(refused.contains("matches no entry"), "{refused}");
-    let _ = run(&fetcher, &named, get("http://api.allowed.test/".into()), &limits).await;
+    let _ = run(
+        &fetcher,
+        &named,
+        get("http://api.allowed.test/".into()),
+        &limits,
+    )
+    .await;
     let asked = recording.0.lock().map(|a| a.clone()).unwrap_or_default();
     assert_eq!(asked, ["api.allowed.test"]);
 }
@@ -278,13 +289,22 @@ async fn code_does_not_choose_the_host_header() {
     let (a, hits) = serve(|_| ok(b"fine")).await;
     let fetcher = Fetcher::new(Arc::new(StaticResolver::default()));
     let access = access(&[a.to_string()]);
-    for header in ["Host", "host", "Transfer-Encoding", "Content-Length", "Connection"] {
+    for header in [
+        "Host",
+        "host",
+        "Transfer-Encoding",
+        "Content-Length",
+        "Connection",
+    ] {
         let mut request = get(format!("http://{a}/x"));
         request.headers = vec![(header.into(), "internal.example".into())];
         let refused = run(&fetcher, &access, request, &FetchLimits::default())
             .await
             .expect_err(header);
-        assert!(refused.contains("set by the gateway"), "{header}: {refused}");
+        assert!(
+            refused.contains("set by the gateway"),
+            "{header}: {refused}"
+        );
     }
     assert_eq!(hits.load(Ordering::SeqCst), 0);
 }

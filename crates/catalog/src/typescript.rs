@@ -7,7 +7,7 @@
 //! schemas finite. Anything the generator cannot express becomes `unknown`, never an error:
 //! backends send whatever schemas they like.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use serde_json::{Map, Value};
@@ -45,6 +45,7 @@ impl TsDecl {
     pub fn for_entry(entry: &Entry) -> TsDecl {
         let prefix = type_prefix(entry);
         let mut inline = Generator::new(&entry.spec.input_schema, &prefix, Detail::Signature);
+        inline.taken = reserved_names(std::iter::once(entry));
         let inline_args = inline.render(&entry.spec.input_schema, 0);
         let inline_out = entry
             .spec
@@ -65,7 +66,10 @@ impl TsDecl {
         let declaration = format!(
             "declare namespace {} {{\n{}}}\n",
             entry.js_backend,
-            indent(&namespace_body(entry))
+            indent(&namespace_body(
+                entry,
+                &mut reserved_names(std::iter::once(entry))
+            ))
         );
         TsDecl {
             signature,
@@ -85,23 +89,41 @@ fn type_prefix(entry: &Entry) -> String {
     )
 }
 
+/// The `Input` and `Output` type names of `entries`, which their named types must not take.
+fn reserved_names<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> BTreeSet<String> {
+    entries
+        .into_iter()
+        .flat_map(|entry| {
+            let prefix = type_prefix(entry);
+            [format!("{prefix}Input"), format!("{prefix}Output")]
+        })
+        .collect()
+}
+
 /// The members one tool contributes to its backend's namespace: its named types, then the
-/// function with its JSDoc.
-fn namespace_body(entry: &Entry) -> String {
+/// function with its JSDoc. `taken` holds the type names the namespace has already given out;
+/// this tool's named types take names outside it (two `$defs` whose names read alike, or an
+/// input's and an output's of the same name, or one named like another tool's `Input`, each
+/// get a name of their own: declarations that merge or repeat do not type-check).
+fn namespace_body(entry: &Entry, taken: &mut BTreeSet<String>) -> String {
     let prefix = type_prefix(entry);
     let input_name = format!("{prefix}Input");
     let mut body = String::new();
     let mut input = Generator::new(&entry.spec.input_schema, &prefix, Detail::Full);
+    input.taken = std::mem::take(taken);
     let input_ty = input.render(&entry.spec.input_schema, 0);
     write_type(&mut body, &input_name, &input_ty);
     input.write_defs(&mut body);
+    *taken = std::mem::take(&mut input.taken);
     let out_ty = match &entry.spec.output_schema {
         Some(schema) => {
             let output_name = format!("{prefix}Output");
             let mut output = Generator::new(schema, &prefix, Detail::Full);
+            output.taken = std::mem::take(taken);
             let ty = output.render(schema, 0);
             write_type(&mut body, &output_name, &ty);
             output.write_defs(&mut body);
+            *taken = std::mem::take(&mut output.taken);
             output_name
         }
         None => "unknown".to_string(),
@@ -152,8 +174,9 @@ pub fn catalog_declarations(catalog: &Catalog) -> String {
             "/** Backend `{}`. */\ndeclare namespace {js_backend} {{",
             escape_doc(backend)
         );
+        let mut taken = reserved_names(catalog.backend_tools(backend));
         for entry in catalog.backend_tools(backend) {
-            out.push_str(&indent(&namespace_body(entry)));
+            out.push_str(&indent(&namespace_body(entry, &mut taken)));
         }
         out.push_str("}\n\n");
     }
@@ -230,6 +253,8 @@ struct Generator<'a> {
     detail: Detail,
     /// `$ref` target → type name; rendered bodies once known.
     defs: BTreeMap<String, (String, Option<String>)>,
+    /// Type names already given out in the namespace (named types take others).
+    taken: BTreeSet<String>,
 }
 
 impl<'a> Generator<'a> {
@@ -239,6 +264,7 @@ impl<'a> Generator<'a> {
             prefix,
             detail,
             defs: BTreeMap::new(),
+            taken: BTreeSet::new(),
         }
     }
 
@@ -421,7 +447,14 @@ impl<'a> Generator<'a> {
         if let Some((name, _)) = self.defs.get(reference) {
             return name.clone();
         }
-        let name = format!("{}{}", self.prefix, pascal_case(last));
+        let base = format!("{}{}", self.prefix, pascal_case(last));
+        let mut name = base.clone();
+        let mut n = 2;
+        while self.taken.contains(&name) {
+            name = format!("{base}{n}");
+            n += 1;
+        }
+        self.taken.insert(name.clone());
         self.defs
             .insert(reference.to_string(), (name.clone(), None));
         let body = self.render(target, depth);

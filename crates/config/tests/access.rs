@@ -74,7 +74,11 @@ fn without_profiles_the_default_grants_every_tool_and_nothing_else() {
         .into_iter()
         .find(|p| p.name == "default")
         .expect("a default");
-    assert!(!default.tools.permits("memory.read_graph"));
+    assert!(
+        !default
+            .tools
+            .permits(&sandgate_policy::ToolName::plain("memory", "read_graph"))
+    );
 }
 
 #[test]

@@ -69,9 +69,11 @@ impl ServerHandler for SandgateServer {
             ));
         }
         let caller = Caller::of(&self.gateway, &context);
-        // The first list a client reads names the backends: wait for those still on their
-        // first connection (as search does), or the model is told there are none.
-        self.gateway.settled_view(&caller.access).await;
+        // Answered at once with what is known: a client waits on this list when it connects,
+        // and a slow backend must not hold it up (one that answers `initialize` after 25 s, or
+        // never answers `tools/list`). The list names the backends that are ready; when one
+        // more comes up, connected clients hear `tools/list_changed` (see `Gateway::refresh`).
+        // Search and `tool_info` still give cold backends `[gateway] startup_wait`.
         // What a caller is shown depends on its profile: no cache may hand it to another.
         Ok(
             ListToolsResult::with_all_items(meta_tools::definitions(&self.gateway, &caller))

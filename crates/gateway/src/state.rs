@@ -152,7 +152,15 @@ impl Gateway {
     /// mebibyte, the memory it freed is handed back to the kernel, off the async threads, one
     /// hand-back at a time. So the gateway's RSS returns near its baseline after load.
     pub(crate) fn after_large_work(self: &Arc<Self>, bytes: usize, large: usize) {
-        if bytes < large || self.trimming.swap(true, Ordering::AcqRel) {
+        if bytes >= large {
+            self.return_memory_soon();
+        }
+    }
+
+    /// Hands the memory the gateway freed back to the kernel, shortly and off the async
+    /// threads (one hand-back at a time).
+    pub(crate) fn return_memory_soon(self: &Arc<Self>) {
+        if self.trimming.swap(true, Ordering::AcqRel) {
             return;
         }
         let gateway = self.clone();
@@ -562,6 +570,9 @@ impl Gateway {
             );
         }
         let _ = self.changes.send(());
+        // A new tool list was read (and the old catalog dropped): what the listing held, up to
+        // max_list_bytes of pages for a backend whose list never ends, goes back to the kernel.
+        self.return_memory_soon();
         let peers: Vec<Peer<RoleServer>> = self
             .legacy_peers
             .lock()

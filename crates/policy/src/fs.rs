@@ -254,7 +254,11 @@ mod tests {
         assert_eq!(decide("/r/ro/x"), Some(false));
         assert_eq!(decide("/r/ro"), Some(false));
         assert_eq!(decide("/r/ro/out/x"), Some(true));
-        assert_eq!(decide("/r/rox"), Some(true), "a sibling with a common prefix");
+        assert_eq!(
+            decide("/r/rox"),
+            Some(true),
+            "a sibling with a common prefix"
+        );
         assert_eq!(decide("/elsewhere"), None);
         // A root that could not be resolved holds nothing.
         let unresolved = [(&ro, None), (&rw, Some(PathBuf::from("/r")))];

@@ -16,9 +16,9 @@ mod net;
 mod profile;
 mod tools;
 
+pub use fs::{FsAccess, FsRoot, deciding_root};
 pub use glob::glob_match;
 pub use net::{AddressClass, HostPattern, NetGrant, NetLookup, NetTarget, classify};
-pub use fs::{FsAccess, FsRoot, deciding_root};
 pub use profile::{Access, Capability, EnvRead, Profile, ProfileLimits};
 pub use tools::{Grant, ToolCall, ToolName};
 

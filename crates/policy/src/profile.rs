@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::tools::Refusal;
 use crate::fs::FsRoot;
+use crate::tools::Refusal;
 use crate::{Authorized, Grant, NetGrant, NetLookup, NetTarget, PolicyError, ToolCall, ToolName};
 
 /// Limits a profile puts on each execution; a caller may only lower them.
@@ -186,6 +186,24 @@ impl Access {
                 .narrowed
                 .as_ref()
                 .is_none_or(|g| g.check(&spellings).is_ok())
+    }
+
+    /// Whether any tool of the backend `name` (`ident` in code) could be granted: some allow
+    /// pattern could match one of its tools, and no narrowing rules it out. For telling a caller
+    /// that a backend it may use is not ready, without telling anyone else that it exists.
+    pub fn may_reach_backend(&self, name: &str, ident: &str) -> bool {
+        let could = |grant: &Grant| {
+            grant
+                .allowed()
+                .iter()
+                .any(|pattern| match pattern.split_once('.') {
+                    Some((backend, _)) => {
+                        crate::glob_match(backend, name) || crate::glob_match(backend, ident)
+                    }
+                    None => pattern.contains('*'),
+                })
+        };
+        could(&self.profile.tools) && self.narrowed.as_ref().is_none_or(could)
     }
 
     /// Whether the profile grants `capability` at all (else its global is absent).
@@ -422,6 +440,18 @@ mod tests {
     }
 
     #[test]
+    fn a_backend_is_reachable_when_a_pattern_could_name_its_tools() {
+        let access = Access::new(reader());
+        assert!(access.may_reach_backend("memory", "memory"));
+        assert!(access.may_reach_backend("fs", "fs"));
+        assert!(!access.may_reach_backend("github", "github"));
+        let narrowed = Access::new(reader()).narrowed_to(vec!["fs.*".into()]);
+        assert!(!narrowed.may_reach_backend("memory", "memory"));
+        let all = Access::new(Arc::new(Profile::implicit_default("sandgate.toml")));
+        assert!(all.may_reach_backend("my-server", "my_server"));
+    }
+
+    #[test]
     fn env_and_net_are_granted_by_name_only() {
         let access = Access::new(reader());
         assert!(access.authorize_env("GITHUB_TOKEN").is_ok());
@@ -436,7 +466,11 @@ mod tests {
         assert!(access.authorize_lookup("api.github.com", 443).is_ok());
         assert!(access.authorize_lookup("API.GitHub.com", 443).is_ok());
         assert!(access.authorize_lookup("api.github.com", 80).is_err());
-        assert!(access.authorize_lookup("leak.attacker.example", 443).is_err());
+        assert!(
+            access
+                .authorize_lookup("leak.attacker.example", 443)
+                .is_err()
+        );
         let public = "140.82.112.5".parse().expect("ip");
         assert!(access.authorize_net("api.github.com", 443, public).is_ok());
         assert!(access.authorize_net("example.com", 443, public).is_err());

@@ -278,7 +278,7 @@ pub async fn call_tool_chain(
     };
     outcome.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     if let Some(error) = outcome.error.as_mut() {
-        explain_absent_backend(gateway, error);
+        explain_absent_backend(gateway, &caller.access, error);
         ungranted::explain(gateway, &knock, &gateway.catalog(), &args.code, error);
     }
     let status = response::status(&outcome);
@@ -324,9 +324,14 @@ pub async fn call_tool_chain(
 }
 
 /// "`x` is not defined", where `x` is a configured backend whose tools are not in the catalog
-/// (starting, restarting, failed, disabled): the hint says so, with its state, instead of
-/// "no backend is named `x`".
-fn explain_absent_backend(gateway: &Gateway, error: &mut sandgate_sandbox::ExecError) {
+/// (starting, restarting, failed, disabled): the error is `unavailable`, and says so with its
+/// state and when it is tried again, instead of "no backend is named `x`". Only for a backend
+/// the caller's grant could reach: to anyone else it is a name that does not exist.
+fn explain_absent_backend(
+    gateway: &Gateway,
+    access: &sandgate_policy::Access,
+    error: &mut sandgate_sandbox::ExecError,
+) {
     let message = error.message.as_str();
     let message = message.strip_prefix("ReferenceError: ").unwrap_or(message);
     let Some(name) = message.strip_suffix(" is not defined") else {
@@ -337,9 +342,20 @@ fn explain_absent_backend(gateway: &Gateway, error: &mut sandgate_sandbox::ExecE
         .manager()
         .statuses()
         .into_iter()
-        .find(|s| s.name == name || sandgate_catalog::sanitize_ident(&s.name) == name);
-    if let Some(why) = absent.and_then(|s| s.unavailability()) {
-        error.hint = Some(why);
+        .find(|s| s.name == name || sandgate_catalog::sanitize_ident(&s.name) == name)
+        .filter(|s| access.may_reach_backend(&s.name, &sandgate_catalog::sanitize_ident(&s.name)));
+    if let Some((message, retry)) =
+        absent.and_then(|s| s.unavailability().map(|m| (m, s.retry_in_ms)))
+    {
+        error.kind = sandgate_sandbox::ErrorKind::Unavailable;
+        error.message = message;
+        error.hint = Some(match retry {
+            Some(ms) => format!(
+                "Call call_tool_chain again in {:.1} s, when sandgate tries the backend again; its other backends can be used meanwhile.",
+                ms as f64 / 1000.0
+            ),
+            None => "Call call_tool_chain again in a few seconds; its other backends can be used meanwhile.".into(),
+        });
     }
 }
 

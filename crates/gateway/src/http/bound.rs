@@ -11,13 +11,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::guard::{SESSION_HEADER, no_session};
+use crate::caller::Authenticated;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use super::guard::{SESSION_HEADER, no_session};
-use crate::caller::Authenticated;
 
 /// The identity of a request without a token (auth is off): all such callers are one.
 const NO_TOKEN: [u8; 32] = [0; 32];

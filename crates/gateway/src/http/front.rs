@@ -52,9 +52,12 @@ impl Front {
         let Some(host) = authority(host) else {
             return false;
         };
-        self.hosts.iter().filter_map(|a| authority(a)).any(|allowed| {
-            allowed.host == host.host && allowed.port.is_none_or(|p| Some(p) == host.port)
-        })
+        self.hosts
+            .iter()
+            .filter_map(|a| authority(a))
+            .any(|allowed| {
+                allowed.host == host.host && allowed.port.is_none_or(|p| Some(p) == host.port)
+            })
     }
 
     /// Whether `origin` may send requests: an allowed origin, or the gateway's own (the scheme
@@ -92,7 +95,11 @@ impl Front {
 }
 
 /// The middleware (see the module docs).
-pub(crate) async fn check(State(front): State<Arc<Front>>, request: Request, next: Next) -> Response {
+pub(crate) async fn check(
+    State(front): State<Arc<Front>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)
@@ -107,10 +114,7 @@ pub(crate) async fn check(State(front): State<Arc<Front>>, request: Request, nex
     let mut origins = headers.get_all(header::ORIGIN).iter();
     match (origins.next(), origins.next()) {
         (None, _) => {}
-        (Some(origin), None)
-            if origin
-                .to_str()
-                .is_ok_and(|o| front.origin_allowed(o, host)) => {}
+        (Some(origin), None) if origin.to_str().is_ok_and(|o| front.origin_allowed(o, host)) => {}
         _ => {
             return forbidden(
                 "the Origin header is another site's; add the origin to [http] allowed_origins if this page may use the gateway",

@@ -74,7 +74,9 @@ pub(crate) async fn call(
             let tool = name.strip_prefix(super::BACKEND)?.strip_prefix('.')?;
             if !gateway.exposes_stored_tools()
                 || !gateway.stored_tools().contains_key(tool)
-                || !caller.access.sees_tool(&ToolName::plain(super::BACKEND, tool))
+                || !caller
+                    .access
+                    .sees_tool(&ToolName::plain(super::BACKEND, tool))
             {
                 return None;
             }

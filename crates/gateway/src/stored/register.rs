@@ -167,12 +167,7 @@ fn beyond_grant(name: &str, meta: &Meta, access: &Access, catalog: &Catalog) -> 
 /// names are read as `catalog` reads them (`everything.get_sum` is `everything.get-sum`), and
 /// the owner's grant is asked by every name the tool can be called by. Declared roots resolve
 /// beneath the owner's root that grants them, and the owner's roots decide where writes land.
-pub(crate) fn tool_access(
-    name: &str,
-    meta: &Meta,
-    owner: &Access,
-    catalog: &Catalog,
-) -> Access {
+pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Catalog) -> Access {
     let profile = owner.profile();
     let tools: Vec<String> = meta
         .capabilities
@@ -288,13 +283,24 @@ mod tests {
             bad_schema[0].starts_with("line 1: meta.input.properties.xs.type"),
             "{bad_schema:?}"
         );
-        let no_contract = check("sum", "export const meta = {};", &reader(), &Catalog::default()).expect_err("contract");
+        let no_contract = check(
+            "sum",
+            "export const meta = {};",
+            &reader(),
+            &Catalog::default(),
+        )
+        .expect_err("contract");
         assert!(
             no_contract[0].contains("no default export"),
             "{no_contract:?}"
         );
-        let broken =
-            check("sum", &SUM.replace("return 1;", "return 1 +;"), &reader(), &Catalog::default()).expect_err("syntax");
+        let broken = check(
+            "sum",
+            &SUM.replace("return 1;", "return 1 +;"),
+            &reader(),
+            &Catalog::default(),
+        )
+        .expect_err("syntax");
         assert!(broken[0].starts_with("line 6:"), "{broken:?}");
         assert!(check("Sum-2", SUM, &reader(), &Catalog::default()).is_err());
         let own = check(
@@ -309,7 +315,9 @@ mod tests {
 
     #[test]
     fn a_tool_runs_with_what_it_declares_cut_to_its_owner_now() {
-        let meta = check("sum", SUM, &reader(), &Catalog::default()).expect("registers").meta;
+        let meta = check("sum", SUM, &reader(), &Catalog::default())
+            .expect("registers")
+            .meta;
         let access = tool_access("sum", &meta, &reader(), &Catalog::default());
         assert!(access.sees_tool(&ToolName::plain("everything", "get_sum")));
         assert!(

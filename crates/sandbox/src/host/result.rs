@@ -31,6 +31,9 @@ pub enum ErrorKind {
     /// The caller cancelled the execution (or the gateway is shutting down); it was stopped
     /// where it stood.
     Cancelled,
+    /// The code names a backend that is not ready (still starting, restarting, failed or
+    /// disabled), so its tools are absent; the message says when it is tried again.
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -48,6 +51,7 @@ impl ErrorKind {
             ErrorKind::Busy => "busy",
             ErrorKind::Internal => "internal",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Unavailable => "unavailable",
         }
     }
 }

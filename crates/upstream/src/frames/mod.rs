@@ -11,6 +11,9 @@
 //!   they belong to lose their schema (the catalog then renders it as `unknown`);
 //! - a lone UTF-16 surrogate escape (Node writes them for text cut mid-emoji) is replaced with
 //!   `\ufffd` in place, as the sandbox does for strings;
+//! - a tool result with content items of a type MCP does not define (rmcp cannot read it, and
+//!   the whole answer used to be lost) keeps its other items; each unknown one is replaced by a
+//!   text item that says what was not passed on;
 //! - a line that is not JSON (a stray `console.log`) is counted and logged, never passed on.
 //!
 //! The scan is linear and keeps no more than one line (at most `max_result_bytes`); a line
@@ -144,7 +147,7 @@ fn decide(line: &mut [u8]) -> Decision {
 /// `scan` finds (the scan runs only then).
 fn parsed(bytes: &[u8], scan: impl FnOnce() -> Scanner) -> Decision {
     match serde_json::from_slice::<Incoming>(bytes) {
-        Ok(message) => Decision::Pass(Box::new(message)),
+        Ok(message) => Decision::Pass(Box::new(keep_known_content(message))),
         Err(error) => refusal(
             &scan(),
             &Refusal::Invalid {
@@ -164,6 +167,55 @@ fn refusal(scanner: &Scanner, why: &Refusal) -> Decision {
             }),
         _ => Decision::Drop(Dropped::Unanswerable),
     }
+}
+
+/// The content types MCP defines.
+const CONTENT_TYPES: [&str; 5] = ["text", "image", "audio", "resource", "resource_link"];
+
+/// A result rmcp read as no known kind (so not as a tool result) whose `content` holds items
+/// of types MCP does not define: those items become text that says they were not passed on,
+/// and the rest is read again as a tool result. Any other message is returned as it is (the
+/// check costs nothing for results rmcp reads).
+fn keep_known_content(message: Incoming) -> Incoming {
+    use rmcp::model::{CustomResult, JsonRpcMessage, ServerResult};
+    let JsonRpcMessage::Response(mut response) = message else {
+        return message;
+    };
+    if let ServerResult::CustomResult(CustomResult(serde_json::Value::Object(result))) =
+        &response.result
+        && let Some(serde_json::Value::Array(items)) = result.get("content")
+    {
+        let mut result = result.clone();
+        let mut replaced = false;
+        let kept: Vec<serde_json::Value> = items
+            .iter()
+            .map(|item| {
+                let kind = item.get("type").and_then(serde_json::Value::as_str);
+                if kind.is_some_and(|k| CONTENT_TYPES.contains(&k)) {
+                    return item.clone();
+                }
+                replaced = true;
+                let shown: String = kind.unwrap_or("(none)").chars().take(40).collect();
+                serde_json::json!({
+                    "type": "text",
+                    "text": format!(
+                        "[sandgate: a content item of type {shown:?} was not passed on; MCP defines only {}]",
+                        CONTENT_TYPES.join(", ")
+                    ),
+                })
+            })
+            .collect();
+        if replaced {
+            result.insert("content".into(), serde_json::Value::Array(kept));
+            if let Ok(read) =
+                serde_json::from_value::<ServerResult>(serde_json::Value::Object(result))
+                && !matches!(read, ServerResult::CustomResult(_))
+            {
+                response.result = read;
+            }
+        }
+    }
+    JsonRpcMessage::Response(response)
 }
 
 enum Line {
@@ -497,6 +549,24 @@ mod tests {
             lines[0]
         );
         assert_eq!(lines[1]["id"], 42, "the next message still passes");
+    }
+
+    #[test]
+    fn unknown_content_items_are_marked_and_the_rest_is_kept() {
+        let mut line = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"kept"},{"type":"video","data":"AAAA","mimeType":"video/mp4"}]}}"#.to_vec();
+        let Decision::Pass(message) = decide(&mut line) else {
+            panic!("passed on");
+        };
+        let rmcp::model::JsonRpcMessage::Response(response) = *message else {
+            panic!("a response");
+        };
+        let rmcp::model::ServerResult::CallToolResult(result) = response.result else {
+            panic!("read as a tool result: {:?}", response.result);
+        };
+        let value = serde_json::to_value(&result).expect("serializable");
+        assert_eq!(value["content"][0]["text"], "kept", "{value}");
+        let marked = value["content"][1]["text"].as_str().unwrap_or("");
+        assert!(marked.contains("\"video\" was not passed on"), "{value}");
     }
 
     #[test]
