@@ -431,6 +431,12 @@ async def test_a_rotated_token_ends_its_console_and_mcp_sessions(world):
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
     opened = raw(w, "POST", "/mcp", token=ROTATING_TOKEN, body=init)
     session = opened.headers["mcp-session-id"]
+    # A live event stream the session opened: it must end with the token too.
+    url = urllib.parse.urlparse(w.base)
+    stream = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    stream.request("GET", "/ui/api/events", headers={"Cookie": cookie})
+    events = stream.getresponse()
+    assert events.status == 200
     rotated = "rotating-token-" + "2" * 40
     w.config.write_text(w.config.read_text().replace(ROTATING_TOKEN, rotated))
     deadline = time.monotonic() + 15
@@ -438,6 +444,10 @@ async def test_a_rotated_token_ends_its_console_and_mcp_sessions(world):
         assert time.monotonic() < deadline, "the config was not reloaded"
         await anyio.sleep(0.2)
     assert raw(w, "GET", "/ui/api/me", cookie=cookie).status_code == 401, "the console session outlived its token"
+    ended = time.monotonic()
+    while events.read1(65536):
+        assert time.monotonic() - ended < 5, "the event stream outlived its token"
+    stream.close()
     headers = {"Authorization": f"Bearer {rotated}", "Mcp-Session-Id": session,
                "Mcp-Protocol-Version": "2025-11-25"}
     answer = send(w, "POST", "/mcp", headers, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})

@@ -359,10 +359,19 @@ pub(crate) async fn events(
     let mut upstream = console.gateway.manager().subscribe();
     let console = Arc::new(console);
     let stream = async_stream(move |tx| async move {
+        // The session is checked as the stream goes: one whose token was taken out or rotated
+        // ends within a second, whether or not anything happens.
+        let mut check = tokio::time::interval(std::time::Duration::from_secs(1));
         loop {
             let event = tokio::select! {
                 // A browser that went away ends this at once, not at the next event.
                 () = tx.closed() => return,
+                _ = check.tick() => {
+                    if !super::session::still_open(&console, &user) {
+                        return;
+                    }
+                    continue;
+                }
                 done = finished.recv() => match done {
                     Ok(done) if admin || done.profile == user.profile => {
                         Event::default().event("execution").data(json!(done).to_string())
@@ -377,7 +386,7 @@ pub(crate) async fn events(
                     Err(_) => return,
                 },
             };
-            if tx.send(Ok(event)).await.is_err() {
+            if !super::session::still_open(&console, &user) || tx.send(Ok(event)).await.is_err() {
                 return;
             }
         }

@@ -165,6 +165,34 @@ pub(crate) async fn logout(State(console): State<Console>, request: Request) -> 
     response
 }
 
+/// The user of the session `id`, while it lives: not expired, and its very token still
+/// accepted for its profile (one a reload took out, or rotated under the same name, ends it).
+fn live_user(
+    console: &Console,
+    auth: &crate::http::HttpAuthOptions,
+    id: &str,
+) -> Option<ConsoleUser> {
+    let (user, digest) = console.sessions.find(id)?;
+    let still_known = auth
+        .tokens
+        .iter()
+        .any(|t| t.digest == digest && t.profile == user.profile);
+    if !still_known {
+        console.sessions.end(id);
+    }
+    still_known.then_some(user)
+}
+
+/// Whether `user`'s session still lives (a stream asks as it goes, so it ends with its
+/// token, not only when the browser leaves).
+pub(crate) fn still_open(console: &Console, user: &ConsoleUser) -> bool {
+    let auth = console.auth();
+    if !auth.required {
+        return user.token_id.is_none();
+    }
+    live_user(console, &auth, &user.session).is_some()
+}
+
 /// The API's gate: a live session, or, with auth off, the `default` profile.
 pub(crate) async fn require_session(
     State(console): State<Console>,
@@ -173,19 +201,7 @@ pub(crate) async fn require_session(
 ) -> Response {
     let auth = console.auth();
     let user = if auth.required {
-        // A session lives only as long as its very token: one a reload took out, or rotated
-        // under the same name, ends it.
-        session_id(request.headers()).and_then(|id| {
-            let (user, digest) = console.sessions.find(&id)?;
-            let still_known = auth
-                .tokens
-                .iter()
-                .any(|t| t.digest == digest && t.profile == user.profile);
-            if !still_known {
-                console.sessions.end(&id);
-            }
-            still_known.then_some(user)
-        })
+        session_id(request.headers()).and_then(|id| live_user(&console, &auth, &id))
     } else {
         Some(ConsoleUser {
             profile: "default".into(),

@@ -31,19 +31,37 @@ struct Authority {
     port: Option<u16>,
 }
 
+/// A `Host` header's value (or an origin's authority) as host and port; `None` when it is not
+/// one (user info included).
 fn authority(text: &str) -> Option<Authority> {
     let parsed = http::uri::Authority::try_from(text.trim()).ok()?;
-    if !parsed.as_str().contains(parsed.host()) || parsed.as_str().contains('@') {
+    // User info, or a port that is not a number.
+    let after_host = &parsed.as_str()[parsed.host().len()..];
+    if parsed.as_str().contains('@') || (!after_host.is_empty() && parsed.port_u16().is_none()) {
         return None;
     }
     Some(Authority {
-        host: parsed
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase(),
+        host: normalized(parsed.host()),
         port: parsed.port_u16(),
     })
+}
+
+/// An allowed host as configured: `host`, `host:port`, or a bare IPv6 address (`::1`).
+fn allowed_authority(text: &str) -> Option<Authority> {
+    let text = text.trim();
+    if text.matches(':').count() > 1 && !text.starts_with('[') {
+        return Some(Authority {
+            host: normalized(text),
+            port: None,
+        });
+    }
+    authority(text)
+}
+
+fn normalized(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
 }
 
 impl Front {
@@ -54,7 +72,7 @@ impl Front {
         };
         self.hosts
             .iter()
-            .filter_map(|a| authority(a))
+            .filter_map(|a| allowed_authority(a))
             .any(|allowed| {
                 allowed.host == host.host && allowed.port.is_none_or(|p| Some(p) == host.port)
             })
