@@ -79,18 +79,27 @@ def test_serve_example_keeps_stdout_for_mcp(tmp_path):
 
 
 async def test_the_first_list_and_resources_wait_for_a_cold_start(tmp_path):
-    """No tool cache yet and a backend that takes 2 s to start: the first `tools/list`, the
-    overview and `types.d.ts` wait for it (item 7), instead of telling the model there are no
-    backends."""
+    """No tool cache yet and a backend that takes 2 s to start: the overview and `types.d.ts`
+    wait for it (item 7), instead of telling the model there are no backends. `tools/list`
+    answers at once (a client waits on it when it connects: issue 26) unless `startup_wait`
+    is written in the config, and then it waits too."""
     from conftest import FAKE_BACKEND
     import sys
+    import time
 
     slow = {"command": "sh", "args": ["-c", f"sleep 2 && exec {sys.executable} {FAKE_BACKEND} ok"]}
     config = write_config(tmp_path, "toml", {"slowpoke": slow})
-    async with connect("stdio", config) as client:
+    (tmp_path / "waiting").mkdir()
+    waiting = write_config(tmp_path / "waiting", "toml", {"slowpoke": slow})
+    waiting.write_text(waiting.read_text().replace("[gateway]", '[gateway]\nstartup_wait = "10s"'))
+    async with connect("stdio", waiting) as client:
         listed = await client.list_tools()
         search = next(t.description for t in listed.tools if t.name == "search_tools")
         assert "slowpoke (" in search and "no backends are connected yet" not in search, search
+    async with connect("stdio", config) as client:
+        started = time.monotonic()
+        await client.list_tools()
+        assert time.monotonic() - started < 1.5, "the first tools/list waited for a slow backend"
         overview = (await client.read_resource("sandgate://overview")).contents[0].text
         assert "| slowpoke | ready |" in overview, overview
         types = (await client.read_resource("sandgate://types.d.ts")).contents[0].text

@@ -60,6 +60,8 @@ pub struct Gateway {
     expose_stored: AtomicBool,
     /// How long a first answer waits for backends on their first connection, in ms.
     startup_wait_ms: AtomicU64,
+    /// `tools/list` waits for cold backends too (`[gateway] startup_wait` is configured).
+    list_waits: AtomicBool,
     started: Instant,
     counters: Mutex<BTreeMap<&'static str, u64>>,
     /// What `/metrics` counts (see `telemetry`).
@@ -231,6 +233,7 @@ impl Gateway {
             stored: RwLock::default(),
             expose_stored: AtomicBool::new(false),
             startup_wait_ms: AtomicU64::new(STARTUP_WAIT_MS),
+            list_waits: AtomicBool::new(false),
             started: Instant::now(),
             counters: Mutex::default(),
             metrics: Default::default(),
@@ -490,9 +493,17 @@ impl Gateway {
 
     /// How long first answers wait for backends still on their first connection attempt
     /// (`[gateway] startup_wait`; [`STARTUP_WAIT`] by default).
+    /// Written in the config, it also holds the first `tools/list` (which otherwise answers at
+    /// once with the backends that are ready, and `tools/list_changed` follows).
     pub fn set_startup_wait(&self, wait: std::time::Duration) {
         let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
         self.startup_wait_ms.store(ms, Ordering::Relaxed);
+        self.list_waits.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether `tools/list` waits for cold backends (only when `startup_wait` is configured).
+    pub(crate) fn list_waits(&self) -> bool {
+        self.list_waits.load(Ordering::Relaxed)
     }
 
     /// Also lists each stored tool as a plain MCP tool (`[stored_tools] expose_as_mcp_tools`).

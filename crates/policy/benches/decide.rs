@@ -1,7 +1,7 @@
 //! The policy check on every tool call (issue 16: ≤ 2 µs per call): `Access::authorize_tool`
 //! for the implicit default profile (`*`), for a realistic profile (ten allow patterns, three
-//! deny patterns), the same narrowed by `allow_tools`, and a refusal (which formats its
-//! message). Run: `cargo bench -p sandgate-policy --bench decide`.
+//! deny patterns), the same narrowed by `allow_tools`, a tool whose name needs sanitizing
+//! (matched by both spellings), and a refusal (which formats its message). Run: `cargo bench -p sandgate-policy --bench decide`.
 
 #![allow(missing_docs, clippy::expect_used)]
 
@@ -64,6 +64,18 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             narrowed
                 .authorize_tool(std::hint::black_box(call()))
+                .is_ok()
+        })
+    });
+    // A tool whose names need sanitizing is matched by both spellings (issue 26): the second
+    // is built only then.
+    let sanitized = || {
+        ToolCall::new("github", "list-pull-requests").called_in_code("github", "list_pull_requests")
+    };
+    c.bench_function("authorize/two_spellings", |b| {
+        b.iter(|| {
+            reader
+                .authorize_tool(std::hint::black_box(sanitized()))
                 .is_ok()
         })
     });
