@@ -56,13 +56,10 @@ pub fn read_file(
     let access = proof.get();
     let fail = |e: std::io::Error| io_error("readFile", proof, &e);
     let found = beneath::locate(access).map_err(fail)?;
-    let kind = beneath::kind(&found).map_err(fail)?;
+    let (kind, size) = beneath::kind(&found).map_err(fail)?;
     if kind != beneath::Kind::File {
         return Err(not_a_file("readFile", access, kind));
     }
-    let file = beneath::reopen(&found, beneath::Open::Read).map_err(fail)?;
-    let mut file = std::fs::File::from(file);
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if size > limits.max_read_bytes {
         return Err(CapabilityError::Limit(format!(
             "readFile: {} is {size} bytes, over the {} byte limit",
@@ -70,6 +67,8 @@ pub fn read_file(
             limits.max_read_bytes
         )));
     }
+    let file = beneath::reopen(&found, beneath::Open::Read).map_err(fail)?;
+    let mut file = std::fs::File::from(file);
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(
         &mut std::io::Read::take(&mut file, limits.max_read_bytes + 1),
@@ -108,7 +107,7 @@ pub fn write_file(
     let fail = |e: std::io::Error| io_error("writeFile", proof, &e);
     let file = match beneath::locate(access) {
         Ok(found) => {
-            let kind = beneath::kind(&found).map_err(fail)?;
+            let (kind, _) = beneath::kind(&found).map_err(fail)?;
             if kind != beneath::Kind::File {
                 return Err(not_a_file("writeFile", access, kind));
             }
@@ -144,7 +143,7 @@ pub fn read_dir(
     let access = proof.get();
     let fail = |e: std::io::Error| io_error("readdir", proof, &e);
     let found = beneath::locate(access).map_err(fail)?;
-    let kind = beneath::kind(&found).map_err(fail)?;
+    let (kind, _) = beneath::kind(&found).map_err(fail)?;
     if kind != beneath::Kind::Directory {
         return Err(CapabilityError::Io(format!(
             "readdir: {} is {}, not a directory",
@@ -192,7 +191,7 @@ pub fn check_root(proof: &Authorized<FsAccess>) -> Result<(), CapabilityError> {
     let access = proof.get();
     let fail = |e: std::io::Error| io_error("opening", proof, &e);
     let found = beneath::locate(access).map_err(fail)?;
-    let kind = beneath::kind(&found).map_err(fail)?;
+    let (kind, _) = beneath::kind(&found).map_err(fail)?;
     if kind != beneath::Kind::Directory {
         return Err(CapabilityError::Io(format!(
             "{} is {}, not a directory",
@@ -208,11 +207,20 @@ pub fn check_root(proof: &Authorized<FsAccess>) -> Result<(), CapabilityError> {
 }
 
 /// Refuses a write that resolved to `resolved` unless the deepest root holding it is writable.
+/// Only a read-only root can refuse, so the others are resolved only when one holds the path.
 fn writable_where_it_resolves(
     proof: &Authorized<FsAccess>,
     resolved: &Path,
 ) -> Result<(), CapabilityError> {
     let access = proof.get();
+    let holding_read_only = access
+        .roots
+        .iter()
+        .filter(|root| !root.write)
+        .any(|root| beneath::root_dir(root).is_some_and(|dir| resolved.starts_with(dir)));
+    if !holding_read_only {
+        return Ok(());
+    }
     let dirs = access
         .roots
         .iter()
@@ -378,22 +386,36 @@ mod beneath {
         Ok((dir, name.to_os_string()))
     }
 
-    /// What a located path is.
-    pub(super) fn kind(found: &OwnedFd) -> io::Result<Kind> {
+    /// What a located path is, and its size.
+    pub(super) fn kind(found: &OwnedFd) -> io::Result<(Kind, u64)> {
         let stat = rustix::fs::fstat(found)?;
-        Ok(match FileType::from_raw_mode(stat.st_mode) {
+        let size = u64::try_from(stat.st_size).unwrap_or(0);
+        let kind = match FileType::from_raw_mode(stat.st_mode) {
             FileType::RegularFile => Kind::File,
             FileType::Directory => Kind::Directory,
             FileType::Fifo => Kind::Fifo,
             FileType::Socket => Kind::Socket,
             FileType::CharacterDevice | FileType::BlockDevice => Kind::Device,
             _ => Kind::Other,
-        })
+        };
+        Ok((kind, size))
+    }
+
+    /// This process's `/proc/self/fd`, opened once: the kernel's own names for descriptors,
+    /// and the way to open the very file a looked-at descriptor holds.
+    fn own_fds() -> io::Result<&'static OwnedFd> {
+        static FDS: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
+        FDS.get_or_init(|| rustix::fs::open("/proc/self/fd", LOOK_DIR, Mode::empty()).ok())
+            .as_ref()
+            .ok_or_else(|| io::Error::other("/proc is not mounted, and the fs capability needs it"))
     }
 
     /// Where a located path resolved: the kernel's own name for the descriptor.
     pub(super) fn resolved(found: &OwnedFd) -> io::Result<PathBuf> {
-        std::fs::read_link(format!("/proc/self/fd/{}", found.as_raw_fd()))
+        let name = rustix::fs::readlinkat(own_fds()?, found.as_raw_fd().to_string(), Vec::new())?;
+        Ok(PathBuf::from(
+            <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(name.into_bytes()),
+        ))
     }
 
     /// Opens the very file a located descriptor holds (through `/proc/self/fd`, so nothing
@@ -407,8 +429,12 @@ mod beneath {
                 Open::Write => OFlags::WRONLY | OFlags::TRUNC,
                 Open::Directory => OFlags::RDONLY | OFlags::DIRECTORY,
             };
-        let path = format!("/proc/self/fd/{}", found.as_raw_fd());
-        Ok(rustix::fs::open(path.as_str(), flags, Mode::empty())?)
+        Ok(rustix::fs::openat(
+            own_fds()?,
+            found.as_raw_fd().to_string(),
+            flags,
+            Mode::empty(),
+        )?)
     }
 
     /// Creates `name` in `dir` (0600): a new regular file, never through a link.

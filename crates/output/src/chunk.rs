@@ -1,14 +1,15 @@
 //! JSON summaries: a large JSON value becomes an outline a model can act on.
 //!
-//! A uniform array (objects sharing their keys) is described by its length, its keys, the
-//! first few items in full, and the identities of the rest (`id`, `name`, `title`, `slug`,
+//! The outline of last resort (see `fit` for what is tried first). A uniform array (objects
+//! sharing their keys) is described by its length, its keys, the first few items in full, and
+//! the identities of (at most 100 of) the rest (`id`, `name`, `title`, `slug`,
 //! `key` or `label`, whichever the items have). Any other value becomes a key-path outline:
 //! each path with its type and size. Both are valid JSON, so code can still parse them.
 
 use serde_json::{Map, Value, json};
 
 /// Fields that identify an item, in order of preference.
-const IDENTITY_FIELDS: &[&str] = &["id", "name", "title", "slug", "key", "label"];
+pub(crate) const IDENTITY_FIELDS: &[&str] = &["id", "name", "title", "slug", "key", "label"];
 /// Deepest level the outline descends to.
 const OUTLINE_DEPTH: usize = 4;
 /// Strings up to this many characters appear whole in the outline.
@@ -32,8 +33,9 @@ pub fn summarize_json(value: &Value, sample_items: usize) -> String {
 }
 
 /// Indented JSON like `serde_json::to_string_pretty`, except that arrays holding only
-/// scalars stay on one line: a list of 500 ids is one line, not 500.
-fn write_pretty(value: &Value, indent: usize, out: &mut String) {
+/// scalars stay on one line (a list of 500 ids is one line, not 500), and an array of flat
+/// objects (rows) has one compact row per line.
+pub(crate) fn write_pretty(value: &Value, indent: usize, out: &mut String) {
     let pad = |n: usize| "  ".repeat(n);
     match value {
         Value::Object(map) if !map.is_empty() => {
@@ -47,6 +49,16 @@ fn write_pretty(value: &Value, indent: usize, out: &mut String) {
             }
             out.push_str(&pad(indent));
             out.push('}');
+        }
+        Value::Array(items) if !items.is_empty() && items.iter().all(is_flat_object) => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(&pad(indent + 1));
+                out.push_str(&item.to_string());
+                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(indent));
+            out.push(']');
         }
         Value::Array(items) if items.iter().any(|v| v.is_object() || v.is_array()) => {
             out.push_str("[\n");
@@ -68,8 +80,19 @@ fn write_pretty(value: &Value, indent: usize, out: &mut String) {
     }
 }
 
+/// An object whose values are scalars or lists of scalars: a row.
+fn is_flat_object(value: &Value) -> bool {
+    value.as_object().is_some_and(|map| {
+        map.values().all(|v| match v {
+            Value::Object(_) => false,
+            Value::Array(items) => items.iter().all(|i| !i.is_object() && !i.is_array()),
+            _ => true,
+        })
+    })
+}
+
 /// The shared key set of an array of objects, if every item is an object with the same keys.
-fn uniform_keys(items: &[Value]) -> Option<Vec<String>> {
+pub(crate) fn uniform_keys(items: &[Value]) -> Option<Vec<String>> {
     let first = items.first()?.as_object()?;
     let keys: Vec<String> = first.keys().cloned().collect();
     items
@@ -86,14 +109,17 @@ fn uniform_array(items: &[Value], sample_items: usize) -> Value {
     let identity = IDENTITY_FIELDS
         .iter()
         .find(|f| keys.iter().any(|k| k == *f));
+    // Bounded like every list a summary holds: 50,000 ids would be a summary of 300 KB.
     let rest: Vec<Value> = match identity {
         Some(field) => items
             .iter()
             .skip(sample_items)
+            .take(crate::fit::REST_IDS)
             .map(|item| item[*field].clone())
             .collect(),
         None => vec![],
     };
+    let unlisted = items.len().saturating_sub(sample_items + rest.len());
     let mut summary = Map::new();
     summary.insert(
         "summary".into(),
@@ -111,6 +137,9 @@ fn uniform_array(items: &[Value], sample_items: usize) -> Value {
     );
     if let Some(field) = identity {
         summary.insert(format!("rest_by_{field}"), Value::Array(rest));
+        if unlisted > 0 {
+            summary.insert("rest_not_listed".into(), json!(unlisted));
+        }
     }
     Value::Object(summary)
 }

@@ -5,17 +5,23 @@
 //!
 //! 1. **Intent filter**: with an intent and a large output, keep the paragraphs that mention
 //!    enough of the intent's words.
-//! 2. **JSON auto-chunk**: a large JSON value becomes a summary: a uniform array its count,
-//!    keys, first items and the identities of the rest; anything else a key-path outline with
-//!    sizes.
+//! 2. **JSON fitting**: a JSON value over the budget is cut to it, keeping as much data as
+//!    fits: a uniform array as many rows in full as fit and the identities of (some of) the
+//!    rest; anything else its shape, with every array, object and string cut alike and each
+//!    cut marked (`fit`). The key-path outline is the last resort.
 //! 3. **Smart truncation**: keep the head (60%) and the tail (40%) on line boundaries, with a
 //!    marker saying what was cut. Cuts never split a UTF-8 character.
 //! 4. **Size footer**: when a meaningful amount was removed, say how much.
+//!
+//! A result within the budget is never summarised or cut: shaping costs the model a
+//! `read_output` round trip, which code mode exists to save. Only an `intent` the caller gave
+//! filters a large output that would fit.
 //!
 //! The crate is pure: no I/O. Keeping the full output (so nothing is lost) is the caller's job;
 //! [`Shaped::reduced`] tells it when to.
 
 mod chunk;
+mod fit;
 mod intent;
 mod path;
 mod truncate;
@@ -23,6 +29,7 @@ mod truncate;
 use serde::{Deserialize, Serialize};
 
 pub use chunk::summarize_json;
+pub use fit::{REST_IDS, fit_json};
 pub use intent::filter_by_intent;
 pub use path::select;
 pub use truncate::{floor_char_boundary, truncate};
@@ -40,9 +47,11 @@ pub struct OutputConfig {
     pub intent_min_bytes: usize,
     /// Fraction of the intent's words a paragraph must contain to be kept.
     pub intent_min_term_ratio: f64,
-    /// Summarize JSON values larger than this many bytes.
+    /// Fit JSON values to the budget only above this many bytes (and only when they exceed the
+    /// budget); smaller ones are cut as text.
     pub json_chunk_min_bytes: usize,
-    /// Items shown in full at the start of a summarized uniform array.
+    /// Items shown in full at the start of a uniform array in the outline of last resort (a
+    /// fitted array shows as many as the budget holds).
     pub json_sample_items: usize,
     /// Add the size footer when more than this many bytes were removed.
     pub footer_min_removed_bytes: usize,
@@ -104,13 +113,16 @@ pub fn shape(
         text = filtered;
         stages.push("intent");
     }
+    let over = |text: &str| text.len() > max_chars && text.chars().count() > max_chars;
     if config.json_chunking
+        && over(&text)
         && text.len() > config.json_chunk_min_bytes
         && let Ok(value) = serde_json::from_str::<serde_json::Value>(&text)
     {
-        let summary = summarize_json(&value, config.json_sample_items);
-        if summary.len() < text.len() {
-            text = summary;
+        let fitted = fit_json(&value, max_chars)
+            .unwrap_or_else(|| summarize_json(&value, config.json_sample_items));
+        if fitted.len() < text.len() {
+            text = fitted;
             stages.push("json_summary");
         }
     }

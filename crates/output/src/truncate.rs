@@ -56,7 +56,9 @@ fn by_lines(text: &str, lines: &[&str], head_chars: usize, tail_chars: usize) ->
         used_tail += lines[lines.len() - 1 - tail].chars().count();
         tail += 1;
     }
-    if head == 0 || tail == 0 {
+    // Whole lines only when they carry most of the budget: one huge line between short ones
+    // (a list of ids on one line) would otherwise leave a response of a few hundred characters.
+    if head == 0 || tail == 0 || (used + used_tail) * 2 < head_chars + tail_chars {
         return None;
     }
     let head_text: String = lines[..head].concat();
@@ -79,6 +81,18 @@ fn byte_index_of_char(text: &str, char_index: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_huge_line_between_short_ones_is_cut_by_characters() {
+        let text = format!("head\n{}\ntail\n", "1, ".repeat(100_000));
+        let cut = truncate(&text, 1_000);
+        assert!(
+            cut.chars().count() > 900,
+            "{} characters kept",
+            cut.chars().count()
+        );
+        assert!(cut.starts_with("head\n1, 1, "), "{}", &cut[..40]);
+    }
 
     #[test]
     fn short_text_is_untouched() {

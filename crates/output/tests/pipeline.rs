@@ -37,9 +37,37 @@ fn whole_pipeline_with_footer() {
         .collect();
     let text = serde_json::to_string(&items).unwrap_or_default();
     let shaped = shape(&text, None, 2_000, &OutputConfig::default());
-    assert_eq!(shaped.stages, ["json_summary", "truncate"]);
+    // Fitted to the budget: no truncation after it, and as many rows as fit (it used to be 3).
+    assert_eq!(shaped.stages, ["json_summary"]);
     assert!(shaped.reduced());
+    let body = shaped.text.split("\n[Output: ").next().unwrap_or_default();
+    assert!(body.chars().count() <= 2_000, "{}", body.len());
+    let parsed: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    assert!(
+        parsed["first"].as_array().map_or(0, Vec::len) > 10,
+        "{body}"
+    );
     insta::assert_snapshot!(shaped.text);
+}
+
+#[test]
+fn results_within_the_budget_are_never_summarised() {
+    let items: Vec<_> = (0..200)
+        .map(|i| json!({"id": i, "title": format!("Issue {i}: printer jams"), "state": "open"}))
+        .collect();
+    let text = serde_json::to_string(&items).unwrap_or_default();
+    assert!(text.len() > 10_240, "larger than the old summary threshold");
+    let shaped = shape(&text, None, 100_000, &OutputConfig::default());
+    assert!(!shaped.reduced(), "{:?}", shaped.stages);
+    assert_eq!(shaped.text, text);
+}
+
+#[test]
+fn every_list_in_a_summary_is_bounded() {
+    let items: Vec<_> = (0..50_000).map(|i| json!({"id": i, "v": i})).collect();
+    let summary = summarize_json(&json!(items), 3);
+    assert!(summary.len() < 2_000, "{} bytes", summary.len());
+    assert!(summary.contains("\"rest_not_listed\": 49897"), "{summary}");
 }
 
 #[test]

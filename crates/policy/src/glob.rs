@@ -1,21 +1,23 @@
 //! `*` wildcard matching for tool patterns such as `github.*` or `*_read`.
 
-/// Matches `name` against a pattern where `*` stands for any run of characters.
+/// Matches `name` against a pattern where `*` stands for any run of characters. It allocates
+/// nothing: every decision runs it once per pattern and spelling.
 pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let [first, middle @ .., last] = parts.as_slice() else {
+    let Some((first, rest)) = pattern.split_once('*') else {
         return pattern == name;
     };
-    if middle.is_empty() && parts.len() == 1 {
-        return pattern == name;
-    }
+    let (middle, last) = match rest.rsplit_once('*') {
+        Some((middle, last)) => (middle, last),
+        None => ("", rest),
+    };
     if name.len() < first.len() + last.len() || !name.starts_with(first) || !name.ends_with(last) {
         return false;
     }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    for part in middle {
-        match rest.find(part) {
-            Some(i) => rest = &rest[i + part.len()..],
+    // Both ends matched, so these are character boundaries.
+    let mut remaining = &name[first.len()..name.len() - last.len()];
+    for part in middle.split('*').filter(|p| !p.is_empty()) {
+        match remaining.find(part) {
+            Some(i) => remaining = &remaining[i + part.len()..],
             None => return false,
         }
     }

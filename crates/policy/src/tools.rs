@@ -94,18 +94,15 @@ impl<'a> ToolName<'a> {
             joined.push_str(t);
             joined
         };
+        let (backend_differs, tool_differs) =
+            (self.js_backend != self.backend, self.js_tool != self.tool);
         let mut more = Vec::new();
-        if self.js_backend != self.backend || self.js_tool != self.tool {
-            for (b, t) in [
-                (self.js_backend, self.js_tool),
-                (self.backend, self.js_tool),
-                (self.js_backend, self.tool),
-            ] {
-                let spelled = join(b, t);
-                if spelled != join(self.backend, self.tool) && !more.contains(&spelled) {
-                    more.push(spelled);
-                }
-            }
+        if backend_differs || tool_differs {
+            more.push(join(self.js_backend, self.js_tool));
+        }
+        if backend_differs && tool_differs {
+            more.push(join(self.backend, self.js_tool));
+            more.push(join(self.js_backend, self.tool));
         }
         Spellings {
             first: join(self.backend, self.tool),

@@ -5,6 +5,7 @@
 
 mod access;
 mod cli;
+mod selfguard;
 mod setup;
 mod telemetry;
 
@@ -25,6 +26,12 @@ fn main() -> std::process::ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG) {
         let code = sandgate_sandbox::worker::main();
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // Started as another sandgate's backend: refuse before anything starts (a config that
+    // lists sandgate would otherwise start copies without end).
+    if let Some(why) = selfguard::started_as_a_backend() {
+        eprintln!("{why}");
+        return std::process::ExitCode::from(78);
     }
     sandgate_sandbox::region::map_large_blocks();
     let args = cli::Cli::parse();

@@ -89,7 +89,8 @@ pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
         },
     };
     let config = sandgate_config::load_file(&path)?;
-    let config = config.resolved(&|name| std::env::var(name).ok())?;
+    let mut config = config.resolved(&|name| std::env::var(name).ok())?;
+    crate::selfguard::skip_own_entries(&mut config);
     for backend in &config.backends {
         if let Some(why) = &backend.skipped {
             tracing::warn!(backend = %backend.name, "skipped: {why}");

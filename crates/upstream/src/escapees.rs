@@ -19,6 +19,11 @@ use std::time::Duration;
 
 /// The environment variable that names a backend run.
 pub(crate) const RUN_VAR: &str = "SANDGATE_BACKEND_RUN";
+/// [`RUN_VAR`], for a sandgate that checks whether it was started as someone's backend.
+pub const BACKEND_RUN_VAR: &str = RUN_VAR;
+/// What a sandgate started as a backend of another writes on stderr before it exits; the
+/// parent marks the entry failed (never retried) when it reads it.
+pub const SELF_AS_BACKEND: &str = "sandgate refuses to run as a backend of sandgate";
 
 static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
 static ADOPT: Once = Once::new();

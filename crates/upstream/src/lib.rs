@@ -25,7 +25,7 @@ pub use backend::{BackendState, BackendStatus};
 pub use cache::ToolCache;
 pub use context::{BackendProgress, CallContext};
 pub use error::UpstreamError;
-pub use escapees::kill_every_backend_process;
+pub use escapees::{BACKEND_RUN_VAR, SELF_AS_BACKEND, kill_every_backend_process};
 pub use listing::ToolProblem;
 pub use manager::{BackendManager, ManagerOptions, RestartPolicy, UpstreamEvent};
 pub use reload::Reloaded;

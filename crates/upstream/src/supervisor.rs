@@ -265,11 +265,18 @@ async fn run_once(
             .into());
         }
         Ok(Err(e)) => {
-            return Err(
-                with_exit_status(format!("the MCP handshake failed: {e}"), &mut child)
-                    .await
-                    .into(),
-            );
+            let reason =
+                with_exit_status(format!("the MCP handshake failed: {e}"), &mut child).await;
+            if child.is_some() && refused_as_its_own_backend(backend).await {
+                return Err(Down::Fatal(format!(
+                    "this entry starts sandgate itself (through `{}`), and a gateway cannot be its own backend: each copy would start another. Remove the entry, or point your MCP client at sandgate instead of listing sandgate in its config",
+                    match &config.transport {
+                        Transport::Stdio { command, .. } => command.as_str(),
+                        Transport::Http { url, .. } => url.as_str(),
+                    }
+                )));
+            }
+            return Err(reason.into());
         }
         Ok(Ok(running)) => running,
     };
@@ -359,6 +366,22 @@ async fn wait_child(child: &mut Option<ChildGroup>) -> String {
         },
         None => std::future::pending().await,
     }
+}
+
+/// Whether the child that failed its handshake was a sandgate that refused to run as a backend
+/// of this one (it said so on stderr, which is read on its own task: give the line a moment).
+async fn refused_as_its_own_backend(backend: &Backend) -> bool {
+    for _ in 0..10 {
+        let said = backend.stderr.snapshot();
+        if said
+            .iter()
+            .any(|line| line.contains(crate::escapees::SELF_AS_BACKEND))
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
 }
 
 /// Adds the child's exit status to a message, if it exits promptly.
