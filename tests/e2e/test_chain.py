@@ -86,9 +86,11 @@ async def test_a_50kb_json_result_is_shaped_and_read_back_whole(tmp_path):
         result = await chain(client, f"const file = await filesystem.read_text_file({{path: {path}}});\nreturn JSON.parse(file.content);")
         data = structured(result)
         assert data["shaped"] and "json_summary" in data["output"]["stages"], data["output"]
-        assert data["output"]["returned_bytes"] < 8_000
+        # The budget (20,000 characters) is filled with whole rows; the rest is named, bounded.
+        assert 12_000 < data["output"]["returned_bytes"] and data["output"]["shown_chars"] <= 20_000 + 100, data["output"]
         text = text_of(result)
-        assert '"count": 520' in text and '"rest_by_id"' in text and "519" in text, text[:2000]
+        assert '"count": 520' in text and '"rest_by_id"' in text, text[:2000]
+        assert text.count('"title":') > 50, text[:2000]
         assert "[Output: " in text and "processed" in text
         uri = data["output"]["resource"]
         assert uri == f"sandgate://executions/{data['execution_id']}/output"

@@ -57,18 +57,18 @@ async def settled_status(client, name: str, seconds: float) -> dict:
 
 
 async def test_a_2026_stdio_backend_is_found_modern_by_the_probe(tmp_path):
-    """The era probe's other answer: a stdio backend that speaks 2026-07-28 (sandgate itself,
-    serving a fake backend) is connected with `server/discover`, not `initialize`."""
+    """The era probe's other answer: a stdio backend that speaks 2026-07-28 (the fake backend
+    in its `modern` mode; sandgate itself is never started as a backend) is connected with
+    `server/discover`, not `initialize`, and its tools are called."""
     import sys
-    from conftest import FAKE_BACKEND, SANDGATE
+    from conftest import FAKE_BACKEND
 
-    inner_dir = tmp_path / "inner"
-    inner_dir.mkdir()
-    inner = write_config(inner_dir, "toml", {"fake": {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}})
-    config = write_config(tmp_path, "toml", {"inner": {"command": SANDGATE, "args": ["serve", "--config", str(inner)]}})
+    config = write_config(tmp_path, "toml", {"inner": {"command": sys.executable, "args": [str(FAKE_BACKEND), "modern"]}})
     async with connect("stdio", config) as client:
         status = await settled_status(client, "inner", 20)
         assert status["state"] == "ready" and status["protocol_version"] == "2026-07-28", status
+        result = await client.call_tool("call_tool_chain", {"code": 'return await inner.echo({text: "modern"})'})
+        assert (result.structured_content or {}).get("result") == "modern", result.content
 
 
 async def until(predicate, seconds: float, what: str):
@@ -368,18 +368,22 @@ async def test_spans_are_exported_and_the_trace_reaches_the_backends(tmp_path):
     """Spans go to an OTLP receiver the test runs: one per execution, one per tool call, with
     the semantic-convention names. A W3C `traceparent` sent in `_meta` is the execution's
     parent, and each tool call's context reaches its backend: here the backend is another
-    sandgate (a real MCP server that exports to the same receiver), whose own execution span
-    is the child of the outer tool call's span."""
-    from conftest import FAKE_BACKEND, SANDGATE
+    sandgate (a real MCP server that exports to the same receiver), served over HTTP by the
+    test (a sandgate never starts sandgate as a backend), whose own execution span is the
+    child of the outer tool call's span."""
+    from conftest import FAKE_BACKEND, HttpServer
     import sys
 
     receiver = OtlpReceiver()
+    inner_server = None
     try:
         inner_dir = tmp_path / "inner"
         inner_dir.mkdir()
         inner = write_config(inner_dir, "toml", {"fake": {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}})
         inner.write_text(inner.read_text() + f'\n[telemetry]\notlp_endpoint = "{receiver.url}"\nservice_name = "inner"\n')
-        config = write_config(tmp_path, "toml", {"inner": {"command": SANDGATE, "args": ["serve", "--config", str(inner)]}})
+        inner_server = HttpServer(inner)
+        entry = {"url": inner_server.url, "headers": {"Authorization": f"Bearer {inner_server.token}"}}
+        config = write_config(tmp_path, "toml", {"inner": entry})
         config.write_text(config.read_text() + f'\n[telemetry]\notlp_endpoint = "{receiver.url}"\n')
         trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
         async with connect("stdio", config) as client:
@@ -396,6 +400,8 @@ async def test_spans_are_exported_and_the_trace_reaches_the_backends(tmp_path):
                 await anyio.sleep(0.2)
     finally:
         receiver.close()
+        if inner_server:
+            inner_server.close()
     # The outer gateway's execution, and its call to the inner one's `call_tool_chain` tool.
     outer_spans = receiver.named("tools/call call_tool_chain", "sandgate")
     [outer] = [s for s in outer_spans if s.parent_span_id.hex() == parent_id]
