@@ -131,6 +131,14 @@ def test_log_in_see_backends_run_a_fan_out_and_read_a_full_output(tmp_path):
             # Not logged in: the login form, and the API refuses.
             page.goto(console_url(server))
             page.wait_for_selector("#login")
+            # A wrong token says so, on the form that is on the page (it used to reset the
+            # form, empty, with the message written into the one it replaced).
+            page.fill("#token", "not-a-token-of-this-gateway")
+            page.click("#login-button")
+            wait_until(lambda: page.query_selector("#login-error") is not None and page.inner_text("#login-error") != "",
+                       10, "the login error")
+            assert "not one this gateway knows" in page.inner_text("#login-error"), page.inner_text("#login-error")
+            assert page.query_selector("#profile") is None
             log_in(page, server, ALPHA_TOKEN)
             assert page.inner_text("#profile") == "alpha"
             cookie = next(c for c in page.context.cookies() if c["name"] == "sandgate_console")

@@ -440,3 +440,17 @@ profile = "users"
             assert data["result"] == {"ok": True, "data": 6}, data
     finally:
         server.close()
+
+
+def test_sandgate_run_calls_stored_tools_like_any_client(tmp_path):
+    """`sandgate run` reaches stored tools as `user.<name>`, as every MCP client does (issue 34,
+    item 4: it answered "user is not defined")."""
+    config = make_config(tmp_path)
+    add(config, EXAMPLES / "sum_numbers.ts")
+    script = write(tmp_path, "uses_stored.ts", "const r = await user.sum_numbers({xs: [1, 2, 3.5]});\nreturn r;\n")
+    done = subprocess.run([SANDGATE, "run", str(script), "--config", str(config), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["error"] is None, result["error"]
+    assert result["value"]["ok"] is True and result["value"]["data"]["total"] == 6.5, result["value"]

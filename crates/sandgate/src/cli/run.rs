@@ -39,17 +39,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let config = setup::load_config(args.config.config.as_deref())?;
     let manager = setup::start_backends(&config);
-    let (sandbox, ()) = tokio::join!(
-        setup::start_sandbox(&config),
-        setup::wait_for_backends(&config, &manager).map(|_| ())
-    );
-    let sandbox = sandbox?;
-    // The local user runs under the default profile, as a stdio client would.
+    // The local user runs under the default profile, as a stdio client would, with the same
+    // runtime as `serve` (the sandbox, the store and the stored tools it holds, so
+    // `user.<name>` is there as it is for any client).
     let gateway = Gateway::new(
         manager.clone(),
         config.access_profiles(),
         crate::access::audit_log(&config)?,
     );
+    let (attached, ()) = tokio::join!(
+        setup::attach_chain(&config, &gateway),
+        setup::wait_for_backends(&config, &manager).map(|_| ())
+    );
+    attached?;
+    let sandbox = gateway
+        .chain_sandbox()
+        .context("the sandbox did not start")?;
     let caller = Caller::local(&gateway);
     let view = gateway.settled_view(&caller.access).await;
     let defaults = Limits::default();

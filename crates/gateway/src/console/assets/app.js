@@ -87,8 +87,21 @@ function loginPage() {
     message);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    // Not through api(): its answer to a 401 is to draw this page again, which would leave
+    // the message in a form no longer on the page.
     try {
-      await post("/ui/login", { token: token.value });
+      const response = await fetch("/ui/login", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ token: token.value }),
+      });
+      if (!response.ok) {
+        const body = await response.json().catch(() => ({}));
+        message.textContent = body.error || ("the gateway answered HTTP " + response.status);
+        token.select();
+        return;
+      }
       token.value = "";
       await start();
     } catch (error) {
