@@ -454,3 +454,23 @@ def test_sandgate_run_calls_stored_tools_like_any_client(tmp_path):
     result = json.loads(done.stdout)
     assert result["error"] is None, result["error"]
     assert result["value"]["ok"] is True and result["value"]["data"]["total"] == 6.5, result["value"]
+
+
+def test_versions_show_local_times_and_a_promotion_hint_names_its_flag(tmp_path):
+    """`tools versions` prints when each version was made as a local time (it printed unix
+    milliseconds), and `executions show` suggests `tools promote ID --name NAME`, the form the
+    command takes (it left out the required `--name`). Issue 34, item 7."""
+    import re
+
+    config = make_config(tmp_path)
+    add(config, EXAMPLES / "sum_numbers.ts")
+    versions = cli(config, "versions", "sum_numbers")
+    assert versions.returncode == 0, versions.stderr
+    assert "unix ms" not in versions.stdout and re.search(r"v1 .* \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", versions.stdout), versions.stdout
+    script = write(tmp_path, "hello.ts", "return 1 + 1;\n")
+    ran = subprocess.run([SANDGATE, "run", str(script), "--config", str(config), "--json"], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    listed = subprocess.run([SANDGATE, "executions", "list", "--config", str(config), "--json"], capture_output=True, text=True, timeout=60)
+    execution = json.loads(listed.stdout)[0]["id"]
+    shown = subprocess.run([SANDGATE, "executions", "show", execution, "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert f"sandgate tools promote {execution} --name NAME" in shown.stdout, shown.stdout

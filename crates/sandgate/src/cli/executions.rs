@@ -160,7 +160,7 @@ fn print_record(r: &ExecutionRecord) {
     }
     match &r.code {
         Some(code) => println!(
-            "\nCode ({} bytes; `sandgate tools promote {}` makes it a stored tool):\n{code}",
+            "\nCode ({} bytes; `sandgate tools promote {} --name NAME > NAME.ts` makes it a stored tool's file, to edit and `sandgate tools add`):\n{code}",
             code.len(),
             r.id
         ),
@@ -168,8 +168,8 @@ fn print_record(r: &ExecutionRecord) {
     }
 }
 
-/// A record's start in the local time zone, with its offset.
-fn local_time(unix_ms: i64) -> String {
+/// A moment in the local time zone, with its offset.
+pub(super) fn local_time(unix_ms: i64) -> String {
     use chrono::TimeZone;
     match chrono::Local.timestamp_millis_opt(unix_ms) {
         chrono::LocalResult::Single(at) | chrono::LocalResult::Ambiguous(at, _) => {

@@ -163,10 +163,10 @@ pub fn query(query: Query, config: &ConfigArg) -> anyhow::Result<ExitCode> {
         Query::Versions { name } => found((|| {
             for v in store.tool_versions(&name)? {
                 println!(
-                    "v{:<4} {:<12} {} (unix ms){}",
+                    "v{:<4} {:<12} {}{}",
                     v.version,
                     v.owner,
-                    v.created_at_ms,
+                    super::executions::local_time(v.created_at_ms),
                     if v.current { "  ← current" } else { "" }
                 );
             }
