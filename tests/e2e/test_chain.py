@@ -171,6 +171,14 @@ async def test_a_timeout_reports_what_completed_and_what_changed_state(tmp_path)
         text = text_of(result)
         assert "Stopped" in text and "after 2 completed call(s)" in text
         assert "may have changed state" in text and "memory.create_entities" in text.split("may have changed state")[1]
+        # The loop's timeout names its limit, as other timeouts do (it read "timeout:
+        # interrupted").
+        assert "ran out of time (1500 ms)" in data["error"]["message"], data["error"]
+
+        # A call that failed is not counted as completed.
+        failed = await chain(client, "await everything.echo({message: 'a'});\nawait everything.get_sum({a: 'x'});\nreturn 1;")
+        assert failed.is_error, text_of(failed)
+        assert "after 1 completed call(s) and 1 failed call(s)" in text_of(failed), text_of(failed)
 
         slow = await chain(client, "await everything.echo({message: 'a'});\nreturn await everything.trigger_long_running_operation({duration: 10, steps: 2});", timeout_ms=1000)
         data = slow.structured_content

@@ -253,6 +253,16 @@ async def test_registering_through_mcp_needs_register_tools_and_lists_change(tmp
         seen = len(changed)
         done = await client.call_tool("register_tool", {"name": "sum_numbers", "code": code})
         assert not done.is_error and "version 1" in text_of(done), text_of(done)
+        assert "warning" not in text_of(done), text_of(done)
+        # Allowed but likely a mistake: said, not silently accepted (issue 34, item 7).
+        doubtful = code.replace("everything.get_sum", "everything.get_summ").replace(
+            'description: "Sum of a list', 'description: "TODO: say what it does. Sum of a list')
+        warned = await client.call_tool("register_tool", {"name": "doubtful", "code": doubtful})
+        said = text_of(warned)
+        assert not warned.is_error and "version 1" in said, said
+        assert "no backend lists `everything.get_summ` now (did you mean `everything.get-sum`?)" in said, said
+        assert "meta.description still says TODO" in said, said
+        await client.call_tool("remove_tool", {"name": "doubtful"})
         with anyio.fail_after(5):
             while len(changed) == seen:
                 await anyio.sleep(0.05)

@@ -322,7 +322,14 @@ fn stopped_at(error: &ExecError, calls: &[CallRecord], catalog: &Catalog) -> Str
         Some(line) => format!("at line {line}"),
         None => "before finishing".to_string(),
     };
-    let mut text = format!("Stopped {place} after {} completed call(s)", finished.len());
+    let failed = finished.iter().filter(|c| !c.ok).count();
+    let mut text = format!(
+        "Stopped {place} after {} completed call(s)",
+        finished.len() - failed
+    );
+    if failed > 0 {
+        text.push_str(&format!(" and {failed} failed call(s)"));
+    }
     if !running.is_empty() {
         text.push_str(&format!(
             "; still running and abandoned: {}",

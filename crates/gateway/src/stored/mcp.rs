@@ -95,7 +95,8 @@ async fn register(
     name: &str,
     code: &str,
 ) -> Result<String, String> {
-    let catalog = gateway.catalog();
+    // Declared tools are judged against every backend, cold ones given their start-up wait.
+    let catalog = gateway.settled_full_view_for(|_| true).await.catalog;
     let registration = super::check(name, code, &caller.access, &catalog).map_err(|problems| {
         format!(
             "user.{name} is not registered (nothing was written):\n- {}",
@@ -104,6 +105,7 @@ async fn register(
     })?;
     let store = store_of(gateway)?;
     let owner = caller.profile().to_string();
+    let warnings = registration.warnings.clone();
     let version = store
         .run(move |s| {
             if let Ok(existing) = s.tool(&registration.name)
@@ -125,7 +127,11 @@ async fn register(
         .await
         .map_err(|e| e.to_string())??;
     reload(gateway, &store).await;
-    Ok(format!("user.{name} is at version {version}"))
+    let mut answer = format!("user.{name} is at version {version}");
+    for warning in warnings {
+        answer.push_str(&format!("\nwarning: {warning}"));
+    }
+    Ok(answer)
 }
 
 async fn remove(gateway: &Arc<Gateway>, caller: &Caller, name: &str) -> Result<String, String> {

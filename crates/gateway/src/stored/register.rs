@@ -28,6 +28,9 @@ pub struct Registration {
     pub meta: Meta,
     /// Its meta as JSON text (what the store keeps).
     pub meta_json: String,
+    /// What is allowed but likely a mistake, to tell whoever registers it: a declared tool
+    /// no backend lists now, a description still the `promote` placeholder.
+    pub warnings: Vec<String>,
 }
 
 /// Checks `code` as tool `name` for the profile of `access`; every problem is listed.
@@ -62,12 +65,42 @@ pub fn check(
     if !beyond.is_empty() {
         return Err(beyond);
     }
+    let warnings = warnings(&meta, catalog);
     Ok(Registration {
         name: name.to_string(),
         code: code.to_string(),
         meta_json: file.meta.to_string(),
         meta,
+        warnings,
     })
+}
+
+/// What `meta` holds that is allowed but likely a mistake.
+fn warnings(meta: &Meta, catalog: &Catalog) -> Vec<String> {
+    let mut found = Vec::new();
+    if meta.description.trim_start().starts_with("TODO") {
+        found.push(
+            "meta.description still says TODO: models choose tools by their description, so say what the tool does".to_string(),
+        );
+    }
+    // An empty catalog (the CLI before any backend was ever listed) knows nothing to compare.
+    for tool in meta
+        .capabilities
+        .tools
+        .iter()
+        .filter(|_| !catalog.is_empty())
+    {
+        if !tool.starts_with("user.") && catalog.resolve(tool).is_err() {
+            let near = catalog.suggest(tool, 1);
+            found.push(format!(
+                "meta.capabilities.tools: no backend lists `{tool}` now{}; calls to it fail until one does",
+                near.first()
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    found
 }
 
 /// Why `name` cannot name a stored tool, if it cannot.

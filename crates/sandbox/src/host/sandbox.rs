@@ -180,6 +180,14 @@ impl Sandbox {
                 if guest.message.starts_with(wire::errors::PROMISE_IN_RESULT) {
                     error.hint = Some(promise_hint(&raw.trace));
                 }
+                // QuickJS's interrupt says only "interrupted": say which limit, as the other
+                // timeouts do.
+                if error.kind == ErrorKind::Timeout && guest.message.contains("interrupted") {
+                    error.message = format!(
+                        "the execution ran out of time ({} ms) while its code was computing",
+                        execution.limits.wall_ms
+                    );
+                }
                 ExecutionResult {
                     value: None,
                     logs,

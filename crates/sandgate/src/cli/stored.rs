@@ -92,6 +92,9 @@ pub fn put(
     }
     let version = store.put_tool(&name, &registration.code, &registration.meta_json, profile)?;
     println!("user.{name} is at version {version}");
+    for warning in &registration.warnings {
+        eprintln!("warning: {warning}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
