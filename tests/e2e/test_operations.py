@@ -9,9 +9,9 @@ import time
 import anyio
 import pytest
 
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
-from conftest import NODE_MODULES, REPO, connect, structured, write_config
+from conftest import NODE_MODULES, REPO, SANDGATE, connect, structured, text_of, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -135,6 +135,81 @@ async def test_a_served_config_is_reloaded_when_it_changes(tmp_path):
             await until(lambda: has_log(server, "SIGHUP: reloading"), 10, "the SIGHUP reload")
             assert server.proc.poll() is None, "SIGHUP does not stop sandgate"
             assert await pid("keep") == keep_pid
+    finally:
+        server.close()
+
+
+async def test_reload_problems_are_told_where_the_user_looks(tmp_path):
+    """Issue 34, item 5: an edit that does not load is said to connected clients (an MCP log
+    message), in `sandgate://overview` and until a later edit loads; a call cut off because a
+    reload removed its backend says so, not that the backend is being restarted."""
+    import sys
+    from conftest import FAKE_BACKEND
+
+    fake = lambda: {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}
+    config = write_config(tmp_path, "toml", {"keep": fake(), "gone": fake()})
+    logged = []
+
+    async def on_message(message):
+        if type(message).__name__ == "LoggingMessageNotification":
+            logged.append(str(message.params.data))
+
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+    async with Client(params, mode="legacy", read_timeout_seconds=60, message_handler=on_message) as client:
+        await until(lambda: has_tools(client, {"keep.pid", "gone.pid"}), 20, "the first tools")
+        good = config.read_text()
+        # A call in flight on a backend the next edit removes.
+        cut = {}
+
+        async def slow_call():
+            cut["result"] = await client.call_tool("call_tool_chain", {"code": 'return await gone.slow({ms: 8000})'})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(slow_call)
+            await anyio.sleep(1)
+            config.write_text(write_config(tmp_path, "toml", {"keep": fake()}).read_text())
+        said = text_of(cut["result"])
+        assert "a reload took it out of the config" in said and "restarting" not in said, said
+
+        config.write_text(good.replace("[servers.keep]", "[servers.keep\n"))
+        with anyio.fail_after(15):
+            while not any("could not load the changed config" in line for line in logged):
+                await anyio.sleep(0.1)
+        overview = (await client.read_resource("sandgate://overview")).contents[0].text
+        assert "## The config did not load" in overview and "servers.keep" in overview, overview
+
+        config.write_text(good)
+        await until(lambda: has_tools(client, {"gone.pid"}), 20, "the fixed config's tools")
+        overview = (await client.read_resource("sandgate://overview")).contents[0].text
+        assert "did not load" not in overview, overview
+
+
+def test_the_console_shows_a_config_that_did_not_load(tmp_path):
+    """Item 5, the console: `/ui/api/me` carries the reason for an admin (the page shows it as
+    a banner), until a later edit loads."""
+    import sys
+    import urllib.request
+    from conftest import FAKE_BACKEND, HttpServer
+
+    config = write_config(tmp_path, "toml", {"keep": {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}})
+    good = config.read_text()
+    config.write_text(good + '\n[http]\nauth = "none"\n')
+    good = config.read_text()
+    server = HttpServer(config)
+    try:
+        me = lambda: json.loads(urllib.request.urlopen(server.url.removesuffix("/mcp") + "/ui/api/me", timeout=10).read())
+        assert me()["config_problem"] is None
+        config.write_text(good.replace("[servers.keep]", "[servers.keep\n"))
+        deadline = time.monotonic() + 15
+        while me()["config_problem"] is None:
+            assert time.monotonic() < deadline, "the console never heard"
+            time.sleep(0.2)
+        assert "could not load the changed config" in me()["config_problem"]["message"]
+        config.write_text(good)
+        deadline = time.monotonic() + 15
+        while me()["config_problem"] is not None:
+            assert time.monotonic() < deadline, "the problem outlived the fix"
+            time.sleep(0.2)
     finally:
         server.close()
 

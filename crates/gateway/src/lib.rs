@@ -20,6 +20,7 @@ mod error;
 mod handler;
 mod http;
 mod meta_tools;
+mod notice;
 mod resources;
 mod state;
 pub mod stored;

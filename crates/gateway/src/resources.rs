@@ -161,9 +161,17 @@ async fn overview(gateway: &std::sync::Arc<Gateway>, caller: &Caller) -> String 
          3. `list_tools_meta({cursor?})` pages through every tool.\n\n\
          Tools are named `backend.tool`. In code, each backend is an object and each tool an async function: \
          `await memory.create_entities({entities: [...]})`. Names that are not JavaScript identifiers are sanitized \
-         (`my-server` → `my_server`, `get-sum` → `get_sum`); the originals stay reachable as `globalThis[\"my-server\"][\"get-sum\"]`.\n\n\
-         ## Backends\n\n| backend | state | tools |\n|---|---|---|\n",
+         (`my-server` → `my_server`, `get-sum` → `get_sum`); the originals stay reachable as `globalThis[\"my-server\"][\"get-sum\"]`.\n\n",
     );
+    if caller.access.profile().admin
+        && let Some(problem) = gateway.config_problem()
+    {
+        text.push_str(&format!(
+            "## The config did not load\n\n{}\n\nFix the file; sandgate loads it again when it changes.\n\n",
+            problem.message
+        ));
+    }
+    text.push_str("## Backends\n\n| backend | state | tools |\n|---|---|---|\n");
     for status in visible_statuses(gateway, caller) {
         let tools = catalog.backend_tools(&status.name).count();
         let state = serde_json::to_value(status.state)

@@ -71,6 +71,8 @@ pub struct Gateway {
     catalog_builds: AtomicU64,
     changes: broadcast::Sender<()>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Why the served config's latest change did not load, while it does not (see `notice`).
+    pub(crate) config_problem: std::sync::RwLock<Option<crate::notice::ConfigProblem>>,
     /// Cancelled when the gateway shuts down: every execution still running is cancelled.
     stopping: CancellationToken,
     /// `call_tool_chain` executions in progress, so shutting down can wait for their records.
@@ -241,6 +243,7 @@ impl Gateway {
             catalog_builds: AtomicU64::new(1),
             changes,
             legacy_peers: Mutex::default(),
+            config_problem: std::sync::RwLock::default(),
             stopping: CancellationToken::new(),
             running: AtomicU64::new(0),
             trimming: AtomicBool::new(false),
@@ -458,6 +461,19 @@ impl Gateway {
         if let Ok(mut peers) = self.legacy_peers.lock() {
             peers.push(peer);
         }
+    }
+
+    /// The 2025-11-25 sessions still open.
+    pub(crate) fn open_peers(&self) -> Vec<Peer<RoleServer>> {
+        self.legacy_peers
+            .lock()
+            .map(|p| {
+                p.iter()
+                    .filter(|p| !p.is_transport_closed())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Forgets the sessions that have closed (expired, deleted, disconnected); each peer kept

@@ -160,6 +160,9 @@ pub(crate) struct Backend {
     pub last_error: Mutex<Option<String>>,
     /// The manager's generation when this backend's live tools last changed.
     pub tools_generation: std::sync::atomic::AtomicU64,
+    /// Set when a reload ends this backend: what happens to it instead of a restart, for the
+    /// calls its end cuts off.
+    pub ended_by_reload: Mutex<Option<String>>,
     permits: Semaphore,
 }
 
@@ -179,7 +182,15 @@ impl Backend {
             // A skipped entry says why in its status.
             last_error: Mutex::new(config.skipped.clone()),
             tools_generation: Default::default(),
+            ended_by_reload: Mutex::default(),
             config,
+        }
+    }
+
+    /// Marks this backend as ended by a reload, saying what happens instead of a restart.
+    pub(crate) fn ended_by(&self, why: &str) {
+        if let Ok(mut slot) = self.ended_by_reload.lock() {
+            *slot = Some(why.to_string());
         }
     }
 
@@ -318,6 +329,12 @@ impl Backend {
                 backend: name.clone(),
                 tool: tool.to_string(),
                 detail: describe_service_error(&e),
+                then: self
+                    .ended_by_reload
+                    .lock()
+                    .ok()
+                    .and_then(|why| why.clone())
+                    .unwrap_or_else(|| "sandgate is restarting it".into()),
             }),
             Err(_) => {
                 let noise = self.noise.count() - noise_before;

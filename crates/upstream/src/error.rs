@@ -64,7 +64,7 @@ pub enum UpstreamError {
     },
     /// The connection closed while the call was in flight (crash, exit, network).
     #[error(
-        "backend `{backend}` went away during the call to `{tool}` ({detail}). sandgate is restarting it; the call may or may not have taken effect, so check before retrying a write."
+        "backend `{backend}` went away during the call to `{tool}` ({detail}). {then}; the call may or may not have taken effect, so check before retrying a write."
     )]
     ConnectionLost {
         /// The backend.
@@ -73,6 +73,9 @@ pub enum UpstreamError {
         tool: String,
         /// Exit status or transport error.
         detail: String,
+        /// What happens to the backend now: restarted after a crash, taken out of the config
+        /// by a reload, or restarted by one with its changed entry.
+        then: String,
     },
     /// The backend answered, but with a result sandgate does not pass on (too large, too
     /// deep, not UTF-8, not a tool result). The backend stays up.

@@ -103,6 +103,17 @@ impl BackendManager {
                 .filter_map(|name| running.remove(name))
                 .collect()
         };
+        // Calls the stop cuts off say why, not that a restart follows.
+        for name in &report.removed {
+            if let Some(old) = before.get(name) {
+                old.ended_by("a reload took it out of the config, so it is not restarted");
+            }
+        }
+        for name in &report.restarted {
+            if let Some(old) = before.get(name) {
+                old.ended_by("a reload changed its entry, so sandgate started it anew");
+            }
+        }
         for supervised in &stopping {
             supervised.stop.cancel();
         }

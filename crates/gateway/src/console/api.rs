@@ -71,10 +71,17 @@ pub(crate) async fn me(
     State(console): State<Console>,
     Extension(user): Extension<ConsoleUser>,
 ) -> Response {
+    let admin = is_admin(&console, &user);
+    // Why the served config's latest change did not load, for whoever can fix it.
+    let config_problem = admin
+        .then(|| console.gateway.config_problem())
+        .flatten()
+        .map(|p| json!({"message": p.message, "at_ms": p.at_ms}));
     json(&json!({
         "profile": user.profile,
-        "admin": is_admin(&console, &user),
+        "admin": admin,
         "login": console.auth().required,
+        "config_problem": config_problem,
     }))
 }
 

@@ -93,9 +93,14 @@ impl Follower {
                 tracing::error!(
                     "the changed config did not load, so sandgate keeps running the one it has: {e:#}"
                 );
+                // Also where the user looks: the overview, the console, and their client.
+                self.gateway
+                    .config_did_not_load(Some(format!("{e:#}")))
+                    .await;
                 return;
             }
         };
+        self.gateway.config_did_not_load(None).await;
         let restart_needed = sections_needing_restart(&self.running, &config);
         let tokens_changed = self.running.http.tokens != config.http.tokens
             || self.running.http.auth != config.http.auth;

@@ -119,6 +119,11 @@ async function start() {
   }
   const who = document.getElementById("who");
   who.replaceChildren("profile ", el("strong", { id: "profile" }, me.profile), me.admin ? " (admin)" : "");
+  const banner = document.getElementById("config-problem");
+  if (banner) banner.remove();
+  if (me.config_problem) {
+    document.body.prepend(el("p", { class: "error-text banner", id: "config-problem" }, me.config_problem.message));
+  }
   if (me.login) {
     who.append(" ", el("button", { class: "plain", id: "logout", on: { click: logout } }, "Log out"));
   }
