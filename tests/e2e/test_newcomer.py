@@ -212,3 +212,28 @@ def test_a_successful_check_logs_no_warning(tmp_path):
         assert "tools reachable" in checked.stdout, checked.stdout
         noisy = [line for line in checked.stderr.splitlines() if " WARN " in line or " ERROR " in line]
         assert not noisy, checked.stderr
+
+
+def test_serve_on_a_terminal_says_what_it_waits_for(tmp_path):
+    """Issue 34, item 7: `sandgate serve` started by hand on a terminal said nothing about
+    waiting for an MCP client on stdin, nor about `--http` and `/ui`. A pipe (an MCP client)
+    gets no such text."""
+    import os
+    import pty
+    import subprocess
+    import time
+
+    config = write_config(tmp_path, "toml", {})
+    main, secondary = pty.openpty()
+    proc = subprocess.Popen([SANDGATE, "serve", "--config", str(config)], stdin=secondary,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2)
+    finally:
+        proc.terminate()
+        said = proc.communicate(timeout=10)[1]
+        os.close(main)
+        os.close(secondary)
+    assert "waits for an MCP client" in said and "--http" in said and "/ui" in said, said
+    piped = subprocess.run([SANDGATE, "serve", "--config", str(config)], input="", capture_output=True, text=True, timeout=20)
+    assert "waits for an MCP client" not in piped.stderr, piped.stderr

@@ -484,3 +484,9 @@ def test_versions_show_local_times_and_a_promotion_hint_names_its_flag(tmp_path)
     execution = json.loads(listed.stdout)[0]["id"]
     shown = subprocess.run([SANDGATE, "executions", "show", execution, "--config", str(config)], capture_output=True, text=True, timeout=60)
     assert f"sandgate tools promote {execution} --name NAME" in shown.stdout, shown.stdout
+    # An id may be typed short; the table's columns fit what they hold.
+    short = subprocess.run([SANDGATE, "executions", "show", execution[:14], "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert short.returncode == 0 and execution in short.stdout, short.stdout + short.stderr
+    table = subprocess.run([SANDGATE, "executions", "list", "--config", str(config)], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    header, row = table[0], table[1]
+    assert row.index(execution) == header.index("ID") and row[header.index("PROFILE")] != " " and header.index("PROFILE") > row.index(execution) + len(execution), table[:2]

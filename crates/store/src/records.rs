@@ -193,6 +193,19 @@ impl Store {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
+    /// The ids of executions that start with `prefix` (at most `limit`), newest first: a
+    /// person may type an id short.
+    pub fn ids_starting_with(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        // `substr` rather than LIKE: an id's characters are never wildcards here.
+        let mut statement = self.conn.prepare_cached(
+            "SELECT id FROM executions WHERE substr(id, 1, length(?1)) = ?1
+             ORDER BY started_at_ms DESC, rowid DESC LIMIT ?2",
+        )?;
+        let rows =
+            statement.query_map(rusqlite::params![prefix, limit as i64], |row| row.get(0))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
     /// One execution with its calls.
     pub fn get(&self, id: &str) -> Result<ExecutionRecord, StoreError> {
         let mut record = self

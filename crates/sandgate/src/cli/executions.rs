@@ -55,13 +55,22 @@ pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::SUCCESS);
             }
+            // Columns as wide as what they hold (an id is 47 characters); `show` takes any
+            // unique start of an id.
+            let id_width = records.iter().map(|r| r.id.len()).max().unwrap_or(2).max(2);
+            let profile_width = records
+                .iter()
+                .map(|r| r.profile.len())
+                .max()
+                .unwrap_or(7)
+                .max(7);
             println!(
-                "{:<29} {:<28} {:<12} {:<13} {:>10} {:<6} {:>5} {:>10} {:<12}",
+                "{:<30} {:<id_width$} {:<profile_width$} {:<13} {:>10} {:<9} {:>5} {:>10} {:<12}",
                 "STARTED", "ID", "PROFILE", "TIER", "MS", "STATUS", "CALLS", "OUTPUT", "ERROR"
             );
             for r in &records {
                 println!(
-                    "{:<29} {:<28} {:<12} {:<13} {:>10.1} {:<6} {:>5} {:>10} {:<12}",
+                    "{:<30} {:<id_width$} {:<profile_width$} {:<13} {:>10.1} {:<9} {:>5} {:>10} {:<12}",
                     local_time(r.started_at_ms),
                     r.id,
                     r.profile,
@@ -77,6 +86,7 @@ pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
         }
         ExecutionsCommand::Show { config, id, json } => {
             let store = open(&config)?;
+            let id = whole_id(&store, &id)?;
             let record = store.get(&id)?;
             let output = store.output_for_operator(&id).ok();
             if json {
@@ -93,6 +103,30 @@ pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// The id `typed` starts (a whole id is taken as it is); an error names what matched.
+fn whole_id(store: &sandgate_store::Store, typed: &str) -> anyhow::Result<String> {
+    if store.get(typed).is_ok() {
+        return Ok(typed.to_string());
+    }
+    let found = store.ids_starting_with(typed, 6)?;
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => anyhow::bail!(
+            "no execution id starts with `{typed}`; `sandgate executions list` shows the recent ones"
+        ),
+        many => anyhow::bail!(
+            "`{typed}` starts {} execution ids ({}{}); type more of it",
+            if many.len() > 5 {
+                "more than 5".to_string()
+            } else {
+                many.len().to_string()
+            },
+            many.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+            if many.len() > 5 { ", …" } else { "" }
+        ),
     }
 }
 

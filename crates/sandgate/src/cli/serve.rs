@@ -81,6 +81,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         });
     }
     if http_addr.is_none() || args.stdio {
+        // Someone who ran `sandgate serve` by hand sees a silent terminal: say what it waits
+        // for, and the other ways in.
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            eprintln!(
+                "sandgate is serving MCP over stdio: it waits for an MCP client's messages on this terminal, so typing here does nothing useful.\n\
+                 To use it, let an MCP client start it (README: \"Claude Desktop in three steps\"); to look around, `sandgate check` and `sandgate tools search \"...\"`;\n\
+                 to serve HTTP and the web console, `sandgate serve --http 127.0.0.1:8931` (then open http://127.0.0.1:8931/ui). Ctrl-C stops it."
+            );
+        }
         let gateway = gateway.clone();
         tasks.spawn(async move {
             tracing::info!("serving MCP over stdio");
