@@ -9,6 +9,7 @@ mod catalog;
 mod error;
 mod names;
 mod search;
+mod synonyms;
 mod typescript;
 
 pub use catalog::{Catalog, Collision, Entry, ToolSpec};

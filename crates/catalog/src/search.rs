@@ -2,8 +2,10 @@
 //!
 //! Models search with phrases such as "sum two numbers" or "create github issue". BM25 over
 //! a small field-weighted document per tool answers those well and runs in microseconds for
-//! thousands of tools. Query terms that match nothing fall back to fuzzy matches against the
-//! vocabulary (typos) and to prefixes (partial words), at reduced weight. Ties are broken by
+//! thousands of tools. Words are stemmed (plurals, `-ing`, `-ed`), and a query term also
+//! matches the words models use for the same thing (`synonyms`), at reduced weight. Query
+//! terms that match nothing fall back to fuzzy matches against the vocabulary (typos) and to
+//! prefixes (partial words), at reduced weight. Ties are broken by
 //! qualified name, so results are deterministic.
 
 use std::collections::HashMap;
@@ -75,12 +77,32 @@ fn cut_term(word: &str) -> &str {
     }
 }
 
+/// A light English stemmer: plurals, and the `-ing`, `-ed` and final `-e` of verbs, so
+/// "creating", "created" and "create" meet (as do "numbers" and "number").
 fn stem(word: &str) -> String {
     if word.len() > 4 && word.ends_with("ies") {
         return format!("{}y", &word[..word.len() - 3]);
     }
+    let mut word = word;
     if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") && !word.ends_with("us") {
-        return word[..word.len() - 1].to_string();
+        word = &word[..word.len() - 1];
+    }
+    for suffix in ["ing", "ed"] {
+        if word.len() > suffix.len() + 3 && word.is_ascii() && word.ends_with(suffix) {
+            word = &word[..word.len() - suffix.len()];
+            // "mapped" → "mapp" → "map".
+            let bytes = word.as_bytes();
+            if bytes.len() > 3
+                && bytes[bytes.len() - 1] == bytes[bytes.len() - 2]
+                && !b"lsz".contains(&bytes[bytes.len() - 1])
+            {
+                word = &word[..word.len() - 1];
+            }
+            return word.to_string();
+        }
+    }
+    if word.len() > 4 && word.ends_with('e') && !word.ends_with("ee") {
+        word = &word[..word.len() - 1];
     }
     word.to_string()
 }
@@ -149,6 +171,15 @@ impl SearchIndex {
         let mut query_terms: Vec<String> = tokenize(query).collect();
         query_terms.dedup();
         for term in &query_terms {
+            // The words a model may mean by it (synonyms.rs), at a reduced weight: a tool in
+            // the model's own words still ranks first.
+            for other in crate::synonyms::of(term) {
+                if !query_terms.contains(other)
+                    && let Some(list) = self.postings.get(other)
+                {
+                    self.accumulate(list, crate::synonyms::SYNONYM_FACTOR, &mut scores);
+                }
+            }
             match self.postings.get(term) {
                 Some(list) => self.accumulate(list, 1.0, &mut scores),
                 None => {
@@ -212,10 +243,14 @@ impl SearchIndex {
                     .unwrap_or_default()
                 {
                     let candidate = self.vocabulary[id as usize].as_str();
-                    if !found.iter().any(|(f, _)| *f == candidate)
-                        && strsim::osa_distance(term, candidate) <= 1
-                    {
-                        found.push((candidate, FUZZY_FACTOR));
+                    if strsim::osa_distance(term, candidate) > 1 {
+                        continue;
+                    }
+                    // A word that is both a prefix match and one edit away counts as the
+                    // closer of the two.
+                    match found.iter_mut().find(|(f, _)| *f == candidate) {
+                        Some(seen) => seen.1 = seen.1.max(FUZZY_FACTOR),
+                        None => found.push((candidate, FUZZY_FACTOR)),
                     }
                 }
             }
@@ -246,6 +281,22 @@ fn deletion_variants(term: &str) -> impl Iterator<Item = String> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verbs_and_plurals_meet_their_stem() {
+        for (a, b) in [
+            ("creating", "create"),
+            ("created", "creates"),
+            ("mapped", "map"),
+            ("files", "file"),
+            ("entities", "entity"),
+            ("observations", "observation"),
+        ] {
+            assert_eq!(stem(a), stem(b), "{a} / {b}");
+        }
+        assert_eq!(stem("address"), "address");
+        assert_eq!(stem("tree"), "tree");
+    }
 
     #[test]
     fn tokenizer_normalizes() {
