@@ -162,6 +162,7 @@ def test_log_in_see_backends_run_a_fan_out_and_read_a_full_output(tmp_path):
             # The list follows new executions live, whoever runs them (here: another tab).
             page.goto(console_url(server) + "#/executions")
             page.wait_for_selector(f'#executions tr[data-execution="{execution}"]')
+            assert page.evaluate("getComputedStyle(document.querySelector('#executions td.when')).whiteSpace") == "nowrap"
             other = page.context.new_page()
             other.goto(console_url(server))
             other.wait_for_selector("#profile")
@@ -261,6 +262,7 @@ def test_markup_from_backends_is_shown_as_text_and_never_runs(tmp_path):
             wait_until(lambda: page.locator("#backends .badge.ready").count() == 1, 20, "the fake backend")
             page.click("#backends summary")
             assert '<img src=x onerror="window.__xss=1">' in page.inner_text("#backends")
+            assert page.inner_text("#backends summary") == "stderr (1 line)", page.inner_text("#backends summary")
 
             page.goto(console_url(server) + "#/tools")
             page.fill("#tool-search", "markup")
@@ -273,6 +275,15 @@ def test_markup_from_backends_is_shown_as_text_and_never_runs(tmp_path):
             html_tool.click()
             page.wait_for_selector("#declaration")
             assert '<img src=x onerror="window.__xss=1">' in page.inner_text("#tool-detail")
+            # Backticks in a description are code spans, made as elements; what is in them is
+            # still text.
+            page.fill("#tool-search", "code words")
+            page.wait_for_selector('#tool-list [data-tool="fake.code_words"]')
+            page.click('#tool-list [data-tool="fake.code_words"]')
+            page.wait_for_selector("#tool-description code")
+            spans = [c.inner_text() for c in page.locator("#tool-description code").all()]
+            assert spans == ["fake.code_words({})", '<img src=x onerror="window.__xss=1">'], spans
+            assert "`" not in page.inner_text("#tool-description")
 
             execution = run_in_playground(page, 'console.log("<b>bold?</b><img src=x onerror=window.__xss=4>");\n'
                                                 'return (await fake.markup({})) + "<script>window.__xss=5</script>";')
@@ -283,6 +294,7 @@ def test_markup_from_backends_is_shown_as_text_and_never_runs(tmp_path):
 
             page.goto(console_url(server) + "#/executions")
             page.wait_for_selector(f'#executions tr[data-execution="{execution}"]')
+            assert page.evaluate("getComputedStyle(document.querySelector('#executions td.when')).whiteSpace") == "nowrap"
             page.click(f'#executions tr[data-execution="{execution}"]')
             page.wait_for_selector("#shown")
             assert "<script>window.__xss=5</script>" in page.inner_text("#shown")

@@ -32,6 +32,16 @@ function svg(tag, attrs, ...children) {
   return node;
 }
 
+// Text with `code` spans (as tool descriptions write them): the spans become <code>
+// elements, made here; everything stays text, nothing is parsed as markup.
+function inline(text) {
+  return String(text).split("`").map((part, i) => (i % 2 === 1 && part ? el("code", {}, part) : part));
+}
+
+function plural(count, one, many) {
+  return count + " " + (count === 1 ? one : many);
+}
+
 function show(...nodes) {
   main.replaceChildren(...nodes);
 }
@@ -173,7 +183,7 @@ async function backendsPage() {
       el("td", {}, b.tools + (b.tools_from_cache ? " (cached)" : "")),
       el("td", {}, b.restarts),
       el("td", {}, b.last_error || "",
-        b.stderr ? el("details", {}, el("summary", {}, "stderr (" + b.stderr.length + " lines)"), el("pre", {}, b.stderr.join("\n"))) : null))));
+        b.stderr ? el("details", {}, el("summary", {}, "stderr (" + plural(b.stderr.length, "line", "lines") + ")"), el("pre", {}, b.stderr.join("\n"))) : null))));
   };
   show(el("h2", {}, "Backends"), el("table", {},
     el("thead", {}, el("tr", {}, ["Backend", "State", "Transport", "Protocol", "Tools", "Restarts", "Last error"].map((h) => el("th", {}, h)))),
@@ -197,7 +207,7 @@ async function toolsPage() {
       const found = await api("/ui/api/tools?q=" + encodeURIComponent(query.value));
       list.replaceChildren(...(found.results || []).map((t) => el("div", { "data-tool": t.name, on: { click: () => showTool(t.name, detail) } },
         el("div", { class: "name" }, t.name),
-        el("div", { class: "muted" }, (t.description || "").split("\n")[0].slice(0, 160)))));
+        el("div", { class: "muted" }, inline((t.description || "").split("\n")[0].slice(0, 160))))));
       if (!(found.results || []).length) list.replaceChildren(el("div", { class: "muted" }, "No tool matches."));
     } catch (error) {
       list.replaceChildren(failure(error));
@@ -214,7 +224,7 @@ async function showTool(name, into) {
     const info = await api("/ui/api/tool?name=" + encodeURIComponent(name));
     into.replaceChildren(
       el("h3", {}, info.name || name),
-      el("p", { class: "muted" }, info.description || ""),
+      el("p", { class: "muted", id: "tool-description" }, inline(info.description || "")),
       el("pre", { id: "declaration" }, info.declaration || info.signature || ""),
       info.example ? el("h3", {}, "Example") : null,
       info.example ? el("pre", {}, info.example) : null);
@@ -227,7 +237,7 @@ async function showTool(name, into) {
 
 function executionRow(x) {
   return el("tr", { class: "link", "data-execution": x.id, on: { click: () => { location.hash = "#/executions/" + encodeURIComponent(x.id); } } },
-    el("td", {}, when(x.started_at_ms)),
+    el("td", { class: "when" }, when(x.started_at_ms)),
     el("td", {}, el("a", { href: "#/executions/" + encodeURIComponent(x.id) }, x.id)),
     el("td", {}, x.profile),
     el("td", {}, x.tier),
