@@ -229,4 +229,4 @@ async def test_executions_are_recorded_in_stats(tmp_path):
     shown = subprocess.run([SANDGATE, "executions", "show", listed[2]["id"], "--config", str(config)], check=True, capture_output=True, text=True).stdout
     assert "tier       single_call" in shown and "everything.echo  ok" in shown and "read-only" in shown, shown
     missing = subprocess.run([SANDGATE, "executions", "show", "ex-nope", "--config", str(config)], capture_output=True, text=True)
-    assert missing.returncode != 0 and "no execution ex-nope" in missing.stderr
+    assert missing.returncode != 0 and "no execution id starts with `ex-nope`" in missing.stderr, missing.stderr
