@@ -2,7 +2,9 @@
 client, in front of the real npm reference servers (installed by scripts/test)."""
 
 import contextlib
+import http.server
 import json
+import urllib.parse
 import os
 import re
 import subprocess
@@ -164,3 +166,43 @@ def shown_result(result):
 
 def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+class Site:
+    """A loopback HTTP server for the permission tests: `/ok` (and any other path) answers,
+    `/redirect?to=URL` redirects, `/count` says how many requests it has had (so a test can
+    tell that a refused fetch never connected); `hosts` keeps each request's `Host`."""
+
+    def __init__(self):
+        site = self
+        self.requests = 0
+        self.hosts: list[str] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the stdlib's name
+                url = urllib.parse.urlparse(self.path)
+                if url.path != "/count":
+                    site.requests += 1
+                    site.hosts.append(self.headers.get("Host", ""))
+                if url.path == "/redirect":
+                    target = urllib.parse.parse_qs(url.query)["to"][0]
+                    self.send_response(302)
+                    self.send_header("Location", target)
+                    self.end_headers()
+                    return
+                body = (str(site.requests) if url.path == "/count" else "fine").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()

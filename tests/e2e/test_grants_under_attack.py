@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -30,7 +28,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from conftest import HttpServer, reference_servers, text_of, toml_value
+from conftest import HttpServer, Site, reference_servers, text_of, toml_value
 from hostile import rss_kib
 
 pytestmark = pytest.mark.anyio
@@ -45,41 +43,6 @@ BACKEND_SECRET = "backend-secret-value-7f3a"
 MAX_SECONDS = 10
 MAX_RESPONSE = 20_000 + 12 * 1024
 MAX_RSS_MIB = 250
-
-
-class Site:
-    """A loopback HTTP server that counts its hits; `/redirect?to=` redirects."""
-
-    def __init__(self):
-        site = self
-        self.hits = 0
-        self.hosts: list[str] = []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - the stdlib's name
-                site.hits += 1
-                site.hosts.append(self.headers.get("Host", ""))
-                url = urllib.parse.urlparse(self.path)
-                if url.path == "/redirect":
-                    self.send_response(302)
-                    self.send_header("Location", urllib.parse.parse_qs(url.query)["to"][0])
-                    self.end_headers()
-                    return
-                body = b"fine"
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
 
 
 @dataclass
@@ -538,7 +501,7 @@ async def test_fetch_sends_no_host_header_of_the_codes_choosing(world):
                 return await fetch("http://127.0.0.1:{w.site.port}/", {{ headers: {{ Host: "admin.internal" }} }})
                     .then(() => "sent", (e: any) => e.message)""")
             assert "set by the gateway" in str(data.get("result")), text_of(result)
-        assert w.site.hits == 0
+        assert w.site.requests == 0
         result, data = await chain(client, f'return (await fetch("http://127.0.0.1:{w.site.port}/")).status')
         assert data.get("result") == 200, text_of(result)
         assert w.site.hosts == [f"127.0.0.1:{w.site.port}"]

@@ -28,7 +28,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from conftest import HttpServer, reference_servers, text_of, toml_value
+from conftest import HttpServer, Site, reference_servers, text_of, toml_value
 
 pytestmark = pytest.mark.anyio
 
@@ -37,43 +37,6 @@ WRITER_TOKEN = "writer-token-" + "w" * 40
 NETONLY_TOKEN = "netonly-token-" + "n" * 40
 ADMIN_TOKEN = "admin-token-" + "a" * 40
 LIMITED_TOKEN = "limited-token-" + "l" * 40
-
-
-class Site:
-    """A loopback HTTP server: `/ok` answers, `/redirect?to=URL` redirects, `/count` says how
-    many requests it has had (so a test can tell that a refused fetch never connected)."""
-
-    def __init__(self):
-        site = self
-        self.requests = 0
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - the stdlib's name
-                url = urllib.parse.urlparse(self.path)
-                if url.path != "/count":
-                    site.requests += 1
-                if url.path == "/redirect":
-                    target = urllib.parse.parse_qs(url.query)["to"][0]
-                    self.send_response(302)
-                    self.send_header("Location", target)
-                    self.end_headers()
-                    return
-                body = (str(site.requests) if url.path == "/count" else "fine").encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
 
 
 @dataclass

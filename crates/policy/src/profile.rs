@@ -294,15 +294,21 @@ impl Access {
                 let rule = format!("{}.net: {entry}", p.key);
                 Ok(Authorized::new(NetLookup { host, port }, rule))
             }
-            Err(why) => Err(PolicyError::Denied {
-                what: format!("fetch to `{host}:{port}`"),
-                reason: if p.net.is_empty() {
-                    format!("profile `{}` grants no network", p.name)
-                } else {
-                    format!("{why} in {}.net ({})", p.key, p.net.written().join(", "))
-                },
-                fix: p.fix("net", "add the host to"),
-            }),
+            Err(why) => Err(self.refuse_net(&host, port, &why)),
+        }
+    }
+
+    /// The refusal of a fetch to `host:port` for `why`, naming the grant and its fix.
+    fn refuse_net(&self, host: &str, port: u16, why: &str) -> PolicyError {
+        let p = &self.profile;
+        PolicyError::Denied {
+            what: format!("fetch to `{host}:{port}`"),
+            reason: if p.net.is_empty() {
+                format!("profile `{}` grants no network", p.name)
+            } else {
+                format!("{why} in {}.net ({})", p.key, p.net.written().join(", "))
+            },
+            fix: p.fix("net", "add the host to"),
         }
     }
 
@@ -323,15 +329,7 @@ impl Access {
                 },
                 format!("{}.net: {entry}", p.key),
             )),
-            Err(why) => Err(PolicyError::Denied {
-                what: format!("fetch to `{host}:{port}`"),
-                reason: if p.net.is_empty() {
-                    format!("profile `{}` grants no network", p.name)
-                } else {
-                    format!("{why} in {}.net ({})", p.key, p.net.written().join(", "))
-                },
-                fix: p.fix("net", "add the host to"),
-            }),
+            Err(why) => Err(self.refuse_net(host, port, &why)),
         }
     }
 
