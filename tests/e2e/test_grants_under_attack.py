@@ -507,7 +507,14 @@ async def test_fetch_sends_no_host_header_of_the_codes_choosing(world):
         assert w.site.hosts == [f"127.0.0.1:{w.site.port}"]
 
 
-@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1) for a private network namespace")
+def namespaces_work() -> bool:
+    """Whether this host lets an unprivileged process make user, network and mount namespaces."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return False
+    return subprocess.run(["unshare", "-rnm", "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not namespaces_work(), reason="needs unshare(1), ip(8) and user namespaces for a private network")
 def test_no_name_outside_the_grant_is_looked_up(tmp_path):
     """Item 4: in a private network namespace whose only resolver is a canary that records
     every query, `fetch` of names the grant does not hold (directly, after a redirect from the
