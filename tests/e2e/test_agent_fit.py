@@ -101,6 +101,8 @@ CASES = [
     Case("process.env", "hint", "return process.env.HOME;", ["no process"]),
     Case("JSON.parse of a parsed result", "hint", "const r = await everything.echo({ message: 'a' });\nreturn JSON.parse(r);", ["already parsed"]),
     Case("meta-tool from code", "hint", "return await search_tools({ query: 'echo' });", ["meta-tools"]),
+    # The sandbox's copy of the names lacked read_output; the gateway now hands over its own.
+    Case("read_output from code", "hint", "return await read_output({ execution_id: 'x' });", ["meta-tools"]),
     Case("unsupported locale", "hint", "return (5).toLocaleString('ja-JP');", ["not supported in the sandbox", "en (any region), de and fr"]),
     Case("unknown tool", "hint", "return await everything.echoo({ message: 'a' });", ["Did you mean `everything.echo`"]),
     # ---- contained -----------------------------------------------------------------------------

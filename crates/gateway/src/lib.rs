@@ -36,6 +36,7 @@ pub use door::Knock;
 pub use error::GatewayError;
 pub use handler::SandgateServer;
 pub use http::{HttpAuthOptions, HttpOptions, KnownToken, serve_http, sha256};
+pub use meta_tools::META_TOOLS;
 pub use state::Gateway;
 pub use views::View;
 

@@ -63,11 +63,20 @@ async fn a_bare_tool_name() {
 
 #[tokio::test]
 async fn a_meta_tool_called_in_the_sandbox() {
-    let e = error_of("const found = await search_tools({ query: 'sum' });").await;
-    assert!(
-        hint(&e).contains("meta-tools") && hint(&e).contains("__getToolInterface"),
-        "{e:?}"
-    );
+    // The embedder hands over the names its model calls outside code.
+    let sb = sandbox(1)
+        .await
+        .with_outside_tools(["search_tools", "read_output"]);
+    for code in [
+        "const found = await search_tools({ query: 'sum' });",
+        "return await read_output({ execution_id: 'x' });",
+    ] {
+        let e = run(&sb, code).await.error.expect("this code must fail");
+        assert!(
+            hint(&e).contains("meta-tools") && hint(&e).contains("__getToolInterface"),
+            "{e:?}"
+        );
+    }
 }
 
 #[tokio::test]

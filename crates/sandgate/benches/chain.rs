@@ -49,7 +49,7 @@ fn bench(c: &mut Criterion) {
     );
     let config = parse_str(&toml, Format::Toml, "bench.toml").expect("config");
     let gateway = runtime.block_on(async {
-        let inherited_env = ["PATH", "HOME"]
+        let inherited_env = sandgate_upstream::INHERITED_ENV
             .iter()
             .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
             .collect();

@@ -189,7 +189,7 @@ pub fn recorded_argument_bytes(config: &Config) -> usize {
 
 /// Starts every backend. Children inherit only `PATH` and `HOME` from sandgate.
 pub fn start_backends(config: &Config) -> Arc<BackendManager> {
-    let inherited_env = ["PATH", "HOME"]
+    let inherited_env = sandgate_upstream::INHERITED_ENV
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();
@@ -221,7 +221,10 @@ pub async fn start_sandbox(config: &Config) -> anyhow::Result<Sandbox> {
         pool.max_executions = max_executions;
     }
     pool.require_lockdown = config.sandbox.require_lockdown;
-    Ok(Sandbox::start(pool).await?)
+    // The gateway's own list of meta-tools: hints name them when code reaches for one.
+    Ok(Sandbox::start(pool)
+        .await?
+        .with_outside_tools(sandgate_gateway::META_TOOLS.iter().copied()))
 }
 
 /// Waits for the first connection attempt of every backend, showing progress on a TTY.

@@ -27,6 +27,6 @@ pub use context::{BackendProgress, CallContext};
 pub use error::UpstreamError;
 pub use escapees::{BACKEND_RUN_VAR, SELF_AS_BACKEND, kill_every_backend_process};
 pub use listing::ToolProblem;
-pub use manager::{BackendManager, ManagerOptions, RestartPolicy, UpstreamEvent};
+pub use manager::{BackendManager, INHERITED_ENV, ManagerOptions, RestartPolicy, UpstreamEvent};
 pub use reload::Reloaded;
 pub use rmcp::model::CallToolResult;

@@ -30,6 +30,10 @@ pub enum UpstreamEvent {
     },
 }
 
+/// The variables of sandgate's own environment a backend child inherits (besides what its
+/// entry sets): written once here, read by whoever fills [`ManagerOptions::inherited_env`].
+pub const INHERITED_ENV: [&str; 2] = ["PATH", "HOME"];
+
 /// How the manager runs backends.
 #[derive(Debug, Clone, Default)]
 pub struct ManagerOptions {

@@ -232,6 +232,7 @@ fn explain(error: &GuestError, failed_tool: Option<&ToolBinding>) -> ExecError {
         host_functions: &[],
         positions: &positions,
         failed_tool,
+        outside_tools: &[],
     };
     hints::explain(error, &cx)
 }

@@ -9,13 +9,6 @@ use crate::protocol::{GuestError, ToolBinding};
 use crate::result::{ErrorKind, ExecError};
 use crate::transpile::PositionMap;
 
-/// Names of sandgate's own meta-tools, which exist only outside the sandbox.
-const META_TOOLS: &[&str] = &[
-    "search_tools",
-    "tool_info",
-    "list_tools_meta",
-    "call_tool_chain",
-];
 
 /// The longest declaration a hint quotes; a longer one is left to `tool_info`.
 const MAX_DECLARATION_IN_HINT: usize = 3000;
@@ -33,6 +26,8 @@ pub struct HintContext<'a> {
     /// The tool whose failure ended the execution, when that is known for sure (the only
     /// tool whose calls failed).
     pub failed_tool: Option<&'a ToolBinding>,
+    /// Tools the model calls outside code (the embedder's meta-tools).
+    pub outside_tools: &'a [String],
 }
 
 /// Classifies a guest error and attaches position and hint.
@@ -266,7 +261,7 @@ fn not_defined_hint(name: &str, cx: &HintContext) -> String {
         "process" | "Deno" | "Bun" => return "There is no process or runtime object. Files (`fs`) and environment variables (`env.get`) exist only when the caller's profile grants them; otherwise pass data in through tool calls or the `context` global.".into(),
         _ => {}
     }
-    if META_TOOLS.contains(&name) {
+    if cx.outside_tools.iter().any(|t| t == name) {
         return format!(
             "`{name}` is one of sandgate's meta-tools, callable only by the model, not from code. In code, use __interfaces or __getToolInterface(\"backend.tool\") to inspect tools, and call backend tools directly."
         );

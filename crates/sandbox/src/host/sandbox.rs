@@ -34,6 +34,10 @@ pub struct Execution {
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     pool: Arc<Pool>,
+    /// Tools the embedder's model calls outside code (sandgate's meta-tools): code that names
+    /// one is told it is not callable from code. Handed over by the embedder, so no copy of
+    /// the names can drift from the real list.
+    outside_tools: Arc<[String]>,
 }
 
 impl Sandbox {
@@ -41,7 +45,15 @@ impl Sandbox {
     pub async fn start(config: PoolConfig) -> Result<Sandbox, SandboxError> {
         Ok(Sandbox {
             pool: Pool::start(config).await?,
+            outside_tools: Arc::from(Vec::new()),
         })
+    }
+
+    /// The same sandbox, told which tools its embedder's model calls outside code (their
+    /// hints say so when code reaches for one).
+    pub fn with_outside_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Sandbox {
+        self.outside_tools = names.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Which protections the workers run with.
@@ -175,6 +187,7 @@ impl Sandbox {
                     host_functions: &execution.host_functions,
                     positions: &transpiled.positions,
                     failed_tool: only_failed_tool(&raw.trace, &execution.tools),
+                    outside_tools: &self.outside_tools,
                 };
                 let mut error = hints::explain(&guest, &cx);
                 if guest.message.starts_with(wire::errors::PROMISE_IN_RESULT) {

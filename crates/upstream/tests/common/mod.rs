@@ -19,7 +19,7 @@ pub fn fixture() -> String {
 }
 
 pub fn inherited_env() -> Vec<(String, String)> {
-    ["PATH", "HOME"]
+    sandgate_upstream::INHERITED_ENV
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect()
