@@ -4,7 +4,10 @@
 //! not timing-dependent.
 
 #![allow(clippy::expect_used)]
-#![allow(unsafe_code)] // a counting global allocator needs it; it only forwards to `System`
+#![expect(
+    unsafe_code,
+    reason = "a counting global allocator needs it; it only forwards to `System`"
+)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};

@@ -90,15 +90,14 @@ pub struct HostControl {
 }
 
 // SAFETY: the page holds only atomics, and the mapping lives as long as the value.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the control page is a shared mapping read and written only through atomics")]
 unsafe impl Send for HostControl {}
 // SAFETY: as above: every access is atomic.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the control page is a shared mapping read and written only through atomics")]
 unsafe impl Sync for HostControl {}
 
 impl HostControl {
     /// A new, zeroed page.
-    #[allow(unsafe_code)]
     pub fn new() -> std::io::Result<HostControl> {
         let fd = nix::sys::memfd::memfd_create(
             c"sandgate-control",
@@ -113,7 +112,7 @@ impl HostControl {
     pub fn page(&self) -> &ControlPage {
         // SAFETY: the mapping is live, page-aligned, zero-initialized (a valid `ControlPage`)
         // and only ever accessed through atomics.
-        #[allow(unsafe_code)]
+        #[expect(unsafe_code, reason = "the mapping is live, page-aligned, zero-initialized (a valid `ControlPage`) and only ever accessed through atomics.")]
         unsafe {
             self.page.as_ref()
         }
@@ -132,7 +131,7 @@ impl HostControl {
 }
 
 impl Drop for HostControl {
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "the mapping was made in `new` with this length and is not used after.")]
     fn drop(&mut self) {
         // SAFETY: the mapping was made in `new` with this length and is not used after.
         unsafe { libc::munmap(self.page.as_ptr().cast(), PAGE_BYTES) };
@@ -140,7 +139,7 @@ impl Drop for HostControl {
 }
 
 /// Maps the page behind `fd`, shared and writable.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "a new shared mapping of one page of `fd` at an address the kernel chooses; nothing else refers to it yet, and a bad descriptor fails the call.")]
 fn map_shared(fd: i32) -> std::io::Result<NonNull<ControlPage>> {
     // SAFETY: a new shared mapping of one page of `fd` at an address the kernel chooses;
     // nothing else refers to it yet, and a bad descriptor fails the call.
@@ -165,7 +164,7 @@ static WORKER_PAGE: AtomicPtr<ControlPage> = AtomicPtr::new(std::ptr::null_mut()
 
 /// Worker side: maps the page from [`CONTROL_FD`], if the host passed one, then closes the
 /// descriptor. Call before locking down. Returns whether a page is attached.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the control page is a shared mapping read and written only through atomics")]
 pub fn attach() -> bool {
     // The worker may or may not have the descriptor; failure is reported, not assumed.
     let Ok(page) = map_shared(CONTROL_FD) else {
@@ -181,7 +180,7 @@ pub fn attach() -> bool {
 pub fn worker_page() -> Option<&'static ControlPage> {
     let page = WORKER_PAGE.load(Ordering::Acquire);
     // SAFETY: set once by `attach` to a live mapping that is never unmapped.
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "set once by `attach` to a live mapping that is never unmapped.")]
     unsafe {
         page.as_ref()
     }
@@ -238,7 +237,7 @@ mod tests {
         let other = map_shared(control.fd()).expect("a second mapping");
         page.stop(42);
         // SAFETY: the mapping is live and holds a `ControlPage`.
-        #[allow(unsafe_code)]
+        #[expect(unsafe_code, reason = "the mapping is live and holds a `ControlPage`.")]
         let seen = unsafe { other.as_ref() }.stopped[42].load(Ordering::Relaxed);
         assert_eq!(seen, 42);
     }

@@ -46,7 +46,7 @@ impl Parked {
 
 /// Takes the resident execution out of the region and leaves the template `image` there.
 /// On `Err` the region is unchanged: the execution is still resident.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "parking copies pages of the heap region this worker owns")]
 pub fn park(image: &Image) -> Result<Parked, NoRoom> {
     let Some((base, bump)) = region::used_span() else {
         return Err(NoRoom);
@@ -126,7 +126,7 @@ pub fn unpark(parked: Parked) {
     region::put_big_blocks(&parked.big);
 }
 
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "every kept page lies within the region, which is mapped and writable.")]
 fn unpark_pages(base: usize, pages: &[u32], bytes: &[u8]) {
     for (page, kept) in pages.iter().zip(bytes.chunks_exact(PAGE)) {
         // SAFETY: every kept page lies within the region, which is mapped and writable.

@@ -111,7 +111,7 @@ impl Image {
 /// requests freed (in every thread's arena) for reuse; a gateway that just moved a 16 MiB result
 /// would otherwise stay that much larger. Costs a walk of the heap: call it after large work,
 /// not on every request.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "`malloc_trim` only releases free pages; it is safe to call at any time.")]
 pub fn return_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` only releases free pages; it is safe to call at any time.
@@ -127,7 +127,7 @@ pub fn return_free_memory() {
 /// the gateway's threads, 60 MB stayed resident, more after each repeat. (One arena for all
 /// threads also fixed that, but cost 8–14% of HTTP throughput at 10 to 50 clients.) Call it
 /// before any thread starts.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "`mallopt` only changes a tuning parameter of the allocator.")]
 pub fn map_large_blocks() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only changes a tuning parameter of the allocator.
@@ -146,7 +146,7 @@ pub fn is_mapped() -> bool {
 
 /// A fresh private anonymous read-write mapping of `len` bytes (pages backed only when
 /// touched), or `None` if the kernel refuses.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "a new mapping at an address the kernel chooses; nothing else refers to it.")]
 fn fresh_mapping(len: usize) -> Option<usize> {
     // SAFETY: a new mapping at an address the kernel chooses; nothing else refers to it.
     let base = unsafe {
@@ -163,7 +163,7 @@ fn fresh_mapping(len: usize) -> Option<usize> {
 }
 
 /// Reserves the region. Once per process, before the worker locks down.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region allocator maps, copies and unmaps raw memory that only this worker's allocator owns")]
 pub fn map() -> Result<(), SandboxError> {
     if is_mapped() {
         return Ok(());
@@ -210,7 +210,7 @@ pub fn serves_global_allocations() -> bool {
 
 /// Copies the region's used part. Call with no allocation from the region in flight that
 /// should not be part of the image.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region allocator maps, copies and unmaps raw memory that only this worker's allocator owns")]
 pub fn capture() -> Option<Image> {
     let base = BASE.load(Ordering::Acquire);
     if base == 0 {
@@ -231,7 +231,7 @@ pub fn capture() -> Option<Image> {
 
 /// Puts the region back exactly as it was when `image` was captured. Every block allocated
 /// since is gone: nothing outside the region may still point into it.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region allocator maps, copies and unmaps raw memory that only this worker's allocator owns")]
 pub fn restore(image: &Image) {
     let base = BASE.load(Ordering::Acquire);
     if base == 0 {
@@ -293,7 +293,7 @@ fn capacity(class: usize) -> usize {
 }
 
 /// A block for `size` bytes aligned to `align`, or null if the region is full.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region allocator maps, copies and unmaps raw memory that only this worker's allocator owns")]
 unsafe fn region_alloc(size: usize, align: usize) -> *mut u8 {
     let base = BASE.load(Ordering::Relaxed);
     if base == 0 || align > MAX_ALIGN || size > REGION_BYTES {
@@ -329,14 +329,14 @@ unsafe fn region_alloc(size: usize, align: usize) -> *mut u8 {
 }
 
 /// The header of a region block's payload.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the caller passes a payload from `region_alloc`, which wrote this header.")]
 unsafe fn header(ptr: *mut u8) -> (usize, usize) {
     // SAFETY: the caller passes a payload from `region_alloc`, which wrote this header.
     let h = unsafe { &*((ptr as usize - HEADER) as *const BlockHeader) };
     (h.class as usize, h.offset as usize)
 }
 
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the caller passes a live payload from `region_alloc`.")]
 unsafe fn region_free(ptr: *mut u8) {
     // SAFETY: the caller passes a live payload from `region_alloc`.
     let (class, offset) = unsafe { header(ptr) };
@@ -351,7 +351,7 @@ unsafe fn region_free(ptr: *mut u8) {
     }
 }
 
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the caller passes a live payload from `region_alloc`.")]
 unsafe fn region_usable(ptr: *mut u8) -> usize {
     // SAFETY: the caller passes a live payload from `region_alloc`.
     let (class, offset) = unsafe { header(ptr) };
@@ -366,7 +366,7 @@ fn in_execution() -> bool {
 /// A block for an active region's thread: a big block when it is big (or the region is full)
 /// during an execution, else a region block. `None` when the caller should fall back to the C
 /// allocator (before capture only); a null block during an execution is a failed allocation.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "plain allocation.")]
 unsafe fn active_alloc(size: usize, align: usize) -> Option<*mut u8> {
     let execution = in_execution();
     if execution && size >= BIG_BYTES && align <= HEADER {
@@ -387,7 +387,7 @@ unsafe fn active_alloc(size: usize, align: usize) -> Option<*mut u8> {
 
 /// A mapping of its own for `size` bytes, listed among the big blocks; null if the table is
 /// full or the kernel refuses.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region allocator maps, copies and unmaps raw memory that only this worker's allocator owns")]
 unsafe fn big_alloc(size: usize) -> *mut u8 {
     let Some(len) = size.checked_add(HEADER + 4095).map(|n| n & !4095) else {
         return std::ptr::null_mut();
@@ -417,14 +417,14 @@ fn big_slot(ptr: *mut u8) -> Option<usize> {
 }
 
 /// The length of the mapping of the big block in `slot`.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "a listed big block's mapping is live and starts with its length.")]
 fn big_len(slot: usize) -> usize {
     // SAFETY: a listed big block's mapping is live and starts with its length.
     unsafe { *(BIG[slot].load(Ordering::Relaxed) as *const usize) }
 }
 
 /// Unmaps the big block in `slot` and takes it off the table.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the mapping is live and nothing uses it any more.")]
 fn big_free(slot: usize) {
     let base = BIG[slot].load(Ordering::Relaxed);
     let len = big_len(slot);
@@ -438,7 +438,7 @@ fn big_free(slot: usize) {
 
 /// Grows or shrinks the big block in `slot` to hold `size` bytes, moving it if it must;
 /// null (the block unchanged) if the kernel refuses.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region allocator maps, copies and unmaps raw memory that only this worker's allocator owns")]
 fn big_resize(slot: usize, size: usize) -> *mut u8 {
     let base = BIG[slot].load(Ordering::Relaxed);
     let old = big_len(slot);
@@ -470,7 +470,7 @@ pub fn big_blocks() -> usize {
 
 /// The region's start and how far its allocator has handed out memory (the bump pointer), if
 /// this process has a region.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region is mapped and `Meta` lives at its start.")]
 pub(crate) fn used_span() -> Option<(usize, usize)> {
     let base = BASE.load(Ordering::Acquire);
     // SAFETY: the region is mapped and `Meta` lives at its start.
@@ -502,7 +502,7 @@ pub(crate) fn put_big_blocks(blocks: &[usize]) {
 }
 
 /// The bytes mapped for big blocks listed in `blocks`.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "a big block's mapping is live and starts with its length.")]
 pub(crate) fn big_block_bytes(blocks: &[usize]) -> usize {
     blocks
         .iter()
@@ -512,7 +512,7 @@ pub(crate) fn big_block_bytes(blocks: &[usize]) -> usize {
 }
 
 /// Hands the pages of the region from `from` to `to` back to the kernel (they read as zero).
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "`[from, to)` lies in the region and holds nothing anyone reads again.")]
 pub(crate) fn discard_pages(from: usize, to: usize) {
     let (from, to) = (round_up(from, 4096), round_up(to, 4096));
     if to > from && contains(from as *mut u8) {
@@ -522,7 +522,7 @@ pub(crate) fn discard_pages(from: usize, to: usize) {
 }
 
 /// `malloc` for QuickJS: the region (or a big block) while it is active, else the C allocator.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "plain allocation.")]
 pub(crate) unsafe fn c_malloc(size: usize) -> *mut u8 {
     if active() {
         // SAFETY: plain allocation.
@@ -535,7 +535,7 @@ pub(crate) unsafe fn c_malloc(size: usize) -> *mut u8 {
 }
 
 /// `calloc` for QuickJS.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region allocator maps, copies and unmaps raw memory that only this worker's allocator owns")]
 pub(crate) unsafe fn c_calloc(count: usize, size: usize) -> *mut u8 {
     let Some(total) = count.checked_mul(size) else {
         return std::ptr::null_mut();
@@ -557,7 +557,7 @@ pub(crate) unsafe fn c_calloc(count: usize, size: usize) -> *mut u8 {
 }
 
 /// `free` for QuickJS: each block goes back to where it came from.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the caller passes a live pointer from `c_malloc` and friends.")]
 pub(crate) unsafe fn c_free(ptr: *mut u8) {
     if contains(ptr) {
         // SAFETY: the caller passes a live pointer from `c_malloc` and friends.
@@ -571,7 +571,7 @@ pub(crate) unsafe fn c_free(ptr: *mut u8) {
 }
 
 /// `malloc_usable_size` for QuickJS.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the caller passes a live pointer from `c_malloc` and friends.")]
 pub(crate) unsafe fn c_usable_size(ptr: *mut u8) -> usize {
     if contains(ptr) {
         // SAFETY: the caller passes a live pointer from `c_malloc` and friends.
@@ -585,7 +585,7 @@ pub(crate) unsafe fn c_usable_size(ptr: *mut u8) -> usize {
 }
 
 /// `realloc` for QuickJS. A null result leaves the old block valid.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the region allocator maps, copies and unmaps raw memory that only this worker's allocator owns")]
 pub(crate) unsafe fn c_realloc(ptr: *mut u8, size: usize) -> *mut u8 {
     if let Some(slot) = big_slot(ptr) {
         return big_resize(slot, size);
@@ -618,7 +618,7 @@ pub struct RegionAllocator;
 // SAFETY: region blocks satisfy the layout (size and alignment up to `MAX_ALIGN`, checked in
 // `region_alloc`), everything else is the system allocator's; each block is freed by the
 // allocator that made it, told apart by address.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "plain allocation.")]
 unsafe impl GlobalAlloc for RegionAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if active() {
@@ -717,7 +717,7 @@ mod tests {
     /// fallback, and an image that puts the bookkeeping back. (The global allocator is not
     /// installed in test binaries; the worker tests cover it.)
     #[test]
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "every pointer below comes from these functions and is freed once.")]
     fn the_region_allocates_reuses_falls_back_and_restores() {
         map().expect("region");
         let in_region = |p: *mut u8| contains(p);

@@ -243,7 +243,7 @@ struct InputState {
 }
 
 impl WorkerInput {
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "the `OwnedFd` owns the descriptor, so it stays open and the same for as long as the `AsyncFd` holds it.")]
     fn new(fd: OwnedFd) -> std::io::Result<Arc<WorkerInput>> {
         set_nonblocking(&fd)?;
         // SAFETY: the `OwnedFd` owns the descriptor, so it stays open and the same for as long
@@ -337,7 +337,7 @@ fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
 }
 
 /// Starts one worker, with a control page, and waits for it to report ready.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the worker's pipes are set non-blocking through their raw descriptors")]
 pub(crate) async fn spawn(
     program: &PathBuf,
     args: &[String],

@@ -37,7 +37,7 @@ pub(crate) type Next = Option<Result<WorkerFrame, String>>;
 
 impl WorkerOutput {
     /// Takes over a worker's stdout.
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "a worker's output is read through its raw descriptor without blocking")]
     pub(crate) fn new(stdout: ChildStdout) -> io::Result<WorkerOutput> {
         let fd = stdout.into_owned_fd()?;
         let flags = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL)?;

@@ -62,7 +62,7 @@ pub(crate) fn web<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
 }
 
 /// Loads a module from bytecode, evaluates it and returns its default export.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "`bytecode` was produced by `Module::write` in this very process, from our own source, by the same QuickJS build that reads it here; it is never read from outside.")]
 fn load_default<'js>(ctx: &Ctx<'js>, bytecode: &[u8]) -> rquickjs::Result<Function<'js>> {
     // SAFETY: `bytecode` was produced by `Module::write` in this very process, from our own
     // source, by the same QuickJS build that reads it here; it is never read from outside.

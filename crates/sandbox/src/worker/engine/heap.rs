@@ -21,7 +21,7 @@ pub(crate) struct CountingAllocator {
     live: HeapCounter,
 }
 
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the runtime's allocator hands out and counts raw blocks it owns")]
 impl CountingAllocator {
     /// An allocator and the counter it updates.
     pub(crate) fn new() -> (CountingAllocator, HeapCounter) {
@@ -41,7 +41,7 @@ impl CountingAllocator {
 
 // SAFETY: every pointer handed out comes from `region::c_malloc` or a sibling and is returned
 // to `region::c_free`; sizes are read with `region::c_usable_size`.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "plain allocation; a null result is passed on, as QuickJS expects.")]
 unsafe impl Allocator for CountingAllocator {
     fn alloc(&mut self, size: usize) -> *mut u8 {
         // SAFETY: plain allocation; a null result is passed on, as QuickJS expects.
