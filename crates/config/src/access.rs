@@ -38,13 +38,28 @@ pub enum HttpAuth {
     None,
 }
 
-/// A token's secret as configured.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A token's secret as configured. Its `Debug` never shows the token: a config printed for
+/// debugging must not leak it.
+#[derive(Clone, PartialEq, Eq)]
 pub enum TokenSecret {
     /// The token itself (`token = "${VAR}"`); may hold `${VAR}` until resolved.
     Plain(String),
     /// The SHA-256 of the token (`token_sha256 = "hex"`).
     Sha256([u8; 32]),
+}
+
+impl std::fmt::Debug for TokenSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenSecret::Plain(text) if text.starts_with("${") => {
+                f.debug_tuple("Plain").field(text).finish()
+            }
+            TokenSecret::Plain(text) => {
+                write!(f, "Plain(<{} characters, hidden>)", text.chars().count())
+            }
+            TokenSecret::Sha256(_) => f.write_str("Sha256(<digest>)"),
+        }
+    }
 }
 
 /// One `[[http.tokens]]` entry.

@@ -165,3 +165,16 @@ fn access_mistakes_name_the_key_and_the_fix() {
         .is_ok()
     );
 }
+
+#[test]
+fn a_token_never_shows_in_debug_output() {
+    let plain = sandgate_config::TokenSecret::Plain("very-secret-token-value-123456".into());
+    let shown = format!("{plain:?}");
+    assert!(!shown.contains("very-secret"), "{shown}");
+    assert!(shown.contains("30 characters, hidden"), "{shown}");
+    // Before `${VAR}` is resolved there is nothing secret in it, and it helps to see which.
+    let unresolved = sandgate_config::TokenSecret::Plain("${READER_TOKEN}".into());
+    assert_eq!(format!("{unresolved:?}"), "Plain(\"${READER_TOKEN}\")");
+    let digest = sandgate_config::TokenSecret::Sha256([7; 32]);
+    assert_eq!(format!("{digest:?}"), "Sha256(<digest>)");
+}
