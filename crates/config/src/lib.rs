@@ -15,6 +15,7 @@ mod interpolate;
 mod jsonc;
 mod model;
 mod parse;
+mod servers;
 mod suggest;
 mod telemetry;
 
