@@ -7,6 +7,10 @@
 //! byte to a child process and back.
 
 #![allow(missing_docs, clippy::expect_used)] // criterion_group! generates undocumented items
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a test or benchmark harness reads its settings (PATH, RUSTC, PROPTEST_CASES, BENCH_WORKERS) from the environment"
+)]
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

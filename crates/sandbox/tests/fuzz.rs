@@ -12,6 +12,10 @@
 //! sandgate-sandbox --test fuzz` runs long.
 
 #![allow(clippy::expect_used)]
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a test or benchmark harness reads its settings (PATH, RUSTC, PROPTEST_CASES, BENCH_WORKERS) from the environment"
+)]
 
 use proptest::prelude::*;
 use sandgate_sandbox::encoding::{head_and_tail, well_formed_json};

@@ -3,6 +3,10 @@
 //! `build.rs` sets for Linux targets) is what such a build sees.
 
 #![allow(clippy::expect_used)] // a missing compiler fails the test, as it should
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a test or benchmark harness reads its settings (PATH, RUSTC, PROPTEST_CASES, BENCH_WORKERS) from the environment"
+)]
 
 use std::process::Command;
 

@@ -2,6 +2,7 @@
 //! are awkward in JavaScript work, and `require_lockdown` refuses a worker without protections.
 
 #![allow(clippy::expect_used)]
+#![expect(clippy::disallowed_methods, reason = "the test finds programs on PATH")]
 
 mod common;
 

@@ -12,6 +12,10 @@
 //! tests/node.
 
 #![allow(missing_docs, clippy::expect_used)]
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the benchmark starts backends, which inherit PATH and HOME"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,6 +3,11 @@
 //! This is the only crate that reads the environment, prints to stdout or uses `anyhow`.
 //! Logs always go to stderr, because in stdio mode stdout is the MCP protocol.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the binary is the one crate that reads the environment (clippy.toml)"
+)]
+
 mod access;
 mod cli;
 mod selfguard;

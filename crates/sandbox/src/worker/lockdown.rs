@@ -47,6 +47,10 @@ pub fn apply() -> Protections {
     let rlimits = rlimits().is_ok();
     let no_new_privs = nix::sys::prctl::set_no_new_privs().is_ok();
     let landlock = landlock_deny_all();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the worker checks that its own environment is empty"
+    )]
     let empty_environment = std::env::vars_os().next().is_none();
     let seccomp = seccomp_allowlist().is_ok();
     let active = vec![

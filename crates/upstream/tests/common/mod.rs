@@ -1,7 +1,7 @@
 //! Helpers shared by the upstream integration tests: a manager over the fake backend in
 //! tests/fixtures/fake_backend.py, and calls through the real grant.
 
-#![allow(dead_code, clippy::expect_used)] // each test file uses some; broken fixtures panic
+#![allow(dead_code, clippy::expect_used, clippy::disallowed_methods)] // each test file uses some; broken fixtures panic; backends inherit PATH and HOME
 
 use std::sync::Arc;
 use std::time::Duration;
