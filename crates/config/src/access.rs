@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use sandgate_policy::{FsRoot, Grant, HostPattern, NetGrant, Profile, ProfileLimits};
 use serde_json::{Map, Value};
 
-use crate::ConfigError;
-use crate::parse::{Walker, join, kind, opt_bool, opt_string, string_list};
+use crate::error::ConfigError;
+use crate::walker::{Walker, join, kind, opt_bool, opt_string, string_list};
 
 const PROFILE_KEYS: &[&str] = &[
     "tools",

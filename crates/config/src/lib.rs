@@ -18,6 +18,7 @@ mod parse;
 mod servers;
 mod suggest;
 mod telemetry;
+mod walker;
 
 pub use access::{AuditConfig, HttpAuth, HttpToken, MIN_TOKEN_CHARS, TokenSecret};
 pub use error::ConfigError;
@@ -28,5 +29,6 @@ pub use model::{
     DEFAULT_OUTPUT_RETENTION_HOURS, HttpConfig, HttpLimits, MAX_TOOL_NAME_BYTES, OutputConfig,
     StoreConfig, StoredToolsConfig, ToolFilter, Transport,
 };
-pub use parse::{Format, STORED_TOOLS_BACKEND, load_file, parse_str};
+pub use parse::{Format, load_file, parse_str};
+pub use servers::STORED_TOOLS_BACKEND;
 pub use telemetry::TelemetryConfig;

@@ -10,7 +10,8 @@ pub use sandgate_output::OutputConfig;
 use sandgate_policy::{Profile, glob_match};
 
 use crate::access::{AuditConfig, HttpAuth, HttpToken, TokenSecret};
-use crate::{ConfigError, interpolate};
+use crate::error::ConfigError;
+use crate::interpolate;
 
 /// Default per-call timeout for a backend tool call.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -94,7 +95,7 @@ pub struct Config {
     /// Stored tools (`[stored_tools]`).
     pub stored_tools: StoredToolsConfig,
     /// Where OpenTelemetry spans go (`[telemetry]`).
-    pub telemetry: crate::TelemetryConfig,
+    pub telemetry: crate::telemetry::TelemetryConfig,
 }
 
 /// Settings of stored tools.

@@ -8,10 +8,15 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::ConfigError;
-use crate::STORED_TOOLS_BACKEND;
+use crate::error::ConfigError;
 use crate::model::*;
-use crate::parse::{Walker, duration, opt_bool, opt_string, string_list, string_map, whole_number};
+use crate::walker::{
+    Walker, duration, opt_bool, opt_string, string_list, string_map, whole_number,
+};
+
+/// The backend name stored tools appear under (`user.<name>`), so no configured backend may
+/// take it.
+pub const STORED_TOOLS_BACKEND: &str = "user";
 
 const BACKEND_KEYS: &[&str] = &[
     "command",

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use crate::ConfigError;
-use crate::parse::{Walker, opt_string};
+use crate::error::ConfigError;
+use crate::walker::{Walker, opt_string};
 
 /// OpenTelemetry export settings.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

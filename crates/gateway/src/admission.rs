@@ -6,8 +6,6 @@ use std::time::{Duration, Instant};
 
 use sandgate_policy::Profile;
 
-use crate::Gateway;
-
 const WINDOW: Duration = Duration::from_secs(60);
 
 /// Start times within the last minute, per profile.
@@ -35,13 +33,21 @@ impl Rates {
     }
 }
 
-impl Gateway {
+/// Start times per profile, shared by every request.
+#[derive(Debug, Default)]
+pub(crate) struct Admission {
+    rates: std::sync::Mutex<Rates>,
+}
+
+impl Admission {
     /// Admits one execution of `profile`, or says why not and when to retry.
     pub(crate) fn admit_execution(&self, profile: &Profile) -> Result<(), String> {
         let Some(per_minute) = profile.limits.executions_per_minute else {
             return Ok(());
         };
-        self.rates()
+        self.rates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .admit(&profile.name, per_minute, Instant::now())
             .map_err(|wait| {
                 format!(

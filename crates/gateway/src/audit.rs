@@ -14,7 +14,7 @@ use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 
 use serde_json::{Value, json};
 
-use crate::GatewayError;
+use crate::error::GatewayError;
 
 /// Lines queued for the writer at most.
 const QUEUE_LINES: usize = 8192;

@@ -1,33 +1,37 @@
-//! The sandbox's way to the door: every call a guest makes arrives here and goes through
-//! [`Gateway::call_tool`] (tools) or [`Gateway::use_capability`] (fetch, fs, env). The sandbox
-//! names tools by index into the list the gateway gave it, which holds only the caller's view,
-//! so the guest can never ask for a tool outside it; the door checks each call again.
+//! The sandbox's way to the door: every call a guest makes arrives here and goes through the
+//! [`Door`](crate::door::Door), tools with their stored ones run in the sandbox again, and host
+//! functions by their [`HostFunction`]. The sandbox names tools by index into the list the
+//! gateway gave it, which holds only the caller's view, so the guest can never ask for a tool
+//! outside it; the door checks each call again.
+//!
+//! [`call_as`] is the same way in for a caller outside any execution.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use sandgate_catalog::{Catalog, TsDecl};
 use sandgate_policy::ToolCall;
-use sandgate_sandbox::{Bridge, CallFailure, ToolAnswer, ToolBinding};
+use sandgate_sandbox::{Bridge, CallFailure, FailureKind, ToolAnswer, ToolBinding};
+use serde_json::{Map, Value};
 
-use crate::Gateway;
-use crate::chain::ProgressSink;
-use crate::door::Knock;
+use crate::caller::Caller;
+use crate::door::{HostFunction, Knock, RunStored};
+use crate::gateway::Gateway;
+use crate::progress::ProgressSink;
 
 /// Routes one execution's calls to the door.
 #[derive(Debug, Clone)]
-pub struct UpstreamBridge {
+pub struct ExecutionBridge {
     gateway: Arc<Gateway>,
     knock: Arc<Knock>,
     /// The longest any single call may take (the execution's own deadline still applies).
     call_limit: Option<Duration>,
 }
 
-impl UpstreamBridge {
+impl ExecutionBridge {
     /// A bridge for one execution of `knock`'s caller.
     pub fn new(gateway: Arc<Gateway>, knock: Knock, call_limit: Option<Duration>) -> Self {
-        UpstreamBridge {
+        ExecutionBridge {
             gateway,
             knock: Arc::new(knock),
             call_limit,
@@ -43,7 +47,65 @@ impl UpstreamBridge {
     }
 }
 
-impl Bridge for UpstreamBridge {
+/// Runs stored tools for the door, in the sandbox of `0`.
+struct StoredRunner<'a>(&'a Arc<Gateway>);
+
+impl RunStored for StoredRunner<'_> {
+    fn run_stored<'a>(
+        &'a self,
+        knock: &'a Knock,
+        name: &'a str,
+        arguments: Map<String, Value>,
+    ) -> BoxFuture<'a, Result<ToolAnswer, CallFailure>> {
+        Box::pin(async move {
+            let prepared = crate::stored::run::prepare(self.0, knock, name, arguments).await?;
+            let bridge = ExecutionBridge::new(self.0.clone(), prepared.knock, None);
+            let result = prepared
+                .runtime
+                .sandbox
+                .run(prepared.execution, Arc::new(bridge))
+                .await;
+            Ok(crate::stored::run::answer(&prepared.tool, result))
+        })
+    }
+}
+
+/// Calls `call` for `knock` through the door, a stored tool run by the gateway's sandbox.
+pub(crate) async fn call_tool(
+    gateway: &Arc<Gateway>,
+    knock: &Knock,
+    call: ToolCall,
+    args: String,
+    limit: Option<Duration>,
+) -> Result<ToolAnswer, CallFailure> {
+    let catalog = gateway.catalog();
+    gateway
+        .door()
+        .call_tool(knock, call, args, limit, &StoredRunner(gateway), &catalog)
+        .await
+}
+
+/// Calls `call` as `caller`, outside any execution: through the door like every call
+/// (authorized, audited). For stored tools exposed as plain MCP tools, embedding and
+/// benchmarks; MCP clients otherwise reach tools through `call_tool_chain`.
+pub async fn call_as(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    call: ToolCall,
+    arguments: Map<String, Value>,
+) -> Result<ToolAnswer, CallFailure> {
+    let knock = Knock::new(caller.clone(), sandgate_store::new_execution_id());
+    call_tool(
+        gateway,
+        &knock,
+        call,
+        Value::Object(arguments).to_string(),
+        None,
+    )
+    .await
+}
+
+impl Bridge for ExecutionBridge {
     fn call_tool(
         &self,
         tool: &ToolBinding,
@@ -57,7 +119,7 @@ impl Bridge for UpstreamBridge {
         let progress = self.knock.progress.clone();
         let started = std::time::Instant::now();
         Box::pin(async move {
-            let result = gateway.call_tool(&knock, call, args, limit).await;
+            let result = call_tool(&gateway, &knock, call, args, limit).await;
             if let Some(progress) = &progress {
                 let ok = matches!(&result, Ok(answer) if !answer.is_error);
                 let millis = started.elapsed().as_secs_f64() * 1000.0;
@@ -73,22 +135,16 @@ impl Bridge for UpstreamBridge {
         args: String,
     ) -> BoxFuture<'static, Result<String, CallFailure>> {
         let (gateway, knock) = (self.gateway.clone(), self.knock.clone());
+        let function = HostFunction::named(name);
         let name = name.to_string();
-        Box::pin(async move { gateway.use_capability(&knock, &name, args).await })
-    }
-}
-
-/// The sandbox's view of every tool in a catalog, with TypeScript declarations.
-pub fn tool_bindings(catalog: &Catalog) -> Vec<ToolBinding> {
-    catalog
-        .entries()
-        .iter()
-        .map(|entry| ToolBinding {
-            backend: entry.spec.backend.clone(),
-            name: entry.spec.name.clone(),
-            js_backend: entry.js_backend.clone(),
-            js_tool: entry.js_tool.clone(),
-            declaration: TsDecl::for_entry(entry).declaration,
+        Box::pin(async move {
+            match function {
+                Some(function) => gateway.door().use_host(&knock, function, args).await,
+                None => Err(CallFailure::new(
+                    FailureKind::Denied,
+                    format!("`{name}` is not a capability of this execution"),
+                )),
+            }
         })
-        .collect()
+    }
 }

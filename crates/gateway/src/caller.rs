@@ -17,7 +17,7 @@
 use rmcp::service::{RequestContext, RoleServer};
 use sandgate_policy::Access;
 
-use crate::Gateway;
+use crate::profiles::Profiles;
 
 /// Put on an HTTP request by the auth layer once its bearer token matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub struct Caller {
 
 impl Caller {
     /// The caller of one request.
-    pub fn of(gateway: &Gateway, context: &RequestContext<RoleServer>) -> Caller {
+    pub fn of(profiles: &Profiles, context: &RequestContext<RoleServer>) -> Caller {
         let trace = crate::telemetry::traces::from_meta(
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
@@ -66,7 +66,7 @@ impl Caller {
         let Some(parts) = context.extensions.get::<http::request::Parts>() else {
             return Caller {
                 trace,
-                ..Caller::local(gateway)
+                ..Caller::local(profiles)
             };
         };
         let authenticated = parts.extensions.get::<Authenticated>();
@@ -76,17 +76,17 @@ impl Caller {
                 Some(session) => Owner::Session(fnv_hex(session.as_bytes())),
                 None => Owner::Stateless,
             },
-            access: Access::new(gateway.profile(profile)),
+            access: Access::new(profiles.get(profile)),
             token_id: authenticated.map(|a| a.token_id.clone()),
             trace,
         }
     }
 
     /// The local user: the stdio client, under the `default` profile.
-    pub fn local(gateway: &Gateway) -> Caller {
+    pub fn local(profiles: &Profiles) -> Caller {
         Caller {
             owner: Owner::Local,
-            access: Access::new(gateway.profile("default")),
+            access: Access::new(profiles.get("default")),
             token_id: None,
             trace: opentelemetry::Context::new(),
         }

@@ -8,37 +8,52 @@
 //! which asks the policy first and writes the decision to the audit log. Executions and calls
 //! are counted for `/metrics` and traced as OpenTelemetry spans (`telemetry`).
 
+// The layers, from the ground up (each uses only those below it; `tests/layout.rs` holds it):
+// 1. the parts: who calls, what is audited, admitted, counted and told, the profiles, the
+//    views of the catalog, what executions run on, progress;
 mod admission;
 mod audit;
-mod bridge;
 mod caller;
-mod capability;
-pub mod chain;
-mod console;
-mod door;
+mod clients;
 mod error;
-mod handler;
-mod http;
-mod meta_tools;
 mod notice;
-mod resources;
-mod state;
-pub mod stored;
+mod profiles;
+mod progress;
+mod runtime;
 pub mod telemetry;
 mod views;
+// 2. the stored tools as listed, and the catalog with its views;
+mod catalogs;
+pub mod stored;
+// 3. the one door to backends and host capabilities;
+mod door;
+// 4. the gateway, built from the parts, and the sandbox's way to the door;
+mod bridge;
+mod gateway;
+// 5. `call_tool_chain`;
+pub mod chain;
+// 6. the MCP surface;
+mod mcp;
+// 7. the HTTP front and the console.
+mod console;
+mod http;
 
 pub use audit::AuditLog;
-pub use bridge::{UpstreamBridge, tool_bindings};
-pub use caller::{Authenticated, Caller, Owner};
-pub use capability::granted as granted_capabilities;
-pub use chain::{Cancellation, ChainArgs, ChainRuntime, call_tool_chain};
-pub use door::Knock;
+pub use bridge::{ExecutionBridge, call_as};
+pub use caller::{Authenticated, Caller, Owner, Part};
+pub use catalogs::STARTUP_WAIT;
+pub use chain::call_tool_chain;
+pub use door::{Door, HostFunction, Knock, granted as granted_capabilities};
 pub use error::GatewayError;
-pub use handler::SandgateServer;
-pub use http::{HttpAuthOptions, HttpOptions, KnownToken, serve_http, sha256};
-pub use meta_tools::META_TOOLS;
-pub use state::Gateway;
-pub use views::View;
+pub use gateway::{FinishedExecution, Gateway, GatewayBuilder};
+pub use http::{HttpAuthOptions, HttpOptions, HttpTokens, KnownToken, serve_http, sha256};
+pub use mcp::{META_TOOLS, SandgateServer};
+pub use profiles::Profiles;
+pub use progress::ProgressSink;
+pub use runtime::{Cancellation, ChainRuntime};
+pub use views::{View, tool_bindings};
+
+pub use chain::ChainArgs;
 
 /// Serves one MCP client over stdin/stdout until it disconnects.
 pub async fn serve_stdio(gateway: std::sync::Arc<Gateway>) -> Result<(), GatewayError> {

@@ -6,14 +6,9 @@
 //! `sandgate://overview` and the console (to admin profiles), and sent once to every connected
 //! client as an MCP log message (`notifications/message`, level `error`).
 
-use std::sync::{Arc, PoisonError};
+use std::sync::{PoisonError, RwLock};
 
-// Logging is deprecated by SEP-2577 for the 2026 era, but 2025-11-25 sessions (the ones a
-// desktop client holds) still show it; it is the one channel to the user there is.
-#[allow(deprecated)]
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-
-use crate::Gateway;
+use crate::clients::Clients;
 
 /// Why the latest change of the served config did not load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,44 +19,33 @@ pub(crate) struct ConfigProblem {
     pub at_ms: u64,
 }
 
-impl Gateway {
+/// The served config's latest problem, while it lasts.
+#[derive(Debug, Default)]
+pub(crate) struct Notice {
+    problem: RwLock<Option<ConfigProblem>>,
+}
+
+impl Notice {
     /// Records that the served config's latest change did not load (`Some`), or that it loads
     /// again (`None`); a new problem is sent to every connected client as a log message.
-    #[allow(deprecated)]
-    pub async fn config_did_not_load(self: &Arc<Self>, problem: Option<String>) {
+    pub(crate) async fn config_did_not_load(&self, problem: Option<String>, clients: &Clients) {
         let Some(message) = problem else {
-            *self
-                .config_problem
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = None;
+            *self.problem.write().unwrap_or_else(PoisonError::into_inner) = None;
             return;
         };
         let text = format!(
             "sandgate could not load the changed config, so it keeps running the one it had: {message}"
         );
-        *self
-            .config_problem
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(ConfigProblem {
+        *self.problem.write().unwrap_or_else(PoisonError::into_inner) = Some(ConfigProblem {
             message: text.clone(),
             at_ms: sandgate_store::now_ms().try_into().unwrap_or(0),
         });
-        for peer in self.open_peers() {
-            let _ = peer
-                .notify_logging_message(
-                    LoggingMessageNotificationParam::new(
-                        LoggingLevel::Error,
-                        serde_json::Value::String(text.clone()),
-                    )
-                    .with_logger("sandgate"),
-                )
-                .await;
-        }
+        clients.log_error(&text).await;
     }
 
     /// Why the served config's latest change did not load, if it did not.
     pub(crate) fn config_problem(&self) -> Option<ConfigProblem> {
-        self.config_problem
+        self.problem
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()

@@ -2,17 +2,14 @@
 //! access may reach. Lists, search, declarations, resources and the guest's globals are all
 //! made from a view, so a tool outside a profile is not merely refused: it is absent.
 //!
-//! A profile's view is built once per catalog and kept; a view narrowed by `allow_tools` is
-//! built for its one execution.
+//! A profile's view is built once per catalog and kept (`catalogs`); a view narrowed by
+//! `allow_tools` is built for its one execution.
 
 use std::sync::Arc;
 
-use sandgate_catalog::{Catalog, Entry};
+use sandgate_catalog::{Catalog, Entry, TsDecl};
 use sandgate_policy::{Access, ToolCall, ToolName};
 use sandgate_sandbox::ToolBinding;
-
-use crate::Gateway;
-use crate::bridge::tool_bindings;
 
 /// A catalog and the sandbox's view of the same tools, index for index.
 #[derive(Debug, Clone, Default)]
@@ -34,7 +31,7 @@ impl View {
     }
 
     /// The part of this view `access` may see.
-    fn narrowed(&self, access: &Access) -> View {
+    pub(crate) fn narrowed(&self, access: &Access) -> View {
         let specs = self
             .catalog
             .entries()
@@ -75,54 +72,21 @@ pub(crate) fn call_of(entry: &Entry) -> ToolCall {
 /// A profile's view and the full view it was cut from.
 #[derive(Debug, Clone)]
 pub(crate) struct CachedView {
-    from: Arc<Catalog>,
-    view: View,
+    pub(crate) from: Arc<Catalog>,
+    pub(crate) view: View,
 }
 
-impl Gateway {
-    /// What `access` may see of the current catalog.
-    pub fn view(&self, access: &Access) -> View {
-        self.view_of(access, &self.current_view())
-    }
-
-    /// What `access` may see of `full`.
-    pub(crate) fn view_of(&self, access: &Access, full: &View) -> View {
-        if access.sees_every_tool() {
-            return full.clone();
-        }
-        if access.is_narrowed() {
-            return full.narrowed(access);
-        }
-        let name = &access.profile().name;
-        let mut cache = self.profile_views();
-        if let Some(cached) = cache.get(name)
-            && Arc::ptr_eq(&cached.from, &full.catalog)
-        {
-            return cached.view.clone();
-        }
-        let view = full.narrowed(access);
-        cache.insert(
-            name.clone(),
-            CachedView {
-                from: full.catalog.clone(),
-                view: view.clone(),
-            },
-        );
-        view
-    }
-
-    /// [`Gateway::settled_catalog`], as `access` sees it.
-    pub async fn settled_view(self: &Arc<Self>, access: &Access) -> View {
-        self.settled_view_for(access, |_| true).await
-    }
-
-    /// [`Gateway::settled_catalog_for`], as `access` sees it.
-    pub async fn settled_view_for(
-        self: &Arc<Self>,
-        access: &Access,
-        needed: impl Fn(&str) -> bool,
-    ) -> View {
-        let full = self.settled_full_view_for(needed).await;
-        self.view_of(access, &full)
-    }
+/// The sandbox's view of every tool in a catalog, with TypeScript declarations.
+pub fn tool_bindings(catalog: &Catalog) -> Vec<ToolBinding> {
+    catalog
+        .entries()
+        .iter()
+        .map(|entry| ToolBinding {
+            backend: entry.spec.backend.clone(),
+            name: entry.spec.name.clone(),
+            js_backend: entry.js_backend.clone(),
+            js_tool: entry.js_tool.clone(),
+            declaration: TsDecl::for_entry(entry).declaration,
+        })
+        .collect()
 }

@@ -29,7 +29,7 @@ use sandgate_gateway::{Caller, Cancellation, ChainArgs, ChainRuntime, Gateway, c
 use sandgate_policy::{Access, ToolCall};
 use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
 use sandgate_store::{Retention, Store, StoreHandle};
-use sandgate_upstream::{BackendManager, ManagerOptions};
+use sandgate_upstream::{BackendCalls, BackendManager, ManagerOptions};
 
 const EVERYTHING: &str =
     "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
@@ -52,36 +52,44 @@ fn bench(c: &mut Criterion) {
         server.display().to_string()
     );
     let config = parse_str(&toml, Format::Toml, "bench.toml").expect("config");
-    let gateway = runtime.block_on(async {
-        let inherited_env = sandgate_upstream::INHERITED_ENV
+    let (gateway, direct) = runtime.block_on(async {
+        let inherited_env: Vec<(String, String)> = sandgate_upstream::INHERITED_ENV
             .iter()
             .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
             .collect();
-        let manager = BackendManager::start(
-            &config,
-            ManagerOptions {
-                inherited_env,
-                cache: None,
-                restart: Default::default(),
-            },
-        );
+        let options = || ManagerOptions {
+            inherited_env: inherited_env.clone(),
+            cache: None,
+            restart: Default::default(),
+        };
+        // The direct measurement calls a backend of its own (the gateway's door keeps the
+        // gateway's backends' only calls half): the same server, started the same way.
+        let (direct, direct_calls) = BackendManager::start(&config, options());
+        let (manager, calls) = BackendManager::start(&config, options());
+        direct.wait_settled(Duration::from_secs(30)).await;
         manager.wait_settled(Duration::from_secs(30)).await;
-        let gateway = Gateway::new(manager, config.access_profiles(), AuditLog::disabled());
         let mut pool = PoolConfig::new(env!("CARGO_BIN_EXE_sandgate"));
         pool.args = vec!["__sandbox-worker".into()];
         pool.workers = 2;
         let sandbox = Sandbox::start(pool).await.expect("sandbox");
         let store = StoreHandle::spawn(Store::open_in_memory(Retention::default()).expect("store"))
             .expect("store thread");
-        gateway.attach_chain(ChainRuntime {
-            sandbox,
-            store: Some(store),
-            output: Default::default(),
-            limits: Limits::default(),
-        });
+        let gateway = Gateway::builder(manager, Box::new(calls))
+            .profiles(config.access_profiles())
+            .audit(AuditLog::disabled())
+            .chain(ChainRuntime {
+                sandbox,
+                store: Some(store),
+                output: Default::default(),
+                limits: Limits::default(),
+            })
+            .build()
+            .await;
         // Let the catalog see the backend before measuring.
-        let _ = gateway.settled_view(&Caller::local(&gateway).access).await;
-        gateway
+        let _ = gateway
+            .settled_view(&Caller::local(gateway.profiles()).access)
+            .await;
+        (gateway, (direct, direct_calls))
     });
     assert!(
         !gateway.catalog().is_empty(),
@@ -93,17 +101,17 @@ fn bench(c: &mut Criterion) {
 
     // Direct: the backend call itself, through the same rmcp client and policy check.
     {
-        let gateway = gateway.clone();
+        let (gateway, direct) = (gateway.clone(), Arc::new(direct));
         let measure = timed(runtime, samples.clone(), "direct/manager_call", move || {
-            let gateway = gateway.clone();
+            let (gateway, direct) = (gateway.clone(), direct.clone());
             async move {
                 let authorized = Access::new(gateway.profile("default"))
                     .authorize_tool(ToolCall::new("everything", "echo"))
                     .expect("allowed");
                 let mut args = serde_json::Map::new();
                 args.insert("message".into(), "bench".into());
-                let result = gateway
-                    .manager()
+                let result = direct
+                    .1
                     .call(&authorized, Some(args), Default::default())
                     .await
                     .expect("echo");
@@ -140,7 +148,7 @@ fn bench(c: &mut Criterion) {
                     ..ChainArgs::default()
                 };
                 let never = Cancellation::default();
-                let caller = Caller::local(&gateway);
+                let caller = Caller::local(gateway.profiles());
                 let result = call_tool_chain(&gateway, &caller, args, None, &never).await;
                 assert_ne!(result.is_error, Some(true), "{result:?}");
             }
@@ -166,20 +174,27 @@ fn bench(c: &mut Criterion) {
             })
             .await
             .expect("registered");
-        gateway.watch_stored_tools().await;
+        let tools = store.run(|s| s.tools()).await.expect("stored tools");
+        gateway
+            .install_stored_tools(sandgate_gateway::stored::load(tools))
+            .await;
     });
     {
         let gateway = gateway.clone();
         let measure = timed(runtime, samples.clone(), "stored/call", move || {
             let gateway = gateway.clone();
             async move {
-                let caller = Caller::local(&gateway);
+                let caller = Caller::local(gateway.profiles());
                 let mut args = serde_json::Map::new();
                 args.insert("n".into(), 21.into());
-                let answer = gateway
-                    .call_as(&caller, ToolCall::new("user", "bench_double"), args)
-                    .await
-                    .expect("called");
+                let answer = sandgate_gateway::call_as(
+                    &gateway,
+                    &caller,
+                    ToolCall::new("user", "bench_double"),
+                    args,
+                )
+                .await
+                .expect("called");
                 assert!(!answer.is_error, "{}", answer.json);
             }
         });

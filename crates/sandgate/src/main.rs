@@ -22,13 +22,13 @@ use clap::Parser;
 static ALLOCATOR: sandgate_sandbox::region::RegionAllocator =
     sandgate_sandbox::region::RegionAllocator;
 
-/// The hidden first argument that turns this binary into a sandbox worker process.
-pub const WORKER_ARG: &str = "__sandbox-worker";
-
 fn main() -> std::process::ExitCode {
     // A sandbox worker must lock itself down before anything else runs: no logging, no async
     // runtime, no threads. So it is dispatched before argument parsing.
-    if std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG) {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == setup::WORKER_ARG)
+    {
         let code = sandgate_sandbox::worker::main();
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
@@ -40,7 +40,8 @@ fn main() -> std::process::ExitCode {
     }
     sandgate_sandbox::region::map_large_blocks();
     let args = cli::Cli::parse();
-    setup::init_logging(&args);
+    let serving = matches!(args.command, cli::Command::Serve(_));
+    setup::init_logging(args.log_level.as_deref(), serving);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -12,20 +12,19 @@ use sandgate_config::Config;
 use sandgate_gateway::{ChainRuntime, Gateway};
 use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
 use sandgate_store::{Retention, Store, StoreHandle};
-use sandgate_upstream::{BackendManager, BackendState, ManagerOptions, ToolCache};
-
-use crate::cli::Cli;
+use sandgate_upstream::{BackendManager, BackendState, ManagerCalls, ManagerOptions, ToolCache};
 
 /// Config files looked for, in order, when `--config` is not given.
 const DEFAULT_CONFIGS: &[&str] = &["sandgate.toml", ".mcp.json"];
 
-/// Sends logs to stderr. `RUST_LOG` overrides `--log-level`.
-pub fn init_logging(args: &Cli) {
-    let default = match args.command {
-        crate::cli::Command::Serve(_) => "info,rmcp=warn",
-        _ => "warn",
-    };
-    let level = args.log_level.as_deref().unwrap_or(default);
+/// The hidden first argument that turns this binary into a sandbox worker process.
+pub const WORKER_ARG: &str = "__sandbox-worker";
+
+/// Sends logs to stderr at `log_level` (`--log-level`; by default `info` while serving, else
+/// `warn`). `RUST_LOG` overrides it.
+pub fn init_logging(log_level: Option<&str>, serving: bool) {
+    let default = if serving { "info,rmcp=warn" } else { "warn" };
+    let level = log_level.unwrap_or(default);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let subscriber = tracing_subscriber::fmt()
@@ -156,12 +155,11 @@ pub fn open_store(config: &Config) -> anyhow::Result<Store> {
     }
 }
 
-/// Starts the sandbox and the store and gives them to the gateway, so `call_tool_chain` and
-/// stored tools run; the gateway then keeps its stored tools in step with the store.
-pub async fn attach_chain(config: &Config, gateway: &Arc<Gateway>) -> anyhow::Result<()> {
+/// Starts the sandbox and the store: what `call_tool_chain` and stored tools run on.
+pub async fn chain_runtime(config: &Config) -> anyhow::Result<ChainRuntime> {
     let sandbox = start_sandbox(config).await?;
     let store = StoreHandle::spawn(open_store(config)?)?;
-    gateway.attach_chain(ChainRuntime {
+    Ok(ChainRuntime {
         sandbox,
         store: Some(store),
         output: config.output,
@@ -171,9 +169,25 @@ pub async fn attach_chain(config: &Config, gateway: &Arc<Gateway>) -> anyhow::Re
             max_recorded_argument_bytes: recorded_argument_bytes(config),
             ..Limits::default()
         },
-    });
-    gateway.watch_stored_tools().await;
-    Ok(())
+    })
+}
+
+/// The gateway of `config` over started backends (`calls` is their calls half, which only
+/// the gateway's door keeps) and `runtime`. It keeps its stored tools in step with the store.
+pub async fn build_gateway(
+    config: &Config,
+    manager: Arc<BackendManager>,
+    calls: ManagerCalls,
+    runtime: ChainRuntime,
+) -> anyhow::Result<Arc<Gateway>> {
+    Ok(Gateway::builder(manager, Box::new(calls))
+        .profiles(config.access_profiles())
+        .audit(crate::access::audit_log(config)?)
+        .chain(runtime)
+        .startup_wait(config.startup_wait)
+        .expose_stored_tools(config.stored_tools.expose_as_mcp_tools)
+        .build()
+        .await)
 }
 
 /// How many bytes of its calls' arguments an execution's record keeps: none unless
@@ -187,8 +201,9 @@ pub fn recorded_argument_bytes(config: &Config) -> usize {
     }
 }
 
-/// Starts every backend. Children inherit only `PATH` and `HOME` from sandgate.
-pub fn start_backends(config: &Config) -> Arc<BackendManager> {
+/// Starts every backend. Children inherit only `PATH` and `HOME` from sandgate. Returns the
+/// manager and its calls half (for the gateway's door; a command that calls no tool drops it).
+pub fn start_backends(config: &Config) -> (Arc<BackendManager>, ManagerCalls) {
     let inherited_env = sandgate_upstream::INHERITED_ENV
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
@@ -204,12 +219,12 @@ pub fn start_backends(config: &Config) -> Arc<BackendManager> {
 }
 
 /// Starts the sandbox: a pool of workers that are this very binary, re-executed with
-/// [`crate::WORKER_ARG`], so no second executable has to be installed.
+/// [`WORKER_ARG`], so no second executable has to be installed.
 pub async fn start_sandbox(config: &Config) -> anyhow::Result<Sandbox> {
     let program = std::env::current_exe()
         .context("cannot find the sandgate executable to start sandbox workers")?;
     let mut pool = PoolConfig::new(program);
-    pool.args = vec![crate::WORKER_ARG.to_string()];
+    pool.args = vec![WORKER_ARG.to_string()];
     if let Some(workers) = config.sandbox.workers {
         pool.workers = workers;
         pool.max_workers = workers * 4;

@@ -17,6 +17,7 @@ mod frames;
 mod listing;
 mod manager;
 mod reload;
+mod seam;
 mod stderr;
 mod supervisor;
 mod transport;
@@ -27,6 +28,9 @@ pub use context::{BackendProgress, CallContext};
 pub use error::UpstreamError;
 pub use escapees::{BACKEND_RUN_VAR, SELF_AS_BACKEND, kill_every_backend_process};
 pub use listing::ToolProblem;
-pub use manager::{BackendManager, INHERITED_ENV, ManagerOptions, RestartPolicy, UpstreamEvent};
+pub use manager::{
+    BackendManager, INHERITED_ENV, ManagerCalls, ManagerOptions, RestartPolicy, UpstreamEvent,
+};
 pub use reload::Reloaded;
 pub use rmcp::model::CallToolResult;
+pub use seam::{BackendCalls, Backends};

@@ -127,6 +127,23 @@ impl Shared {
     }
 }
 
+/// The calls half of a [`BackendManager`]: made once, by [`BackendManager::start`], and not
+/// `Clone`, so whoever it is handed to is the only caller of the manager's backends.
+#[derive(Debug)]
+pub struct ManagerCalls {
+    manager: Arc<BackendManager>,
+}
+
+impl ManagerCalls {
+    fn of(manager: Arc<BackendManager>) -> ManagerCalls {
+        ManagerCalls { manager }
+    }
+
+    pub(crate) fn manager(&self) -> &BackendManager {
+        &self.manager
+    }
+}
+
 /// All backends of one config.
 #[derive(Debug)]
 pub struct BackendManager {
@@ -168,7 +185,10 @@ impl Supervised {
 impl BackendManager {
     /// Starts every enabled backend concurrently and returns at once; backends connect in the
     /// background. Must be called inside a tokio runtime.
-    pub fn start(config: &Config, options: ManagerOptions) -> Arc<BackendManager> {
+    ///
+    /// Returns the manager and its calls half ([`ManagerCalls`]), made this once: whoever holds
+    /// it is the only code that can call these backends (the gateway's door).
+    pub fn start(config: &Config, options: ManagerOptions) -> (Arc<BackendManager>, ManagerCalls) {
         let mut known = options
             .cache
             .as_ref()
@@ -195,13 +215,14 @@ impl BackendManager {
             }
             backends.insert(cfg.name.clone(), backend);
         }
-        Arc::new(BackendManager {
+        let manager = Arc::new(BackendManager {
             backends: RwLock::new(Arc::new(backends)),
             shared,
             shutdown,
             supervisors: Mutex::new(supervisors),
             reloading: tokio::sync::Mutex::new(()),
-        })
+        });
+        (manager.clone(), ManagerCalls::of(manager))
     }
 
     /// A snapshot of the backends by name.
@@ -231,7 +252,7 @@ impl BackendManager {
     /// `since`.
     ///
     /// [`generation`]: BackendManager::generation
-    pub fn tools_changed_since(&self, since: u64, needed: impl Fn(&str) -> bool) -> bool {
+    pub fn tools_changed_since(&self, since: u64, needed: &dyn Fn(&str) -> bool) -> bool {
         self.backends().iter().any(|(name, backend)| {
             needed(name)
                 && backend
@@ -316,7 +337,7 @@ impl BackendManager {
 
     /// Calls a tool, in `context` (a limit that may shorten the backend's configured timeout,
     /// a trace, where progress goes).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         call: &Authorized<ToolCall>,
         arguments: Option<JsonObject>,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{call, start, start_with, text};
 use sandgate_policy::{Access, Profile, ToolCall};
-use sandgate_upstream::{BackendState, ToolCache, UpstreamError};
+use sandgate_upstream::{BackendCalls, BackendState, ToolCache, UpstreamError};
 use serde_json::json;
 
 #[tokio::test]
@@ -189,21 +189,24 @@ async fn concurrency_cap_queues_calls() {
             tokio::time::sleep(Duration::from_millis(50)).await;
             let started = std::time::Instant::now();
             (
-                m.call(&authorized, args.clone(), Default::default()).await,
+                m.calls
+                    .call(&authorized, args.clone(), Default::default())
+                    .await,
                 started.elapsed(),
             )
         },
         async {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            m.call(
-                &authorized,
-                args.clone(),
-                sandgate_upstream::CallContext {
-                    limit: Some(Duration::from_millis(200)),
-                    ..Default::default()
-                },
-            )
-            .await
+            m.calls
+                .call(
+                    &authorized,
+                    args.clone(),
+                    sandgate_upstream::CallContext {
+                        limit: Some(Duration::from_millis(200)),
+                        ..Default::default()
+                    },
+                )
+                .await
         },
     );
     slow.expect("the slot holder finishes");
@@ -327,7 +330,7 @@ async fn a_command_that_does_not_exist_is_failed_at_once_not_restarted() {
         "test.toml",
     )
     .expect("config");
-    let m = sandgate_upstream::BackendManager::start(
+    let (m, _calls) = sandgate_upstream::BackendManager::start(
         &config,
         sandgate_upstream::ManagerOptions {
             inherited_env: common::inherited_env(),

@@ -7,8 +7,6 @@ use sandgate_catalog::Catalog;
 use sandgate_output::truncate;
 use sandgate_sandbox::{CallRecord, LogLine};
 
-use super::may_change_state;
-
 /// Characters a response may hold beyond the caller's `max_output_size`: logs, error, hint,
 /// calls, the summary line and the structure around them, in the text and in
 /// `structuredContent` together. Documented in docs/call_tool_chain.md and SECURITY.md.
@@ -178,6 +176,38 @@ pub(crate) fn writes(calls: &[&CallRecord], catalog: &Catalog) -> Vec<String> {
             None => Some(format!("{} (no annotations; assume it did)", c.name)),
         })
         .collect()
+}
+
+/// The longest text argument a meta-tool reads (a search query, a tool name, a JSON path, an
+/// intent). Longer text is refused, not echoed back or searched.
+pub(crate) const MAX_TEXT_ARGUMENT_CHARS: usize = 1_000;
+
+/// `value` if it is at most [`MAX_TEXT_ARGUMENT_CHARS`] long; otherwise an error naming `field`.
+pub(crate) fn short_text<'a>(field: &str, value: &'a str) -> Result<&'a str, String> {
+    let chars = value.chars().take(MAX_TEXT_ARGUMENT_CHARS + 1).count();
+    if chars > MAX_TEXT_ARGUMENT_CHARS {
+        return Err(format!(
+            "{field} is longer than {MAX_TEXT_ARGUMENT_CHARS} characters; send a few words (or the exact name) instead"
+        ));
+    }
+    Ok(value)
+}
+
+/// Whether a call may have changed state, from the tool's annotations: `Some(false)` for a
+/// tool that declares `readOnlyHint`, `Some(true)` for one that declares otherwise, `None`
+/// when it says nothing (then it must be assumed it did).
+pub fn may_change_state(catalog: &Catalog, qualified: &str) -> Option<bool> {
+    // Host capabilities: reading files and the environment changes nothing; a write does; a
+    // fetch may (its method is not on record).
+    match qualified {
+        "fs.readFile" | "fs.readdir" | "fs.stat" | "env.get" => return Some(false),
+        "fs.writeFile" => return Some(true),
+        "fetch" => return None,
+        _ => {}
+    }
+    let entry = catalog.resolve(qualified).ok()?;
+    let annotations = entry.spec.annotations.as_ref()?;
+    Some(annotations.get("readOnlyHint") != Some(&serde_json::Value::Bool(true)))
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 //! exactly once, and every tier honours the caller's timeout and the output limits.
 
 pub(crate) mod bounds;
-mod progress;
 pub(crate) mod read;
 pub mod response;
 pub mod route;
@@ -15,89 +14,24 @@ pub(crate) mod ungranted;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rmcp::model::{CallToolResult, ProgressToken};
-use rmcp::service::{Peer, RoleServer};
-use sandgate_catalog::Catalog;
-use sandgate_output::OutputConfig;
+use rmcp::model::CallToolResult;
 use sandgate_sandbox::direct::{self, call_failure, check_output_limit, map_tool_result};
 use sandgate_sandbox::{
-    Bridge, CallRecord, ErrorKind, ExecError, Execution, LimitRequest, Limits, LogLine, Sandbox,
+    Bridge, CallRecord, ErrorKind, ExecError, Execution, LimitRequest, Limits, LogLine,
 };
-use sandgate_store::StoreHandle;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::bridge::ExecutionBridge;
+use crate::caller::Caller;
+use crate::door::{Knock, granted};
+use crate::gateway::{FinishedExecution, Gateway};
+pub use crate::progress::ProgressSink;
+pub use crate::runtime::{Cancellation, ChainRuntime};
 use crate::telemetry::traces;
-use crate::{Caller, Gateway, UpstreamBridge};
-pub use bounds::RESPONSE_SLACK;
-pub use progress::ProgressSink;
+pub use bounds::{RESPONSE_SLACK, may_change_state};
 pub use route::Tier;
 use route::{Route, route};
-use tokio_util::sync::CancellationToken;
-
-/// What `call_tool_chain` runs on; given to the gateway with [`Gateway::attach_chain`].
-#[derive(Debug, Clone)]
-pub struct ChainRuntime {
-    /// The worker pool.
-    pub sandbox: Sandbox,
-    /// Where records and full outputs go (`None`: not kept; shaping then never drops data,
-    /// it only truncates what the response shows and says the rest could not be kept).
-    pub store: Option<StoreHandle>,
-    /// How results are shaped.
-    pub output: OutputConfig,
-    /// The operator's limits; callers may only lower them.
-    pub limits: Limits,
-}
-
-impl ChainRuntime {
-    /// The limits of one execution: the operator's, lowered by `request`, letting no call out
-    /// of the worker with arguments larger than the largest any backend takes now (each
-    /// backend's own bound is checked again on the host; a reload may change them).
-    pub(crate) fn execution_limits(
-        &self,
-        request: &LimitRequest,
-        manager: &sandgate_upstream::BackendManager,
-    ) -> Limits {
-        let mut limits = self.limits.lowered(request);
-        limits.max_call_args_bytes = manager.largest_argument_bytes();
-        limits
-    }
-}
-
-/// How a caller cancels an execution: its request's token (`notifications/cancelled`), and,
-/// over HTTP, the token of the request's response, cancelled when the client goes away.
-#[derive(Debug, Clone, Default)]
-pub struct Cancellation {
-    request: CancellationToken,
-    response_gone: Option<CancellationToken>,
-}
-
-impl Cancellation {
-    /// Cancelled by `request` only (stdio; or a caller that never cancels).
-    pub fn new(request: CancellationToken) -> Self {
-        Cancellation {
-            request,
-            response_gone: None,
-        }
-    }
-
-    /// Cancelled also when `gone` is: the HTTP response to the request was dropped.
-    pub fn or_response_gone(mut self, gone: CancellationToken) -> Self {
-        self.response_gone = Some(gone);
-        self
-    }
-
-    /// Completes when either token is cancelled.
-    pub async fn cancelled(&self) {
-        match &self.response_gone {
-            None => self.request.cancelled().await,
-            Some(gone) => tokio::select! {
-                () = self.request.cancelled() => {}
-                () = gone.cancelled() => {}
-            },
-        }
-    }
-}
 
 /// The tool's arguments.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -163,14 +97,19 @@ pub async fn call_tool_chain(
     cancel: &Cancellation,
 ) -> CallToolResult {
     let _running = gateway.execution_started();
-    let cancelled = gateway.cancelled(cancel);
+    let cancelled = async {
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = gateway.stopping() => {}
+        }
+    };
     let started = Instant::now();
     let id = sandgate_store::new_execution_id();
     let started_at_ms = sandgate_store::now_ms();
     if let Some(Err(message)) = args
         .intent
         .as_deref()
-        .map(|intent| crate::meta_tools::short_text("intent", intent))
+        .map(|intent| bounds::short_text("intent", intent))
     {
         return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
     }
@@ -186,7 +125,7 @@ pub async fn call_tool_chain(
         }
         caller.access = caller.access.narrowed_to(allow);
     }
-    if let Err(message) = gateway.admit_execution(caller.access.profile()) {
+    if let Err(message) = gateway.admission().admit_execution(caller.access.profile()) {
         return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
     }
     let profile_limits = caller.access.profile().limits;
@@ -199,7 +138,7 @@ pub async fn call_tool_chain(
             max_tool_calls: profile_limits.max_calls,
             ..LimitRequest::default()
         },
-        gateway.manager(),
+        gateway.backends().as_ref(),
     );
     // Wait only for the cold backends the code could be calling: a backend's tools are reached
     // through its name (or the identifier made from it), so code that never mentions it cannot.
@@ -217,16 +156,16 @@ pub async fn call_tool_chain(
     } else {
         route(&args.code, &catalog, &bindings)
     };
-    let host_functions = Arc::new(crate::capability::granted(&caller.access));
+    let host_functions = Arc::new(granted(&caller.access));
     // The execution's span: the tool calls' parent, under the trace the request came in.
     caller.trace = traces::start_execution(&caller.trace, &id, caller.profile());
-    let knock = crate::door::Knock::new(caller.clone(), id.clone());
+    let knock = Knock::new(caller.clone(), id.clone());
     let caller = &caller;
     let progress = match route {
         Route::Call { .. } => progress.map(ProgressSink::for_single_call),
         _ => progress,
     };
-    let bridge = UpstreamBridge::new(gateway.clone(), knock.clone(), None).with_progress(progress);
+    let bridge = ExecutionBridge::new(gateway.clone(), knock.clone(), None).with_progress(progress);
     let mut outcome = match route {
         Route::Call {
             tier,
@@ -283,7 +222,7 @@ pub async fn call_tool_chain(
     }
     let status = response::status(&outcome);
     gateway
-        .metrics
+        .metrics()
         .execution_finished(outcome.tier.as_str(), status, started.elapsed());
     traces::end_execution(
         &caller.trace,
@@ -311,7 +250,7 @@ pub async fn call_tool_chain(
         &runtime.output,
     );
     gateway.after_large_work(bytes_moved(&outcome), LARGE_WORK_BYTES);
-    gateway.execution_finished(crate::state::FinishedExecution {
+    gateway.execution_finished(FinishedExecution {
         id: id.clone(),
         profile: caller.profile().to_string(),
         tier: outcome.tier.as_str(),
@@ -339,7 +278,7 @@ fn explain_absent_backend(
     };
     let name = name.trim_matches('`');
     let absent = gateway
-        .manager()
+        .backends()
         .statuses()
         .into_iter()
         .find(|s| s.name == name || sandgate_catalog::sanitize_ident(&s.name) == name)
@@ -444,7 +383,7 @@ fn json_error(kind: ErrorKind, message: String) -> Outcome {
 
 /// Tiers 1 and 2: one call through the bridge, mapped exactly as the preamble maps it.
 async fn direct_call(
-    bridge: &UpstreamBridge,
+    bridge: &ExecutionBridge,
     binding: &sandgate_sandbox::ToolBinding,
     arguments: serde_json::Map<String, Value>,
     raw: bool,
@@ -522,26 +461,4 @@ async fn direct_call(
         calls: vec![record],
         duration_ms: 0.0,
     }
-}
-
-/// Whether a call may have changed state, from the tool's annotations: `Some(false)` for a
-/// tool that declares `readOnlyHint`, `Some(true)` for one that declares otherwise, `None`
-/// when it says nothing (then it must be assumed it did).
-pub fn may_change_state(catalog: &Catalog, qualified: &str) -> Option<bool> {
-    // Host capabilities: reading files and the environment changes nothing; a write does; a
-    // fetch may (its method is not on record).
-    match qualified {
-        "fs.readFile" | "fs.readdir" | "fs.stat" | "env.get" => return Some(false),
-        "fs.writeFile" => return Some(true),
-        "fetch" => return None,
-        _ => {}
-    }
-    let entry = catalog.resolve(qualified).ok()?;
-    let annotations = entry.spec.annotations.as_ref()?;
-    Some(annotations.get("readOnlyHint") != Some(&Value::Bool(true)))
-}
-
-/// The progress token and the client to send notifications to.
-pub fn progress_sink(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Option<ProgressSink> {
-    token.map(|token| ProgressSink::new(peer, token))
 }

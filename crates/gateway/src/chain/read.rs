@@ -6,8 +6,8 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Gateway;
 use crate::caller::{Caller, Part};
+use crate::gateway::Gateway;
 
 /// Prefix of stored-output resources.
 pub const EXECUTIONS_PREFIX: &str = "sandgate://executions/";
@@ -37,9 +37,9 @@ pub async fn read_output(
         .chain()
         .map_or(sandgate_output::DEFAULT_MAX_CHARS, |c| c.output.max_chars);
     let part = args.part.as_deref().unwrap_or("output");
-    let id = crate::meta_tools::short_text("execution_id", &args.execution_id)?;
+    let id = super::bounds::short_text("execution_id", &args.execution_id)?;
     if let Some(path) = &args.json_path {
-        crate::meta_tools::short_text("json_path", path)?;
+        super::bounds::short_text("json_path", path)?;
     }
     let named = Part::named(part)
         .ok_or_else(|| format!("part must be \"output\", \"logs\" or \"error\", not {part:?}"))?;
@@ -125,7 +125,7 @@ pub(crate) async fn stored(
         && record.profile != profile.name
     {
         let knock = crate::door::Knock::new(caller.clone(), id.to_string());
-        gateway.record_line(
+        gateway.door().record_line(
             &knock,
             crate::audit::Subject::Output,
             &format!("{id}/{}", part.as_str()),

@@ -16,8 +16,10 @@ use serde_json::{Value, json};
 use sandgate_output::OutputConfig;
 use sandgate_store::StoreHandle;
 
-use super::{Outcome, bounds, may_change_state};
+use super::Outcome;
+use super::bounds::{self, may_change_state};
 use crate::caller::{Caller, Part};
+use crate::door::HostFunction;
 
 /// Facts about the request the response needs.
 pub struct Request<'a> {
@@ -417,11 +419,8 @@ pub fn call_rows(calls: &[CallRecord], catalog: &Catalog) -> Vec<CallRow> {
     calls
         .iter()
         .map(|c| {
-            let (backend, tool) = if crate::capability::is_capability(&c.name) {
-                (
-                    crate::capability::RECORD_BACKEND.to_string(),
-                    c.name.clone(),
-                )
+            let (backend, tool) = if HostFunction::named(&c.name).is_some() {
+                (HostFunction::RECORD_BACKEND.to_string(), c.name.clone())
             } else {
                 catalog
                     .resolve(&c.name)

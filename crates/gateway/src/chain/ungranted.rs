@@ -14,9 +14,10 @@ use sandgate_policy::Capability;
 use sandgate_sandbox::{ErrorKind, ExecError};
 
 use crate::audit::Subject;
+use crate::caller::Caller;
 use crate::door::Knock;
+use crate::gateway::Gateway;
 use crate::views::{call_of, name_of};
-use crate::{Caller, Gateway};
 
 /// Most hidden tools audited for one execution (its code may name many).
 const MAX_AUDITED: usize = 1;
@@ -45,7 +46,9 @@ pub(crate) fn explain(
             Capability::Fs => Subject::Fs,
             Capability::Env => Subject::Env,
         };
-        gateway.record_line(knock, subject, global, false, refusal.reason(), None);
+        gateway
+            .door()
+            .record_line(knock, subject, global, false, refusal.reason(), None);
         // The hint already says what to do instead (a backend tool that fetches, ...).
         error.kind = ErrorKind::ToolDenied;
         error.message = refusal.to_string();
@@ -71,7 +74,7 @@ fn audit_hidden(gateway: &Gateway, knock: &Knock, full: &Catalog, code: &str) {
         .and_then(|v| v.get("tool").and_then(|t| t.as_str()).map(str::to_string));
     if let Some(entry) = json_tool.and_then(|name| full.resolve(&name).ok()) {
         if !access.sees_tool(&name_of(entry)) {
-            let _ = gateway.authorize_tool(knock, call_of(entry), "");
+            let _ = gateway.door().authorize_tool(knock, call_of(entry), "");
         }
         return;
     }
@@ -90,7 +93,7 @@ fn audit_hidden(gateway: &Gateway, knock: &Knock, full: &Catalog, code: &str) {
         })
         .take(MAX_AUDITED);
     for entry in hidden {
-        let _ = gateway.authorize_tool(knock, call_of(entry), "");
+        let _ = gateway.door().authorize_tool(knock, call_of(entry), "");
     }
 }
 
@@ -128,7 +131,7 @@ pub(crate) fn outside_view(
         && !access.sees_tool(&name_of(entry))
     {
         let knock = Knock::new(caller.clone(), String::new());
-        let _ = gateway.authorize_tool(&knock, call_of(entry), "");
+        let _ = gateway.door().authorize_tool(&knock, call_of(entry), "");
     }
     format!("{message} {}", grant_note(caller))
 }

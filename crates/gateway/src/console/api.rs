@@ -16,30 +16,14 @@ use sandgate_store::RecordFilter;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::Console;
-use super::session::ConsoleUser;
+use super::reply::{json, problem};
+use super::session::{Console, ConsoleUser};
 use crate::caller::{Caller, Owner, Part, fnv_hex};
 
 /// The most executions one list holds.
 const MAX_LISTED: usize = 500;
 /// The longest code the playground takes (as `call_tool_chain` does).
 const MAX_CODE_BYTES: usize = 256 * 1024;
-
-/// A JSON answer.
-pub(crate) fn json(value: &Value) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response()
-}
-
-/// An error answer the page shows: `{"error": message}`.
-pub(crate) fn problem(status: StatusCode, message: &str) -> Response {
-    let mut response = json(&json!({"error": message}));
-    *response.status_mut() = status;
-    response
-}
 
 /// The text blocks of a tool result, one per line.
 fn text_of(result: &rmcp::model::CallToolResult) -> String {
@@ -97,7 +81,7 @@ pub(crate) async fn backends(
 fn backends_json(console: &Console, user: &ConsoleUser) -> Value {
     let caller = caller(console, user);
     let admin = is_admin(console, user);
-    let statuses = crate::resources::visible_statuses(&console.gateway, &caller);
+    let statuses = crate::mcp::resources::visible_statuses(&console.gateway, &caller);
     let list: Vec<Value> = statuses
         .iter()
         .map(|s| {
@@ -113,7 +97,7 @@ fn backends_json(console: &Console, user: &ConsoleUser) -> Value {
                 "retry_in_ms": s.retry_in_ms,
             });
             if admin {
-                item["stderr"] = json!(console.gateway.manager().stderr_tail(&s.name));
+                item["stderr"] = json!(console.gateway.backends().stderr_tail(&s.name));
             }
             item
         })
@@ -164,9 +148,9 @@ pub(crate) async fn tool(
 }
 
 async fn meta_tool(console: &Console, caller: &Caller, name: &str, arguments: Value) -> Response {
-    let cancel = crate::chain::Cancellation::default();
+    let cancel = crate::runtime::Cancellation::default();
     let arguments = arguments.as_object().cloned();
-    match crate::meta_tools::call(&console.gateway, caller, name, arguments, None, &cancel).await {
+    match crate::mcp::routes::call(&console.gateway, caller, name, arguments, None, &cancel).await {
         Some(result) if result.is_error != Some(true) => {
             json(&result.structured_content.unwrap_or(Value::Null))
         }
@@ -310,7 +294,7 @@ pub(crate) async fn run(
             Ok(args) => args,
             Err(e) => return problem(StatusCode::BAD_REQUEST, &e.to_string()),
         };
-    let cancel = crate::chain::Cancellation::default();
+    let cancel = crate::runtime::Cancellation::default();
     let result =
         crate::chain::call_tool_chain(&console.gateway, &caller, args, None, &cancel).await;
     if let Some(store) = console.gateway.chain_store() {
@@ -363,7 +347,7 @@ pub(crate) async fn events(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let admin = is_admin(&console, &user);
     let mut finished = console.gateway.finished_executions();
-    let mut upstream = console.gateway.manager().subscribe();
+    let mut upstream = console.gateway.backends().subscribe();
     let console = Arc::new(console);
     let stream = async_stream(move |tx| async move {
         // The session is checked as the stream goes: one whose token was taken out or rotated

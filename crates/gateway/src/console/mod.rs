@@ -10,9 +10,8 @@
 //! origin. A profile sees its own executions and tools; an admin profile sees everything.
 
 mod api;
+mod reply;
 mod session;
-
-use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -21,8 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 
-use crate::Gateway;
-pub(crate) use session::Sessions;
+pub(crate) use session::Console;
 
 /// The page and its two files, embedded.
 const INDEX_HTML: &str = include_str!("assets/index.html");
@@ -31,28 +29,6 @@ const APP_CSS: &str = include_str!("assets/app.css");
 
 /// No script but the console's own file, no inline anything, nothing framed, no plugins.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
-/// What the console's handlers share.
-#[derive(Clone)]
-pub(crate) struct Console {
-    pub gateway: Arc<Gateway>,
-    pub sessions: Arc<Sessions>,
-    /// Origins other than the request's own that may change state (`[http] allowed_origins`).
-    pub allowed_origins: Arc<Vec<String>>,
-}
-
-impl Console {
-    /// Who may use the HTTP front now (a reload may change the tokens); nobody before
-    /// `serve_http` set it.
-    pub(crate) fn auth(&self) -> Arc<crate::http::HttpAuthOptions> {
-        self.gateway.http_auth().unwrap_or_else(|| {
-            Arc::new(crate::http::HttpAuthOptions {
-                required: true,
-                tokens: Vec::new(),
-            })
-        })
-    }
-}
 
 /// The console's routes, to merge into the HTTP app (outside the bearer-token layer: the
 /// console has its own login).
@@ -156,7 +132,7 @@ async fn same_origin_writes(
     if own || console.allowed_origins.iter().any(|o| o == origin) {
         return next.run(request).await;
     }
-    api::problem(
+    reply::problem(
         StatusCode::FORBIDDEN,
         "this request must come from the console's own page (its Origin is missing or another site's)",
     )

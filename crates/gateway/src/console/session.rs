@@ -3,7 +3,7 @@
 //! sent back. Sessions are capped and expire.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
@@ -12,8 +12,28 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 
-use super::{Console, api::problem};
+use super::reply::{json, problem};
 use crate::audit::{Decision, Subject};
+use crate::gateway::Gateway;
+use crate::http::auth::{HttpAuthOptions, HttpTokens, identify};
+
+/// What the console's handlers share.
+#[derive(Clone)]
+pub(crate) struct Console {
+    pub gateway: Arc<Gateway>,
+    /// Who may use the HTTP front now (a reload may change the tokens).
+    pub tokens: HttpTokens,
+    pub sessions: Arc<Sessions>,
+    /// Origins other than the request's own that may change state (`[http] allowed_origins`).
+    pub allowed_origins: Arc<Vec<String>>,
+}
+
+impl Console {
+    /// Who may use the HTTP front now (a reload may change the tokens).
+    pub(crate) fn auth(&self) -> Arc<HttpAuthOptions> {
+        self.tokens.current()
+    }
+}
 
 /// The cookie's name.
 const COOKIE: &str = "sandgate_console";
@@ -111,10 +131,10 @@ pub(crate) async fn login(
     };
     headers.insert(header::AUTHORIZATION, value);
     let auth = console.auth();
-    let known = match crate::http::identify(&auth, &headers) {
+    let known = match identify(&auth, &headers) {
         Ok(known) => known,
         Err(why) => {
-            console.gateway.audit().record(&Decision {
+            console.gateway.door().audit().record(&Decision {
                 profile: None,
                 token_id: None,
                 execution_id: None,
@@ -143,14 +163,12 @@ pub(crate) async fn login(
         "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}",
         LIFETIME.as_secs()
     );
-    let mut response = api::json(&serde_json::json!({"profile": known.profile}));
+    let mut response = json(&serde_json::json!({"profile": known.profile}));
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
 }
-
-use super::api;
 
 /// `POST /ui/logout`: ends the session.
 pub(crate) async fn logout(State(console): State<Console>, request: Request) -> Response {
@@ -167,11 +185,7 @@ pub(crate) async fn logout(State(console): State<Console>, request: Request) -> 
 
 /// The user of the session `id`, while it lives: not expired, and its very token still
 /// accepted for its profile (one a reload took out, or rotated under the same name, ends it).
-fn live_user(
-    console: &Console,
-    auth: &crate::http::HttpAuthOptions,
-    id: &str,
-) -> Option<ConsoleUser> {
+fn live_user(console: &Console, auth: &HttpAuthOptions, id: &str) -> Option<ConsoleUser> {
     let (user, digest) = console.sessions.find(id)?;
     let still_known = auth
         .tokens

@@ -8,7 +8,7 @@
 //! is read. A matching request carries an [`Authenticated`] (its profile and token id) to the
 //! handler.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -19,6 +19,7 @@ use subtle::ConstantTimeEq;
 
 use crate::audit::{Decision, Subject};
 use crate::caller::Authenticated;
+use crate::gateway::Gateway;
 
 /// A token the front accepts.
 #[derive(Debug, Clone)]
@@ -51,10 +52,35 @@ pub struct HttpAuthOptions {
     pub tokens: Vec<KnownToken>,
 }
 
-/// The check's state: the gateway, whose tokens a reload may replace (see
-/// `Gateway::set_http_auth`).
+/// Who may use the HTTP front now. The binary keeps a clone, so a reload puts new tokens in
+/// place (a token taken out is refused from the next request on).
+#[derive(Debug, Clone, Default)]
+pub struct HttpTokens(Arc<RwLock<Arc<HttpAuthOptions>>>);
+
+impl HttpTokens {
+    /// `options`, in place from now on.
+    pub fn new(options: HttpAuthOptions) -> HttpTokens {
+        HttpTokens(Arc::new(RwLock::new(Arc::new(options))))
+    }
+
+    /// Puts `options` in place of the current ones.
+    pub fn replace(&self, options: HttpAuthOptions) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(options);
+    }
+
+    /// The options in place now.
+    pub fn current(&self) -> Arc<HttpAuthOptions> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The check's state: the tokens (a reload may replace them) and where refusals are written.
 pub(crate) struct TokenCheck {
-    pub gateway: Arc<crate::Gateway>,
+    pub tokens: HttpTokens,
+    pub gateway: Arc<Gateway>,
 }
 
 /// SHA-256 of `bytes`.
@@ -70,13 +96,7 @@ pub(crate) async fn require_token(
     mut request: Request,
     next: Next,
 ) -> Response {
-    // Before `serve_http` set the tokens, nobody is let in.
-    let options = check.gateway.http_auth().unwrap_or_else(|| {
-        Arc::new(HttpAuthOptions {
-            required: true,
-            tokens: Vec::new(),
-        })
-    });
+    let options = check.tokens.current();
     if !options.required {
         return next.run(request).await;
     }
@@ -90,7 +110,7 @@ pub(crate) async fn require_token(
             next.run(request).await
         }
         Err(why) => {
-            check.gateway.audit().record(&Decision {
+            check.gateway.door().audit().record(&Decision {
                 profile: None,
                 token_id: None,
                 execution_id: None,

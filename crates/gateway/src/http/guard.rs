@@ -29,15 +29,11 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::runtime::ResponseGone;
+
 /// The largest request body accepted (rmcp's own limit).
 pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
-
-/// Cancelled when the HTTP response to a request is gone: sent in full, or dropped because the
-/// client went away. The handler reads it from the request's parts, so an execution whose
-/// client disconnected is cancelled like one the client cancelled.
-#[derive(Debug, Clone)]
-pub(crate) struct ResponseGone(pub CancellationToken);
 
 /// The request checks' settings and state.
 pub(crate) struct RequestGuard {

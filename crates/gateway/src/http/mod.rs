@@ -9,14 +9,13 @@
 //! token unless auth is off (`auth`), except the health probes (`probes`).
 
 mod accept;
-mod auth;
+pub(crate) mod auth;
 mod bound;
 mod front;
 mod guard;
 mod probes;
 
-pub(crate) use auth::identify;
-pub use auth::{HttpAuthOptions, KnownToken, sha256};
+pub use auth::{HttpAuthOptions, HttpTokens, KnownToken, sha256};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,7 +25,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use sandgate_config::HttpLimits;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Gateway, GatewayError, SandgateServer};
+use crate::error::GatewayError;
+use crate::gateway::Gateway;
+use crate::mcp::SandgateServer;
 
 /// Host names always accepted: loopback.
 const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1", "[::1]"];
@@ -44,11 +45,9 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Connection, time and session limits.
     pub limits: HttpLimits,
-    /// Who may connect.
-    pub auth: HttpAuthOptions,
+    /// Who may connect (keep a clone to replace the tokens on a reload).
+    pub auth: HttpTokens,
 }
-
-pub(crate) use guard::ResponseGone;
 
 /// Binds and serves until `shutdown` is cancelled. Returns the bound address through `bound`
 /// (useful with port 0) before serving.
@@ -99,8 +98,8 @@ pub async fn serve_http(
     );
     let guard =
         guard::RequestGuard::new(limits.body_timeout, limits.max_sessions, sessions.clone());
-    trimmed_gateway.set_http_auth(options.auth.clone());
     let check = Arc::new(auth::TokenCheck {
+        tokens: options.auth.clone(),
         gateway: trimmed_gateway.clone(),
     });
     // The token check is the outer layer: a request without a valid token is refused before
@@ -123,6 +122,7 @@ pub async fn serve_http(
         ));
     let console = crate::console::router(crate::console::Console {
         gateway: trimmed_gateway.clone(),
+        tokens: options.auth.clone(),
         sessions: Arc::default(),
         allowed_origins: Arc::new(options.allowed_origins.clone()),
     });
@@ -137,6 +137,7 @@ pub async fn serve_http(
         .merge(checked);
     tokio::spawn(trim_after_sessions_expire(
         trimmed_gateway,
+        options.auth.clone(),
         sessions,
         owners,
         shutdown.clone(),
@@ -151,6 +152,7 @@ pub async fn serve_http(
 /// gateway returns near its baseline once a burst of sessions expires.
 async fn trim_after_sessions_expire(
     gateway: Arc<Gateway>,
+    tokens: HttpTokens,
     sessions: Arc<LocalSessionManager>,
     owners: Arc<bound::SessionOwners>,
     stop: CancellationToken,
@@ -162,15 +164,12 @@ async fn trim_after_sessions_expire(
             () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
             () = stop.cancelled() => return,
         }
-        let auth = gateway.http_auth();
+        let auth = tokens.current();
         owners
-            .sweep(|digest| {
-                auth.as_ref()
-                    .is_some_and(|a| !a.required || a.tokens.iter().any(|t| t.digest == *digest))
-            })
+            .sweep(|digest| !auth.required || auth.tokens.iter().any(|t| t.digest == *digest))
             .await;
         let open = sessions.sessions.read().await.len();
-        gateway.forget_closed_peers();
+        gateway.clients().forget_closed();
         high = high.max(open);
         if high >= open + CLOSED_BEFORE_TRIM {
             high = open;

@@ -10,8 +10,8 @@ use axum::extract::{Extension, State};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 
-use crate::Gateway;
 use crate::caller::Authenticated;
+use crate::gateway::Gateway;
 
 /// `/healthz`: the gateway is alive and answering.
 pub(crate) async fn healthz() -> Response {

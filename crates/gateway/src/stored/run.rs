@@ -9,125 +9,129 @@ use std::sync::Arc;
 use sandgate_sandbox::{CallFailure, Execution, FailureKind, RunMode, ToolAnswer};
 use serde_json::{Map, Value, json};
 
-use super::{Loaded, MAX_DEPTH};
-use crate::door::Knock;
-use crate::{Caller, Gateway, UpstreamBridge};
+use super::loaded::{Loaded, MAX_DEPTH};
+use crate::caller::Caller;
+use crate::door::{Knock, granted};
+use crate::gateway::Gateway;
+use crate::runtime::ChainRuntime;
 
-/// The schema of what a stored tool answers: `{ok: true, data}`, `data` as `meta.output` says.
-pub(crate) fn result_schema(output: Option<&Value>) -> Value {
-    json!({
-        "type": "object",
-        "properties": {"ok": {"const": true}, "data": output.cloned().unwrap_or(json!({}))},
-        "required": ["ok", "data"],
+/// A stored tool's run, ready for the sandbox: the caller (the bridge) runs `execution` with
+/// `knock` and reads the result with [`answer`].
+pub(crate) struct Prepared<'a> {
+    /// The tool.
+    pub tool: Arc<Loaded>,
+    /// Its code, input and the access it declares, as one execution.
+    pub execution: Execution,
+    /// Who knocks for the calls it makes: the owner's grant cut to what the tool declares.
+    pub knock: Knock,
+    /// Where it runs.
+    pub runtime: &'a ChainRuntime,
+}
+
+/// Checks a call of stored tool `name` for `knock` with `arguments` (the cycle and depth guard,
+/// the input against `meta.input`) and makes its execution.
+pub(crate) async fn prepare<'a>(
+    gateway: &'a Gateway,
+    knock: &Knock,
+    name: &str,
+    arguments: Map<String, Value>,
+) -> Result<Prepared<'a>, CallFailure> {
+    let failed = |message: String| CallFailure::new(FailureKind::Failed, message);
+    let Some(tool) = gateway.catalogs().stored_tools().get(name).cloned() else {
+        return Err(failed(format!(
+            "no stored tool named `{name}`; `sandgate tools stored` lists them"
+        )));
+    };
+    if knock.within.iter().any(|n| n == name) {
+        let chain: Vec<&str> = knock
+            .within
+            .iter()
+            .map(String::as_str)
+            .chain([name])
+            .collect();
+        return Err(failed(format!(
+            "a cycle of stored tools: user.{}. A stored tool may not call itself, directly or through others",
+            chain.join(" → user.")
+        )));
+    }
+    if knock.within.len() >= MAX_DEPTH {
+        return Err(failed(format!(
+            "stored tools nest {MAX_DEPTH} deep here (user.{} → user.{name}), the limit",
+            knock.within.join(" → user.")
+        )));
+    }
+    let input = Value::Object(arguments);
+    let violations = violations(&tool.input, &input);
+    if !violations.is_empty() {
+        return Err(failed(format!(
+            "user.{name}: the input does not match meta.input: {}",
+            violations.join("; ")
+        )));
+    }
+    let Some(runtime) = gateway.chain() else {
+        return Err(failed(
+            "stored tools need the sandbox, which is not running".into(),
+        ));
+    };
+    let owner = sandgate_policy::Access::new(gateway.profile(&tool.stored.owner));
+    // Wait for the cold backends the tool declares (a call that arrives first thing, as a
+    // plain MCP tool, would otherwise find them absent).
+    let declared = &tool.meta.capabilities.tools;
+    let full = gateway
+        .catalogs()
+        .settled_full_view_for(|backend| {
+            declared.iter().any(|t| {
+                t.split('.')
+                    .next()
+                    .is_some_and(|b| b == backend || sandgate_catalog::sanitize_ident(backend) == b)
+            })
+        })
+        .await;
+    let access = super::register::tool_access(name, &tool.meta, &owner, &full.catalog);
+    let view = gateway.catalogs().view_of(&access, &full);
+    let caller = Caller {
+        owner: knock.caller.owner.clone(),
+        access: access.clone(),
+        token_id: knock.caller.token_id.clone(),
+        trace: knock.caller.trace.clone(),
+    };
+    let mut inner = Knock::new(caller, knock.execution_id.clone());
+    inner.within = knock
+        .within
+        .iter()
+        .cloned()
+        .chain([name.to_string()])
+        .collect();
+    let profile_limits = owner.profile().limits;
+    let limits = runtime.execution_limits(
+        &sandgate_sandbox::LimitRequest {
+            wall_ms: profile_limits.timeout_ms,
+            max_tool_calls: profile_limits.max_calls,
+            ..Default::default()
+        },
+        gateway.backends().as_ref(),
+    );
+    let execution = Execution {
+        code: tool.stored.code.clone(),
+        tools: view.bindings,
+        host_functions: Arc::new(granted(&access)),
+        context: Some(json!({
+            "input": input,
+            "caller": {"profile": knock.caller.profile(), "execution_id": knock.execution_id},
+        })),
+        limits,
+        mode: RunMode::Tool,
+    };
+    Ok(Prepared {
+        tool,
+        execution,
+        knock: inner,
+        runtime,
     })
 }
 
-impl Gateway {
-    /// Runs stored tool `name` for `knock` with `arguments`.
-    pub(crate) async fn call_stored(
-        self: &Arc<Self>,
-        knock: &Knock,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<ToolAnswer, CallFailure> {
-        let failed = |message: String| CallFailure::new(FailureKind::Failed, message);
-        let Some(tool) = self.stored_tools().get(name).cloned() else {
-            return Err(failed(format!(
-                "no stored tool named `{name}`; `sandgate tools stored` lists them"
-            )));
-        };
-        if knock.within.iter().any(|n| n == name) {
-            let chain: Vec<&str> = knock
-                .within
-                .iter()
-                .map(String::as_str)
-                .chain([name])
-                .collect();
-            return Err(failed(format!(
-                "a cycle of stored tools: user.{}. A stored tool may not call itself, directly or through others",
-                chain.join(" → user.")
-            )));
-        }
-        if knock.within.len() >= MAX_DEPTH {
-            return Err(failed(format!(
-                "stored tools nest {MAX_DEPTH} deep here (user.{} → user.{name}), the limit",
-                knock.within.join(" → user.")
-            )));
-        }
-        let input = Value::Object(arguments);
-        let violations = violations(&tool.input, &input);
-        if !violations.is_empty() {
-            return Err(failed(format!(
-                "user.{name}: the input does not match meta.input: {}",
-                violations.join("; ")
-            )));
-        }
-        let Some(runtime) = self.chain() else {
-            return Err(failed(
-                "stored tools need the sandbox, which is not running".into(),
-            ));
-        };
-        let owner = sandgate_policy::Access::new(self.profile(&tool.stored.owner));
-        // Wait for the cold backends the tool declares (a call that arrives first thing, as a
-        // plain MCP tool, would otherwise find them absent).
-        let declared = &tool.meta.capabilities.tools;
-        let full = self
-            .settled_full_view_for(|backend| {
-                declared.iter().any(|t| {
-                    t.split('.').next().is_some_and(|b| {
-                        b == backend || sandgate_catalog::sanitize_ident(backend) == b
-                    })
-                })
-            })
-            .await;
-        let access = super::register::tool_access(name, &tool.meta, &owner, &full.catalog);
-        let view = self.view_of(&access, &full);
-        let caller = Caller {
-            owner: knock.caller.owner.clone(),
-            access: access.clone(),
-            token_id: knock.caller.token_id.clone(),
-            trace: knock.caller.trace.clone(),
-        };
-        let mut inner = Knock::new(caller, knock.execution_id.clone());
-        inner.within = knock
-            .within
-            .iter()
-            .cloned()
-            .chain([name.to_string()])
-            .collect();
-        let profile_limits = owner.profile().limits;
-        let limits = runtime.execution_limits(
-            &sandgate_sandbox::LimitRequest {
-                wall_ms: profile_limits.timeout_ms,
-                max_tool_calls: profile_limits.max_calls,
-                ..Default::default()
-            },
-            self.manager(),
-        );
-        let execution = Execution {
-            code: tool.stored.code.clone(),
-            tools: view.bindings,
-            host_functions: Arc::new(crate::capability::granted(&access)),
-            context: Some(json!({
-                "input": input,
-                "caller": {"profile": knock.caller.profile(), "execution_id": knock.execution_id},
-            })),
-            limits,
-            mode: RunMode::Tool,
-        };
-        let bridge = UpstreamBridge::new(self.clone(), inner, None);
-        let result = runtime.sandbox.run(execution, Arc::new(bridge)).await;
-        Ok(answer(&tool, result))
-    }
-
-    /// Every stored tool's current version.
-    pub(crate) fn stored_tools(&self) -> super::Tools {
-        self.stored.read().map(|t| t.clone()).unwrap_or_default()
-    }
-}
-
 /// The MCP result of a run: `{ok: true, data}`, or an error result with the message and line.
-fn answer(tool: &Loaded, result: sandgate_sandbox::ExecutionResult) -> ToolAnswer {
+pub(crate) fn answer(tool: &Loaded, result: sandgate_sandbox::ExecutionResult) -> ToolAnswer {
     let name = &tool.stored.name;
     let error = |text: String| ToolAnswer {
         json: json!({"content": [{"type": "text", "text": text}], "isError": true}).to_string(),

@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 
 use sandgate_upstream::{BackendState, BackendStatus};
 
-use crate::Gateway;
 use metrics::{escape, family, single};
 
 /// Every backend state, in the order `/metrics` lists them.
@@ -23,110 +22,108 @@ const STATES: [(BackendState, &str); 5] = [
     (BackendState::Failed, "failed"),
 ];
 
-impl Gateway {
-    /// The metrics in the Prometheus text format.
-    pub fn metrics_text(&self) -> String {
-        let mut out = String::with_capacity(8 * 1024);
-        self.metrics.write(&mut out);
-        let statuses = self.manager().statuses();
-        family(
-            &mut out,
-            "sandgate_backends",
+/// What `/metrics` reads when scraped, besides the counters.
+pub(crate) struct Gauges<'a> {
+    /// Every backend's status.
+    pub statuses: Vec<BackendStatus>,
+    /// `call_tool_chain` executions in progress.
+    pub running: u64,
+    /// The sandbox, when executions run.
+    pub sandbox: Option<&'a sandgate_sandbox::Sandbox>,
+    /// Seconds since start.
+    pub uptime_secs: u64,
+}
+
+/// The metrics in the Prometheus text format: `metrics`' counters, then `gauges`.
+pub(crate) fn render(metrics: &Metrics, gauges: &Gauges<'_>) -> String {
+    let mut out = String::with_capacity(8 * 1024);
+    metrics.write(&mut out);
+    let statuses = &gauges.statuses;
+    family(
+        &mut out,
+        "sandgate_backends",
+        "gauge",
+        "Configured backends, by state.",
+    );
+    for (state, name) in STATES {
+        let n = statuses.iter().filter(|s| s.state == state).count();
+        let _ = writeln!(out, "sandgate_backends{{state=\"{name}\"}} {n}");
+    }
+    let per_backend = [
+        (
+            "sandgate_backend_up",
             "gauge",
-            "Configured backends, by state.",
-        );
-        for (state, name) in STATES {
-            let n = statuses.iter().filter(|s| s.state == state).count();
-            let _ = writeln!(out, "sandgate_backends{{state=\"{name}\"}} {n}");
-        }
-        let per_backend = [
-            (
-                "sandgate_backend_up",
-                "gauge",
-                "1 when a backend is connected and its tools are listed, else 0.",
-                (|s: &BackendStatus| u64::from(s.state == BackendState::Ready))
-                    as fn(&BackendStatus) -> u64,
-            ),
-            (
-                "sandgate_backend_restarts_total",
-                "counter",
-                "Restarts of each backend since sandgate started.",
-                |s| u64::from(s.restarts),
-            ),
-            (
-                "sandgate_backend_tools",
-                "gauge",
-                "Tools each backend exposes.",
-                |s| s.tools.len() as u64,
-            ),
-        ];
-        for (name, kind, help, value) in per_backend {
-            family(&mut out, name, kind, help);
-            for s in &statuses {
-                let _ = writeln!(
-                    out,
-                    "{name}{{backend=\"{}\"}} {}",
-                    escape(&s.name),
-                    value(s)
-                );
-            }
-        }
-        single(
-            &mut out,
-            "sandgate_executions_running",
+            "1 when a backend is connected and its tools are listed, else 0.",
+            (|s: &BackendStatus| u64::from(s.state == BackendState::Ready))
+                as fn(&BackendStatus) -> u64,
+        ),
+        (
+            "sandgate_backend_restarts_total",
+            "counter",
+            "Restarts of each backend since sandgate started.",
+            |s| u64::from(s.restarts),
+        ),
+        (
+            "sandgate_backend_tools",
             "gauge",
-            "call_tool_chain executions in progress.",
-            self.running_executions(),
-        );
-        if let Some(chain) = self.chain() {
-            let workers = chain.sandbox.workers();
-            let extra = workers.iter().filter(|w| w.extra).count();
-            family(
-                &mut out,
-                "sandgate_sandbox_workers",
-                "gauge",
-                "Sandbox worker processes, by kind (warm pool or extra).",
-            );
+            "Tools each backend exposes.",
+            |s| s.tools.len() as u64,
+        ),
+    ];
+    for (name, kind, help, value) in per_backend {
+        family(&mut out, name, kind, help);
+        for s in statuses {
             let _ = writeln!(
                 out,
-                "sandgate_sandbox_workers{{kind=\"pool\"}} {}",
-                workers.len() - extra
-            );
-            let _ = writeln!(out, "sandgate_sandbox_workers{{kind=\"extra\"}} {extra}");
-            single(
-                &mut out,
-                "sandgate_sandbox_executions_in_flight",
-                "gauge",
-                "Executions on the sandbox's workers.",
-                workers.iter().map(|w| w.executions as u64).sum(),
-            );
-            single(
-                &mut out,
-                "sandgate_sandbox_backstop_kills_total",
-                "counter",
-                "Workers killed because one step outlived every deadline on them.",
-                chain.sandbox.backstop_kills() as u64,
+                "{name}{{backend=\"{}\"}} {}",
+                escape(&s.name),
+                value(s)
             );
         }
+    }
+    single(
+        &mut out,
+        "sandgate_executions_running",
+        "gauge",
+        "call_tool_chain executions in progress.",
+        gauges.running,
+    );
+    if let Some(sandbox) = gauges.sandbox {
+        let workers = sandbox.workers();
+        let extra = workers.iter().filter(|w| w.extra).count();
+        family(
+            &mut out,
+            "sandgate_sandbox_workers",
+            "gauge",
+            "Sandbox worker processes, by kind (warm pool or extra).",
+        );
+        let _ = writeln!(
+            out,
+            "sandgate_sandbox_workers{{kind=\"pool\"}} {}",
+            workers.len() - extra
+        );
+        let _ = writeln!(out, "sandgate_sandbox_workers{{kind=\"extra\"}} {extra}");
         single(
             &mut out,
-            "sandgate_uptime_seconds",
+            "sandgate_sandbox_executions_in_flight",
             "gauge",
-            "Seconds since the gateway started.",
-            self.uptime_secs(),
+            "Executions on the sandbox's workers.",
+            workers.iter().map(|w| w.executions as u64).sum(),
         );
-        out
+        single(
+            &mut out,
+            "sandgate_sandbox_backstop_kills_total",
+            "counter",
+            "Workers killed because one step outlived every deadline on them.",
+            sandbox.backstop_kills() as u64,
+        );
     }
-
-    /// Whether every enabled backend has had its first connection attempt (`/readyz`), and
-    /// how many have not.
-    pub fn readiness(&self) -> (bool, usize) {
-        let starting = self
-            .manager()
-            .statuses()
-            .iter()
-            .filter(|s| s.state == BackendState::Starting)
-            .count();
-        (starting == 0, starting)
-    }
+    single(
+        &mut out,
+        "sandgate_uptime_seconds",
+        "gauge",
+        "Seconds since the gateway started.",
+        gauges.uptime_secs,
+    );
+    out
 }

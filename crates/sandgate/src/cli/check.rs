@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use sandgate_catalog::Catalog;
 use sandgate_upstream::BackendState;
 
-use super::ConfigArg;
+use super::args::ConfigArg;
 use crate::setup;
 
 pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
@@ -15,7 +15,7 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
         setup::describe(&config),
         config.backends.len()
     );
-    let manager = setup::start_backends(&config);
+    let (manager, _calls) = setup::start_backends(&config);
     setup::wait_for_backends(&config, &manager).await?;
     let statuses = manager.statuses();
     let catalog = Catalog::new(manager.tools());

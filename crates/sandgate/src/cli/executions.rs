@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use sandgate_store::ExecutionRecord;
 
-use super::ConfigArg;
+use super::args::ConfigArg;
 use crate::setup;
 
 /// The executions commands.

@@ -1,5 +1,6 @@
 //! Command-line interface: `serve`, `run`, `check`, `tools`, `executions`, `status`.
 
+mod args;
 mod check;
 mod executions;
 mod reload;
@@ -8,7 +9,7 @@ mod serve;
 mod stored;
 mod tools;
 
-use std::path::PathBuf;
+pub use args::ConfigArg;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -50,15 +51,6 @@ pub enum Command {
     /// Show backend status, the tool cache and the HTTP settings.
     #[command(alias = "doctor")]
     Status(ConfigArg),
-}
-
-/// The `--config` option shared by the commands.
-#[derive(Debug, clap::Args)]
-pub struct ConfigArg {
-    /// A sandgate.toml or an mcpServers JSON file (claude_desktop_config.json, .mcp.json).
-    /// Default: ./sandgate.toml, then ./.mcp.json.
-    #[arg(long, short, env = "SANDGATE_CONFIG")]
-    pub config: Option<PathBuf>,
 }
 
 /// Runs a parsed command line.

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sandgate_config::Config;
-use sandgate_gateway::Gateway;
+use sandgate_gateway::{Gateway, HttpTokens};
+use sandgate_upstream::BackendManager;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +31,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// `None` when the config did not come from a file.
 pub fn follow(
     config: Config,
-    gateway: Arc<Gateway>,
+    running: Running,
     http_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
 ) -> Option<Arc<Notify>> {
@@ -40,7 +41,9 @@ pub fn follow(
         seen: fingerprint(&path),
         path,
         running: config,
-        gateway,
+        gateway: running.gateway,
+        manager: running.manager,
+        tokens: running.tokens,
         http_addr,
     };
     let poke = now.clone();
@@ -69,8 +72,22 @@ struct Follower {
     /// The config the gateway runs.
     running: Config,
     gateway: Arc<Gateway>,
+    /// The backends the gateway reads (a reload restarts the entries that changed).
+    manager: Arc<BackendManager>,
+    /// The HTTP front's tokens, when it serves HTTP.
+    tokens: Option<HttpTokens>,
     /// The HTTP listener's address, when there is one (its tokens follow the config).
     http_addr: Option<SocketAddr>,
+}
+
+/// What a reload changes: the gateway, its backends and the HTTP front's tokens.
+pub struct Running {
+    /// The gateway.
+    pub gateway: Arc<Gateway>,
+    /// Its backends.
+    pub manager: Arc<BackendManager>,
+    /// The HTTP front's tokens, when it serves HTTP.
+    pub tokens: Option<HttpTokens>,
 }
 
 impl Follower {
@@ -104,11 +121,11 @@ impl Follower {
         let restart_needed = sections_needing_restart(&self.running, &config);
         let tokens_changed = self.running.http.tokens != config.http.tokens
             || self.running.http.auth != config.http.auth;
-        if let (true, Some(addr)) = (tokens_changed, self.http_addr) {
+        if let (true, Some(addr), Some(tokens)) = (tokens_changed, self.http_addr, &self.tokens) {
             match crate::access::http_auth(&config, addr) {
                 Ok((auth, _)) => {
                     let count = auth.tokens.len();
-                    self.gateway.set_http_auth(auth);
+                    tokens.replace(auth);
                     tracing::info!("config reloaded: HTTP tokens replaced ({count} known)");
                 }
                 Err(e) => {
@@ -125,7 +142,7 @@ impl Follower {
                 .await;
             tracing::info!("config reloaded: profiles replaced");
         }
-        let reloaded = self.gateway.manager().reload(&config).await;
+        let reloaded = self.manager.reload(&config).await;
         if let Some(wait) = config.startup_wait {
             self.gateway.set_startup_wait(wait);
         }

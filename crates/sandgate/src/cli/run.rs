@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use futures::FutureExt;
-use sandgate_gateway::{Caller, Gateway, Knock, UpstreamBridge};
+use sandgate_gateway::{Caller, ExecutionBridge, Knock};
 use sandgate_sandbox::{Execution, ExecutionResult, Limits};
 
-use super::ConfigArg;
+use super::args::ConfigArg;
 use crate::setup;
 
 /// Options of `sandgate run`.
@@ -38,24 +38,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot read {}", args.file.display()))?
     };
     let config = setup::load_config(args.config.config.as_deref())?;
-    let manager = setup::start_backends(&config);
+    let (manager, calls) = setup::start_backends(&config);
     // The local user runs under the default profile, as a stdio client would, with the same
     // runtime as `serve` (the sandbox, the store and the stored tools it holds, so
     // `user.<name>` is there as it is for any client).
-    let gateway = Gateway::new(
-        manager.clone(),
-        config.access_profiles(),
-        crate::access::audit_log(&config)?,
-    );
-    let (attached, ()) = tokio::join!(
-        setup::attach_chain(&config, &gateway),
+    let (runtime, ()) = tokio::join!(
+        setup::chain_runtime(&config),
         setup::wait_for_backends(&config, &manager).map(|_| ())
     );
-    attached?;
+    let gateway = setup::build_gateway(&config, manager.clone(), calls, runtime?).await?;
     let sandbox = gateway
         .chain_sandbox()
         .context("the sandbox did not start")?;
-    let caller = Caller::local(&gateway);
+    let caller = Caller::local(gateway.profiles());
     let view = gateway.settled_view(&caller.access).await;
     let defaults = Limits::default();
     let limits = Limits {
@@ -79,7 +74,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let result = sandbox
         .run(
             execution,
-            Arc::new(UpstreamBridge::new(
+            Arc::new(ExecutionBridge::new(
                 gateway.clone(),
                 Knock::new(caller, id.clone()),
                 None,

@@ -4,10 +4,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use sandgate_gateway::{Gateway, HttpOptions};
+use sandgate_gateway::{HttpOptions, HttpTokens};
 use tokio_util::sync::CancellationToken;
 
-use super::ConfigArg;
+use super::args::ConfigArg;
 use crate::setup;
 
 /// Default port when `--http` gives none.
@@ -48,21 +48,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let telemetry = crate::telemetry::install(&config.telemetry)?;
-    let manager = setup::start_backends(&config);
-    let gateway = Gateway::new(
-        manager,
-        config.access_profiles(),
-        crate::access::audit_log(&config)?,
-    );
-    gateway.expose_stored_tools(config.stored_tools.expose_as_mcp_tools);
-    if let Some(wait) = config.startup_wait {
-        gateway.set_startup_wait(wait);
-    }
-    setup::attach_chain(&config, &gateway).await?;
+    let (manager, calls) = setup::start_backends(&config);
+    let runtime = setup::chain_runtime(&config).await?;
+    let gateway = setup::build_gateway(&config, manager.clone(), calls, runtime).await?;
+    let tokens = http_auth
+        .as_ref()
+        .map(|(auth, _)| HttpTokens::new(auth.clone()));
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
-    if let (Some(addr), Some(auth)) = (http_addr, http_auth) {
-        let (auth, notice) = auth;
+    if let (Some(addr), Some((_, notice)), Some(auth)) = (http_addr, http_auth, tokens.clone()) {
         let options = HttpOptions {
             addr,
             allowed_hosts: config.http.allowed_hosts.clone(),
@@ -99,8 +93,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let mut signals = Signals::install()?;
-    signals.reload =
-        super::reload::follow(config.clone(), gateway.clone(), http_addr, shutdown.clone());
+    signals.reload = super::reload::follow(
+        config.clone(),
+        super::reload::Running {
+            gateway: gateway.clone(),
+            manager,
+            tokens,
+        },
+        http_addr,
+        shutdown.clone(),
+    );
     let outcome = tokio::select! {
         done = tasks.join_next() => match done {
             Some(Ok(result)) => result,

@@ -11,7 +11,7 @@ use sandgate_gateway::stored;
 use sandgate_policy::Access;
 use sandgate_store::{Store, StoreError};
 
-use super::ConfigArg;
+use super::args::ConfigArg;
 use crate::setup;
 
 /// What to do to a stored tool.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use sandgate_catalog::{Catalog, TsDecl};
 
-use super::ConfigArg;
+use super::args::ConfigArg;
 use crate::setup;
 
 /// Tools subcommands.
@@ -150,7 +150,7 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
         }
     };
     let config = setup::load_config(config_arg.config.as_deref())?;
-    let manager = setup::start_backends(&config);
+    let (manager, _calls) = setup::start_backends(&config);
     setup::wait_for_backends(&config, &manager).await?;
     // Stored tools are listed and searched beside the backends', as `user.<name>`.
     let mut specs = manager.tools();

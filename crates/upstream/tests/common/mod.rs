@@ -9,7 +9,10 @@ use std::time::Duration;
 use rmcp::model::CallToolResult;
 use sandgate_config::{Format, parse_str};
 use sandgate_policy::{Access, Profile, ToolCall};
-use sandgate_upstream::{BackendManager, ManagerOptions, RestartPolicy, ToolCache, UpstreamError};
+use sandgate_upstream::{
+    BackendCalls, BackendManager, ManagerCalls, ManagerOptions, RestartPolicy, ToolCache,
+    UpstreamError,
+};
 
 pub fn fixture() -> String {
     format!(
@@ -37,14 +40,11 @@ pub fn fast_restarts() -> RestartPolicy {
 
 /// Starts a manager whose backends are the fake backend in the given modes, with extra TOML
 /// per backend.
-pub fn start(backends: &[(&str, &str, &str)]) -> Arc<BackendManager> {
+pub fn start(backends: &[(&str, &str, &str)]) -> Started {
     start_with(backends, None)
 }
 
-pub fn start_with(
-    backends: &[(&str, &str, &str)],
-    cache: Option<ToolCache>,
-) -> Arc<BackendManager> {
+pub fn start_with(backends: &[(&str, &str, &str)], cache: Option<ToolCache>) -> Started {
     let mut toml = String::new();
     for (name, mode, extra) in backends {
         toml.push_str(&format!(
@@ -53,18 +53,32 @@ pub fn start_with(
         ));
     }
     let config = parse_str(&toml, Format::Toml, "test.toml").expect("test config");
-    BackendManager::start(
+    let (manager, calls) = BackendManager::start(
         &config,
         ManagerOptions {
             inherited_env: inherited_env(),
             cache,
             restart: fast_restarts(),
         },
-    )
+    );
+    Started { manager, calls }
+}
+
+/// A started manager and its calls half; reads as the manager.
+pub struct Started {
+    pub manager: Arc<BackendManager>,
+    pub calls: ManagerCalls,
+}
+
+impl std::ops::Deref for Started {
+    type Target = BackendManager;
+    fn deref(&self) -> &BackendManager {
+        &self.manager
+    }
 }
 
 pub async fn call(
-    m: &BackendManager,
+    m: &Started,
     backend: &str,
     tool: &str,
     args: serde_json::Value,
@@ -72,7 +86,8 @@ pub async fn call(
     let authorized = Access::new(std::sync::Arc::new(Profile::implicit_default("test")))
         .authorize_tool(ToolCall::new(backend, tool))
         .expect("grant");
-    m.call(&authorized, args.as_object().cloned(), Default::default())
+    m.calls
+        .call(&authorized, args.as_object().cloned(), Default::default())
         .await
 }
 

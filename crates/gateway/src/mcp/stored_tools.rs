@@ -9,13 +9,16 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use sandgate_policy::{ToolCall, ToolName};
 use serde_json::{Value, json};
 
-use crate::{Caller, Gateway};
+use crate::bridge::call_as;
+use crate::caller::Caller;
+use crate::gateway::Gateway;
+use crate::stored::{BACKEND, check, load};
 
 /// The extra tools `caller` is shown.
 pub(crate) fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
     let mut tools = Vec::new();
     if caller.access.profile().register_tools {
-        tools.push(crate::meta_tools::tool(
+        tools.push(super::meta_tools::tool(
             "register_tool",
             "Register (or update) a stored tool from a TypeScript file: `export const meta = { description, input, output?, capabilities }` and `export default async function (input, ctx) {...}`. It becomes callable as user.<name> in call_tool_chain. Every capability it declares must be one your profile holds.",
             json!({"type": "object", "properties": {
@@ -23,16 +26,16 @@ pub(crate) fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
                 "code": {"type": "string", "description": "the tool file"}
             }, "required": ["name", "code"], "additionalProperties": false}),
         ));
-        tools.push(crate::meta_tools::tool(
+        tools.push(super::meta_tools::tool(
             "remove_tool",
             "Remove a stored tool your profile registered (its versions are kept).",
             json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}),
         ));
     }
     if gateway.exposes_stored_tools() {
-        for loaded in gateway.stored_tools().values() {
-            let qualified = format!("{}.{}", super::BACKEND, loaded.stored.name);
-            let name = ToolName::plain(super::BACKEND, &loaded.stored.name);
+        for loaded in gateway.catalogs().stored_tools().values() {
+            let qualified = format!("{}.{}", BACKEND, loaded.stored.name);
+            let name = ToolName::plain(BACKEND, &loaded.stored.name);
             if !caller.access.sees_tool(&name) {
                 continue;
             }
@@ -71,12 +74,10 @@ pub(crate) async fn call(
             None => Err("remove_tool takes { name }".to_string()),
         },
         _ => {
-            let tool = name.strip_prefix(super::BACKEND)?.strip_prefix('.')?;
+            let tool = name.strip_prefix(BACKEND)?.strip_prefix('.')?;
             if !gateway.exposes_stored_tools()
-                || !gateway.stored_tools().contains_key(tool)
-                || !caller
-                    .access
-                    .sees_tool(&ToolName::plain(super::BACKEND, tool))
+                || !gateway.catalogs().stored_tools().contains_key(tool)
+                || !caller.access.sees_tool(&ToolName::plain(BACKEND, tool))
             {
                 return None;
             }
@@ -96,8 +97,12 @@ async fn register(
     code: &str,
 ) -> Result<String, String> {
     // Declared tools are judged against every backend, cold ones given their start-up wait.
-    let catalog = gateway.settled_full_view_for(|_| true).await.catalog;
-    let registration = super::check(name, code, &caller.access, &catalog).map_err(|problems| {
+    let catalog = gateway
+        .catalogs()
+        .settled_full_view_for(|_| true)
+        .await
+        .catalog;
+    let registration = check(name, code, &caller.access, &catalog).map_err(|problems| {
         format!(
             "user.{name} is not registered (nothing was written):\n- {}",
             problems.join("\n- ")
@@ -161,8 +166,8 @@ async fn run(
     tool: &str,
     arguments: JsonObject,
 ) -> CallToolResult {
-    let call = ToolCall::new(super::BACKEND, tool);
-    match gateway.call_as(caller, call, arguments).await {
+    let call = ToolCall::new(BACKEND, tool);
+    match call_as(gateway, caller, call, arguments).await {
         Ok(answer) => serde_json::from_str::<CallToolResult>(&answer.json)
             .unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         Err(failure) => CallToolResult::error(vec![ContentBlock::text(failure.message)]),
@@ -178,6 +183,6 @@ fn store_of(gateway: &Gateway) -> Result<sandgate_store::StoreHandle, String> {
 
 async fn reload(gateway: &Arc<Gateway>, store: &sandgate_store::StoreHandle) {
     if let Ok(tools) = store.run(|s| s.tools()).await {
-        gateway.install_stored_tools(super::load(tools)).await;
+        gateway.install_stored_tools(load(tools)).await;
     }
 }

@@ -2,53 +2,124 @@
 //! capability an execution uses passes through here, whichever tier or route it came by (tier 1
 //! and 2 shortcuts, the sandbox bridge, `.raw()`, stored tools later).
 //!
-//! The door asks the caller's [`Access`](sandgate_policy::Access) for a proof
-//! ([`Authorized`]), writes the decision to the audit log, and only then calls: the backend
-//! manager's `call` and the capabilities take nothing but a proof. A refusal is a
-//! [`FailureKind::Denied`] naming the rule and where to change it. `tests/one_door.rs` reads
-//! the sources and holds every call to a backend to this file.
+//! The door is a value, [`Door`], and the only holder of the backends' calls half
+//! ([`BackendCalls`], handed out once when the backends start) and of the host's fetcher, both
+//! in private fields. It asks the caller's [`Access`](sandgate_policy::Access) for a proof
+//! ([`Authorized`]), writes the decision to the audit log, and only then calls. A refusal is a
+//! [`FailureKind::Denied`] naming the rule and where to change it. Code outside this module
+//! cannot reach a backend at all; the compile-fail examples below show it.
+//!
+//! Holding the gateway gives no way around the door: its fields are private, and the
+//! backends' other half has no `call`:
+//!
+//! ```compile_fail,E0616
+//! fn sneak(door: &sandgate_gateway::Door) { let _ = &door.calls; }
+//! ```
+//!
+//! ```compile_fail,E0599
+//! async fn sneak(gateway: &sandgate_gateway::Gateway, proof: sandgate_policy::Authorized<sandgate_policy::ToolCall>) {
+//!     let _ = gateway.backends().call(&proof, None, Default::default()).await;
+//! }
+//! ```
+//!
+//! ```compile_fail,E0616
+//! fn sneak(door: &sandgate_gateway::Door) { let _ = &door.fetcher; }
+//! ```
+//!
+//! And the calls half is one value, never copied:
+//!
+//! ```compile_fail,E0277
+//! use sandgate_upstream::ManagerCalls;
+//! fn copy(calls: &ManagerCalls) -> ManagerCalls { <ManagerCalls as Clone>::clone(calls) }
+//! ```
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use sandgate_catalog::Catalog;
 use sandgate_policy::{Authorized, PolicyError, ToolCall};
 use sandgate_sandbox::{CallFailure, FailureKind, ToolAnswer};
-use sandgate_upstream::UpstreamError;
+use sandgate_upstream::{BackendCalls, BackendProgress, Backends, CallContext, UpstreamError};
+use serde_json::{Map, Value};
 
-use crate::Gateway;
-use crate::audit::{Decision, Subject};
-use crate::caller::Caller;
-use crate::telemetry::{CallOutcome, traces};
-use sandgate_upstream::{BackendProgress, CallContext};
+use crate::audit::{AuditLog, Decision, Subject};
+use crate::progress::ProgressSink;
+use crate::telemetry::{CallOutcome, Metrics, traces};
 
-/// Who is knocking: the caller and the execution it runs.
-#[derive(Debug, Clone)]
-pub struct Knock {
-    /// The caller (profile, token, owner).
-    pub caller: Caller,
-    /// The execution's id.
-    pub execution_id: String,
-    /// The stored tools running, outermost first, when the knock comes from inside one
-    /// (for the cycle and depth guard).
-    pub within: Vec<String>,
-    /// Where the execution's progress goes, when its client asked for it: finished calls and
-    /// the backends' own progress notices.
-    pub progress: Option<crate::chain::ProgressSink>,
+mod capability;
+mod knock;
+
+pub use capability::{HostFunction, granted};
+pub use knock::Knock;
+
+/// The most JSON bytes a stored tool's arguments may have.
+const MAX_STORED_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Runs stored tools for the door: they run in the sandbox, which the layers above the door
+/// hold. The door authorizes and counts the call; this runs it.
+pub trait RunStored: Send + Sync {
+    /// Runs stored tool `name` for `knock` with `arguments`.
+    fn run_stored<'a>(
+        &'a self,
+        knock: &'a Knock,
+        name: &'a str,
+        arguments: Map<String, Value>,
+    ) -> BoxFuture<'a, Result<ToolAnswer, CallFailure>>;
 }
 
-impl Knock {
-    /// A knock by `caller` for execution `execution_id`, outside any stored tool.
-    pub fn new(caller: Caller, execution_id: impl Into<String>) -> Knock {
-        Knock {
-            caller,
-            execution_id: execution_id.into(),
-            within: Vec::new(),
-            progress: None,
+/// Where a call goes once it is allowed.
+enum Target {
+    /// A backend's tool, called through the backends' calls half.
+    Backend,
+    /// A stored tool, run in the sandbox.
+    Stored,
+}
+
+impl Target {
+    fn of(call: &ToolCall) -> Target {
+        if call.backend == crate::stored::loaded::BACKEND {
+            Target::Stored
+        } else {
+            Target::Backend
         }
     }
 }
 
-impl Gateway {
+/// The one door: see the module's documentation.
+#[derive(Debug)]
+pub struct Door {
+    calls: Box<dyn BackendCalls>,
+    backends: Arc<dyn Backends>,
+    fetcher: sandgate_capabilities::Fetcher,
+    audit: AuditLog,
+    metrics: Arc<Metrics>,
+}
+
+impl Door {
+    /// The door over `calls`, the backends' only calls half; host capabilities fetch with
+    /// `fetcher`; decisions go to `audit`; calls are counted in `metrics`.
+    pub(crate) fn new(
+        calls: Box<dyn BackendCalls>,
+        backends: Arc<dyn Backends>,
+        fetcher: sandgate_capabilities::Fetcher,
+        audit: AuditLog,
+        metrics: Arc<Metrics>,
+    ) -> Door {
+        Door {
+            calls,
+            backends,
+            fetcher,
+            audit,
+            metrics,
+        }
+    }
+
+    /// Where decisions are written.
+    pub(crate) fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
     /// Authorizes a tool call for `knock`, and records the decision.
     pub(crate) fn authorize_tool(
         &self,
@@ -66,17 +137,23 @@ impl Gateway {
     /// is counted for `/metrics` and traced as a span under the caller's trace.
     ///
     /// [`BackendManager::call`]: sandgate_upstream::BackendManager::call
+    /// A stored tool is run by `stored`; `catalog` is the current one (a tool it does not
+    /// list is counted under `_other`).
     pub(crate) async fn call_tool(
-        self: &Arc<Self>,
+        &self,
         knock: &Knock,
         call: ToolCall,
         args: String,
         limit: Option<Duration>,
+        stored: &dyn RunStored,
+        catalog: &Catalog,
     ) -> Result<ToolAnswer, CallFailure> {
         let started = std::time::Instant::now();
         let (backend, tool) = (call.backend.clone(), call.tool.clone());
         let span = traces::start_tool_call(&knock.caller.trace, &backend, &tool);
-        let answer = self.call_tool_in(knock, call, args, limit, &span).await;
+        let answer = self
+            .call_tool_in(knock, call, args, limit, stored, &span)
+            .await;
         let outcome = match &answer {
             Ok(answer) if answer.is_error => CallOutcome::ErrorResult,
             Ok(_) => CallOutcome::Ok,
@@ -86,7 +163,7 @@ impl Gateway {
                 _ => CallOutcome::Failed,
             },
         };
-        let known = self.catalog().resolve(&format!("{backend}.{tool}")).is_ok();
+        let known = catalog.resolve(&format!("{backend}.{tool}")).is_ok();
         self.metrics
             .call_finished(&backend, &tool, known, outcome, started.elapsed());
         traces::end_tool_call(
@@ -96,23 +173,25 @@ impl Gateway {
         answer
     }
 
-    /// [`Gateway::call_tool`] inside its span `trace`.
+    /// [`Door::call_tool`] inside its span `trace`.
     async fn call_tool_in(
-        self: &Arc<Self>,
+        &self,
         knock: &Knock,
         call: ToolCall,
         args: String,
         limit: Option<Duration>,
+        stored: &dyn RunStored,
         trace: &opentelemetry::Context,
     ) -> Result<ToolAnswer, CallFailure> {
         let authorized = self.authorize_tool(knock, call, &args)?;
         let call = authorized.get();
         // Checked on the text, before it is parsed or sent: a backend that is sent more than
         // it accepts may exit, and then it is down for every client.
-        let max = self
-            .manager()
-            .max_argument_bytes(&call.backend)
-            .or((call.backend == crate::stored::BACKEND).then_some(4 * 1024 * 1024));
+        let target = Target::of(call);
+        let max = match target {
+            Target::Backend => self.backends.max_argument_bytes(&call.backend),
+            Target::Stored => Some(MAX_STORED_ARGUMENT_BYTES),
+        };
         if let Some(max) = max.filter(|&max| args.len() > max) {
             return Err(CallFailure::new(
                 FailureKind::Failed,
@@ -128,9 +207,8 @@ impl Gateway {
                 ));
             }
         };
-        if call.backend == crate::stored::BACKEND {
-            let name = call.tool.clone();
-            return self.call_stored(knock, &name, arguments).await;
+        if let Target::Stored = target {
+            return stored.run_stored(knock, &call.tool, arguments).await;
         }
         let arguments = Some(arguments);
         let (progress, forwarding) = match knock.progress.clone() {
@@ -145,7 +223,7 @@ impl Gateway {
             trace: traces::to_meta(trace),
             progress,
         };
-        let result = self.manager().call(&authorized, arguments, context).await;
+        let result = self.calls.call(&authorized, arguments, context).await;
         // The call's notices reach the client before the call is reported finished.
         if let Some(forwarding) = forwarding {
             let _ = tokio::time::timeout(PROGRESS_DRAIN, forwarding).await;
@@ -163,25 +241,6 @@ impl Gateway {
         Ok(ToolAnswer { json, is_error })
     }
 
-    /// Calls `call` as `caller`, outside any execution: through the door like every call
-    /// (authorized, audited). For stored tools exposed as plain MCP tools, embedding and
-    /// benchmarks; MCP clients otherwise reach tools through `call_tool_chain`.
-    pub async fn call_as(
-        self: &Arc<Self>,
-        caller: &Caller,
-        call: ToolCall,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<ToolAnswer, CallFailure> {
-        let knock = Knock::new(caller.clone(), sandgate_store::new_execution_id());
-        self.call_tool(
-            &knock,
-            call,
-            serde_json::Value::Object(arguments).to_string(),
-            None,
-        )
-        .await
-    }
-
     /// Writes one decision to the audit log.
     pub(crate) fn record<T>(
         &self,
@@ -191,7 +250,7 @@ impl Gateway {
         decision: &Result<Authorized<T>, PolicyError>,
         arguments: Option<&str>,
     ) {
-        if !self.audit().enabled() {
+        if !self.audit.enabled() {
             return;
         }
         let rule = match decision {
@@ -212,7 +271,7 @@ impl Gateway {
         rule: &str,
         arguments: Option<&str>,
     ) {
-        self.audit().record(&Decision {
+        self.audit.record(&Decision {
             profile: Some(knock.caller.profile()),
             token_id: knock.caller.token_id.as_deref(),
             execution_id: (!knock.execution_id.is_empty()).then_some(knock.execution_id.as_str()),
@@ -236,7 +295,7 @@ const PROGRESS_DRAIN: Duration = Duration::from_millis(500);
 /// A channel for a backend's progress notices on a call to `tool`, passed on to `sink` by a
 /// task that ends once the call has dropped the channel and every notice is passed on.
 fn forward_progress(
-    sink: crate::chain::ProgressSink,
+    sink: ProgressSink,
     tool: String,
 ) -> (
     tokio::sync::mpsc::Sender<BackendProgress>,

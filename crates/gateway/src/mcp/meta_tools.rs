@@ -6,10 +6,9 @@
 //! programs. Bad arguments produce an `isError` result that says how to fix the call, because
 //! a model reads those and retries; protocol errors would be hidden from it.
 //!
-//! `call_tool_chain` and `read_output` live in [`crate::chain`]; they are listed and
-//! dispatched here with the others.
+//! `call_tool_chain` and `read_output` live in `chain`; they are listed and dispatched here
+//! with the others.
 
-use crate::Caller;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
@@ -17,9 +16,13 @@ use sandgate_catalog::{Catalog, CatalogError, Entry, TsDecl};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Gateway;
-use crate::chain::bounds::bounded;
-use crate::chain::{self, ChainArgs, ProgressSink};
+use crate::caller::Caller;
+use crate::chain::bounds::{bounded, short_text};
+use crate::chain::{self, ChainArgs};
+use crate::door::granted;
+use crate::gateway::Gateway;
+use crate::progress::ProgressSink;
+use crate::runtime::Cancellation;
 
 /// Most results `search_tools` returns.
 pub const MAX_SEARCH_LIMIT: usize = 50;
@@ -30,7 +33,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 50;
 /// Largest page size of `list_tools_meta`.
 pub const MAX_PAGE_SIZE: usize = 200;
 
-/// The names of the meta-tools, in listing order.
+/// The names of the meta-tools, in listing order (the route table follows it: see `routes`).
 pub const META_TOOLS: &[&str] = &[
     "search_tools",
     "tool_info",
@@ -51,7 +54,7 @@ Large results are shortened (with `intent`, to the parts about it) and kept whol
 /// is reachable without a call; `call_tool_chain` says which host capabilities it has.
 pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
     let catalog = gateway.view(&caller.access).catalog;
-    let capabilities = crate::capability::granted(&caller.access);
+    let capabilities = granted(&caller.access);
     let chain_description = if capabilities.is_empty() {
         format!(
             "{CHAIN_DESCRIPTION} There is no fetch, fs or env: this profile grants no network, files or environment."
@@ -72,7 +75,7 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
     } else {
         backends.join(", ")
     };
-    let mut tools = vec![
+    let tools = vec![
         tool(
             "search_tools",
             &format!(
@@ -124,7 +127,6 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
             }, "required": ["execution_id"], "additionalProperties": false}),
         ),
     ];
-    tools.extend(crate::stored::mcp::definitions(gateway, caller));
     tools
 }
 
@@ -136,46 +138,58 @@ pub(crate) fn tool(name: &'static str, description: &str, schema: Value) -> Tool
     Tool::new(name, description.to_string(), Arc::new(schema))
 }
 
-/// Runs a meta-tool, or returns `None` when `name` is not one.
-pub async fn call(
+/// `call_tool_chain`.
+pub(crate) async fn run_chain(
     gateway: &Arc<Gateway>,
     caller: &Caller,
-    name: &str,
-    arguments: Option<JsonObject>,
+    args: Value,
     progress: Option<ProgressSink>,
-    cancel: &chain::Cancellation,
-) -> Option<CallToolResult> {
-    if let Some(result) = crate::stored::mcp::call(gateway, caller, name, arguments.clone()).await {
-        return Some(result);
-    }
-    // The counter key must be 'static, so take it from the table rather than the request.
-    let counter = *META_TOOLS.iter().find(|n| **n == name)?;
-    let args = Value::Object(arguments.unwrap_or_default());
-    let result = match name {
-        "call_tool_chain" => match parse::<ChainArgs>(name, args) {
-            Ok(a) => Ok(chain::call_tool_chain(gateway, caller, a, progress, cancel).await),
-            Err(e) => Err(e),
-        },
-        "read_output" => match parse(name, args) {
-            Ok(a) => chain::read::read_output(gateway, caller, a).await,
-            Err(e) => Err(e),
-        },
-        _ => {
-            let catalog = gateway.settled_view(&caller.access).await.catalog;
-            match name {
-                "search_tools" => parse(name, args).and_then(|a| search_tools(&catalog, a)),
-                "tool_info" => parse::<InfoArgs>(name, args).and_then(|a| {
-                    let asked = a.name.clone();
-                    tool_info(&catalog, a).map_err(|e| {
-                        crate::chain::ungranted::outside_view(gateway, caller, &asked, e)
-                    })
-                }),
-                _ => parse(name, args).and_then(|a| list_tools_meta(&catalog, a)),
-            }
-        }
-    };
-    gateway.count(counter);
-    Some(result.unwrap_or_else(|message| CallToolResult::error(vec![ContentBlock::text(message)])))
+    cancel: &Cancellation,
+) -> Result<CallToolResult, String> {
+    let args = parse::<ChainArgs>("call_tool_chain", args)?;
+    Ok(chain::call_tool_chain(gateway, caller, args, progress, cancel).await)
+}
+
+/// `read_output`.
+pub(crate) async fn read_output(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    args: Value,
+) -> Result<CallToolResult, String> {
+    chain::read::read_output(gateway, caller, parse("read_output", args)?).await
+}
+
+/// `search_tools`, over what the caller sees once its backends have settled.
+pub(crate) async fn search(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    args: Value,
+) -> Result<CallToolResult, String> {
+    let catalog = gateway.settled_view(&caller.access).await.catalog;
+    search_tools(&catalog, parse("search_tools", args)?)
+}
+
+/// `tool_info`: a tool outside the caller's view is answered like a missing one.
+pub(crate) async fn info(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    args: Value,
+) -> Result<CallToolResult, String> {
+    let catalog = gateway.settled_view(&caller.access).await.catalog;
+    let args = parse::<InfoArgs>("tool_info", args)?;
+    let asked = args.name.clone();
+    tool_info(&catalog, args)
+        .map_err(|e| crate::chain::ungranted::outside_view(gateway, caller, &asked, e))
+}
+
+/// `list_tools_meta`.
+pub(crate) async fn list(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    args: Value,
+) -> Result<CallToolResult, String> {
+    let catalog = gateway.settled_view(&caller.access).await.catalog;
+    list_tools_meta(&catalog, parse("list_tools_meta", args)?)
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, String> {
@@ -214,21 +228,6 @@ fn detail(value: Option<&str>, default: Detail) -> Result<Detail, String> {
             "detail must be \"summary\", \"signature\" or \"full\", not {other:?}"
         )),
     }
-}
-
-/// The longest text argument a meta-tool reads (a search query, a tool name, a JSON path, an
-/// intent). Longer text is refused, not echoed back or searched.
-pub(crate) const MAX_TEXT_ARGUMENT_CHARS: usize = 1_000;
-
-/// `value` if it is at most [`MAX_TEXT_ARGUMENT_CHARS`] long; otherwise an error naming `field`.
-pub(crate) fn short_text<'a>(field: &str, value: &'a str) -> Result<&'a str, String> {
-    let chars = value.chars().take(MAX_TEXT_ARGUMENT_CHARS + 1).count();
-    if chars > MAX_TEXT_ARGUMENT_CHARS {
-        return Err(format!(
-            "{field} is longer than {MAX_TEXT_ARGUMENT_CHARS} characters; send a few words (or the exact name) instead"
-        ));
-    }
-    Ok(value)
 }
 
 fn search_tools(catalog: &Catalog, args: SearchArgs) -> Result<CallToolResult, String> {

@@ -17,7 +17,11 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 
-use crate::{Caller, Gateway, meta_tools, resources};
+use super::{meta_tools, resources, routes};
+use crate::caller::Caller;
+use crate::gateway::Gateway;
+use crate::progress::progress_sink;
+use crate::runtime::{Cancellation, ResponseGone};
 
 /// What the client's model reads first: the gateway in a few lines.
 const INSTRUCTIONS: &str = "sandgate is one gateway to many MCP servers (backends). Their tools are found on demand instead of listed: \
@@ -68,19 +72,19 @@ impl ServerHandler for SandgateServer {
                 None,
             ));
         }
-        let caller = Caller::of(&self.gateway, &context);
+        let caller = Caller::of(self.gateway.profiles(), &context);
         // Answered at once with what is known: a client waits on this list when it connects,
         // and a slow backend must not hold it up (one that answers `initialize` after 25 s, or
         // never answers `tools/list`). The list names the backends that are ready; when one
         // more comes up, connected clients hear `tools/list_changed` (see `Gateway::refresh`).
         // Search and `tool_info` still give cold backends `[gateway] startup_wait`, and so does
         // this list when the operator wrote `startup_wait` in the config.
-        if self.gateway.list_waits() {
+        if self.gateway.catalogs().list_waits() {
             self.gateway.settled_view(&caller.access).await;
         }
         // What a caller is shown depends on its profile: no cache may hand it to another.
         Ok(
-            ListToolsResult::with_all_items(meta_tools::definitions(&self.gateway, &caller))
+            ListToolsResult::with_all_items(routes::definitions(&self.gateway, &caller))
                 .with_cache_scope(CacheScope::Private),
         )
     }
@@ -90,11 +94,10 @@ impl ServerHandler for SandgateServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let progress =
-            crate::chain::progress_sink(context.peer.clone(), context.meta.get_progress_token());
-        let caller = Caller::of(&self.gateway, &context);
+        let progress = progress_sink(context.peer.clone(), context.meta.get_progress_token());
+        let caller = Caller::of(self.gateway.profiles(), &context);
         let cancel = cancellation(&context);
-        let work = meta_tools::call(
+        let work = routes::call(
             &self.gateway,
             &caller,
             &request.name,
@@ -135,9 +138,9 @@ impl ServerHandler for SandgateServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let caller = Caller::of(&self.gateway, &context);
+        let caller = Caller::of(self.gateway.profiles(), &context);
         Ok(
-            ListResourcesResult::with_all_items(resources::list(&self.gateway, &caller))
+            ListResourcesResult::with_all_items(routes::list_resources(&self.gateway, &caller))
                 .with_cache_scope(CacheScope::Private),
         )
     }
@@ -157,8 +160,8 @@ impl ServerHandler for SandgateServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let caller = Caller::of(&self.gateway, &context);
-        let read = resources::read(&self.gateway, &caller, &request.uri);
+        let caller = Caller::of(self.gateway.profiles(), &context);
+        let read = routes::read_resource(&self.gateway, &caller, &request.uri);
         match contained("resources/read", read.map(Ok)).await? {
             Some(Ok(result)) => Ok(result.with_cache_scope(CacheScope::Private).into()),
             Some(Err(reason)) => Err(ErrorData::resource_not_found(
@@ -200,7 +203,7 @@ impl ServerHandler for SandgateServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.gateway.add_legacy_peer(context.peer);
+        self.gateway.clients().add_legacy_peer(context.peer);
     }
 
     fn accepted_subscription_filter(
@@ -211,7 +214,7 @@ impl ServerHandler for SandgateServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.gateway.subscribe_changes();
+        let mut changes = self.gateway.clients().subscribe_changes();
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
@@ -230,14 +233,14 @@ impl ServerHandler for SandgateServer {
 
 /// How the client can cancel this request: `notifications/cancelled`, and over HTTP also by
 /// going away (the request's response is then dropped).
-fn cancellation(context: &RequestContext<RoleServer>) -> crate::chain::Cancellation {
-    let cancellation = crate::chain::Cancellation::new(context.ct.clone());
+fn cancellation(context: &RequestContext<RoleServer>) -> Cancellation {
+    let cancellation = Cancellation::new(context.ct.clone());
     match context
         .extensions
         .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<crate::http::ResponseGone>())
+        .and_then(|parts| parts.extensions.get::<ResponseGone>())
     {
-        Some(crate::http::ResponseGone(gone)) => cancellation.or_response_gone(gone.clone()),
+        Some(ResponseGone(gone)) => cancellation.or_response_gone(gone.clone()),
         None => cancellation,
     }
 }

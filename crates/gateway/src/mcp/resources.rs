@@ -3,20 +3,23 @@
 //! Each is cut to the caller's view: a backend none of whose tools the caller may reach is
 //! not listed, and a listed one shows only the caller's tools.
 
-use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
+use rmcp::model::ResourceTemplate;
 use sandgate_upstream::BackendStatus;
 use serde_json::json;
 
-use crate::meta_tools::META_TOOLS;
-use crate::{Caller, Gateway};
+use super::meta_tools::META_TOOLS;
+use crate::caller::Caller;
+use crate::chain::read;
+use crate::gateway::Gateway;
+use crate::views::sees;
 
 /// Prefix of per-backend resources.
-const BACKEND_PREFIX: &str = "sandgate://backend/";
+pub(crate) const BACKEND_PREFIX: &str = "sandgate://backend/";
 
 /// The backends `caller` can see, each with only the tools it may reach.
 pub(crate) fn visible_statuses(gateway: &Gateway, caller: &Caller) -> Vec<BackendStatus> {
     let access = &caller.access;
-    let statuses = gateway.manager().statuses();
+    let statuses = gateway.backends().statuses();
     if access.sees_every_tool() {
         return statuses;
     }
@@ -27,42 +30,13 @@ pub(crate) fn visible_statuses(gateway: &Gateway, caller: &Caller) -> Vec<Backen
             let name = status.name.clone();
             status
                 .tools
-                .retain(|tool| crate::views::sees(&catalog, access, &name, tool));
+                .retain(|tool| sees(&catalog, access, &name, tool));
             status
                 .tool_problems
-                .retain(|p| crate::views::sees(&catalog, access, &name, &p.tool));
+                .retain(|p| sees(&catalog, access, &name, &p.tool));
             (!status.tools.is_empty()).then_some(status)
         })
         .collect()
-}
-
-/// The fixed resources plus one per backend the caller can see.
-pub fn list(gateway: &Gateway, caller: &Caller) -> Vec<Resource> {
-    let mut resources = vec![
-        Resource::new("sandgate://overview", "overview")
-            .with_description("How to use this gateway, and its backends with tool counts")
-            .with_mime_type("text/markdown"),
-        Resource::new("sandgate://backends", "backends")
-            .with_description("Status of every backend")
-            .with_mime_type("application/json"),
-        Resource::new("sandgate://stats", "stats")
-            .with_description("Usage counters, catalog size, and executions per tier with latency and bytes saved")
-            .with_mime_type("application/json"),
-        Resource::new("sandgate://types.d.ts", "types.d.ts")
-            .with_description("TypeScript declarations for every reachable tool")
-            .with_mime_type("text/plain"),
-    ];
-    for status in visible_statuses(gateway, caller) {
-        resources.push(
-            Resource::new(
-                format!("{BACKEND_PREFIX}{}", status.name),
-                format!("backend {}", status.name),
-            )
-            .with_description(format!("Status of backend `{}`", status.name))
-            .with_mime_type("application/json"),
-        );
-    }
-    resources
 }
 
 /// Templates for parameterized resources.
@@ -72,7 +46,7 @@ pub fn templates() -> Vec<ResourceTemplate> {
             .with_description("Status of one backend: state, tool names, restarts, last error")
             .with_mime_type("application/json"),
         ResourceTemplate::new(
-            format!("{}{{id}}/output", crate::chain::read::EXECUTIONS_PREFIX),
+            format!("{}{{id}}/output", read::EXECUTIONS_PREFIX),
             "execution output",
         )
         .with_description(
@@ -80,64 +54,12 @@ pub fn templates() -> Vec<ResourceTemplate> {
         )
         .with_mime_type("text/plain"),
         ResourceTemplate::new(
-            format!("{}{{id}}/logs", crate::chain::read::EXECUTIONS_PREFIX),
+            format!("{}{{id}}/logs", read::EXECUTIONS_PREFIX),
             "execution logs",
         )
         .with_description("The full logs of an execution whose response showed only part of them")
         .with_mime_type("text/plain"),
     ]
-}
-
-/// Reads a resource, or `None` for an unknown URI. `Err` is a known kind of URI with nothing
-/// behind it (an expired output), with the reason.
-pub async fn read(
-    gateway: &std::sync::Arc<Gateway>,
-    caller: &crate::Caller,
-    uri: &str,
-) -> Option<Result<ReadResourceResult, String>> {
-    if let Some(stored) = crate::chain::read::read_resource(gateway, caller, uri).await {
-        gateway.count("resources/read");
-        return Some(stored.map(|text| {
-            ReadResourceResult::new(vec![
-                ResourceContents::text(text, uri).with_mime_type("text/plain"),
-            ])
-        }));
-    }
-    let (text, mime) = match uri {
-        "sandgate://overview" => (overview(gateway, caller).await, "text/markdown"),
-        "sandgate://backends" => (
-            pretty(&json!({"backends": visible_statuses(gateway, caller)})),
-            "application/json",
-        ),
-        "sandgate://stats" => (
-            stats(
-                gateway,
-                caller,
-                crate::chain::read::stats(gateway, caller).await,
-            ),
-            "application/json",
-        ),
-        // Like search_tools, these wait for backends still on their first connection.
-        "sandgate://types.d.ts" => (
-            gateway
-                .settled_view(&caller.access)
-                .await
-                .catalog
-                .declarations(),
-            "text/plain",
-        ),
-        _ => {
-            let name = uri.strip_prefix(BACKEND_PREFIX)?;
-            let status = visible_statuses(gateway, caller)
-                .into_iter()
-                .find(|s| s.name == name)?;
-            (pretty(&json!(status)), "application/json")
-        }
-    };
-    gateway.count("resources/read");
-    Some(Ok(ReadResourceResult::new(vec![
-        ResourceContents::text(text, uri).with_mime_type(mime),
-    ])))
 }
 
 /// Names of every backend the caller can see, for "did you mean" on a bad resource URI.
@@ -148,11 +70,12 @@ pub fn backend_names(gateway: &Gateway, caller: &Caller) -> Vec<String> {
         .collect()
 }
 
-fn pretty(value: &serde_json::Value) -> String {
+pub(crate) fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-async fn overview(gateway: &std::sync::Arc<Gateway>, caller: &Caller) -> String {
+/// `sandgate://overview`.
+pub(crate) async fn overview(gateway: &std::sync::Arc<Gateway>, caller: &Caller) -> String {
     let catalog = gateway.settled_view(&caller.access).await.catalog;
     let mut text = String::from(
         "# sandgate\n\nOne MCP endpoint for many MCP servers (\"backends\"). Their tools are not listed one by one; find them on demand:\n\n\
@@ -196,7 +119,24 @@ async fn overview(gateway: &std::sync::Arc<Gateway>, caller: &Caller) -> String 
     text
 }
 
-fn stats(gateway: &Gateway, caller: &Caller, executions: Option<serde_json::Value>) -> String {
+/// `sandgate://backends`.
+pub(crate) fn backends(gateway: &Gateway, caller: &Caller) -> String {
+    pretty(&json!({"backends": visible_statuses(gateway, caller)}))
+}
+
+/// `sandgate://types.d.ts`: like search_tools, it waits for backends still on their first
+/// connection.
+pub(crate) async fn types(gateway: &Gateway, caller: &Caller) -> String {
+    gateway
+        .settled_view(&caller.access)
+        .await
+        .catalog
+        .declarations()
+}
+
+/// `sandgate://stats`.
+pub(crate) async fn stats(gateway: &Gateway, caller: &Caller) -> String {
+    let executions = read::stats(gateway, caller).await;
     let catalog = gateway.view(&caller.access).catalog;
     let statuses = visible_statuses(gateway, caller);
     if !caller.access.profile().admin {
@@ -222,7 +162,7 @@ fn stats(gateway: &Gateway, caller: &Caller, executions: Option<serde_json::Valu
         "backends": {"configured": statuses.len(), "ready": ready},
         "restarts": statuses.iter().map(|s| s.restarts as u64).sum::<u64>(),
         "identifier_collisions": catalog.collisions(),
-        "catalog_builds": gateway.catalog_builds(),
+        "catalog_builds": gateway.catalogs().builds(),
         "requests": gateway.counters(),
         "executions": executions,
         "sandbox": gateway.chain().map(|chain| {

@@ -128,3 +128,8 @@ impl ProgressSink {
         let _ = self.peer.notify_progress(param).await;
     }
 }
+
+/// The progress token and the client to send notifications to.
+pub fn progress_sink(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Option<ProgressSink> {
+    token.map(|token| ProgressSink::new(peer, token))
+}

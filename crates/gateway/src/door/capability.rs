@@ -1,64 +1,97 @@
 //! The host capabilities an execution may use (`fetch`, `fs.*`, `env.get`), through the door.
 //!
 //! An execution is given only the capabilities its profile grants: the sandbox binds a global
-//! for each name in [`granted`], and none for the rest, so code finds no `fetch` to probe
+//! for each [`HostFunction`] in [`granted`], and none for the rest, so code finds no `fetch` to probe
 //! where no host is granted. Each call is authorized (and audited) here, then performed by the
 //! capabilities crate, which takes only the policy's proof.
 
-use std::sync::Arc;
-
 use base64::Engine as _;
 use sandgate_capabilities::{CapabilityError, FetchLimits, FetchRequest, FsLimits, Redirect};
-use sandgate_policy::{Access, Authorized, NetLookup, NetTarget, PolicyError};
+use sandgate_policy::{Access, Authorized, Capability, NetLookup, NetTarget, PolicyError};
 use sandgate_sandbox::{CallFailure, FailureKind};
 use serde_json::{Value, json};
 
-use crate::Gateway;
+use super::{Door, Knock, denied};
 use crate::audit::Subject;
-use crate::door::{Knock, denied};
 
-/// Every capability's name, as the guest binds it and as calls are recorded.
-const NAMES: [&str; 6] = [
-    "fetch",
-    "fs.readFile",
-    "fs.writeFile",
-    "fs.readdir",
-    "fs.stat",
-    "env.get",
-];
+/// A host function an execution may be given: each is one of the profile's capabilities
+/// (`net`, `fs`, `env`), bound in the guest under its [`HostFunction::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostFunction {
+    /// `fetch(url, init)`.
+    Fetch,
+    /// `fs.readFile(path, encoding)`.
+    ReadFile,
+    /// `fs.writeFile(path, data, encoding)`.
+    WriteFile,
+    /// `fs.readdir(path)`.
+    Readdir,
+    /// `fs.stat(path)`.
+    Stat,
+    /// `env.get(name)`.
+    EnvGet,
+}
 
-/// What execution records give as the backend of a capability call.
-pub(crate) const RECORD_BACKEND: &str = "(capability)";
+impl HostFunction {
+    /// Every host function, in the order the guest binds them.
+    pub const ALL: [HostFunction; 6] = [
+        HostFunction::Fetch,
+        HostFunction::ReadFile,
+        HostFunction::WriteFile,
+        HostFunction::Readdir,
+        HostFunction::Stat,
+        HostFunction::EnvGet,
+    ];
 
-/// Whether a call's name is a capability's (not a backend tool's).
-pub(crate) fn is_capability(name: &str) -> bool {
-    NAMES.contains(&name)
+    /// Its name, as the guest binds it and as calls are recorded.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HostFunction::Fetch => "fetch",
+            HostFunction::ReadFile => "fs.readFile",
+            HostFunction::WriteFile => "fs.writeFile",
+            HostFunction::Readdir => "fs.readdir",
+            HostFunction::Stat => "fs.stat",
+            HostFunction::EnvGet => "env.get",
+        }
+    }
+
+    /// The host function named `name`, if one is.
+    pub fn named(name: &str) -> Option<HostFunction> {
+        HostFunction::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// The capability of the profile that grants it.
+    pub const fn capability(self) -> Capability {
+        match self {
+            HostFunction::Fetch => Capability::Net,
+            HostFunction::EnvGet => Capability::Env,
+            _ => Capability::Fs,
+        }
+    }
+
+    /// What execution records give as the backend of a host function's call.
+    pub const RECORD_BACKEND: &'static str = "(capability)";
 }
 
 /// The names of the host functions `access` grants, as the guest binds them.
 pub fn granted(access: &Access) -> Vec<String> {
-    let profile = access.profile();
-    let granted = |name: &str| match name.split('.').next() {
-        Some("fetch") => !profile.net.is_empty(),
-        Some("fs") => !profile.fs.is_empty(),
-        _ => !profile.env.is_empty(),
-    };
-    NAMES
+    HostFunction::ALL
         .into_iter()
-        .filter(|n| granted(n))
-        .map(String::from)
+        .filter(|f| access.grants(f.capability()))
+        .map(|f| f.name().to_string())
         .collect()
 }
 
-impl Gateway {
-    /// Runs the host function `name` for `knock` with `args` (a JSON array).
-    pub(crate) async fn use_capability(
-        self: &Arc<Self>,
+impl Door {
+    /// Runs host function `function` for `knock` with `args` (a JSON array).
+    pub(crate) async fn use_host(
+        &self,
         knock: &Knock,
-        name: &str,
+        function: HostFunction,
         args: String,
     ) -> Result<String, CallFailure> {
-        if !granted(&knock.caller.access).iter().any(|n| n == name) {
+        let name = function.name();
+        if !knock.caller.access.grants(function.capability()) {
             return Err(CallFailure::new(
                 FailureKind::Denied,
                 format!("`{name}` is not a capability of this execution"),
@@ -66,10 +99,10 @@ impl Gateway {
         }
         let args: Vec<Value> =
             serde_json::from_str(&args).map_err(|_| bad(format!("{name} takes JSON arguments")))?;
-        let value = match name {
-            "fetch" => self.fetch(knock, args).await?,
-            "env.get" => self.env_get(knock, &args)?,
-            _ => self.fs(knock, name, args).await?,
+        let value = match function {
+            HostFunction::Fetch => self.fetch(knock, args).await?,
+            HostFunction::EnvGet => self.env_get(knock, &args)?,
+            _ => self.fs(knock, function, args).await?,
         };
         Ok(value.to_string())
     }
@@ -82,9 +115,15 @@ impl Gateway {
         Ok(sandgate_capabilities::read_env(&proof).map_or(Value::Null, Value::String))
     }
 
-    async fn fs(&self, knock: &Knock, name: &str, args: Vec<Value>) -> Result<Value, CallFailure> {
+    async fn fs(
+        &self,
+        knock: &Knock,
+        function: HostFunction,
+        args: Vec<Value>,
+    ) -> Result<Value, CallFailure> {
+        let name = function.name();
         let path = string_arg(&args, 0, &format!("{name}(path)"))?;
-        let write = name == "fs.writeFile";
+        let write = function == HostFunction::WriteFile;
         let decision = knock.caller.access.authorize_fs(&path, write);
         self.record(knock, Subject::Fs, &path, &decision, None);
         let proof = decision.map_err(denied)?;
@@ -103,13 +142,12 @@ impl Gateway {
                 ))),
             }
         };
-        let name = name.to_string();
-        let work = match name.as_str() {
-            "fs.readFile" => {
+        let work = match function {
+            HostFunction::ReadFile => {
                 let encoding = encoding(1)?;
                 Work::Read(encoding)
             }
-            "fs.writeFile" => {
+            HostFunction::WriteFile => {
                 let data = string_arg(&args, 1, "fs.writeFile(path, data)")?;
                 let bytes = match encoding(2)? {
                     Encoding::Utf8 => data.into_bytes(),
@@ -119,7 +157,7 @@ impl Gateway {
                 };
                 Work::Write(bytes)
             }
-            "fs.readdir" => Work::List,
+            HostFunction::Readdir => Work::List,
             _ => Work::Stat,
         };
         let done = tokio::task::spawn_blocking(move || -> Result<Value, CapabilityError> {
@@ -154,12 +192,9 @@ impl Gateway {
 
     async fn fetch(&self, knock: &Knock, args: Vec<Value>) -> Result<Value, CallFailure> {
         let request = fetch_request(args.into_iter().next())?;
-        let audited = Audited {
-            gateway: self,
-            knock,
-        };
+        let audited = Audited { door: self, knock };
         let response = self
-            .fetcher()
+            .fetcher
             .fetch(request, &FetchLimits::default(), &audited)
             .await
             .map_err(failure)?;
@@ -185,7 +220,7 @@ impl Gateway {
 
 /// The policy's answers for one fetch, each written to the audit log.
 struct Audited<'a> {
-    gateway: &'a Gateway,
+    door: &'a Door,
     knock: &'a Knock,
 }
 
@@ -195,7 +230,7 @@ impl sandgate_capabilities::Authorize for Audited<'_> {
         // Only a refusal is worth a line: an allowed lookup is followed by its connection's.
         if decision.is_err() {
             let target = format!("{host}:{port} (not looked up)");
-            self.gateway
+            self.door
                 .record(self.knock, Subject::Net, &target, &decision, None);
         }
         decision
@@ -209,7 +244,7 @@ impl sandgate_capabilities::Authorize for Audited<'_> {
     ) -> Result<Authorized<NetTarget>, PolicyError> {
         let decision = self.knock.caller.access.authorize_net(host, port, addr);
         let target = format!("{host}:{port} ({addr})");
-        self.gateway
+        self.door
             .record(self.knock, Subject::Net, &target, &decision, None);
         decision
     }

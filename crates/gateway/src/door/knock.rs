@@ -1,0 +1,32 @@
+//! Who knocks at the door: the caller, the execution it runs, the stored tools it runs inside
+//! (for the cycle and depth guard), and where its progress goes.
+
+use crate::caller::Caller;
+use crate::progress::ProgressSink;
+
+/// Who is knocking: the caller and the execution it runs.
+#[derive(Debug, Clone)]
+pub struct Knock {
+    /// The caller (profile, token, owner).
+    pub caller: Caller,
+    /// The execution's id.
+    pub execution_id: String,
+    /// The stored tools running, outermost first, when the knock comes from inside one
+    /// (for the cycle and depth guard).
+    pub within: Vec<String>,
+    /// Where the execution's progress goes, when its client asked for it: finished calls and
+    /// the backends' own progress notices.
+    pub progress: Option<ProgressSink>,
+}
+
+impl Knock {
+    /// A knock by `caller` for execution `execution_id`, outside any stored tool.
+    pub fn new(caller: Caller, execution_id: impl Into<String>) -> Knock {
+        Knock {
+            caller,
+            execution_id: execution_id.into(),
+            within: Vec::new(),
+            progress: None,
+        }
+    }
+}

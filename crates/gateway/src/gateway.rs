@@ -1,0 +1,514 @@
+//! The gateway, built from its parts: the backends (read through [`Backends`], called only
+//! through the [`Door`]), the catalog and its views, the profiles, the runtime executions run
+//! on, the connected clients, and what operators read about it. [`GatewayBuilder`] takes the
+//! parts and returns a finished gateway; nothing is attached later.
+//!
+//! The MCP surface (`mcp`), `call_tool_chain` (`chain`), the HTTP front and the console are
+//! built on top of it and hold it; it knows none of them.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sandgate_catalog::Catalog;
+use sandgate_policy::{Access, Profile};
+use sandgate_sandbox::ToolBinding;
+use sandgate_upstream::{BackendCalls, BackendState, Backends};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::admission::Admission;
+use crate::audit::AuditLog;
+use crate::catalogs::Catalogs;
+use crate::clients::Clients;
+use crate::door::Door;
+use crate::notice::{ConfigProblem, Notice};
+use crate::profiles::Profiles;
+use crate::runtime::ChainRuntime;
+use crate::stored::loaded::{Tools, load};
+use crate::telemetry::{self, Gauges, Metrics};
+use crate::views::View;
+
+/// How long after large work its memory is handed back (see `Gateway::after_large_work`).
+const TRIM_AFTER: [Duration; 2] = [Duration::from_millis(250), Duration::from_millis(1500)];
+
+/// What a gateway is built from; see [`Gateway::builder`].
+#[derive(Debug)]
+pub struct GatewayBuilder {
+    backends: Arc<dyn Backends>,
+    calls: Box<dyn BackendCalls>,
+    profiles: Vec<Profile>,
+    audit: AuditLog,
+    chain: Option<ChainRuntime>,
+    startup_wait: Option<Duration>,
+    expose_stored: bool,
+}
+
+impl GatewayBuilder {
+    /// The profiles callers act under (see `Config::access_profiles`); `default` is added
+    /// when they have none. Without this call, only `default`.
+    pub fn profiles(mut self, profiles: Vec<Profile>) -> Self {
+        self.profiles = profiles;
+        self
+    }
+
+    /// Where decisions are written (off by default).
+    pub fn audit(mut self, audit: AuditLog) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// What `call_tool_chain` and stored tools run on. Without it, both answer that the
+    /// sandbox is not running.
+    pub fn chain(mut self, runtime: ChainRuntime) -> Self {
+        self.chain = Some(runtime);
+        self
+    }
+
+    /// How long first answers wait for backends still on their first connection attempt
+    /// (`[gateway] startup_wait`); written in the config, it also holds the first `tools/list`.
+    pub fn startup_wait(mut self, wait: Option<Duration>) -> Self {
+        self.startup_wait = wait;
+        self
+    }
+
+    /// Also lists each stored tool as a plain MCP tool (`[stored_tools] expose_as_mcp_tools`).
+    pub fn expose_stored_tools(mut self, expose: bool) -> Self {
+        self.expose_stored = expose;
+        self
+    }
+
+    /// The finished gateway. It keeps its catalog in step with the backends and, with a
+    /// store, its stored tools in step with the store (loaded before this returns, so the
+    /// first caller already sees them). Must be called inside a tokio runtime.
+    pub async fn build(self) -> Arc<Gateway> {
+        let metrics = Arc::new(Metrics::default());
+        let fetcher =
+            sandgate_capabilities::Fetcher::new(Arc::new(sandgate_capabilities::SystemResolver));
+        let catalogs = Arc::new(Catalogs::new(self.backends.clone()));
+        if let Some(wait) = self.startup_wait {
+            catalogs.set_startup_wait(wait);
+        }
+        let gateway = Arc::new(Gateway {
+            door: Door::new(
+                self.calls,
+                self.backends.clone(),
+                fetcher,
+                self.audit,
+                metrics.clone(),
+            ),
+            backends: self.backends,
+            catalogs,
+            profiles: Profiles::new(self.profiles),
+            chain: self.chain,
+            clients: Clients::default(),
+            notice: Notice::default(),
+            admission: Admission::default(),
+            metrics,
+            expose_stored: AtomicBool::new(self.expose_stored),
+            started: Instant::now(),
+            counters: Mutex::default(),
+            finished: broadcast::channel(64).0,
+            stopping: CancellationToken::new(),
+            running: AtomicU64::new(0),
+            trimming: AtomicBool::new(false),
+        });
+        gateway.follow_backends();
+        gateway.watch_stored_tools().await;
+        gateway
+    }
+}
+
+/// Everything the MCP front shares across sessions.
+#[derive(Debug)]
+pub struct Gateway {
+    backends: Arc<dyn Backends>,
+    door: Door,
+    catalogs: Arc<Catalogs>,
+    profiles: Profiles,
+    chain: Option<ChainRuntime>,
+    clients: Clients,
+    notice: Notice,
+    admission: Admission,
+    metrics: Arc<Metrics>,
+    /// Whether stored tools are also listed as plain MCP tools.
+    expose_stored: AtomicBool,
+    started: Instant,
+    counters: Mutex<BTreeMap<&'static str, u64>>,
+    /// Each finished `call_tool_chain` execution, for the console's live list.
+    finished: broadcast::Sender<FinishedExecution>,
+    /// Cancelled when the gateway shuts down: every execution still running is cancelled.
+    stopping: CancellationToken,
+    /// `call_tool_chain` executions in progress, so shutting down can wait for their records.
+    running: AtomicU64,
+    /// Whether free memory is being handed back right now (see `after_large_work`).
+    trimming: AtomicBool,
+}
+
+/// An execution that just finished, as the console's live list shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FinishedExecution {
+    /// Its id.
+    pub id: String,
+    /// The profile it ran under.
+    pub profile: String,
+    /// The tier it took.
+    pub tier: &'static str,
+    /// `ok`, `error` or `cancelled`.
+    pub status: &'static str,
+    /// How long it took.
+    pub duration_ms: f64,
+    /// When it started, in Unix milliseconds.
+    pub started_at_ms: i64,
+    /// Its calls.
+    pub calls: usize,
+}
+
+/// One execution in progress, counted in `Gateway::running` while it lives.
+pub(crate) struct Running<'a>(&'a AtomicU64);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Gateway {
+    /// A gateway over `backends`, whose tools are called through `calls` (the calls half the
+    /// backends handed out when they started: the gateway's door keeps it, and nothing else
+    /// can call them).
+    pub fn builder(backends: Arc<dyn Backends>, calls: Box<dyn BackendCalls>) -> GatewayBuilder {
+        GatewayBuilder {
+            backends,
+            calls,
+            profiles: Vec::new(),
+            audit: AuditLog::disabled(),
+            chain: None,
+            startup_wait: None,
+            expose_stored: false,
+        }
+    }
+
+    /// Rebuilds the catalog whenever the backends' tools change (events that arrive together
+    /// make one rebuild), until the gateway is dropped.
+    fn follow_backends(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let mut events = self.backends.subscribe();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+                while !matches!(
+                    events.try_recv(),
+                    Err(broadcast::error::TryRecvError::Empty
+                        | broadcast::error::TryRecvError::Closed)
+                ) {}
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
+                gateway.refresh().await;
+            }
+        });
+    }
+
+    /// The backends, to read (their tools, states and events); calling them is the door's.
+    pub fn backends(&self) -> &Arc<dyn Backends> {
+        &self.backends
+    }
+
+    /// The one door to backends and host capabilities.
+    pub fn door(&self) -> &Door {
+        &self.door
+    }
+
+    /// The catalog and its views.
+    pub(crate) fn catalogs(&self) -> &Arc<Catalogs> {
+        &self.catalogs
+    }
+
+    /// The connected clients.
+    pub(crate) fn clients(&self) -> &Clients {
+        &self.clients
+    }
+
+    /// Per-profile execution rates.
+    pub(crate) fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    /// What `/metrics` counts.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// What executions run on, when the gateway was built with it.
+    pub(crate) fn chain(&self) -> Option<&ChainRuntime> {
+        self.chain.as_ref()
+    }
+
+    /// The store, if any (for tools that manage stored tools beside the gateway).
+    pub fn chain_store(&self) -> Option<sandgate_store::StoreHandle> {
+        self.chain().and_then(|c| c.store.clone())
+    }
+
+    /// The sandbox, if any.
+    pub fn chain_sandbox(&self) -> Option<sandgate_sandbox::Sandbox> {
+        self.chain().map(|c| c.sandbox.clone())
+    }
+
+    /// Every tool as the sandbox sees it, in step with [`Gateway::catalog`].
+    pub fn bindings(&self) -> Arc<Vec<ToolBinding>> {
+        self.catalogs.current().bindings
+    }
+
+    /// The current snapshot of every tool (what callers see is cut from it: see
+    /// [`Gateway::view`]).
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalogs.current().catalog
+    }
+
+    /// What `access` may see of the current catalog.
+    pub fn view(&self, access: &Access) -> View {
+        self.catalogs.view(access)
+    }
+
+    /// The current catalog once the backends have settled, as `access` sees it.
+    pub async fn settled_view(&self, access: &Access) -> View {
+        self.settled_view_for(access, |_| true).await
+    }
+
+    /// The current catalog once the backends `needed` names have settled, as `access` sees it.
+    pub async fn settled_view_for(&self, access: &Access, needed: impl Fn(&str) -> bool) -> View {
+        let full = self.catalogs.settled_full_view_for(needed).await;
+        self.catalogs.view_of(access, &full)
+    }
+
+    /// The profiles callers act under.
+    pub fn profiles(&self) -> &Profiles {
+        &self.profiles
+    }
+
+    /// The profile named `name` (one that grants nothing, for a name there is none of).
+    pub fn profile(&self, name: &str) -> Arc<Profile> {
+        self.profiles.get(name)
+    }
+
+    /// Puts `profiles` in place of the running ones (a reload): every request from now on
+    /// acts under them, each profile's view is built again, and clients hear that the tool set
+    /// may have changed.
+    pub async fn replace_profiles(self: &Arc<Self>, profiles: Vec<Profile>) {
+        self.profiles.replace(profiles);
+        self.catalogs.forget_profile_views();
+        self.refresh().await;
+    }
+
+    /// How long first answers wait for backends still on their first connection attempt (a
+    /// reload may change it).
+    pub fn set_startup_wait(&self, wait: Duration) {
+        self.catalogs.set_startup_wait(wait);
+    }
+
+    /// Whether stored tools are also listed as plain MCP tools (a reload may change it).
+    pub fn expose_stored_tools(&self, expose: bool) {
+        self.expose_stored.store(expose, Ordering::Relaxed);
+    }
+
+    pub(crate) fn exposes_stored_tools(&self) -> bool {
+        self.expose_stored.load(Ordering::Relaxed)
+    }
+
+    /// Records that the served config's latest change did not load (`Some`), or that it loads
+    /// again (`None`); a new problem is sent to every connected client as a log message.
+    pub async fn config_did_not_load(&self, problem: Option<String>) {
+        self.notice
+            .config_did_not_load(problem, &self.clients)
+            .await;
+    }
+
+    /// Why the served config's latest change did not load, if it did not.
+    pub(crate) fn config_problem(&self) -> Option<ConfigProblem> {
+        self.notice.config_problem()
+    }
+
+    /// Cancels every execution in progress (and any that starts from now on): the first step
+    /// of shutting down.
+    pub fn cancel_all(&self) {
+        self.stopping.cancel();
+    }
+
+    /// Completes when the gateway starts shutting down.
+    pub(crate) async fn stopping(&self) {
+        self.stopping.cancelled().await;
+    }
+
+    /// Shuts down within about `within`: cancels every execution, stops the sandbox's workers
+    /// and every backend (each backend's whole process group is killed). Returns whether
+    /// everything ended in time.
+    pub async fn shut_down(&self, within: Duration) -> bool {
+        let started = Instant::now();
+        self.cancel_all();
+        // Cancelled executions answer at once; wait for them to record what they did.
+        while self.running.load(Ordering::SeqCst) > 0 && started.elapsed() < within / 3 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if let Some(chain) = self.chain() {
+            if let Some(store) = &chain.store {
+                let _ = tokio::time::timeout(within / 6, store.flush()).await;
+            }
+            let _ = tokio::time::timeout(within / 6, chain.sandbox.shutdown()).await;
+        }
+        self.backends.stop(within / 3).await
+    }
+
+    /// After an execution that made the gateway hold `bytes` (arguments, results, logs): past
+    /// `large`, the memory it freed is handed back to the kernel, off the async threads, one
+    /// hand-back at a time. So the gateway's RSS returns near its baseline after load.
+    pub(crate) fn after_large_work(self: &Arc<Self>, bytes: usize, large: usize) {
+        if bytes >= large {
+            self.return_memory_soon();
+        }
+    }
+
+    /// Hands the memory the gateway freed back to the kernel, shortly and off the async
+    /// threads (one hand-back at a time).
+    pub(crate) fn return_memory_soon(self: &Arc<Self>) {
+        if self.trimming.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let gateway = self.clone();
+        tokio::task::spawn_blocking(move || {
+            // The caller still holds the response it is about to send, and the store may still
+            // be writing the full output: hand back what is free once each is likely done.
+            for delay in TRIM_AFTER {
+                std::thread::sleep(delay);
+                sandgate_sandbox::region::return_free_memory();
+            }
+            gateway.trimming.store(false, Ordering::Release);
+        });
+    }
+
+    /// Hears each execution as it finishes.
+    pub fn finished_executions(&self) -> broadcast::Receiver<FinishedExecution> {
+        self.finished.subscribe()
+    }
+
+    /// Tells whoever listens that an execution finished.
+    pub(crate) fn execution_finished(&self, done: FinishedExecution) {
+        let _ = self.finished.send(done);
+    }
+
+    /// Counts one execution as running until the guard is dropped.
+    pub(crate) fn execution_started(&self) -> Running<'_> {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        Running(&self.running)
+    }
+
+    /// Seconds since start.
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    /// Counts one use of a meta-tool or resource.
+    pub(crate) fn count(&self, what: &'static str) {
+        if let Ok(mut counters) = self.counters.lock() {
+            *counters.entry(what).or_default() += 1;
+        }
+    }
+
+    pub(crate) fn counters(&self) -> BTreeMap<&'static str, u64> {
+        self.counters.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn metrics_text(&self) -> String {
+        telemetry::render(
+            &self.metrics,
+            &Gauges {
+                statuses: self.backends.statuses(),
+                running: self.running.load(Ordering::SeqCst),
+                sandbox: self.chain().map(|c| &c.sandbox),
+                uptime_secs: self.uptime_secs(),
+            },
+        )
+    }
+
+    /// Whether every enabled backend has had its first connection attempt (`/readyz`), and
+    /// how many have not.
+    pub fn readiness(&self) -> (bool, usize) {
+        let starting = self
+            .backends
+            .statuses()
+            .iter()
+            .filter(|s| s.state == BackendState::Starting)
+            .count();
+        (starting == 0, starting)
+    }
+
+    /// Installs `tools` as the stored tools' current versions, rebuilds the catalog and tells
+    /// clients the tool set changed.
+    pub async fn install_stored_tools(self: &Arc<Self>, tools: Tools) {
+        self.catalogs.set_stored_tools(tools);
+        self.refresh().await;
+    }
+
+    /// Keeps the stored tools in step with the store: loads them before returning (so the
+    /// first caller already sees them), then every second checks whether any connection (the
+    /// CLI's included) changed them, and reloads them if so.
+    async fn watch_stored_tools(self: &Arc<Self>) {
+        let Some(store) = self.chain_store() else {
+            return;
+        };
+        let mut seen: Option<Vec<(String, u32)>> = None;
+        if let Ok(tools) = store.run(|s| s.tools()).await {
+            seen = Some(tools.iter().map(|t| (t.name.clone(), t.version)).collect());
+            self.install_stored_tools(load(tools)).await;
+        }
+        let weak = Arc::downgrade(self);
+        let stopping = self.stopping.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    () = stopping.cancelled() => return,
+                }
+                let read = store.run(|s| s.tools()).await;
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
+                if let Ok(tools) = read {
+                    let names: Vec<(String, u32)> =
+                        tools.iter().map(|t| (t.name.clone(), t.version)).collect();
+                    let changed = seen.as_ref().is_none_or(|before| *before != names);
+                    seen = Some(names);
+                    if changed {
+                        gateway.install_stored_tools(load(tools)).await;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Builds the catalog again and tells every client the tool set may have changed.
+    async fn refresh(self: &Arc<Self>) {
+        // A catalog of many tools takes a while to build: off the async threads, so calls in
+        // flight never wait for it (they keep the snapshot they have).
+        let catalog = self.catalogs.rebuilt().await.catalog;
+        for collision in catalog.collisions() {
+            tracing::warn!(
+                backend = collision.backend.as_deref().unwrap_or("<backends>"),
+                "names {:?} all sanitize to `{}`; `{}` was given `{}`. Both stay reachable by their original names",
+                collision.names,
+                collision.identifier,
+                collision.names.last().map(String::as_str).unwrap_or(""),
+                collision.assigned
+            );
+        }
+        // A new tool list was read (and the old catalog dropped): what the listing held, up to
+        // max_list_bytes of pages for a backend whose list never ends, goes back to the kernel.
+        self.return_memory_soon();
+        self.clients.tools_changed().await;
+    }
+}

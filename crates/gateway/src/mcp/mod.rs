@@ -1,0 +1,13 @@
+//! The MCP surface: the rmcp handler (`handler`), the meta-tools (`meta_tools`), the
+//! `sandgate://` resources (`resources`), stored tools over MCP (`stored_tools`), and the one
+//! table that routes tools and resources (`routes`). It sits on the gateway and
+//! `call_tool_chain`; the HTTP front and stdio serve it.
+
+mod handler;
+pub(crate) mod meta_tools;
+pub(crate) mod resources;
+pub(crate) mod routes;
+mod stored_tools;
+
+pub use handler::SandgateServer;
+pub use meta_tools::META_TOOLS;
