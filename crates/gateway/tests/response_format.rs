@@ -33,6 +33,7 @@ fn catalog() -> Catalog {
 
 fn call(name: &str, ms: Option<f64>, ok: bool) -> CallRecord {
     CallRecord {
+        condition: None,
         name: name.into(),
         args_bytes: 20,
         started_ms: 0.0,

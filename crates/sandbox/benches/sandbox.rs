@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::future::BoxFuture;
+use sandgate_sandbox::NO_TEMPLATE_ARG;
 use sandgate_sandbox::engine::{self, Link, RunRequest, SharedLink};
 use sandgate_sandbox::protocol::{HostFrame, WorkerFrame};
-use sandgate_sandbox::worker::NO_TEMPLATE_ARG;
 use sandgate_sandbox::{
     Bridge, CallFailure, Execution, Limits, PoolConfig, Sandbox, ToolAnswer, ToolBinding,
 };

@@ -25,12 +25,7 @@ impl Bridge for MyFunctions {
         _args: String,
     ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
         let message = format!("no tools in this example ({})", tool.name);
-        Box::pin(async move {
-            Err(CallFailure {
-                kind: FailureKind::Denied,
-                message,
-            })
-        })
+        Box::pin(async move { Err(CallFailure::new(FailureKind::Denied, message)) })
     }
 
     fn call_host(
@@ -45,10 +40,10 @@ impl Bridge for MyFunctions {
                 "addNumbers" => {
                     Ok(json!(args.iter().filter_map(Value::as_f64).sum::<f64>()).to_string())
                 }
-                other => Err(CallFailure {
-                    kind: FailureKind::Internal,
-                    message: format!("unknown function {other}"),
-                }),
+                other => Err(CallFailure::new(
+                    FailureKind::Internal,
+                    format!("unknown function {other}"),
+                )),
             }
         })
     }

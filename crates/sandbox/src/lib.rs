@@ -14,9 +14,9 @@
 //!
 //! | module | runs in | what it holds |
 //! |---|---|---|
-//! | [`host`] | the gateway's process | reading code, the direct tiers, the worker pool, error hints |
-//! | [`worker`] | each locked-down worker process | the lockdown, the heap region, the engine, the scheduler of many executions |
-//! | [`wire`] | both | the frames, the limits, the control page, limit-hit texts, text encoding |
+//! | `host` | the gateway's process | reading code, the direct tiers, the worker pool, error hints |
+//! | `worker` | each locked-down worker process | the lockdown, the heap region, the engine, the scheduler of many executions |
+//! | `wire` | both | the frames, the limits, the control page, limit-hit texts, text encoding |
 //!
 //! The security boundary runs between `host` and `worker`: nothing in `worker` uses host code
 //! (`tests/layout.rs` checks), so what a worker process contains is what `worker` and `wire`
@@ -40,13 +40,18 @@ macro_rules! on_linux {
 
 on_linux! {
     mod error;
-    pub mod host;
-    pub mod wire;
-    pub mod worker;
+    mod host;
+    mod wire;
+    mod worker;
 
+    // The public surface, chosen: the host-side tiers and readers the gateway uses, the
+    // frames and their encoding (the protocol between the two sides), the worker's entry, its
+    // heap region and its engine (benchmarked in process). The three trees stay private.
     pub use host::{direct, nesting, normalize, single_call, tool_file, transpile};
-    pub use wire::{control, encoding, limits, protocol};
-    pub use worker::{engine, lockdown, region};
+    pub use wire::{encoding, protocol};
+    pub use worker::{NO_TEMPLATE_ARG, engine, main as worker_main, region};
+    use wire::{control, limits};
+    use worker::lockdown;
 
     use host::{hints, pool, result, stacks};
 
@@ -55,7 +60,7 @@ on_linux! {
     pub use limits::{LimitRequest, Limits};
     pub use lockdown::Protections;
     pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
-    pub use protocol::{CallFailure, FailureKind, RunMode, ToolAnswer, ToolBinding};
+    pub use protocol::{BackendCondition, CallFailure, FailureKind, RunMode, ToolAnswer, ToolBinding};
     pub use result::{
         CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine, kept_arguments,
     };

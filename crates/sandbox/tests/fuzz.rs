@@ -129,7 +129,7 @@ proptest! {
 
     #[test]
     fn host_frames_round_trip(run in any::<u64>(), id in any::<u64>(), ok in any::<bool>(), text in any::<String>()) {
-        let result = if ok { Ok(text.clone()) } else { Err(CallFailure { kind: FailureKind::Failed, message: text.clone() }) };
+        let result = if ok { Ok(text.clone()) } else { Err(CallFailure::new(FailureKind::Failed, text.clone())) };
         let frame = HostFrame::Reply { run, id, result };
         let mut bytes = Vec::new();
         write_frame(&mut bytes, &frame).expect("encodes");

@@ -318,7 +318,7 @@ async fn every_run_gets_a_fresh_runtime() {
 async fn workers_told_not_to_use_a_template_build_a_runtime_per_run() {
     let mut config = PoolConfig::new(worker_program());
     config.workers = 1;
-    config.args = vec![sandgate_sandbox::worker::NO_TEMPLATE_ARG.into()];
+    config.args = vec![sandgate_sandbox::NO_TEMPLATE_ARG.into()];
     let sb = Sandbox::start(config).await.expect("sandbox starts");
     assert_eq!(sb.template_bytes(), None);
     nothing_carries_over(&sb).await;

@@ -29,7 +29,7 @@ fn main() -> std::process::ExitCode {
         .nth(1)
         .is_some_and(|a| a == setup::WORKER_ARG)
     {
-        let code = sandgate_sandbox::worker::main();
+        let code = sandgate_sandbox::worker_main();
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // Started as another sandgate's backend: refuse before anything starts (a config that

@@ -282,6 +282,7 @@ impl Backend {
                 return Err(UpstreamError::Unavailable {
                     backend: name.clone(),
                     reason: "it is shutting down".into(),
+                    retrying: false,
                 });
             }
             Err(_) => {
@@ -373,6 +374,7 @@ impl Backend {
                     return Err(UpstreamError::Unavailable {
                         backend: name.clone(),
                         reason: restarting_reason(reason, *retry_at),
+                        retrying: true,
                     });
                 }
                 _ => {
@@ -391,10 +393,12 @@ impl Backend {
             Conn::Failed { reason } => Err(UpstreamError::Unavailable {
                 backend: name.clone(),
                 reason,
+                retrying: false,
             }),
             Conn::Restarting { reason, retry_at } => Err(UpstreamError::Unavailable {
                 backend: name.clone(),
                 reason: restarting_reason(&reason, retry_at),
+                retrying: true,
             }),
             Conn::Starting => Err(UpstreamError::StillStarting {
                 backend: name.clone(),

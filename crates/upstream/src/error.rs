@@ -39,6 +39,8 @@ pub enum UpstreamError {
         backend: String,
         /// Why it is down.
         reason: String,
+        /// Whether another attempt is scheduled (it is restarting).
+        retrying: bool,
     },
     /// The tool is not among the backend's exposed tools.
     #[error(

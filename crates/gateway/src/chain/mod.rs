@@ -407,6 +407,7 @@ async fn direct_call(
             &args,
             &mut limits.max_recorded_argument_bytes.clone(),
         ),
+        condition: None,
     };
     // A cancel drops the call, which sends the backend `notifications/cancelled`.
     let call = tokio::time::timeout(limits.wall_time(), bridge.call_tool(binding, args));
@@ -433,6 +434,7 @@ async fn direct_call(
         }
         Ok(Err(failure)) => {
             record.error = Some(failure.message.clone());
+            record.condition = failure.condition;
             (None, Some(call_failure(&failure, binding)))
         }
         Ok(Ok(answer)) => {

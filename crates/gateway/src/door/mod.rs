@@ -39,7 +39,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use sandgate_catalog::Catalog;
 use sandgate_policy::{Authorized, PolicyError, ToolCall};
-use sandgate_sandbox::{CallFailure, FailureKind, ToolAnswer};
+use sandgate_sandbox::{BackendCondition, CallFailure, FailureKind, ToolAnswer};
 use sandgate_upstream::{BackendCalls, BackendProgress, Backends, CallContext, UpstreamError};
 use serde_json::{Map, Value};
 
@@ -228,13 +228,7 @@ impl Door {
         if let Some(forwarding) = forwarding {
             let _ = tokio::time::timeout(PROGRESS_DRAIN, forwarding).await;
         }
-        let result = result.map_err(|e| {
-            let kind = match e {
-                UpstreamError::Timeout { .. } => FailureKind::Timeout,
-                _ => FailureKind::Failed,
-            };
-            CallFailure::new(kind, e.to_string())
-        })?;
+        let result = result.map_err(failure_of)?;
         let is_error = result.is_error == Some(true);
         let json = serde_json::to_string(&result)
             .map_err(|e| CallFailure::new(FailureKind::Internal, e.to_string()))?;
@@ -281,6 +275,31 @@ impl Door {
             rule,
             arguments,
         });
+    }
+}
+
+/// A backend's error as the guest sees it: its kind, and the backend's condition as data (the
+/// hint follows it; it never reads the message).
+fn failure_of(error: UpstreamError) -> CallFailure {
+    let kind = match error {
+        UpstreamError::Timeout { .. } => FailureKind::Timeout,
+        _ => FailureKind::Failed,
+    };
+    let condition = match &error {
+        UpstreamError::StillStarting { .. } => Some(BackendCondition::Starting),
+        UpstreamError::Unavailable { retrying: true, .. } => Some(BackendCondition::Restarting),
+        UpstreamError::Unavailable { .. } | UpstreamError::Disabled { .. } => {
+            Some(BackendCondition::Unavailable)
+        }
+        UpstreamError::UnknownBackend { .. } | UpstreamError::UnknownTool { .. } => {
+            Some(BackendCondition::Unknown)
+        }
+        _ => None,
+    };
+    let failure = CallFailure::new(kind, error.to_string());
+    match condition {
+        Some(condition) => failure.because(condition),
+        None => failure,
     }
 }
 

@@ -34,7 +34,7 @@ fn main() {
         .nth(1)
         .is_some_and(|a| a == setup::WORKER_ARG)
     {
-        std::process::exit(sandgate_sandbox::worker::main());
+        std::process::exit(sandgate_sandbox::worker_main());
     }
     let tests = vec![
         trial(
@@ -64,6 +64,10 @@ fn main() {
         trial(
             "a_cancelled_execution_stops_its_calls",
             a_cancelled_execution_stops_its_calls,
+        ),
+        trial(
+            "a_backends_condition_reaches_the_hint_as_data",
+            a_backends_condition_reaches_the_hint_as_data,
         ),
     ];
     libtest_mimic::run(&Arguments::from_args(), tests).exit();
@@ -503,6 +507,58 @@ async fn a_cancelled_execution_stops_its_calls() -> Result<(), Failed> {
         )?;
     }
     check(fakes.reached().len() == 2, format!("{:?}", fakes.reached()))
+}
+
+async fn a_backends_condition_reaches_the_hint_as_data() -> Result<(), Failed> {
+    let failing = |error: fn() -> sandgate_upstream::UpstreamError| -> Behaviour {
+        Arc::new(move |_, _| Box::pin(async move { Err(error()) }))
+    };
+    let fakes = Fakes::default()
+        .tool(
+            "cold",
+            "go",
+            None,
+            failing(|| sandgate_upstream::UpstreamError::StillStarting {
+                backend: "cold".into(),
+                waited: Duration::from_secs(1),
+            }),
+        )
+        .tool(
+            "down",
+            "go",
+            None,
+            failing(|| sandgate_upstream::UpstreamError::Unavailable {
+                backend: "down".into(),
+                // Words that once chose the hint: the condition decides now.
+                reason: "it said it is still starting, but it is not".into(),
+                retrying: false,
+            }),
+        );
+    let Built { gateway, .. } = build(fakes, "").await;
+    let caller = caller(&gateway, "default");
+    for (backend, expected) in [("cold", "not ready yet"), ("down", "The backend is down")] {
+        for force_sandbox in [None, Some(true)] {
+            let answer = run(
+                &gateway,
+                &caller,
+                ChainArgs {
+                    code: format!("return await {backend}.go({{}});"),
+                    force_sandbox,
+                    ..Default::default()
+                },
+            )
+            .await;
+            let hint = structured(&answer)["error"]["hint"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            check(
+                hint.contains(expected),
+                format!("{backend} (sandbox: {force_sandbox:?}): {hint}"),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Sets its flag when dropped.

@@ -7,5 +7,5 @@ static ALLOCATOR: sandgate_sandbox::region::RegionAllocator =
     sandgate_sandbox::region::RegionAllocator;
 
 fn main() {
-    std::process::exit(sandgate_sandbox::worker::main());
+    std::process::exit(sandgate_sandbox::worker_main());
 }

@@ -15,7 +15,7 @@
 use serde_json::{Map, Number, Value};
 
 use crate::hints::{self, HintContext};
-use crate::protocol::{CallFailure, GuestError, ToolBinding};
+use crate::protocol::{BackendCondition, CallFailure, GuestError, ToolBinding};
 use crate::result::ExecError;
 use crate::transpile::PositionMap;
 pub use crate::wire::errors::{
@@ -186,22 +186,22 @@ pub fn tool_error(message: String) -> ExecError {
 /// rejection is not caught.
 pub fn call_failure(failure: &CallFailure, tool: &ToolBinding) -> ExecError {
     let error = GuestError {
-        kind: Some(failure.kind.as_str().to_string()),
+        kind: Some(failure.kind.error_kind()),
         name: failure.kind.error_name().to_string(),
         message: failure.message.clone(),
         stack: String::new(),
     };
-    explain(&error, Some(tool))
+    explain(&error, Some(tool), failure.condition)
 }
 
 /// The error of an execution the caller cancelled.
 pub fn cancelled_error() -> ExecError {
-    explain(&cancelled_guest_error(), None)
+    explain(&cancelled_guest_error(), None, None)
 }
 
 /// The error of an execution that ran out of time with `in_flight` calls unfinished.
 pub fn timeout_error(wall_ms: u64, in_flight: u32) -> ExecError {
-    explain(&timeout_guest_error(wall_ms, in_flight), None)
+    explain(&timeout_guest_error(wall_ms, in_flight), None, None)
 }
 
 /// The error of a result over the output limit, if `value` is over it: the check the worker
@@ -209,7 +209,11 @@ pub fn timeout_error(wall_ms: u64, in_flight: u32) -> ExecError {
 pub fn check_output_limit(value: &Value, max_bytes: usize) -> Result<(), ExecError> {
     let bytes = serde_json::to_string(value).map_or(0, |s| s.len());
     if bytes > max_bytes {
-        return Err(explain(&output_limit_guest_error(bytes, max_bytes), None));
+        return Err(explain(
+            &output_limit_guest_error(bytes, max_bytes),
+            None,
+            None,
+        ));
     }
     Ok(())
 }
@@ -221,10 +225,14 @@ fn guest_failure(name: &str, message: String, tool: Option<&ToolBinding>) -> Exe
         message,
         stack: String::new(),
     };
-    explain(&error, tool)
+    explain(&error, tool, None)
 }
 
-fn explain(error: &GuestError, failed_tool: Option<&ToolBinding>) -> ExecError {
+fn explain(
+    error: &GuestError,
+    failed_tool: Option<&ToolBinding>,
+    failed_condition: Option<BackendCondition>,
+) -> ExecError {
     let positions = PositionMap::default();
     let cx = HintContext {
         source: "",
@@ -232,6 +240,7 @@ fn explain(error: &GuestError, failed_tool: Option<&ToolBinding>) -> ExecError {
         host_functions: &[],
         positions: &positions,
         failed_tool,
+        failed_condition,
         outside_tools: &[],
     };
     hints::explain(error, &cx)

@@ -5,7 +5,7 @@
 
 mod expressions;
 
-use crate::protocol::{GuestError, ToolBinding};
+use crate::protocol::{BackendCondition, GuestError, ToolBinding};
 use crate::result::{ErrorKind, ExecError};
 use crate::transpile::PositionMap;
 
@@ -26,6 +26,8 @@ pub struct HintContext<'a> {
     /// The tool whose failure ended the execution, when that is known for sure (the only
     /// tool whose calls failed).
     pub failed_tool: Option<&'a ToolBinding>,
+    /// What the failed call's backend was, when it failed because of it.
+    pub failed_condition: Option<BackendCondition>,
     /// Tools the model calls outside code (the embedder's meta-tools).
     pub outside_tools: &'a [String],
 }
@@ -42,23 +44,14 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
             hint: hint(ErrorKind::Memory, error, cx, None),
         };
     }
-    let kind = match error.kind.as_deref() {
-        // A failed call's Error carries its failure's kind (see `FailureKind`).
-        Some("tool_denied") => ErrorKind::ToolDenied,
-        Some("tool_failed") => ErrorKind::ToolFailed,
-        Some("timeout") => ErrorKind::Timeout,
-        Some("memory") => ErrorKind::Memory,
-        Some("stack") => ErrorKind::Stack,
-        Some("output_limit") => ErrorKind::OutputLimit,
-        Some("internal") => ErrorKind::Internal,
-        Some("cancelled") => ErrorKind::Cancelled,
-        Some("busy") => ErrorKind::Busy,
-        // Only code QuickJS could not compile; a `SyntaxError` thrown while the code runs
-        // (`JSON.parse` of text that is not JSON) is a runtime error.
-        Some("syntax") => ErrorKind::Syntax,
+    let kind = match error.kind {
+        // The worker's classification: a failed call's kind (see `FailureKind`), a limit, or
+        // code QuickJS could not compile (a `SyntaxError` thrown while the code runs, by
+        // `JSON.parse` of text that is not JSON, is a runtime error).
+        Some(kind) => kind,
         // A result with `isError`, thrown by the preamble as a ToolError.
-        _ if error.name == "ToolError" => ErrorKind::ToolFailed,
-        _ => ErrorKind::Runtime,
+        None if error.name == "ToolError" => ErrorKind::ToolFailed,
+        None => ErrorKind::Runtime,
     };
     let (line, mut column) = crate::stacks::first_user_position(&error.stack, cx.positions)
         .map_or((None, None), |(l, c)| (Some(l), Some(c)));
@@ -131,7 +124,7 @@ fn hint(
         ErrorKind::Stack => Some("The call stack overflowed, usually from recursion without an end. Check the base case, or use a loop.".into()),
         ErrorKind::OutputLimit => Some("Return less: pick the fields you need (e.g. items.map(i => ({ id: i.id, title: i.title }))) or a count, not whole objects.".into()),
         ErrorKind::ToolDenied => Some("The gateway's policy refused it; the message names the rule and where an operator changes it. Use what this caller is granted: search_tools lists its tools.".into()),
-        ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool),
+        ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool, cx.failed_condition),
         ErrorKind::Runtime => runtime_hint(error, cx, at).or_else(|| call_site(error, cx)),
         _ => None,
     }
@@ -164,7 +157,11 @@ fn call_site(error: &GuestError, cx: &HintContext) -> Option<String> {
     Some(format!("Thrown in `{thrower}`; {}.", calls.join("; ")))
 }
 
-fn tool_failed_hint(message: &str, tool: Option<&ToolBinding>) -> Option<String> {
+fn tool_failed_hint(
+    message: &str,
+    tool: Option<&ToolBinding>,
+    condition: Option<BackendCondition>,
+) -> Option<String> {
     if rejected_arguments(message) {
         return Some(match tool {
             Some(tool)
@@ -183,11 +180,14 @@ fn tool_failed_hint(message: &str, tool: Option<&ToolBinding>) -> Option<String>
             None => "The tool rejected its arguments. Check them against its declaration: tool_info, or __getToolInterface(\"backend.tool\") in code.".into(),
         });
     }
-    if message.contains("still starting") || message.contains("is restarting") {
-        return Some("The backend is not ready yet. Retry in a few seconds; its status is in sandgate://backend/<name>.".into());
-    }
-    if message.contains("unavailable") {
-        return Some("The backend is down. Its status and last error are in sandgate://backend/<name>; use another tool meanwhile.".into());
+    match condition {
+        Some(BackendCondition::Starting | BackendCondition::Restarting) => {
+            return Some("The backend is not ready yet. Retry in a few seconds; its status is in sandgate://backend/<name>.".into());
+        }
+        Some(BackendCondition::Unavailable) => {
+            return Some("The backend is down. Its status and last error are in sandgate://backend/<name>; use another tool meanwhile.".into());
+        }
+        Some(BackendCondition::Unknown) | None => {}
     }
     Some("Catch it with try { ... } catch (e) { if (e instanceof ToolError) ... } to handle the failure in code; e.tool names the tool and e.content has its output.".into())
 }

@@ -4,57 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// The kinds of failure an execution can end in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// The code does not parse, or uses `import`/exports the sandbox does not support.
-    Syntax,
-    /// An exception thrown by the code.
-    Runtime,
-    /// The wall-time limit.
-    Timeout,
-    /// The memory limit.
-    Memory,
-    /// The stack limit (runaway recursion).
-    Stack,
-    /// A call the policy refused.
-    ToolDenied,
-    /// A tool call that failed (error result, backend down, timeout) and was not caught.
-    ToolFailed,
-    /// The result is larger than the output limit.
-    OutputLimit,
-    /// No worker is free and the queue is full.
-    Busy,
-    /// A fault of sandgate itself (a worker died, a broken pipe).
-    Internal,
-    /// The caller cancelled the execution (or the gateway is shutting down); it was stopped
-    /// where it stood.
-    Cancelled,
-    /// The code names a backend that is not ready (still starting, restarting, failed or
-    /// disabled), so its tools are absent; the message says when it is tried again.
-    Unavailable,
-}
-
-impl ErrorKind {
-    /// The kind's name as it appears in JSON (`tool_failed`, `output_limit`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Syntax => "syntax",
-            ErrorKind::Runtime => "runtime",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Memory => "memory",
-            ErrorKind::Stack => "stack",
-            ErrorKind::ToolDenied => "tool_denied",
-            ErrorKind::ToolFailed => "tool_failed",
-            ErrorKind::OutputLimit => "output_limit",
-            ErrorKind::Busy => "busy",
-            ErrorKind::Internal => "internal",
-            ErrorKind::Cancelled => "cancelled",
-            ErrorKind::Unavailable => "unavailable",
-        }
-    }
-}
+pub use crate::wire::protocol::{BackendCondition, ErrorKind};
 
 /// Why an execution failed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -101,6 +51,8 @@ pub struct CallRecord {
     /// ([`Limits::max_recorded_argument_bytes`](crate::Limits)); cut, and marked so, past
     /// their bound.
     pub arguments: Option<String>,
+    /// What its backend was, when it failed because of it.
+    pub condition: Option<BackendCondition>,
 }
 
 /// What a call list keeps of one call's arguments, within what is left of the execution's

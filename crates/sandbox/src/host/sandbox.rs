@@ -187,6 +187,7 @@ impl Sandbox {
                     host_functions: &execution.host_functions,
                     positions: &transpiled.positions,
                     failed_tool: only_failed_tool(&raw.trace, &execution.tools),
+                    failed_condition: raw.trace.iter().rev().find(|c| !c.ok).and_then(|c| c.condition),
                     outside_tools: &self.outside_tools,
                 };
                 let mut error = hints::explain(&guest, &cx);

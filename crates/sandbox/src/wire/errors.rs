@@ -2,7 +2,7 @@
 //! limit on code it runs) and from the host's direct tiers (which enforce it on a call they
 //! answer without the worker), so every tier reads the same.
 
-use crate::wire::protocol::GuestError;
+use crate::wire::protocol::{ErrorKind, GuestError};
 
 /// How the error of a result that holds a Promise starts (the host adds the calls still out).
 pub const PROMISE_IN_RESULT: &str = "the result holds a Promise";
@@ -10,7 +10,7 @@ pub const PROMISE_IN_RESULT: &str = "the result holds a Promise";
 /// The guest error of an execution that ran out of time.
 pub fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
     GuestError {
-        kind: Some("timeout".into()),
+        kind: Some(ErrorKind::Timeout),
         name: "TimeoutError".into(),
         message: format!(
             "the execution ran out of time ({wall_ms} ms) with {in_flight} call(s) still in flight"
@@ -22,7 +22,7 @@ pub fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
 /// The guest error of a result over the raw result limit.
 pub fn output_limit_guest_error(bytes: usize, max_bytes: usize) -> GuestError {
     GuestError {
-        kind: Some("output_limit".into()),
+        kind: Some(ErrorKind::OutputLimit),
         name: "OutputLimitError".into(),
         message: format!(
             "the result is {bytes} bytes of JSON, over the {max_bytes}-byte raw result limit (limits.max_result_bytes); results below it are shortened for the response and kept whole, never refused"
@@ -38,7 +38,7 @@ pub const CANCELLED_MESSAGE: &str =
 /// The same, as the worker reports it.
 pub fn cancelled_guest_error() -> GuestError {
     GuestError {
-        kind: Some("cancelled".into()),
+        kind: Some(ErrorKind::Cancelled),
         name: "CancelledError".into(),
         message: CANCELLED_MESSAGE.into(),
         stack: String::new(),

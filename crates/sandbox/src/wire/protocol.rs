@@ -100,13 +100,38 @@ pub struct CallFailure {
     pub kind: FailureKind,
     /// Message for the guest (becomes the rejected Error's message).
     pub message: String,
+    /// What the backend was, when the call failed because of it (the hint follows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<BackendCondition>,
+}
+
+/// What a backend was when a call failed because of it: carried as data from the gateway, so
+/// the hint never reads the backend's English.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendCondition {
+    /// On its first connection attempt.
+    Starting,
+    /// Down, with another attempt scheduled.
+    Restarting,
+    /// Down with no attempt scheduled (failed, disabled, shutting down).
+    Unavailable,
+    /// No backend by that name, or no such tool on it.
+    Unknown,
 }
 
 impl CallFailure {
+    /// `self`, failed because its backend was `condition`.
+    pub fn because(mut self, condition: BackendCondition) -> Self {
+        self.condition = Some(condition);
+        self
+    }
+
     /// A failure of `kind`.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         CallFailure {
             kind,
+            condition: None,
             message: message.into(),
         }
     }
@@ -155,6 +180,18 @@ impl FailureKind {
             FailureKind::Cancelled => "cancelled",
             FailureKind::Memory => "memory",
             FailureKind::Internal => "internal",
+        }
+    }
+
+    /// The kind of failure an execution ends in when a call failed this way, uncaught.
+    pub fn error_kind(self) -> ErrorKind {
+        match self {
+            FailureKind::Denied => ErrorKind::ToolDenied,
+            FailureKind::Failed => ErrorKind::ToolFailed,
+            FailureKind::Timeout => ErrorKind::Timeout,
+            FailureKind::Cancelled => ErrorKind::Cancelled,
+            FailureKind::Memory => ErrorKind::Memory,
+            FailureKind::Internal => ErrorKind::Internal,
         }
     }
 
@@ -250,12 +287,65 @@ pub enum WorkerFrame {
     },
 }
 
+/// The kinds of failure an execution can end in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The code does not parse, or uses `import`/exports the sandbox does not support.
+    Syntax,
+    /// An exception thrown by the code.
+    Runtime,
+    /// The wall-time limit.
+    Timeout,
+    /// The memory limit.
+    Memory,
+    /// The stack limit (runaway recursion).
+    Stack,
+    /// A call the policy refused.
+    ToolDenied,
+    /// A tool call that failed (error result, backend down, timeout) and was not caught.
+    ToolFailed,
+    /// The result is larger than the output limit.
+    OutputLimit,
+    /// No worker is free and the queue is full.
+    Busy,
+    /// A fault of sandgate itself (a worker died, a broken pipe).
+    Internal,
+    /// The caller cancelled the execution (or the gateway is shutting down); it was stopped
+    /// where it stood.
+    Cancelled,
+    /// The code names a backend that is not ready (still starting, restarting, failed or
+    /// disabled), so its tools are absent; the message says when it is tried again.
+    Unavailable,
+}
+
+impl ErrorKind {
+    /// The kind's name as it appears in JSON (`tool_failed`, `output_limit`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Syntax => "syntax",
+            ErrorKind::Runtime => "runtime",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Memory => "memory",
+            ErrorKind::Stack => "stack",
+            ErrorKind::ToolDenied => "tool_denied",
+            ErrorKind::ToolFailed => "tool_failed",
+            ErrorKind::OutputLimit => "output_limit",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Internal => "internal",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Unavailable => "unavailable",
+        }
+    }
+}
+
 /// An error raised in the guest, as the worker saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GuestError {
-    /// The worker's classification when it knows better than the message
-    /// (`timeout`, `memory`, `stack`, `output_limit`, `internal`), else `None`.
-    pub kind: Option<String>,
+    /// The worker's classification when it knows better than the message (a timeout, the
+    /// memory or stack limit, the output limit, a failed call's kind, an internal fault),
+    /// else `None`.
+    pub kind: Option<ErrorKind>,
     /// The error's `name` (e.g. `TypeError`, `ToolError`).
     pub name: String,
     /// The error's message.
@@ -467,14 +557,12 @@ mod tests {
         let failed = HostFrame::Reply {
             run: 4,
             id: 1,
-            result: Err(CallFailure {
-                kind: FailureKind::Denied,
-                message: "no".into(),
-            }),
+            result: Err(CallFailure::new(FailureKind::Denied, "no").because(BackendCondition::Restarting)),
         };
         assert!(matches!(
             round_trip(&failed),
-            HostFrame::Reply { run: 4, id: 1, result: Err(f) } if f.kind == FailureKind::Denied
+            HostFrame::Reply { run: 4, id: 1, result: Err(f) }
+                if f.kind == FailureKind::Denied && f.condition == Some(BackendCondition::Restarting)
         ));
         // Other frames stay JSON, so a stand-in worker can speak plain JSON.
         let log = WorkerFrame::Log {

@@ -26,7 +26,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::wire::control;
-use crate::wire::protocol::{CallFailure, GuestError, HostFrame, WorkerFrame};
+use crate::wire::protocol::{CallFailure, ErrorKind, GuestError, HostFrame, WorkerFrame};
 use crate::worker::engine::{self, Fresh, RunRequest, SharedLink, Snapshot, Step, ToolSet};
 use crate::worker::parking::{self, Parked};
 use crate::worker::region;
@@ -386,7 +386,7 @@ fn busy(run: u64, held: usize) -> WorkerFrame {
     WorkerFrame::Done {
         run,
         outcome: Err(GuestError {
-            kind: Some("busy".into()),
+            kind: Some(ErrorKind::Busy),
             name: "BusyError".into(),
             message: format!(
                 "the sandbox is busy: this worker's waiting executions hold {} MiB, its limit for parked executions is {} MiB",
@@ -402,7 +402,7 @@ fn busy(run: u64, held: usize) -> WorkerFrame {
 /// The error of an execution ended because the worker had no memory to park it.
 fn out_of_room(held: usize) -> GuestError {
     GuestError {
-        kind: Some("memory".into()),
+        kind: Some(ErrorKind::Memory),
         name: "InternalError".into(),
         message: format!(
             "out of memory: the worker could not set this execution aside while it waited (its waiting executions hold {} MiB)",

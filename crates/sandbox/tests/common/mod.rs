@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use sandgate_sandbox::{
-    Bridge, CallFailure, Execution, ExecutionResult, FailureKind, Limits, PoolConfig, Sandbox,
-    ToolAnswer, ToolBinding,
+    BackendCondition, Bridge, CallFailure, Execution, ExecutionResult, FailureKind, Limits,
+    PoolConfig, Sandbox, ToolAnswer, ToolBinding,
 };
 use serde_json::{Value, json};
 
@@ -124,10 +124,10 @@ impl Bridge for TestBridge {
                 "addNumbers" => {
                     Ok(json!(args.iter().filter_map(Value::as_f64).sum::<f64>()).to_string())
                 }
-                _ => Err(CallFailure {
-                    kind: FailureKind::Internal,
-                    message: format!("no host function {name}"),
-                }),
+                _ => Err(CallFailure::new(
+                    FailureKind::Internal,
+                    format!("no host function {name}"),
+                )),
             }
         })
     }
@@ -167,16 +167,17 @@ async fn respond(name: &str, args: &Value) -> Result<ToolAnswer, CallFailure> {
             });
         }
         "test.starting" => {
-            return Err(CallFailure {
-                kind: FailureKind::Failed,
-                message: "backend `test` is still starting (waited 1s). Retry in a few seconds; sandgate://backend/test shows its status.".into(),
-            });
+            return Err(CallFailure::new(
+                FailureKind::Failed,
+                "backend `test` is still starting (waited 1s). Retry in a few seconds; sandgate://backend/test shows its status.",
+            )
+            .because(BackendCondition::Starting));
         }
         _ => {
-            return Err(CallFailure {
-                kind: FailureKind::Failed,
-                message: format!("unknown tool {name}"),
-            });
+            return Err(
+                CallFailure::new(FailureKind::Failed, format!("unknown tool {name}"))
+                    .because(BackendCondition::Unknown),
+            );
         }
     };
     Ok(ToolAnswer {

@@ -24,7 +24,7 @@ use crate::protocol::{
     CallFailure, Callee, FailureKind, HostFrame, ToolAnswer, ToolBinding, WorkerFrame,
     encode_frame, write_frame,
 };
-use crate::result::{CallRecord, ExecError, LogLine, kept_arguments};
+use crate::result::{CallRecord, ErrorKind, ExecError, LogLine, kept_arguments};
 
 /// How long the host polls a computing worker's output before it sleeps, when a core is spare
 /// (see `output`). Long enough for a short script or the stretch between two tool calls.
@@ -232,7 +232,7 @@ pub(crate) async fn drive(
                 // calls still out are dropped with this function, which cancels them upstream.
                 route.stop();
                 return Ok(Driven::Ran(RawRun::lost(
-                    "cancelled",
+                    ErrorKind::Cancelled,
                     "CancelledError",
                     crate::direct::CANCELLED_MESSAGE.into(),
                     logs,
@@ -245,7 +245,7 @@ pub(crate) async fn drive(
                     "the execution did not finish within its time limit ({wall:?}, and {grace:?} of grace) and was stopped"
                 );
                 return Ok(Driven::Ran(RawRun::lost(
-                    "timeout",
+                    ErrorKind::Timeout,
                     "TimeoutError",
                     message,
                     logs,
@@ -336,7 +336,7 @@ pub(crate) async fn drive(
                 // A run that hit the memory limit may have left the worker's heap fragmented
                 // (a runtime of its own, without the template): retire the worker.
                 let worker_ok =
-                    outcome.as_ref().err().and_then(|e| e.kind.as_deref()) != Some("memory");
+                    outcome.as_ref().err().and_then(|e| e.kind) != Some(ErrorKind::Memory);
                 return Ok(Driven::Ran(RawRun {
                     outcome,
                     logs,
@@ -425,7 +425,7 @@ fn lost_worker(worker: &WorkerHandle, logs: Vec<LogLine>, served: Served) -> Raw
         )
     };
     let message = format!("{why}; this execution was on it and was stopped, not retried ({calls})");
-    RawRun::lost("internal", "InternalError", message, logs, trace)
+    RawRun::lost(ErrorKind::Internal, "InternalError", message, logs, trace)
 }
 
 /// The calls of one run: what finished, what is still out, and answers not yet written.
@@ -470,6 +470,7 @@ impl Served {
             Ok(answer) => (true, answer.json.len(), None),
             Err(f) => (false, 0, Some(f.message.clone())),
         };
+        let condition = result.as_ref().err().and_then(|f| f.condition);
         let result = result.map(|answer| answer.json);
         self.trace.push((
             id,
@@ -482,6 +483,7 @@ impl Served {
                 result_bytes,
                 error,
                 arguments,
+                condition,
             },
         ));
         write_frame(&mut self.replies, &HostFrame::Reply { run, id, result })
@@ -506,6 +508,7 @@ impl Served {
                     result_bytes: 0,
                     error,
                     arguments: call.arguments,
+                    condition: None,
                 },
             ));
         }

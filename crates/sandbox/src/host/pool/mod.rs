@@ -180,14 +180,14 @@ pub(crate) struct RawRun {
 impl RawRun {
     /// A run whose worker is gone (killed or failed): what it reported so far, and why.
     pub(crate) fn lost(
-        kind: &str,
+        kind: ErrorKind,
         name: &str,
         message: String,
         logs: Vec<LogLine>,
         trace: Vec<CallRecord>,
     ) -> RawRun {
         let error = GuestError {
-            kind: Some(kind.into()),
+            kind: Some(kind),
             name: name.into(),
             message,
             stack: String::new(),

@@ -32,7 +32,7 @@ use rquickjs::{
 
 use crate::wire::limits::Limits;
 use crate::wire::protocol::{
-    CallFailure, Callee, FailureKind, GuestError, HostFrame, RunStats, WorkerFrame,
+    CallFailure, Callee, ErrorKind, FailureKind, GuestError, HostFrame, RunStats, WorkerFrame,
 };
 
 /// Bytes an execution may allocate before QuickJS first collects garbage (a quarter of a
@@ -235,7 +235,7 @@ pub fn fresh() -> Result<Fresh, String> {
 
 fn internal(message: String) -> GuestError {
     GuestError {
-        kind: Some("internal".into()),
+        kind: Some(ErrorKind::Internal),
         name: "InternalError".into(),
         message,
         stack: String::new(),
@@ -334,10 +334,10 @@ fn settle(ctx: &Ctx, state: &Shared, id: u64, result: Result<String, CallFailure
                     .into_exception()
                     .and_then(|e| e.message())
                     .unwrap_or_default();
-                CallFailure {
-                    kind: FailureKind::Failed,
-                    message: format!("the call's result is not valid JSON: {reason}"),
-                }
+                CallFailure::new(
+                    FailureKind::Failed,
+                    format!("the call's result is not valid JSON: {reason}"),
+                )
             }
         },
         Err(failure) => failure,
@@ -500,23 +500,23 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) 
     let kind = if interrupted && crate::wire::control::stop_requested(ends.run) {
         return crate::wire::errors::cancelled_guest_error();
     } else if interrupted && Instant::now() >= ends.deadline {
-        Some("timeout")
+        Some(ErrorKind::Timeout)
     } else if lower.contains("out of memory")
         || matches!(error, CaughtError::Error(rquickjs::Error::Allocation))
     {
-        Some("memory")
+        Some(ErrorKind::Memory)
     } else if lower.contains("stack overflow") || lower.contains("maximum call stack") {
-        Some("stack")
+        Some(ErrorKind::Stack)
     } else {
         // A call that failed, uncaught: the execution failed because of that call.
         call_kind.map(|kind| match kind {
-            FailureKind::Denied => "tool_denied",
-            FailureKind::Memory => "memory",
-            _ => "tool_failed",
+            FailureKind::Denied => ErrorKind::ToolDenied,
+            FailureKind::Memory => ErrorKind::Memory,
+            _ => ErrorKind::ToolFailed,
         })
     };
     GuestError {
-        kind: kind.map(str::to_string),
+        kind,
         name,
         message,
         stack,

@@ -25,7 +25,7 @@ use super::{
     timeout_error,
 };
 use crate::wire::control;
-use crate::wire::protocol::{CallFailure, GuestError, HostFrame, WorkerFrame};
+use crate::wire::protocol::{CallFailure, ErrorKind, GuestError, HostFrame, WorkerFrame};
 
 /// What a run needs after a step.
 #[derive(Debug)]
@@ -258,7 +258,7 @@ fn evaluate<'js>(
         .map_err(|e| {
             let mut error = guest_error(ctx, e, ends);
             if error.kind.is_none() && error.name == "SyntaxError" {
-                error.kind = Some("syntax".into());
+                error.kind = Some(ErrorKind::Syntax);
             }
             error
         })?;
@@ -299,7 +299,7 @@ fn stalled(state: &Shared, limits: crate::wire::limits::Limits) -> GuestError {
     // rejection with it; a nearly full heap says that is what happened.
     if used.memory_bytes as f64 >= 0.75 * limits.memory_bytes as f64 {
         GuestError {
-            kind: Some("memory".into()),
+            kind: Some(ErrorKind::Memory),
             name: "InternalError".into(),
             message: format!(
                 "out of memory: the execution used up its {} MiB heap",
