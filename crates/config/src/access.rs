@@ -11,6 +11,7 @@ use sandgate_policy::{FsRoot, Grant, HostPattern, NetGrant, Profile, ProfileLimi
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
+use crate::secret::Secret;
 use crate::walker::{Walker, join, kind, opt_bool, opt_string, string_list};
 
 const PROFILE_KEYS: &[&str] = &[
@@ -43,7 +44,7 @@ pub enum HttpAuth {
 #[derive(Clone, PartialEq, Eq)]
 pub enum TokenSecret {
     /// The token itself (`token = "${VAR}"`); may hold `${VAR}` until resolved.
-    Plain(String),
+    Plain(Secret),
     /// The SHA-256 of the token (`token_sha256 = "hex"`).
     Sha256([u8; 32]),
 }
@@ -51,12 +52,7 @@ pub enum TokenSecret {
 impl std::fmt::Debug for TokenSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TokenSecret::Plain(text) if text.starts_with("${") => {
-                f.debug_tuple("Plain").field(text).finish()
-            }
-            TokenSecret::Plain(text) => {
-                write!(f, "Plain(<{} characters, hidden>)", text.chars().count())
-            }
+            TokenSecret::Plain(secret) => write!(f, "Plain({secret})"),
             TokenSecret::Sha256(_) => f.write_str("Sha256(<digest>)"),
         }
     }
@@ -276,7 +272,7 @@ impl Walker<'_> {
                 let plain = opt_string(self, &format!("{at}.token"), table.get("token"))?;
                 let hashed = opt_string(self, &format!("{at}.token_sha256"), table.get("token_sha256"))?;
                 let secret = match (plain, hashed) {
-                    (Some(token), None) => TokenSecret::Plain(token),
+                    (Some(token), None) => TokenSecret::Plain(Secret::from(token)),
                     (None, Some(hex)) => TokenSecret::Sha256(sha256_hex(&hex).ok_or_else(|| {
                         self.invalid(
                             &format!("{at}.token_sha256"),

@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use sandgate_output::OutputConfig;
-use sandgate_policy::{Profile, glob_match};
+use sandgate_policy::Profile;
 
 use crate::access::{AuditConfig, HttpAuth, HttpToken, TokenSecret};
 use crate::error::ConfigError;
 use crate::interpolate;
+use crate::secret::Secret;
 
 /// Default per-call timeout for a backend tool call.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -176,11 +177,13 @@ impl Config {
         for token in &mut config.http.tokens {
             if let TokenSecret::Plain(text) = &mut token.secret {
                 let key = format!("http.tokens ({})", token.id);
-                *text = interpolate(text, lookup).map_err(|var| ConfigError::MissingSecret {
-                    key: key.clone(),
-                    var,
-                })?;
-                if text.chars().count() < crate::access::MIN_TOKEN_CHARS {
+                *text = Secret::from(interpolate(text.expose(), lookup).map_err(|var| {
+                    ConfigError::MissingSecret {
+                        key: key.clone(),
+                        var,
+                    }
+                })?);
+                if text.expose().chars().count() < crate::access::MIN_TOKEN_CHARS {
                     return Err(ConfigError::WeakToken {
                         key,
                         min: crate::access::MIN_TOKEN_CHARS,
@@ -224,7 +227,8 @@ fn resolve_backend(
     let mut resolved = backend.clone();
     let at = |key: String| move |var: String| (key.clone(), var);
     for (key, value) in resolved.env.iter_mut() {
-        *value = interpolate(value, lookup).map_err(at(format!("env.{key}")))?;
+        *value =
+            Secret::from(interpolate(value.expose(), lookup).map_err(at(format!("env.{key}")))?);
     }
     match &mut resolved.transport {
         Transport::Stdio { command, args, .. } => {
@@ -236,7 +240,9 @@ fn resolve_backend(
         Transport::Http { url, headers } => {
             *url = interpolate(url, lookup).map_err(at("url".into()))?;
             for (key, value) in headers.iter_mut() {
-                *value = interpolate(value, lookup).map_err(at(format!("headers.{key}")))?;
+                *value = Secret::from(
+                    interpolate(value.expose(), lookup).map_err(at(format!("headers.{key}")))?,
+                );
             }
         }
     }
@@ -301,7 +307,7 @@ pub struct BackendConfig {
     /// How to reach it.
     pub transport: Transport,
     /// Environment for a stdio child (values may hold `${VAR}` until resolved).
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, Secret>,
     /// Per-call timeout.
     pub timeout: Duration,
     /// Handshake timeout.
@@ -321,7 +327,7 @@ pub struct BackendConfig {
     /// Cursor's `envFile`: variables to load for the child (its own `env` wins).
     pub env_file: Option<PathBuf>,
     /// Which of its tools are exposed.
-    pub tools: ToolFilter,
+    pub tools: sandgate_policy::Grant,
 }
 
 /// How sandgate reaches a backend.
@@ -341,41 +347,6 @@ pub enum Transport {
         /// Endpoint URL.
         url: String,
         /// Extra request headers (values may hold `${VAR}` until resolved).
-        headers: BTreeMap<String, String>,
+        headers: BTreeMap<String, Secret>,
     },
-}
-
-/// Allow/deny filter over a backend's tool names. Patterns may use `*` as a wildcard.
-/// An empty allow list allows everything; deny always wins.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ToolFilter {
-    /// Patterns of tools to expose; empty means all.
-    pub allow: Vec<String>,
-    /// Patterns of tools to hide, applied after `allow`.
-    pub deny: Vec<String>,
-}
-
-impl ToolFilter {
-    /// Whether a tool name passes the filter.
-    pub fn permits(&self, tool: &str) -> bool {
-        let allowed = self.allow.is_empty() || self.allow.iter().any(|p| glob_match(p, tool));
-        allowed && !self.deny.iter().any(|p| glob_match(p, tool))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deny_beats_allow() {
-        let filter = ToolFilter {
-            allow: vec!["get-*".into()],
-            deny: vec!["get-env".into()],
-        };
-        assert!(filter.permits("get-sum"));
-        assert!(!filter.permits("get-env"));
-        assert!(!filter.permits("echo"));
-        assert!(ToolFilter::default().permits("anything"));
-    }
 }

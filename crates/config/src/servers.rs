@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
 use crate::model::*;
+use crate::secret::Secret;
 use crate::walker::{
     Walker, duration, opt_bool, opt_string, string_list, string_map, whole_number,
 };
@@ -111,7 +112,7 @@ pub(crate) fn load_env_file(backend: &mut BackendConfig, base: &Path) {
                 backend
                     .env
                     .entry(key.trim().to_string())
-                    .or_insert_with(|| value.to_string());
+                    .or_insert_with(|| Secret::from(value));
             }
             backend.env_file = Some(file);
         }
@@ -281,7 +282,7 @@ impl Walker<'_> {
                 }
                 Transport::Http {
                     url,
-                    headers: string_map(self, &key("headers"), table.get("headers"))?,
+                    headers: secrets(string_map(self, &key("headers"), table.get("headers"))?),
                 }
             }
         };
@@ -343,7 +344,7 @@ impl Walker<'_> {
             skipped: skipped.clone(),
             env_file,
             name: name.to_string(),
-            env: string_map(self, &key("env"), table.get("env"))?,
+            env: secrets(string_map(self, &key("env"), table.get("env"))?),
             transport,
             timeout: self
                 .call_timeout(path, table)?
@@ -358,10 +359,19 @@ impl Walker<'_> {
             max_argument_bytes,
             bounds,
             enabled,
-            tools: ToolFilter {
-                allow: string_list(self, &key("allow_tools"), table.get("allow_tools"))?,
-                deny: string_list(self, &key("deny_tools"), table.get("deny_tools"))?,
-            },
+            tools: sandgate_policy::Grant::for_backend(
+                name,
+                &string_list(self, &key("allow_tools"), table.get("allow_tools"))?,
+                &string_list(self, &key("deny_tools"), table.get("deny_tools"))?,
+            ),
         })
     }
+}
+
+/// Values that must not be shown, by key.
+fn secrets(values: BTreeMap<String, String>) -> BTreeMap<String, Secret> {
+    values
+        .into_iter()
+        .map(|(key, value)| (key, Secret::from(value)))
+        .collect()
 }

@@ -45,7 +45,15 @@ fn toml_and_json_load_the_same_backends() {
     let memory = &a.backends[0];
     assert_eq!(memory.timeout, Duration::from_secs(5));
     assert_eq!(memory.max_concurrent_calls, 4);
-    assert!(memory.tools.permits("create_entities") && !memory.tools.permits("delete_entities"));
+    assert!(
+        memory.tools.permits(&sandgate_policy::ToolName::plain(
+            "memory",
+            "create_entities"
+        )) && !memory.tools.permits(&sandgate_policy::ToolName::plain(
+            "memory",
+            "delete_entities"
+        ))
+    );
     assert!(
         matches!(&a.backends[1].transport, Transport::Http { url, .. } if url == "https://example.com/mcp")
     );
@@ -182,9 +190,9 @@ fn an_env_file_is_loaded_under_the_entry_env() {
     let a = &cfg.backends[0];
     assert_eq!(
         (
-            a.env["A"].as_str(),
-            a.env["B"].as_str(),
-            a.env["C"].as_str()
+            a.env["A"].expose(),
+            a.env["B"].expose(),
+            a.env["C"].expose()
         ),
         ("from-entry", "quoted", "single")
     );
@@ -243,9 +251,10 @@ fn an_unset_variable_disables_only_the_backend_that_needs_it() {
             .contains("`url` needs ${HOST}")
     );
     let resolved = cfg.resolved(&|_| Some("v".into())).expect("resolves");
-    assert_eq!(resolved.backends[0].env["T"], "v");
+    assert_eq!(resolved.backends[0].env["T"].expose(), "v");
     assert_eq!(
-        cfg.backends[0].env["T"], "${TOKEN}",
+        cfg.backends[0].env["T"].expose(),
+        "${TOKEN}",
         "the original is untouched"
     );
 }

@@ -157,6 +157,21 @@ impl Grant {
         Grant { allow, deny }
     }
 
+    /// The grant of one backend's `allow_tools` and `deny_tools` (patterns of its tool names):
+    /// as a grant over `backend.tool`, so a pattern matches a tool by every name it is called
+    /// by, as a profile's does. An empty allow list allows every tool of the backend.
+    pub fn for_backend(backend: &str, allow: &[String], deny: &[String]) -> Grant {
+        let qualified = |pattern: &String| format!("{backend}.{pattern}");
+        Grant {
+            allow: if allow.is_empty() {
+                vec![format!("{backend}.*")]
+            } else {
+                allow.iter().map(qualified).collect()
+            },
+            deny: deny.iter().map(qualified).collect(),
+        }
+    }
+
     /// The allow patterns.
     pub fn allowed(&self) -> &[String] {
         &self.allow
@@ -238,6 +253,18 @@ mod tests {
         }
         let other = Grant::new(vec!["my_server.get_sum".into()], vec![]);
         assert!(other.check(&name).is_err());
+        // A backend's own filter is a grant too, over its tools by every spelling.
+        let filter = Grant::for_backend("my-server", &["get-*".into()], &["get_env".into()]);
+        assert!(filter.check(&name).is_err(), "deny by the sanitized name");
+        let sum = ToolCall::new("my-server", "get-sum").called_in_code("my_server", "get_sum");
+        assert!(filter.check(&sum.name().spellings()).is_ok());
+        assert!(
+            Grant::for_backend("my-server", &[], &[])
+                .check(&sum.name().spellings())
+                .is_ok()
+        );
+        let echo = ToolCall::new("my-server", "echo");
+        assert!(filter.check(&echo.name().spellings()).is_err());
         // A name that needs no sanitizing carries no second spelling.
         let same = ToolCall::new("everything", "echo").called_in_code("everything", "echo");
         assert_eq!(same, ToolCall::new("everything", "echo"));

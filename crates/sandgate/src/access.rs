@@ -30,7 +30,9 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
         .tokens
         .iter()
         .map(|token| match &token.secret {
-            TokenSecret::Plain(text) => KnownToken::from_secret(text, &token.profile, &token.id),
+            TokenSecret::Plain(text) => {
+                KnownToken::from_secret(text.expose(), &token.profile, &token.id)
+            }
             TokenSecret::Sha256(digest) => KnownToken {
                 digest: *digest,
                 profile: token.profile.clone(),

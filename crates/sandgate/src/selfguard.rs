@@ -40,7 +40,7 @@ pub fn skip_own_entries(config: &mut Config) {
         let search = backend
             .env
             .get("PATH")
-            .map(std::ffi::OsString::from)
+            .map(|path| std::ffi::OsString::from(path.expose()))
             .or_else(|| path_var.clone());
         let found = locate(command, cwd.as_deref(), search.as_deref());
         if found.and_then(|p| identity(&p)) == Some(own) {

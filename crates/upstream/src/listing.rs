@@ -10,7 +10,7 @@
 
 use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
 use rmcp::service::{Peer, RoleClient};
-use sandgate_catalog::ToolSpec;
+use sandgate_catalog::{ToolSpec, sanitize_ident};
 use sandgate_config::{BackendBounds, BackendConfig, MAX_TOOL_NAME_BYTES};
 use serde::Serialize;
 
@@ -88,7 +88,7 @@ pub(crate) async fn list_tools(
                         )));
                         return Ok(listing);
                     }
-                    if config.tools.permits(&spec.name) {
+                    if permitted(config, &spec.name) {
                         listing.tools.push(spec);
                     }
                 }
@@ -270,6 +270,18 @@ fn depth_of(value: &Value) -> usize {
         stack.extend(children.map(|child| (child, depth + 1)));
     }
     deepest
+}
+
+/// Whether the backend's own `allow_tools`/`deny_tools` let `tool` through, by any name it is
+/// called by (as a profile's grant matches it).
+fn permitted(config: &BackendConfig, tool: &str) -> bool {
+    let (js_backend, js_tool) = (sanitize_ident(&config.name), sanitize_ident(tool));
+    config.tools.permits(&sandgate_policy::ToolName {
+        backend: &config.name,
+        tool,
+        js_backend: &js_backend,
+        js_tool: &js_tool,
+    })
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ pub(crate) fn spawn_stdio(
     cmd.args(args)
         .env_clear()
         .envs(inherited_env.iter().map(|(k, v)| (k, v)))
-        .envs(&config.env)
+        .envs(config.env.iter().map(|(key, value)| (key, value.expose())))
         .env(crate::escapees::RUN_VAR, &run)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -123,7 +123,7 @@ pub(crate) fn http_transport(
     for (name, value) in headers {
         let header = http::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| format!("header name `{name}` is not valid HTTP"))?;
-        let value = http::HeaderValue::from_str(value)
+        let value = http::HeaderValue::from_str(value.expose())
             .map_err(|_| format!("the value of header `{name}` is not valid HTTP"))?;
         custom.insert(header, value);
     }
