@@ -16,6 +16,7 @@ mod jsonc;
 mod model;
 mod parse;
 mod secret;
+mod sections;
 mod servers;
 mod suggest;
 mod telemetry;

@@ -4,9 +4,7 @@
 //! knows every key, so an error names the exact dotted key, says what type was expected, and
 //! suggests the closest known key for a typo. serde's derive errors cannot do all of that.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -14,7 +12,7 @@ use crate::error::ConfigError;
 use crate::model::*;
 use crate::servers::{gemini_shaped, load_env_file};
 use crate::suggest::did_you_mean;
-use crate::walker::{Walker, duration, opt_bool, opt_string, string_list, whole_number};
+use crate::walker::Walker;
 
 /// Which of the two formats a config is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,42 +109,6 @@ const SETTINGS_KEYS: &[&str] = &[
     "stored_tools",
     "telemetry",
 ];
-const STORE_KEYS: &[&str] = &[
-    "path",
-    "output_retention_hours",
-    "max_records",
-    "record_arguments",
-];
-const OUTPUT_KEYS: &[&str] = &[
-    "max_chars",
-    "intent_min_bytes",
-    "intent_min_term_ratio",
-    "json_chunk_min_bytes",
-    "json_sample_items",
-    "footer_min_removed_bytes",
-    "intent_filter",
-    "json_chunking",
-];
-const SANDBOX_KEYS: &[&str] = &[
-    "require_lockdown",
-    "workers",
-    "max_workers",
-    "max_executions",
-];
-const GATEWAY_KEYS: &[&str] = &["cache_file", "startup_wait"];
-const HTTP_KEYS: &[&str] = &[
-    "listen",
-    "allowed_hosts",
-    "allowed_origins",
-    "header_timeout",
-    "body_timeout",
-    "max_connections",
-    "max_connections_per_ip",
-    "max_sessions",
-    "session_idle_timeout",
-    "auth",
-    "tokens",
-];
 /// Top-level keys of a JSON config sandgate reads: the servers (`mcpServers`, or VS Code's
 /// `servers`), its own `sandgate` object, and VS Code's `inputs` (prompted values sandgate
 /// cannot ask for). Any other top-level key belongs to the client (Claude Desktop's
@@ -222,214 +184,5 @@ impl Walker<'_> {
         config.telemetry = self.telemetry_section(&key("telemetry"), table.get("telemetry"))?;
         self.check_access(&config.profiles, &config.http.tokens)?;
         Ok(config)
-    }
-
-    fn stored_tools_section(
-        &self,
-        key: &str,
-        value: Option<&Value>,
-    ) -> Result<StoredToolsConfig, ConfigError> {
-        let Some(value) = value else {
-            return Ok(StoredToolsConfig::default());
-        };
-        let table = self.table(key, value)?;
-        self.check_keys(key, table, &["expose_as_mcp_tools"], &[])?;
-        Ok(StoredToolsConfig {
-            expose_as_mcp_tools: opt_bool(
-                self,
-                &format!("{key}.expose_as_mcp_tools"),
-                table.get("expose_as_mcp_tools"),
-            )?
-            .unwrap_or(false),
-        })
-    }
-
-    fn gateway_section(&self, value: Option<&Value>) -> Result<Config, ConfigError> {
-        let mut config = Config::default();
-        if let Some(value) = value {
-            let table = self.table("gateway", value)?;
-            self.check_keys("gateway", table, GATEWAY_KEYS, &[])?;
-            config.cache_file =
-                opt_string(self, "gateway.cache_file", table.get("cache_file"))?.map(PathBuf::from);
-            config.startup_wait =
-                duration(self, "gateway.startup_wait", table.get("startup_wait"))?;
-        }
-        Ok(config)
-    }
-
-    fn sandbox_section(
-        &self,
-        key: &str,
-        value: Option<&Value>,
-    ) -> Result<SandboxConfig, ConfigError> {
-        let Some(value) = value else {
-            return Ok(SandboxConfig::default());
-        };
-        let table = self.table(key, value)?;
-        self.check_keys(key, table, SANDBOX_KEYS, &[])?;
-        let count = |name: &str, max: u64| -> Result<Option<usize>, ConfigError> {
-            match table.get(name) {
-                None => Ok(None),
-                Some(v) => match v.as_u64() {
-                    Some(n) if (1..=max).contains(&n) => Ok(Some(n as usize)),
-                    _ => Err(self.invalid(
-                        &format!("{key}.{name}"),
-                        format!("is {v}"),
-                        format!("use a whole number from 1 to {max}"),
-                    )),
-                },
-            }
-        };
-        let workers = count("workers", 256)?;
-        let max_workers = count("max_workers", 1024)?;
-        let max_executions = count("max_executions", 100_000)?;
-        if let (Some(base), Some(max)) = (workers, max_workers)
-            && max < base
-        {
-            return Err(self.invalid(
-                &format!("{key}.max_workers"),
-                format!("is {max}, below workers ({base})"),
-                "make max_workers at least workers",
-            ));
-        }
-        Ok(SandboxConfig {
-            max_workers,
-            max_executions,
-            require_lockdown: opt_bool(
-                self,
-                &format!("{key}.require_lockdown"),
-                table.get("require_lockdown"),
-            )?
-            .unwrap_or(false),
-            workers,
-        })
-    }
-
-    fn output_section(&self, value: Option<&Value>) -> Result<OutputConfig, ConfigError> {
-        let Some(value) = value else {
-            return Ok(OutputConfig::default());
-        };
-        let table = self.table("output", value)?;
-        let known: Vec<&str> = OUTPUT_KEYS.to_vec();
-        self.check_keys("output", table, &known, &[])?;
-        let config: OutputConfig = serde_json::from_value(value.clone()).map_err(|e| {
-            self.invalid(
-                "output",
-                format!("has a bad value: {e}"),
-                "sizes are whole numbers of bytes or characters, switches true or false, intent_min_term_ratio a number from 0 to 1",
-            )
-        })?;
-        if !(0.0..=1.0).contains(&config.intent_min_term_ratio) {
-            return Err(self.invalid(
-                "output.intent_min_term_ratio",
-                format!("is {}", config.intent_min_term_ratio),
-                "use a fraction from 0 to 1, e.g. 0.3",
-            ));
-        }
-        if config.max_chars < 200 {
-            return Err(self.invalid(
-                "output.max_chars",
-                format!("is {}", config.max_chars),
-                "use at least 200 characters; 20000 is the default",
-            ));
-        }
-        Ok(config)
-    }
-
-    fn store_section(&self, value: Option<&Value>) -> Result<StoreConfig, ConfigError> {
-        let Some(value) = value else {
-            return Ok(StoreConfig::default());
-        };
-        let table = self.table("store", value)?;
-        self.check_keys("store", table, STORE_KEYS, &[])?;
-        let mut store = StoreConfig {
-            path: opt_string(self, "store.path", table.get("path"))?.map(PathBuf::from),
-            record_arguments: opt_bool(
-                self,
-                "store.record_arguments",
-                table.get("record_arguments"),
-            )?
-            .unwrap_or(false),
-            ..StoreConfig::default()
-        };
-        for (key, slot) in [
-            ("output_retention_hours", &mut store.output_retention_hours),
-            ("max_records", &mut store.max_records),
-        ] {
-            if let Some(v) = table.get(key) {
-                *slot = v.as_u64().filter(|&n| n > 0).ok_or_else(|| {
-                    self.invalid(
-                        &format!("store.{key}"),
-                        format!("is {v}"),
-                        "use a whole number above 0",
-                    )
-                })?;
-            }
-        }
-        Ok(store)
-    }
-
-    fn http_section(&self, value: Option<&Value>) -> Result<HttpConfig, ConfigError> {
-        let Some(value) = value else {
-            return Ok(HttpConfig::default());
-        };
-        let table = self.table("http", value)?;
-        self.check_keys("http", table, HTTP_KEYS, &[])?;
-        let listen = match opt_string(self, "http.listen", table.get("listen"))? {
-            None => None,
-            Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| {
-                self.invalid(
-                    "http.listen",
-                    format!("is `{text}`, which is not an IP:port address"),
-                    "write it like \"127.0.0.1:8931\"",
-                )
-            })?),
-        };
-        let defaults = HttpLimits::default();
-        let time = |key: &str, default: Duration| -> Result<Duration, ConfigError> {
-            Ok(duration(self, &format!("http.{key}"), table.get(key))?.unwrap_or(default))
-        };
-        let number = |key: &str, default: usize| {
-            whole_number(
-                self,
-                &format!("http.{key}"),
-                table.get(key),
-                default,
-                1..=1_000_000,
-            )
-        };
-        let limits = HttpLimits {
-            header_timeout: time("header_timeout", defaults.header_timeout)?,
-            body_timeout: time("body_timeout", defaults.body_timeout)?,
-            max_connections: number("max_connections", defaults.max_connections)?,
-            max_connections_per_ip: number(
-                "max_connections_per_ip",
-                defaults.max_connections_per_ip,
-            )?,
-            max_sessions: number("max_sessions", defaults.max_sessions)?,
-            session_idle_timeout: time("session_idle_timeout", defaults.session_idle_timeout)?,
-        };
-        let auth = self.http_auth(table.get("auth"))?;
-        if auth == crate::access::HttpAuth::None
-            && let Some(addr) = listen.filter(|a| !a.ip().is_loopback())
-        {
-            return Err(self.invalid(
-                "http.auth",
-                format!("is \"none\" while http.listen is {addr}, which is not loopback"),
-                "keep token auth (the default) for a listener other machines reach, or listen on 127.0.0.1",
-            ));
-        }
-        Ok(HttpConfig {
-            auth,
-            tokens: self.http_tokens(table.get("tokens"))?,
-            listen,
-            allowed_hosts: string_list(self, "http.allowed_hosts", table.get("allowed_hosts"))?,
-            allowed_origins: string_list(
-                self,
-                "http.allowed_origins",
-                table.get("allowed_origins"),
-            )?,
-            limits,
-        })
     }
 }

@@ -1,0 +1,64 @@
+//! `[sandbox]`: the worker pool and the limits of one execution.
+
+use serde_json::Value;
+
+use crate::error::ConfigError;
+use crate::model::*;
+use crate::walker::{Walker, opt_bool};
+
+const SANDBOX_KEYS: &[&str] = &[
+    "require_lockdown",
+    "workers",
+    "max_workers",
+    "max_executions",
+];
+
+impl Walker<'_> {
+    pub(crate) fn sandbox_section(
+        &self,
+        key: &str,
+        value: Option<&Value>,
+    ) -> Result<SandboxConfig, ConfigError> {
+        let Some(value) = value else {
+            return Ok(SandboxConfig::default());
+        };
+        let table = self.table(key, value)?;
+        self.check_keys(key, table, SANDBOX_KEYS, &[])?;
+        let count = |name: &str, max: u64| -> Result<Option<usize>, ConfigError> {
+            match table.get(name) {
+                None => Ok(None),
+                Some(v) => match v.as_u64() {
+                    Some(n) if (1..=max).contains(&n) => Ok(Some(n as usize)),
+                    _ => Err(self.invalid(
+                        &format!("{key}.{name}"),
+                        format!("is {v}"),
+                        format!("use a whole number from 1 to {max}"),
+                    )),
+                },
+            }
+        };
+        let workers = count("workers", 256)?;
+        let max_workers = count("max_workers", 1024)?;
+        let max_executions = count("max_executions", 100_000)?;
+        if let (Some(base), Some(max)) = (workers, max_workers)
+            && max < base
+        {
+            return Err(self.invalid(
+                &format!("{key}.max_workers"),
+                format!("is {max}, below workers ({base})"),
+                "make max_workers at least workers",
+            ));
+        }
+        Ok(SandboxConfig {
+            max_workers,
+            max_executions,
+            require_lockdown: opt_bool(
+                self,
+                &format!("{key}.require_lockdown"),
+                table.get("require_lockdown"),
+            )?
+            .unwrap_or(false),
+            workers,
+        })
+    }
+}
