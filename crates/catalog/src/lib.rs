@@ -10,6 +10,7 @@ mod error;
 mod names;
 mod search;
 mod synonyms;
+mod terms;
 mod typescript;
 
 pub use catalog::{Catalog, Collision, Entry, ToolSpec};

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::search::tokenize;
+use crate::terms::tokenize;
 
 /// Score multiplier for a match through a synonym.
 pub(crate) const SYNONYM_FACTOR: f32 = 0.6;
