@@ -133,12 +133,10 @@ impl Door {
         decision.map_err(denied)
     }
 
-    /// Calls a backend tool for `knock`: the one path to [`BackendManager::call`]. Each call
-    /// is counted for `/metrics` and traced as a span under the caller's trace.
-    ///
-    /// [`BackendManager::call`]: sandgate_upstream::BackendManager::call
-    /// A stored tool is run by `stored`; `catalog` is the current one (a tool it does not
-    /// list is counted under `_other`).
+    /// Calls a tool for `knock`: the one path to the backends' calls half. A stored tool is
+    /// run by `stored`. Each call is counted for `/metrics` (`catalog` is the current one: a
+    /// tool it does not list is counted under `_other`) and traced as a span under the
+    /// caller's trace.
     pub(crate) async fn call_tool(
         &self,
         knock: &Knock,

@@ -37,55 +37,30 @@ pub(crate) struct ToolRoute {
     ) -> ToolAnswer<'a>,
 }
 
-fn search<'a>(
-    g: &'a Arc<Gateway>,
-    c: &'a Caller,
-    a: Value,
-    _: Option<ProgressSink>,
-    _: &'a Cancellation,
-) -> ToolAnswer<'a> {
-    Box::pin(meta_tools::search(g, c, a))
+/// Defines a route's answering function: the async work, boxed, with the route's signature.
+macro_rules! answer {
+    ($name:ident, |$g:ident, $c:ident, $a:ident, $p:pat_param, $cancel:pat_param| $work:expr) => {
+        fn $name<'a>(
+            $g: &'a Arc<Gateway>,
+            $c: &'a Caller,
+            $a: Value,
+            $p: Option<ProgressSink>,
+            $cancel: &'a Cancellation,
+        ) -> ToolAnswer<'a> {
+            Box::pin($work)
+        }
+    };
 }
 
-fn info<'a>(
-    g: &'a Arc<Gateway>,
-    c: &'a Caller,
-    a: Value,
-    _: Option<ProgressSink>,
-    _: &'a Cancellation,
-) -> ToolAnswer<'a> {
-    Box::pin(meta_tools::info(g, c, a))
-}
-
-fn list<'a>(
-    g: &'a Arc<Gateway>,
-    c: &'a Caller,
-    a: Value,
-    _: Option<ProgressSink>,
-    _: &'a Cancellation,
-) -> ToolAnswer<'a> {
-    Box::pin(meta_tools::list(g, c, a))
-}
-
-fn chain<'a>(
-    g: &'a Arc<Gateway>,
-    c: &'a Caller,
-    a: Value,
-    p: Option<ProgressSink>,
-    cancel: &'a Cancellation,
-) -> ToolAnswer<'a> {
-    Box::pin(meta_tools::run_chain(g, c, a, p, cancel))
-}
-
-fn read_output<'a>(
-    g: &'a Arc<Gateway>,
-    c: &'a Caller,
-    a: Value,
-    _: Option<ProgressSink>,
-    _: &'a Cancellation,
-) -> ToolAnswer<'a> {
-    Box::pin(meta_tools::read_output(g, c, a))
-}
+answer!(search, |g, c, a, _, _| meta_tools::search(g, c, a));
+answer!(info, |g, c, a, _, _| meta_tools::info(g, c, a));
+answer!(list, |g, c, a, _, _| meta_tools::list(g, c, a));
+answer!(chain, |g, c, a, p, cancel| meta_tools::run_chain(
+    g, c, a, p, cancel
+));
+answer!(read_output, |g, c, a, _, _| meta_tools::read_output(
+    g, c, a
+));
 
 /// Every meta-tool, in listing order.
 pub(crate) const TOOLS: [ToolRoute; 5] = [
