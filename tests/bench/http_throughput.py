@@ -1,12 +1,19 @@
-"""Throughput of the HTTP front: tier-1 `call_tool_chain` calls (`everything.echo` through the
-JSON tier) from 1, 10, 50 and 200 keep-alive clients, in both protocol eras: 2025-11-25
-sessions (one per client) and stateless 2026-07-28 requests. Each client sends its next request
-when the last is answered. The load runs in two processes of asyncio clients (raw sockets, no
-SDK), next to the gateway on the same machine.
+"""Throughput and CPU per request of the HTTP front: `call_tool_chain` calls from 1, 10, 50 and
+200 keep-alive clients, in both protocol eras: 2025-11-25 sessions (one per client) and
+stateless 2026-07-28 requests. Each client sends its next request when the last is answered.
+The load runs in two processes of asyncio clients (raw sockets, no SDK), next to the gateway on
+the same machine.
 
     .venv/bin/python tests/bench/http_throughput.py target/release/sandgate [seconds] [clients...]
 
-Prints one line per (era, clients): requests/s, p50 and p99 latency, and errors."""
+LOAD=tier1 (the default: `{"tool": "everything.echo", ...}`, the JSON tier) or LOAD=script (the
+same call as TypeScript forced through the sandbox); ERAS=2026-07-28 for one era; VS=<binary>
+runs a second build in alternating rounds (ROUNDS, default 2) for side-by-side figures.
+
+Prints one line per (build, era, clients): requests/s, p50 and p99 latency, errors, and the
+gateway's CPU per request: the user and system time of the gateway process (all its threads;
+not its sandbox workers, which are processes of their own) over the run, divided by the
+requests answered."""
 
 from __future__ import annotations
 
@@ -24,7 +31,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from conftest import reference_servers, write_config  # noqa: E402
 
-CALL = {"name": "call_tool_chain", "arguments": {"code": json.dumps({"tool": "everything.echo", "arguments": {"message": "k"}})}}
+LOADS = {
+    "tier1": {"code": json.dumps({"tool": "everything.echo", "arguments": {"message": "k"}})},
+    "script": {"code": "return await everything.echo({message: 'k'});", "force_sandbox": True},
+}
+CALL = {"name": "call_tool_chain", "arguments": LOADS[os.environ.get("LOAD", "tier1")]}
+TICKS = os.sysconf("SC_CLK_TCK")
+# Requests carry a bearer token, so the token check is measured as a deployment pays it.
+TOKEN = "bench-token-0123456789abcdef"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system time of process `pid`, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {}}
@@ -61,14 +81,15 @@ async def request(reader, writer, port, body: dict, headers: dict) -> tuple[int,
 
 async def client(port: int, era: str, until: float, latencies: list, errors: list):
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    headers = {}
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    headers = dict(auth)
     if era == "2025-11-25":
         _, _, found = await request(reader, writer, port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": era, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}, {})
-        headers = {"Mcp-Session-Id": found["mcp-session-id"], "Mcp-Protocol-Version": era}
+            "protocolVersion": era, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}, auth)
+        headers = {**auth, "Mcp-Session-Id": found["mcp-session-id"], "Mcp-Protocol-Version": era}
         await request(reader, writer, port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
     else:
-        headers = {"Mcp-Protocol-Version": era, "Mcp-Method": "tools/call", "Mcp-Name": "call_tool_chain"}
+        headers = {**auth, "Mcp-Protocol-Version": era, "Mcp-Method": "tools/call", "Mcp-Name": "call_tool_chain"}
     i = 0
     while time.monotonic() < until:
         i += 1
@@ -93,11 +114,12 @@ def load(port: int, era: str, clients: int, seconds: float, out):
     out.put(asyncio.run(run()))
 
 
-def measure(port: int, era: str, clients: int, seconds: float) -> str:
+def measure(port: int, era: str, clients: int, seconds: float, pid: int) -> str:
     processes = min(2, clients)
     queue = multiprocessing.Queue()
     shares = [clients // processes + (1 if i < clients % processes else 0) for i in range(processes)]
     procs = [multiprocessing.Process(target=load, args=(port, era, n, seconds, queue)) for n in shares]
+    cpu_before = cpu_seconds(pid)
     for p in procs:
         p.start()
     latencies, errors = [], []
@@ -105,6 +127,7 @@ def measure(port: int, era: str, clients: int, seconds: float) -> str:
         got_latencies, got_errors = queue.get()
         latencies += got_latencies
         errors += got_errors
+    cpu = cpu_seconds(pid) - cpu_before
     for p in procs:
         p.join()
     latencies.sort()
@@ -112,16 +135,14 @@ def measure(port: int, era: str, clients: int, seconds: float) -> str:
         return f"{era:<11} {clients:>4} clients: no answers; errors: {errors[:2]}"
     p50 = latencies[len(latencies) // 2] * 1000
     p99 = latencies[int(len(latencies) * 0.99)] * 1000
+    per_request = cpu / len(latencies) * 1e6
     return (f"{era:<11} {clients:>4} clients: {len(latencies) / seconds:7.0f} requests/s  p50 {p50:6.2f} ms"
-            f"  p99 {p99:7.2f} ms  errors {len(errors)}")
+            f"  p99 {p99:7.2f} ms  errors {len(errors)}  gateway {cpu / seconds:4.2f} cores,"
+            f" {per_request:5.0f} µs CPU/request")
 
 
-def main():
-    binary = sys.argv[1]
-    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5
-    counts = [int(c) for c in sys.argv[3:]] or [1, 10, 50, 200]
-    tmp = Path(tempfile.mkdtemp())
-    config = write_config(tmp, "toml", {"everything": reference_servers(tmp)["everything"]})
+def start(binary: str, config: Path) -> tuple[subprocess.Popen, int]:
+    """`binary serve --http` on a free loopback port; its process and port."""
     proc = subprocess.Popen([binary, "serve", "--config", str(config), "--http", "127.0.0.1:0"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     port = 0
@@ -132,13 +153,34 @@ def main():
             break
     subprocess.Popen(["cat"], stdin=proc.stderr, stdout=subprocess.DEVNULL)
     time.sleep(3)
-    try:
-        for era in os.environ.get("ERAS", "2025-11-25,2026-07-28").split(","):
-            for clients in counts:
-                print(measure(port, era, clients, seconds), flush=True)
-    finally:
-        proc.terminate()
-        proc.wait()
+    return proc, port
+
+
+def main():
+    binary = sys.argv[1]
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5
+    counts = [int(c) for c in sys.argv[3:]] or [1, 10, 50, 200]
+    builds = [binary] + ([os.environ["VS"]] if os.environ.get("VS") else [])
+    rounds = int(os.environ.get("ROUNDS", "2")) if len(builds) > 1 else 1
+    configs = {}
+    for build in builds:
+        # A store of its own per build: a newer build's migrated file is refused by an older.
+        tmp = Path(tempfile.mkdtemp())
+        configs[build] = write_config(tmp, "toml", {"everything": reference_servers(tmp)["everything"]})
+        with configs[build].open("a") as out:
+            out.write(f'\n[[http.tokens]]\ntoken = "{TOKEN}"\nprofile = "default"\n')
+    for round_ in range(1, rounds + 1):
+        for build in builds:
+            proc, port = start(build, configs[build])
+            try:
+                for era in os.environ.get("ERAS", "2025-11-25,2026-07-28").split(","):
+                    for clients in counts:
+                        line = measure(port, era, clients, seconds, proc.pid)
+                        label = f"[{build} round {round_}] " if len(builds) > 1 else ""
+                        print(label + line, flush=True)
+            finally:
+                proc.terminate()
+                proc.wait()
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ pub fn install(config: &TelemetryConfig) -> anyhow::Result<Telemetry> {
         .with_resource(Resource::builder().with_service_name(service).build())
         .build();
     opentelemetry::global::set_tracer_provider(provider.clone());
+    sandgate_gateway::telemetry::traces::set_exporting(true);
     tracing::info!("exporting OpenTelemetry spans to {url}");
     Ok(Telemetry {
         provider: Some(provider),

@@ -157,6 +157,14 @@ impl Store {
         Ok(())
     }
 
+    /// How many distinct codes are kept (each is kept while a record points at it).
+    pub fn code_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM codes", [], |row| row.get(0))?;
+        Ok(count as u64)
+    }
+
     /// The most recent executions, newest first.
     pub fn list(&self, limit: usize) -> Result<Vec<ExecutionRecord>, StoreError> {
         let mut statement = self.conn.prepare_cached(

@@ -376,3 +376,44 @@ fn only_the_most_recent_records_keep_what_the_model_was_shown() {
         Some("shown for s200")
     );
 }
+
+#[test]
+fn writes_keep_the_records_under_the_cap_and_drop_the_codes_only_they_held() {
+    let retention = Retention {
+        outputs: Duration::from_secs(3600),
+        max_records: 1_000,
+    };
+    let mut store = Store::open_in_memory(retention).expect("opens");
+    for i in 0..2_500 {
+        let mut r = record(&format!("r{i}"), "json", 1.0, "ok");
+        r.started_at_ms = i;
+        // Each record's own code, so the codes of the dropped ones must go with them.
+        r.code_hash = format!("h{i}");
+        r.code = Some(format!("return {i};"));
+        store.record(&r).expect("records");
+    }
+    let kept = store.stats(None).expect("stats").executions;
+    // The cap holds after every write; each time it is reached the oldest go down to 95%.
+    assert!((950..=1_000).contains(&kept), "{kept} records kept");
+    let newest = store.list(1).expect("lists");
+    assert_eq!(newest[0].id, "r2499");
+    assert!(store.get("r0").is_err(), "the oldest record is gone");
+    let oldest_kept = 2_500 - kept as usize;
+    assert_eq!(
+        store
+            .get(&format!("r{oldest_kept}"))
+            .expect("kept")
+            .code
+            .as_deref(),
+        Some(format!("return {oldest_kept};").as_str()),
+        "a kept record keeps its code"
+    );
+    assert_eq!(
+        store.code_count().expect("codes"),
+        kept,
+        "no code outlives its records"
+    );
+    // An explicit prune keeps exactly the cap.
+    store.prune().expect("prunes");
+    assert!(store.stats(None).expect("stats").executions <= 1_000);
+}

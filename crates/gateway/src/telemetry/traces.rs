@@ -4,10 +4,13 @@
 //! `tracestate`) is the execution's parent, and each tool call's context is sent on to its
 //! backend in the same `_meta` keys.
 //!
-//! Only the API is used here: the binary installs the exporter (OTLP) and the W3C propagator.
-//! Without an exporter the spans record nothing, and a context that came in still goes out.
+//! Only the API is used here: the binary installs the exporter (OTLP) and the W3C propagator,
+//! and says so with [`set_exporting`]. Without an exporter no span is built at all (one cost
+//! several allocations per call for nothing), and a context that came in still goes out: a span
+//! that records nothing would have carried the same trace and span id.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue, global};
@@ -18,6 +21,18 @@ const SCOPE: &str = "sandgate";
 /// The W3C keys of a trace context in `_meta`.
 const TRACEPARENT: &str = "traceparent";
 const TRACESTATE: &str = "tracestate";
+
+/// Whether spans are exported (an exporter is installed).
+static EXPORTING: AtomicBool = AtomicBool::new(false);
+
+/// Says that an exporter is installed, so spans are built from now on.
+pub fn set_exporting(exporting: bool) {
+    EXPORTING.store(exporting, Ordering::Relaxed);
+}
+
+fn exporting() -> bool {
+    EXPORTING.load(Ordering::Relaxed)
+}
 
 /// The context a request's `_meta` carried, or an empty one.
 pub fn from_meta(traceparent: Option<&str>, tracestate: Option<&str>) -> Context {
@@ -34,6 +49,9 @@ pub fn from_meta(traceparent: Option<&str>, tracestate: Option<&str>) -> Context
 /// The `traceparent` and `tracestate` to send with a request made under `cx`, if it is in a
 /// trace.
 pub fn to_meta(cx: &Context) -> Option<(String, Option<String>)> {
+    if !cx.span().span_context().is_valid() {
+        return None;
+    }
     let mut carrier: HashMap<String, String> = HashMap::new();
     global::get_text_map_propagator(|propagator| propagator.inject_context(cx, &mut carrier));
     let traceparent = carrier.remove(TRACEPARENT)?;
@@ -45,6 +63,9 @@ pub fn to_meta(cx: &Context) -> Option<(String, Option<String>)> {
 
 /// Starts the span of one execution under `parent`; returns the context it runs in.
 pub fn start_execution(parent: &Context, execution_id: &str, profile: &str) -> Context {
+    if !exporting() {
+        return parent.clone();
+    }
     let tracer = global::tracer(SCOPE);
     let span = tracer
         .span_builder("tools/call call_tool_chain")
@@ -62,6 +83,9 @@ pub fn start_execution(parent: &Context, execution_id: &str, profile: &str) -> C
 
 /// Ends an execution's span with how it went.
 pub fn end_execution(cx: &Context, tier: &'static str, status: &str, error_kind: Option<&str>) {
+    if !exporting() {
+        return;
+    }
     let span = cx.span();
     span.set_attribute(KeyValue::new("sandgate.tier", tier));
     span.set_attribute(KeyValue::new("sandgate.status", status.to_string()));
@@ -74,6 +98,9 @@ pub fn end_execution(cx: &Context, tier: &'static str, status: &str, error_kind:
 
 /// Starts the span of one tool call under `parent`; returns the context it runs in.
 pub fn start_tool_call(parent: &Context, backend: &str, tool: &str) -> Context {
+    if !exporting() {
+        return parent.clone();
+    }
     let tracer = global::tracer(SCOPE);
     let span = tracer
         .span_builder(format!("tools/call {tool}"))
@@ -90,6 +117,9 @@ pub fn start_tool_call(parent: &Context, backend: &str, tool: &str) -> Context {
 
 /// Ends a tool call's span; `error` names what went wrong (`error.type`).
 pub fn end_tool_call(cx: &Context, error: Option<&'static str>) {
+    if !exporting() {
+        return;
+    }
     let span = cx.span();
     if let Some(kind) = error {
         span.set_attribute(KeyValue::new("error.type", kind));
