@@ -81,7 +81,10 @@ pub async fn serve_http(
         hosts: hosts.clone(),
         origins: origins.clone(),
     });
+    // A 2026-07-28 request whose answer is its only message is answered as plain JSON, not
+    // as a one-event stream (an answer after progress notices is still a stream).
     let config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation()
