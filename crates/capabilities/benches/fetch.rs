@@ -2,7 +2,7 @@
 //! against a keep-alive server of the bench's own:
 //!
 //! - `raw`: one reqwest client, kept, `GET` and read the body: the round trip itself;
-//! - `capability`: `Fetcher::fetch` for a profile that grants the address literally: URL
+//! - `capability`: `Host::fetch` for a profile that grants the address literally: URL
 //!   parsing, the policy check of the address, the pinned client, the limits, the body.
 //!
 //! Run: `cargo bench -p sandgate-capabilities --bench fetch`.
@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sandgate_capabilities::{FetchLimits, FetchRequest, Fetcher, Redirect, StaticResolver};
+use sandgate_capabilities::{FetchLimits, FetchRequest, Host, Redirect, StaticResolver};
 use sandgate_policy::{Access, HostPattern, NetGrant, Profile};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -69,7 +69,7 @@ fn bench(c: &mut Criterion) {
     let mut profile = Profile::implicit_default("bench.toml");
     profile.net = NetGrant::new(vec![HostPattern::parse(&addr.to_string()).expect("entry")]);
     let access = Access::new(Arc::new(profile));
-    let fetcher = Fetcher::new(Arc::new(StaticResolver::default()));
+    let fetcher = Host::new(Arc::new(StaticResolver::default()));
     let limits = FetchLimits::default();
     c.bench_function("fetch/capability", |b| {
         b.to_async(&runtime).iter(|| async {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sandgate_capabilities::{FsLimits, read_file, write_file};
+use sandgate_capabilities::{FsLimits, Host, StaticResolver};
 use sandgate_policy::{Access, FsRoot, Profile};
 
 fn bench(c: &mut Criterion) {
@@ -26,17 +26,18 @@ fn bench(c: &mut Criterion) {
     ];
     let access = Access::new(Arc::new(profile));
     let limits = FsLimits::default();
+    let host = Host::new(Arc::new(StaticResolver::default()));
     let data = vec![b'y'; 1024];
     c.bench_function("fs/read_1k", |b| {
         b.iter(|| {
             let proof = access.authorize_fs("notes.txt", false).expect("granted");
-            read_file(&proof, &limits).expect("read").len()
+            host.read_file(&proof, &limits).expect("read").len()
         })
     });
     c.bench_function("fs/write_1k", |b| {
         b.iter(|| {
             let proof = access.authorize_fs("notes.txt", true).expect("granted");
-            write_file(&proof, &data, &limits).expect("written")
+            host.write_file(&proof, &data, &limits).expect("written")
         })
     });
 }

@@ -4,7 +4,8 @@
 //! files or the environment, and only when its profile grants them. This crate does the I/O;
 //! the policy decides. Every operation takes the policy's proof (`Authorized<…>`), and `fetch`
 //! asks the policy again for every address it would connect to and every redirect it would
-//! follow, so what the guest can reach is exactly what the grant names.
+//! follow, so what the guest can reach is exactly what the grant names. Every operation is a
+//! method of [`Host`]; whoever holds it (the gateway's door) is the only caller.
 
 mod env;
 mod error;
@@ -13,11 +14,12 @@ mod fetch;
 // crate says so with one clear error elsewhere).
 #[cfg(target_os = "linux")]
 mod fs;
+mod host;
 mod resolve;
 
-pub use env::read_env;
 pub use error::CapabilityError;
-pub use fetch::{Authorize, FetchLimits, FetchRequest, FetchResponse, Fetcher, Redirect};
+pub use fetch::{Authorize, FetchLimits, FetchRequest, FetchResponse, Redirect};
 #[cfg(target_os = "linux")]
-pub use fs::{FsLimits, check_root, read_dir, read_file, stat, write_file};
+pub use fs::{FsLimits, check_root};
+pub use host::Host;
 pub use resolve::{BoxFuture, Resolve, StaticResolver, SystemResolver};

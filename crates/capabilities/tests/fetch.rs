@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use sandgate_capabilities::{FetchLimits, FetchRequest, Fetcher, Redirect, StaticResolver};
+use sandgate_capabilities::{FetchLimits, FetchRequest, Host, Redirect, StaticResolver};
 use sandgate_policy::{Access, HostPattern, NetGrant, Profile};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -85,7 +85,7 @@ fn get(url: String) -> FetchRequest {
 }
 
 async fn run(
-    fetcher: &Fetcher,
+    fetcher: &Host,
     access: &Access,
     request: FetchRequest,
     limits: &FetchLimits,
@@ -100,7 +100,7 @@ async fn run(
 async fn a_literal_grant_reaches_its_server_and_nothing_else() {
     let (a, hits_a) = serve(|_| ok(b"fine")).await;
     let (b, hits_b) = serve(|_| ok(b"other")).await;
-    let fetcher = Fetcher::new(Arc::new(StaticResolver::default()));
+    let fetcher = Host::new(Arc::new(StaticResolver::default()));
     let access = access(&[a.to_string()]);
     let limits = FetchLimits::default();
     let page = run(&fetcher, &access, get(format!("http://{a}/x")), &limits)
@@ -127,7 +127,7 @@ async fn a_name_that_resolves_to_loopback_is_refused_whatever_else_it_resolves_t
     let resolver = StaticResolver::default()
         .with("rebind.test", &[a.ip()])
         .with("mixed.test", &[public, a.ip()]);
-    let fetcher = Fetcher::new(Arc::new(resolver));
+    let fetcher = Host::new(Arc::new(resolver));
     let access = access(&["*.test".to_string()]);
     for name in ["rebind.test", "mixed.test"] {
         let refused = run(
@@ -153,7 +153,7 @@ async fn every_redirect_is_checked_and_counted() {
         _ => ok(b"fine"),
     })
     .await;
-    let fetcher = Fetcher::new(Arc::new(StaticResolver::default()));
+    let fetcher = Host::new(Arc::new(StaticResolver::default()));
     let access = access(&[a.to_string()]);
     let limits = FetchLimits {
         max_redirects: 3,
@@ -198,7 +198,7 @@ async fn size_and_time_are_limited() {
         }
     })
     .await;
-    let fetcher = Fetcher::new(Arc::new(StaticResolver::default()));
+    let fetcher = Host::new(Arc::new(StaticResolver::default()));
     let access = access(&[a.to_string()]);
     let limits = FetchLimits {
         max_response_bytes: 1024,
@@ -247,7 +247,7 @@ impl sandgate_capabilities::Resolve for Recording {
 async fn no_name_outside_the_grant_is_ever_looked_up() {
     let (a, hits) = serve(|_| redirect("http://leak-after-redirect.attacker.example/x")).await;
     let recording = Arc::new(Recording::default());
-    let fetcher = Fetcher::new(recording.clone());
+    let fetcher = Host::new(recording.clone());
     // A grant of one address only: no name is ever looked up.
     let literal = access(&[a.to_string()]);
     let limits = FetchLimits::default();
@@ -287,7 +287,7 @@ async fn no_name_outside_the_grant_is_ever_looked_up() {
 #[tokio::test]
 async fn code_does_not_choose_the_host_header() {
     let (a, hits) = serve(|_| ok(b"fine")).await;
-    let fetcher = Fetcher::new(Arc::new(StaticResolver::default()));
+    let fetcher = Host::new(Arc::new(StaticResolver::default()));
     let access = access(&[a.to_string()]);
     for header in [
         "Host",

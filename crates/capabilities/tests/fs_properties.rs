@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use sandgate_capabilities::{FsLimits, read_file, write_file};
+use sandgate_capabilities::{FsLimits, Host, StaticResolver};
 use sandgate_policy::{Access, FsRoot, Profile};
 
 const SECRET: &str = "s3cret outside";
@@ -95,10 +95,11 @@ proptest! {
         let before_ro = snapshot(&root.join("ro"));
         let relative = asked.join("/");
         let limits = FsLimits::default();
+        let host = Host::new(Arc::new(StaticResolver::default()));
         if let Ok(proof) = access.authorize_fs(&relative, write) {
             if write {
-                let _ = write_file(&proof, b"written by code", &limits);
-            } else if let Ok(bytes) = read_file(&proof, &limits) {
+                let _ = host.write_file(&proof, b"written by code", &limits);
+            } else if let Ok(bytes) = host.read_file(&proof, &limits) {
                 prop_assert!(!String::from_utf8_lossy(&bytes).contains(SECRET), "{relative} read the secret");
             }
         }

@@ -84,8 +84,8 @@ impl GatewayBuilder {
     /// first caller already sees them). Must be called inside a tokio runtime.
     pub async fn build(self) -> Arc<Gateway> {
         let metrics = Arc::new(Metrics::default());
-        let fetcher =
-            sandgate_capabilities::Fetcher::new(Arc::new(sandgate_capabilities::SystemResolver));
+        let host =
+            sandgate_capabilities::Host::new(Arc::new(sandgate_capabilities::SystemResolver));
         let catalogs = Arc::new(Catalogs::new(self.backends.clone()));
         if let Some(wait) = self.startup_wait {
             catalogs.set_startup_wait(wait);
@@ -94,7 +94,7 @@ impl GatewayBuilder {
             door: Door::new(
                 self.calls,
                 self.backends.clone(),
-                fetcher,
+                host,
                 self.audit,
                 metrics.clone(),
             ),

@@ -112,7 +112,10 @@ impl Door {
         let decision = knock.caller.access.authorize_env(&name);
         self.record(knock, Subject::Env, &name, &decision, None);
         let proof = decision.map_err(denied)?;
-        Ok(sandgate_capabilities::read_env(&proof).map_or(Value::Null, Value::String))
+        Ok(self
+            .host
+            .read_env(&proof)
+            .map_or(Value::Null, Value::String))
     }
 
     async fn fs(
@@ -160,10 +163,11 @@ impl Door {
             HostFunction::Readdir => Work::List,
             _ => Work::Stat,
         };
+        let host = self.host.clone();
         let done = tokio::task::spawn_blocking(move || -> Result<Value, CapabilityError> {
             match work {
                 Work::Read(encoding) => {
-                    let bytes = sandgate_capabilities::read_file(&proof, &limits)?;
+                    let bytes = host.read_file(&proof, &limits)?;
                     match encoding {
                         Encoding::Base64 => Ok(Value::String(
                             base64::engine::general_purpose::STANDARD.encode(bytes),
@@ -176,10 +180,10 @@ impl Door {
                     }
                 }
                 Work::Write(bytes) => {
-                    sandgate_capabilities::write_file(&proof, &bytes, &limits).map(|n| json!(n))
+                    host.write_file(&proof, &bytes, &limits).map(|n| json!(n))
                 }
-                Work::List => sandgate_capabilities::read_dir(&proof, &limits).map(|n| json!(n)),
-                Work::Stat => sandgate_capabilities::stat(&proof),
+                Work::List => host.read_dir(&proof, &limits).map(|n| json!(n)),
+                Work::Stat => host.stat(&proof),
             }
         })
         .await
@@ -194,7 +198,7 @@ impl Door {
         let request = fetch_request(args.into_iter().next())?;
         let audited = Audited { door: self, knock };
         let response = self
-            .fetcher
+            .host
             .fetch(request, &FetchLimits::default(), &audited)
             .await
             .map_err(failure)?;

@@ -3,8 +3,9 @@
 //! and 2 shortcuts, the sandbox bridge, `.raw()`, stored tools later).
 //!
 //! The door is a value, [`Door`], and the only holder of the backends' calls half
-//! ([`BackendCalls`], handed out once when the backends start) and of the host's fetcher, both
-//! in private fields. It asks the caller's [`Access`](sandgate_policy::Access) for a proof
+//! ([`BackendCalls`], handed out once when the backends start) and of the host's capabilities
+//! (a [`Host`]: `fetch`, `fs` and `env` are its methods and nothing else), both in private
+//! fields. It asks the caller's [`Access`](sandgate_policy::Access) for a proof
 //! ([`Authorized`]), writes the decision to the audit log, and only then calls. A refusal is a
 //! [`FailureKind::Denied`] naming the rule and where to change it. Code outside this module
 //! cannot reach a backend at all; the compile-fail examples below show it.
@@ -23,7 +24,15 @@
 //! ```
 //!
 //! ```compile_fail,E0616
-//! fn sneak(door: &sandgate_gateway::Door) { let _ = &door.fetcher; }
+//! fn sneak(door: &sandgate_gateway::Door) { let _ = &door.host; }
+//! ```
+//!
+//! Nor is a capability a function anyone may call:
+//!
+//! ```compile_fail,E0425
+//! fn sneak(proof: &sandgate_policy::Authorized<sandgate_policy::EnvRead>) {
+//!     let _ = sandgate_capabilities::read_env(proof);
+//! }
 //! ```
 //!
 //! And the calls half is one value, never copied:
@@ -37,6 +46,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use sandgate_capabilities::Host;
 use sandgate_catalog::Catalog;
 use sandgate_policy::{Authorized, PolicyError, ToolCall};
 use sandgate_sandbox::{BackendCondition, CallFailure, FailureKind, ToolAnswer};
@@ -91,25 +101,25 @@ impl Target {
 pub struct Door {
     calls: Box<dyn BackendCalls>,
     backends: Arc<dyn Backends>,
-    fetcher: sandgate_capabilities::Fetcher,
+    host: Arc<Host>,
     audit: AuditLog,
     metrics: Arc<Metrics>,
 }
 
 impl Door {
     /// The door over `calls`, the backends' only calls half; host capabilities fetch with
-    /// `fetcher`; decisions go to `audit`; calls are counted in `metrics`.
+    /// `host`; decisions go to `audit`; calls are counted in `metrics`.
     pub(crate) fn new(
         calls: Box<dyn BackendCalls>,
         backends: Arc<dyn Backends>,
-        fetcher: sandgate_capabilities::Fetcher,
+        host: Host,
         audit: AuditLog,
         metrics: Arc<Metrics>,
     ) -> Door {
         Door {
             calls,
             backends,
-            fetcher,
+            host: Arc::new(host),
             audit,
             metrics,
         }
