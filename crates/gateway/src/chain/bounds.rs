@@ -2,6 +2,10 @@
 //! caller's `max_output_size`; everything else together fits in [`RESPONSE_SLACK`], however
 //! much the code logged, however long its error, however many calls it made. What is left out
 //! of logs and errors is stored whole first (parts `logs` and `error` of `read_output`).
+//!
+//! Beside them: the bound on a meta-tool's text arguments (`short_text`, shared by
+//! `read_output` and the MCP surface above), and whether a call may have changed state
+//! (`may_change_state`), which the call lists here and the record in `response` both show.
 
 use sandgate_catalog::Catalog;
 use sandgate_output::truncate;
