@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use sandgate_catalog::ToolSpec;
 use serde::{Deserialize, Serialize};
@@ -73,6 +75,48 @@ impl ToolCache {
     }
 }
 
+/// Writes snapshots of the cache in the order they were taken: each gets a ticket when taken, and
+/// a write whose snapshot is older than the one already on disk is skipped. Writes run off the
+/// async threads and may finish in any order; without the tickets an older list could land last.
+#[derive(Debug)]
+pub(crate) struct CacheWriter {
+    cache: ToolCache,
+    /// The ticket of the newest snapshot taken.
+    taken: AtomicU64,
+    /// The ticket of the newest snapshot on disk; held while writing, so writes never overlap.
+    written: Mutex<u64>,
+}
+
+impl CacheWriter {
+    pub(crate) fn new(cache: ToolCache) -> Self {
+        CacheWriter {
+            cache,
+            taken: AtomicU64::new(0),
+            written: Mutex::new(0),
+        }
+    }
+
+    /// A ticket for a snapshot being taken now. Take it under the lock that orders the
+    /// snapshots, so tickets and snapshots agree on which is newer.
+    pub(crate) fn ticket(&self) -> u64 {
+        self.taken.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Writes `snapshot` unless a newer one is already on disk. Blocking.
+    pub(crate) fn write(&self, ticket: u64, snapshot: &BTreeMap<String, Vec<ToolSpec>>) {
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        if *written >= ticket {
+            return;
+        }
+        match self.cache.store(snapshot) {
+            Ok(()) => *written = ticket,
+            Err(e) => {
+                tracing::warn!(path = %self.cache.path().display(), "could not write the tool cache: {e}")
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +171,24 @@ mod tests {
             "the last whole write is what is there"
         );
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    #[test]
+    fn an_older_snapshot_written_last_does_not_replace_a_newer_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let writer = CacheWriter::new(ToolCache::new(dir.path().join("tools.json")));
+        let older = writer.ticket();
+        let newer = writer.ticket();
+        let mut new_list = BTreeMap::new();
+        new_list.insert("new".to_string(), vec![]);
+        writer.write(newer, &new_list);
+        let mut old_list = BTreeMap::new();
+        old_list.insert("old".to_string(), vec![]);
+        writer.write(older, &old_list);
+        let on_disk = writer.cache.load();
+        assert!(
+            on_disk.contains_key("new") && !on_disk.contains_key("old"),
+            "{on_disk:?}"
+        );
     }
 }

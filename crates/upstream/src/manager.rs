@@ -12,6 +12,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, BackendState, BackendStatus, Conn};
+use crate::cache::CacheWriter;
 pub use crate::supervisor::RestartPolicy;
 use crate::{ToolCache, UpstreamError};
 
@@ -53,6 +54,8 @@ pub(crate) struct Shared {
     events: broadcast::Sender<UpstreamEvent>,
     /// Last known tools per backend: the cache file's content, updated as backends connect.
     known_tools: Mutex<BTreeMap<String, Vec<ToolSpec>>>,
+    /// Writes `known_tools` to the cache file, newest last; `None` when the cache is off.
+    cache_writer: Option<Arc<CacheWriter>>,
     /// Counts changes of live tool lists; bumped before a new list becomes visible.
     generation: std::sync::atomic::AtomicU64,
 }
@@ -71,13 +74,9 @@ impl Shared {
     }
 
     pub(crate) fn tools_changed(&self, backend: &str, tools: Vec<ToolSpec>) {
-        let snapshot = self.known_tools.lock().map(|mut known| {
+        self.change_known(|known| {
             known.insert(backend.to_string(), tools);
-            known.clone()
         });
-        if let Ok(snapshot) = snapshot {
-            self.store_cache(snapshot);
-        }
         let _ = self.events.send(UpstreamEvent::ToolsChanged {
             backend: backend.to_string(),
         });
@@ -88,28 +87,47 @@ impl Shared {
     pub(crate) fn backend_removed(&self, backend: &str) {
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let snapshot = self.known_tools.lock().map(|mut known| {
+        self.change_known(|known| {
             known.remove(backend);
-            known.clone()
         });
-        if let Ok(snapshot) = snapshot {
-            self.store_cache(snapshot);
-        }
         let _ = self.events.send(UpstreamEvent::ToolsChanged {
             backend: backend.to_string(),
         });
     }
 
-    /// Writes the last known tools to the cache file, off the async threads.
-    fn store_cache(&self, snapshot: BTreeMap<String, Vec<ToolSpec>>) {
-        let Some(cache) = self.options.cache.clone() else {
-            return;
+    /// Changes the last known tools and writes them to the cache file, off the async threads.
+    fn change_known(&self, change: impl FnOnce(&mut BTreeMap<String, Vec<ToolSpec>>)) {
+        let snapshot = {
+            let mut known = self
+                .known_tools
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            change(&mut known);
+            self.cache_writer
+                .as_ref()
+                .map(|writer| (writer.clone(), writer.ticket(), known.clone()))
         };
-        tokio::task::spawn_blocking(move || {
-            if let Err(e) = cache.store(&snapshot) {
-                tracing::warn!(path = %cache.path().display(), "could not write the tool cache: {e}");
-            }
-        });
+        if let Some((writer, ticket, snapshot)) = snapshot {
+            tokio::task::spawn_blocking(move || writer.write(ticket, &snapshot));
+        }
+    }
+
+    /// Writes the last known tools to the cache file now and waits for the write. Writes
+    /// handed off before are then either done or skipped as older: none is lost when the
+    /// process ends, which cancels the ones not yet started.
+    async fn save_known(&self) {
+        let snapshot = {
+            let known = self
+                .known_tools
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            self.cache_writer
+                .as_ref()
+                .map(|writer| (writer.clone(), writer.ticket(), known.clone()))
+        };
+        if let Some((writer, ticket, snapshot)) = snapshot {
+            let _ = tokio::task::spawn_blocking(move || writer.write(ticket, &snapshot)).await;
+        }
     }
 
     /// A copy of the last known tools per backend.
@@ -196,10 +214,15 @@ impl BackendManager {
             .unwrap_or_default();
         known.retain(|name, _| config.backend(name).is_some_and(|b| b.enabled));
         let (events, _) = broadcast::channel(256);
+        let cache_writer = options
+            .cache
+            .clone()
+            .map(|cache| Arc::new(CacheWriter::new(cache)));
         let shared = Arc::new(Shared {
             options,
             events,
             known_tools: Mutex::new(known),
+            cache_writer,
             generation: Default::default(),
         });
         let shutdown = CancellationToken::new();
@@ -377,7 +400,8 @@ impl BackendManager {
     }
 
     /// Stops every backend and waits, at most `within`, until each supervisor has ended and
-    /// killed its backend's process group. Returns whether all ended in time.
+    /// killed its backend's process group, and then until the tool cache file holds the last
+    /// known tools. Returns whether the supervisors ended in time.
     pub async fn stop(&self, within: Duration) -> bool {
         self.shutdown.cancel();
         let supervisors = std::mem::take(
@@ -387,9 +411,12 @@ impl BackendManager {
                 .unwrap_or_else(PoisonError::into_inner),
         );
         let tasks = supervisors.into_values().map(|s| s.task);
-        tokio::time::timeout(within, futures::future::join_all(tasks))
+        let ended = tokio::time::timeout(within * 2 / 3, futures::future::join_all(tasks))
             .await
-            .is_ok()
+            .is_ok();
+        // Ended supervisors change the known tools no more: this write is the last.
+        let _ = tokio::time::timeout(within / 3, self.shared.save_known()).await;
+        ended
     }
 }
 

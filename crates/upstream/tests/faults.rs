@@ -309,7 +309,7 @@ async fn the_cache_serves_tools_before_backends_connect() {
         call(&m, "cached", "echo", json!({"text": "x"}))
             .await
             .expect("ready");
-        tokio::time::sleep(Duration::from_millis(200)).await; // the cache write is off the hot path
+        m.stop(Duration::from_secs(5)).await;
     }
     // Now a backend that never finishes its handshake: its tools still come from the cache.
     let m = start_with(&[("cached", "hang-handshake", "")], Some(cache));
@@ -320,6 +320,38 @@ async fn the_cache_serves_tools_before_backends_connect() {
     );
     let status = m.statuses().into_iter().next().expect("status");
     assert!(status.tools_from_cache && status.state == BackendState::Starting);
+}
+
+/// A short-lived command (`sandgate check`) ends its runtime right after the backends connect,
+/// and the runtime cancels blocking work that has not started: the cache write was such work,
+/// and `check` then forgot the tools. So `stop` writes the last known tools before it returns.
+/// Here the only blocking thread is busy, so a write merely handed off is still queued when
+/// `stop` returns.
+#[test]
+fn stop_leaves_the_last_known_tools_in_the_cache_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = ToolCache::new(dir.path().join("tools.json"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let on_disk = runtime.block_on(async {
+        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(1500)));
+        let m = start_with(&[("cached", "ok", "")], Some(cache.clone()));
+        call(&m, "cached", "echo", json!({"text": "x"}))
+            .await
+            .expect("ready");
+        assert!(m.stop(Duration::from_secs(10)).await, "stopped in time");
+        cache.load()
+    });
+    assert!(
+        on_disk
+            .get("cached")
+            .is_some_and(|tools| tools.iter().any(|t| t.name == "echo")),
+        "the cache file holds the backend's tools when stop returns: {on_disk:?}"
+    );
 }
 
 #[tokio::test]

@@ -113,7 +113,7 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    manager.shutdown();
+    manager.stop(std::time::Duration::from_secs(5)).await;
     Ok(if healthy {
         ExitCode::SUCCESS
     } else {

@@ -81,7 +81,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             )),
         )
         .await;
-    manager.shutdown();
+    manager.stop(std::time::Duration::from_secs(5)).await;
     record(&config, &id, started_at_ms, &code, &result, &view.catalog);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);

@@ -159,7 +159,7 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
         specs.extend(stored.values().map(|tool| tool.spec()));
     }
     let catalog = Catalog::new(specs);
-    manager.shutdown();
+    manager.stop(std::time::Duration::from_secs(5)).await;
     match command {
         ToolsCommand::List(_) => {
             for entry in catalog.entries() {
