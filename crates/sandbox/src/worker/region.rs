@@ -25,7 +25,9 @@
 //! back to the C allocator. Only one thread may use an active region; allocations on every
 //! other thread are never placed in it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use tikv_jemallocator::Jemalloc as Outside;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -107,12 +109,32 @@ impl Image {
     }
 }
 
-/// Hands the C allocator's free memory back to the kernel. glibc keeps what a burst of large
-/// requests freed (in every thread's arena) for reuse; a gateway that just moved a 16 MiB result
-/// would otherwise stay that much larger. Costs a walk of the heap: call it after large work,
-/// not on every request.
-#[expect(unsafe_code, reason = "`malloc_trim` only releases free pages; it is safe to call at any time.")]
+/// Hands the allocators' free memory back to the kernel: Rust's (jemalloc, outside the region),
+/// in every thread's arena, and the C allocator's (SQLite's, QuickJS's outside the region).
+/// Both keep what a burst of large requests freed for reuse; a gateway that just moved a 16 MiB
+/// result would otherwise stay that much larger. Costs a walk of the heaps: call it after large
+/// work, not on every request.
+#[expect(unsafe_code, reason = "purging and `malloc_trim` only release free pages; they are safe to call at any time.")]
 pub fn return_free_memory() {
+    // `arena.<MALLCTL_ARENAS_ALL>.purge`: every arena's unused dirty pages, whichever thread
+    // freed them. The calling thread's cache goes first, so its blocks are purged too.
+    // SAFETY: both names take no value and return none.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"thread.tcache.flush".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+        tikv_jemalloc_sys::mallctl(
+            c"arena.4096.purge".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` only releases free pages; it is safe to call at any time.
     unsafe {
@@ -610,13 +632,17 @@ pub(crate) unsafe fn c_realloc(ptr: *mut u8, size: usize) -> *mut u8 {
     }
 }
 
-/// The process's global allocator in every binary that runs the sandbox worker: the system
-/// allocator, except on a thread where the region is active (see the module docs). Blocks are
-/// always freed where they came from.
+/// The process's global allocator in every binary that runs the sandbox worker: jemalloc,
+/// except on a thread where the region is active (see the module docs). Blocks are always freed
+/// where they came from. jemalloc, not the C allocator, because a request's blocks are often
+/// freed on another thread than the one that made them, which glibc serves under its arena's
+/// lock: a quarter of the HTTP front's CPU went to glibc's `malloc` and `free` and their locks
+/// (docs/BENCHMARKS.md, issue 35). QuickJS's own blocks outside the region still come from the
+/// C allocator (`c_malloc` and friends), so each kind is freed by the allocator that made it.
 pub struct RegionAllocator;
 
 // SAFETY: region blocks satisfy the layout (size and alignment up to `MAX_ALIGN`, checked in
-// `region_alloc`), everything else is the system allocator's; each block is freed by the
+// `region_alloc`), everything else is jemalloc's; each block is freed by the
 // allocator that made it, told apart by address.
 #[expect(unsafe_code, reason = "plain allocation.")]
 unsafe impl GlobalAlloc for RegionAllocator {
@@ -628,7 +654,7 @@ unsafe impl GlobalAlloc for RegionAllocator {
             }
         }
         // SAFETY: the caller's layout has a non-zero size.
-        unsafe { System.alloc(layout) }
+        unsafe { Outside.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -644,7 +670,7 @@ unsafe impl GlobalAlloc for RegionAllocator {
             }
         }
         // SAFETY: as in `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
+        unsafe { Outside.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -654,8 +680,8 @@ unsafe impl GlobalAlloc for RegionAllocator {
         } else if let Some(slot) = big_slot(ptr) {
             big_free(slot);
         } else {
-            // SAFETY: not in the region, so the system allocator made it with this layout.
-            unsafe { System.dealloc(ptr, layout) }
+            // SAFETY: not in the region, so jemalloc made it with this layout.
+            unsafe { Outside.dealloc(ptr, layout) }
         }
     }
 
@@ -664,8 +690,8 @@ unsafe impl GlobalAlloc for RegionAllocator {
             return big_resize(slot, new_size);
         }
         if !contains(ptr) && !active() {
-            // SAFETY: a system block, resized by the system allocator.
-            return unsafe { System.realloc(ptr, layout, new_size) };
+            // SAFETY: a jemalloc block, resized by jemalloc.
+            return unsafe { Outside.realloc(ptr, layout, new_size) };
         }
         if contains(ptr) {
             // SAFETY: a live region block.
