@@ -18,13 +18,12 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures::Stream;
-use futures::stream::BoxStream;
 use http::StatusCode;
+use hyper::body::{Frame, SizeHint};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -170,12 +169,12 @@ pub(crate) async fn guard(
     });
     let (parts, body) = response.into_parts();
     let watched = Watched {
-        inner: futures::StreamExt::boxed(body.into_data_stream()),
+        inner: body,
         finished: false,
         _gone: gone.drop_guard(),
         _in_flight: release,
     };
-    Response::from_parts(parts, Body::from_stream(watched))
+    Response::from_parts(parts, Body::new(watched))
 }
 
 /// Checks one POST body; on success, the in-flight key of a request in a session.
@@ -263,23 +262,38 @@ impl Drop for InFlight {
 }
 
 /// A response body that, when dropped, cancels its request's [`ResponseGone`] token, frees its
-/// in-flight id, and logs (at debug level) a client that left before the end.
+/// in-flight id, and logs (at debug level) a client that left before the end. It keeps the
+/// inner body's size, so a JSON answer still goes out with its `Content-Length` in one write
+/// (as a stream it went out chunked).
 struct Watched {
-    inner: BoxStream<'static, Result<Bytes, axum::Error>>,
+    inner: Body,
     finished: bool,
     _gone: DropGuard,
     _in_flight: Option<InFlight>,
 }
 
-impl Stream for Watched {
-    type Item = Result<Bytes, axum::Error>;
+impl HttpBody for Watched {
+    type Data = Bytes;
+    type Error = axum::Error;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let next = self.inner.as_mut().poll_next(cx);
-        if matches!(next, Poll::Ready(None)) {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let next = Pin::new(&mut self.inner).poll_frame(cx);
+        // hyper stops polling once the body says it has ended, so that counts as finished too.
+        if matches!(next, Poll::Ready(None)) || self.inner.is_end_stream() {
             self.finished = true;
         }
         next
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
