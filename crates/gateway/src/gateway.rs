@@ -455,13 +455,17 @@ impl Gateway {
     }
 
     /// Keeps the stored tools in step with the store: loads them before returning (so the
-    /// first caller already sees them), then every second checks whether any connection (the
-    /// CLI's included) changed them, and reloads them if so.
+    /// first caller already sees them), then every second asks whether another connection (the
+    /// CLI's, another gateway's) committed to the file since the last read (SQLite's
+    /// `data_version`, one page read), and only then reads the tools and reloads them if they
+    /// changed. This gateway's own changes (`register_tool`, `remove_tool`) reload at once and
+    /// never wait for the watch; its own records do not wake it.
     async fn watch_stored_tools(self: &Arc<Self>) {
         let Some(store) = self.chain_store() else {
             return;
         };
         let mut seen: Option<Vec<(String, u32)>> = None;
+        let mut read_at = store.run(|s| s.data_version()).await.ok();
         if let Ok(tools) = store.run(|s| s.tools()).await {
             seen = Some(tools.iter().map(|t| (t.name.clone(), t.version)).collect());
             self.install_stored_tools(load(tools)).await;
@@ -474,6 +478,15 @@ impl Gateway {
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
                     () = stopping.cancelled() => return,
                 }
+                if weak.strong_count() == 0 {
+                    return;
+                }
+                let version = store.run(|s| s.data_version()).await.ok();
+                if version.is_some() && version == read_at {
+                    continue;
+                }
+                // Taken before the read: a commit after it is seen at the next tick.
+                read_at = version;
                 let read = store.run(|s| s.tools()).await;
                 let Some(gateway) = weak.upgrade() else {
                     return;

@@ -417,3 +417,29 @@ fn writes_keep_the_records_under_the_cap_and_drop_the_codes_only_they_held() {
     store.prune().expect("prunes");
     assert!(store.stats(None).expect("stats").executions <= 1_000);
 }
+
+/// The gateway's watch over stored tools reads them only when `data_version` moved: so it must
+/// move for another connection's commit (the CLI's), and stay put for the gateway's own writes
+/// (its records, which would otherwise make it read every tool once a second under load).
+#[test]
+fn data_version_moves_for_other_connections_commits_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    let mut gateway = Store::open(&path, Retention::default()).expect("opens");
+    let before = gateway.data_version().expect("reads");
+    gateway
+        .record(&record("own", "json", 1.0, "ok"))
+        .expect("records");
+    gateway
+        .put_tool("mine", "return 1;", "{}", "default")
+        .expect("puts");
+    assert_eq!(gateway.data_version().expect("reads"), before, "own writes");
+    let mut cli = Store::open(&path, Retention::default()).expect("opens");
+    cli.put_tool("theirs", "return 2;", "{}", "default")
+        .expect("puts");
+    assert_ne!(
+        gateway.data_version().expect("reads"),
+        before,
+        "another connection's commit"
+    );
+}
