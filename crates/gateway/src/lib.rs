@@ -34,9 +34,10 @@ mod gateway;
 pub mod chain;
 // 6. the MCP surface;
 mod mcp;
-// 7. the HTTP front and the console.
+// 7. the HTTP and stdio fronts, and the console.
 mod console;
 mod http;
+mod stdio;
 
 pub use audit::AuditLog;
 pub use bridge::{ExecutionBridge, call_as};
@@ -51,20 +52,7 @@ pub use mcp::{META_TOOLS, SandgateServer};
 pub use profiles::Profiles;
 pub use progress::ProgressSink;
 pub use runtime::{Cancellation, ChainRuntime};
+pub use stdio::serve_stdio;
 pub use views::{View, tool_bindings};
 
 pub use chain::ChainArgs;
-
-/// Serves one MCP client over stdin/stdout until it disconnects.
-pub async fn serve_stdio(gateway: std::sync::Arc<Gateway>) -> Result<(), GatewayError> {
-    use rmcp::ServiceExt;
-    let running = SandgateServer::new(gateway)
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| GatewayError::Serve(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| GatewayError::Serve(e.to_string()))?;
-    Ok(())
-}

@@ -39,6 +39,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("mcp/", 6),
     ("http/", 7),
     ("console/", 7),
+    ("stdio.rs", 7),
     ("lib.rs", 8),
 ];
 
