@@ -60,6 +60,20 @@ pub(crate) struct Shared {
     generation: std::sync::atomic::AtomicU64,
 }
 
+/// A copy of the known tools on its way to the cache file, with its ticket.
+struct PendingWrite {
+    writer: Arc<CacheWriter>,
+    ticket: u64,
+    tools: BTreeMap<String, Vec<ToolSpec>>,
+}
+
+impl PendingWrite {
+    /// Writes the copy unless a newer one is already on disk. Blocking.
+    fn write(self) {
+        self.writer.write(self.ticket, &self.tools);
+    }
+}
+
 impl Shared {
     /// Marks that `backend`'s live tools are about to change: call before publishing them, so
     /// that whoever sees the new tools also sees a newer generation.
@@ -97,18 +111,8 @@ impl Shared {
 
     /// Changes the last known tools and writes them to the cache file, off the async threads.
     fn change_known(&self, change: impl FnOnce(&mut BTreeMap<String, Vec<ToolSpec>>)) {
-        let snapshot = {
-            let mut known = self
-                .known_tools
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            change(&mut known);
-            self.cache_writer
-                .as_ref()
-                .map(|writer| (writer.clone(), writer.ticket(), known.clone()))
-        };
-        if let Some((writer, ticket, snapshot)) = snapshot {
-            tokio::task::spawn_blocking(move || writer.write(ticket, &snapshot));
+        if let Some(pending) = self.snapshot_known(change) {
+            tokio::task::spawn_blocking(move || pending.write());
         }
     }
 
@@ -116,18 +120,27 @@ impl Shared {
     /// handed off before are then either done or skipped as older: none is lost when the
     /// process ends, which cancels the ones not yet started.
     async fn save_known(&self) {
-        let snapshot = {
-            let known = self
-                .known_tools
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            self.cache_writer
-                .as_ref()
-                .map(|writer| (writer.clone(), writer.ticket(), known.clone()))
-        };
-        if let Some((writer, ticket, snapshot)) = snapshot {
-            let _ = tokio::task::spawn_blocking(move || writer.write(ticket, &snapshot)).await;
+        if let Some(pending) = self.snapshot_known(|_| {}) {
+            let _ = tokio::task::spawn_blocking(move || pending.write()).await;
         }
+    }
+
+    /// Applies `change` to the last known tools and, when the cache is on, takes a copy with
+    /// its ticket under the same lock, so tickets and copies agree on which is newer.
+    fn snapshot_known(
+        &self,
+        change: impl FnOnce(&mut BTreeMap<String, Vec<ToolSpec>>),
+    ) -> Option<PendingWrite> {
+        let mut known = self
+            .known_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        change(&mut known);
+        self.cache_writer.as_ref().map(|writer| PendingWrite {
+            writer: writer.clone(),
+            ticket: writer.ticket(),
+            tools: known.clone(),
+        })
     }
 
     /// A copy of the last known tools per backend.
