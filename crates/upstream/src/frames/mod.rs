@@ -116,6 +116,12 @@ pub(crate) async fn inspect(
                 tracing::debug!(backend = %backend, "dropped a backend message: {why:?}");
             }
         }
+        // Lines come from a 64 KiB buffer, so reading thousands of them may touch the pipe
+        // only a few times, and tokio's cooperative budget counts only those. Each line counts
+        // here too: a backend that floods its stdout (200,000 lines of noise) then yields every
+        // 128 lines, and the runtime polls its I/O in between, so clients whose requests arrive
+        // on a socket or a pipe meanwhile are not held up for the whole flood.
+        tokio::task::coop::consume_budget().await;
     }
 }
 
