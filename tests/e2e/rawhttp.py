@@ -46,12 +46,17 @@ class Conn:
     def send_raw(self, data: bytes):
         self.sock.sendall(data)
 
-    def request(self, body: bytes | dict | list, session: str | None = None, content_type="application/json") -> Reply:
+    def request(self, body: bytes | dict | list, session: str | None = None, content_type="application/json",
+                headers: list[tuple[str, str]] | None = None,
+                accept: str = "application/json, text/event-stream") -> Reply:
+        """POSTs `body` to /mcp, in `session` if given, with `headers` added as they are."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: {content_type}\r\n"
-                f"Accept: application/json, text/event-stream\r\nContent-Length: {len(data)}\r\n")
+                f"Accept: {accept}\r\nContent-Length: {len(data)}\r\n")
         if session:
             head += f"Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: {PROTOCOL}\r\n"
+        for name, value in headers or []:
+            head += f"{name}: {value}\r\n"
         self.sock.sendall((head + "\r\n").encode() + data)
         return self.read_reply()
 

@@ -63,12 +63,21 @@ impl Caller {
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
         );
-        let Some(parts) = context.extensions.get::<http::request::Parts>() else {
-            return Caller {
+        match context.extensions.get::<http::request::Parts>() {
+            Some(parts) => Caller::of_http(profiles, parts, trace),
+            None => Caller {
                 trace,
                 ..Caller::local(profiles)
-            };
-        };
+            },
+        }
+    }
+
+    /// The caller of one HTTP request, acting in `trace`.
+    pub fn of_http(
+        profiles: &Profiles,
+        parts: &http::request::Parts,
+        trace: opentelemetry::Context,
+    ) -> Caller {
         let authenticated = parts.extensions.get::<Authenticated>();
         let profile = authenticated.map_or("default", |a| a.profile.as_str());
         Caller {

@@ -25,9 +25,11 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use hyper::body::{Frame, SizeHint};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::gateway::Gateway;
+use crate::mcp::direct;
 use crate::runtime::ResponseGone;
 
 /// The largest request body accepted (rmcp's own limit).
@@ -36,6 +38,8 @@ pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The request checks' settings and state.
 pub(crate) struct RequestGuard {
+    /// Answers plain stateless tool calls itself (`mcp::direct`).
+    pub gateway: Arc<Gateway>,
     pub body_timeout: Duration,
     pub max_sessions: usize,
     pub sessions: Arc<LocalSessionManager>,
@@ -45,11 +49,13 @@ pub(crate) struct RequestGuard {
 
 impl RequestGuard {
     pub(crate) fn new(
+        gateway: Arc<Gateway>,
         body_timeout: Duration,
         max_sessions: usize,
         sessions: Arc<LocalSessionManager>,
     ) -> Arc<RequestGuard> {
         Arc::new(RequestGuard {
+            gateway,
             body_timeout,
             max_sessions,
             sessions,
@@ -156,13 +162,31 @@ pub(crate) async fn guard(
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        match check_message(&guard, &bytes, session).await {
-            Ok(key) => in_flight_key = key,
+        let message = match check_message(&guard, &bytes, session).await {
+            Ok((key, message)) => {
+                in_flight_key = key;
+                message
+            }
             Err(response) => return *response,
+        };
+        if let Some(call) = direct::direct_call(&parts.headers, message) {
+            let body = direct::answer(&guard.gateway, &parts, call, gone.clone()).await;
+            let answer = ([(http::header::CONTENT_TYPE, "application/json")], body).into_response();
+            return watched(answer, &guard, gone, in_flight_key);
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
     let response = next.run(request).await;
+    watched(response, &guard, gone, in_flight_key)
+}
+
+/// `response` with its body [`Watched`].
+fn watched(
+    response: Response,
+    guard: &RequestGuard,
+    gone: CancellationToken,
+    in_flight_key: Option<(String, String)>,
+) -> Response {
     let release = in_flight_key.map(|key| InFlight {
         set: guard.in_flight.clone(),
         key,
@@ -177,12 +201,13 @@ pub(crate) async fn guard(
     Response::from_parts(parts, Body::new(watched))
 }
 
-/// Checks one POST body; on success, the in-flight key of a request in a session.
+/// Checks one POST body; on success, the in-flight key of a request in a session, and the
+/// message.
 async fn check_message(
     guard: &RequestGuard,
     bytes: &Bytes,
     session: Option<String>,
-) -> Result<Option<(String, String)>, Box<Response>> {
+) -> Result<(Option<(String, String)>, Map<String, Value>), Box<Response>> {
     let message: Value = serde_json::from_slice(bytes).map_err(|e| {
         Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -225,7 +250,7 @@ async fn check_message(
         }
     }
     let (Some(session), Some(id), Some(_)) = (session, id, method) else {
-        return Ok(None);
+        return Ok((None, message));
     };
     let key = (session, id.to_string());
     let fresh = guard
@@ -244,7 +269,7 @@ async fn check_message(
             ),
         )));
     }
-    Ok(Some(key))
+    Ok((Some(key), message))
 }
 
 /// Removes a request from the in-flight set when its response is done.

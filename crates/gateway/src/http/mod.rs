@@ -20,6 +20,8 @@ pub use auth::{HttpAuthOptions, HttpTokens, KnownToken, sha256};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::response::IntoResponse;
+
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sandgate_config::HttpLimits;
@@ -94,13 +96,23 @@ pub async fn serve_http(
     manager.session_config.keep_alive = Some(limits.session_idle_timeout);
     let sessions = Arc::new(manager);
     let trimmed_gateway = gateway.clone();
-    let service = StreamableHttpService::new(
+    // Behind an `Arc`: axum clones what serves a route for every request, and every middleware
+    // clones what it wraps, and rmcp's service copies its whole config when cloned.
+    let service = Arc::new(StreamableHttpService::new(
         move || Ok(SandgateServer::new(gateway.clone())),
         sessions.clone(),
         config,
+    ));
+    let mcp_service = move |request: axum::extract::Request| {
+        let service = service.clone();
+        async move { service.handle(request).await.into_response() }
+    };
+    let guard = guard::RequestGuard::new(
+        trimmed_gateway.clone(),
+        limits.body_timeout,
+        limits.max_sessions,
+        sessions.clone(),
     );
-    let guard =
-        guard::RequestGuard::new(limits.body_timeout, limits.max_sessions, sessions.clone());
     let check = Arc::new(auth::TokenCheck {
         tokens: options.auth.clone(),
         gateway: trimmed_gateway.clone(),
@@ -109,7 +121,8 @@ pub async fn serve_http(
     // its body is read. The probes need no token (see `probes`).
     let owners = bound::SessionOwners::new(sessions.clone());
     let mcp = axum::Router::new()
-        .nest_service("/mcp", service)
+        .route("/mcp", axum::routing::any(mcp_service.clone()))
+        .route("/mcp/{*rest}", axum::routing::any(mcp_service))
         .layer(axum::middleware::from_fn_with_state(guard, guard::guard))
         .layer(axum::middleware::from_fn_with_state(
             owners.clone(),

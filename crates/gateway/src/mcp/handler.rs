@@ -97,25 +97,14 @@ impl ServerHandler for SandgateServer {
         let progress = progress_sink(context.peer.clone(), context.meta.get_progress_token());
         let caller = Caller::of(self.gateway.profiles(), &context);
         let cancel = cancellation(&context);
-        let work = routes::call(
-            &self.gateway,
-            &caller,
-            &request.name,
-            request.arguments,
+        let call = ToolCall {
+            name: &request.name,
+            arguments: request.arguments,
             progress,
-            &cancel,
-        );
-        match contained(&request.name, work.map(Ok)).await? {
-            Some(result) => Ok(result.into()),
-            None => Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool `{}`. This gateway's tools are {}; backend tools are found with search_tools.",
-                    request.name,
-                    meta_tools::META_TOOLS.join(", ")
-                ),
-                None,
-            )),
-        }
+        };
+        answer_call(&self.gateway, &caller, call, &cancel)
+            .await
+            .map(Into::into)
     }
 
     async fn get_prompt(
@@ -228,6 +217,46 @@ impl ServerHandler for SandgateServer {
                 }
             }
         }
+    }
+}
+
+/// One `tools/call` as the gateway answers it.
+pub(super) struct ToolCall<'a> {
+    /// The tool's name.
+    pub name: &'a str,
+    /// Its arguments.
+    pub arguments: Option<rmcp::model::JsonObject>,
+    /// Where its progress goes, when the client asked for progress.
+    pub progress: Option<crate::progress::ProgressSink>,
+}
+
+/// Answers one `tools/call` for `caller`: a meta-tool or a stored tool, with a panic contained
+/// to this request, and an unknown name refused with the names there are. The handler and the
+/// direct stateless path (`direct`) both answer through it.
+pub(super) async fn answer_call(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    call: ToolCall<'_>,
+    cancel: &Cancellation,
+) -> Result<rmcp::model::CallToolResult, ErrorData> {
+    let work = routes::call(
+        gateway,
+        caller,
+        call.name,
+        call.arguments,
+        call.progress,
+        cancel,
+    );
+    match contained(call.name, work.map(Ok)).await? {
+        Some(result) => Ok(result),
+        None => Err(ErrorData::invalid_params(
+            format!(
+                "unknown tool `{}`. This gateway's tools are {}; backend tools are found with search_tools.",
+                call.name,
+                meta_tools::META_TOOLS.join(", ")
+            ),
+            None,
+        )),
     }
 }
 

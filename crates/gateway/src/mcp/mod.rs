@@ -1,8 +1,10 @@
 //! The MCP surface: the rmcp handler (`handler`), the meta-tools (`meta_tools`), the
-//! `sandgate://` resources (`resources`), stored tools over MCP (`stored_tools`), and the one
-//! table that routes tools and resources (`routes`). It sits on the gateway and
+//! `sandgate://` resources (`resources`), stored tools over MCP (`stored_tools`), the one
+//! table that routes tools and resources (`routes`), and stateless tool calls answered without
+//! rmcp's per-request service (`direct`). It sits on the gateway and
 //! `call_tool_chain`; the HTTP front and stdio serve it.
 
+pub(crate) mod direct;
 mod handler;
 pub(crate) mod meta_tools;
 pub(crate) mod resources;
