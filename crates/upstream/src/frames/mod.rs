@@ -20,6 +20,7 @@
 //! over the bound is streamed through the scanner for its id and never held.
 
 mod scan;
+mod tool_result;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -149,9 +150,13 @@ fn decide(line: &mut [u8]) -> Decision {
     })
 }
 
-/// The message in `bytes`, parsed once; if rmcp could not read it, a refusal for the id that
+/// The message in `bytes`, parsed once (a tool call's answer by `tool_result`, anything else by
+/// rmcp's reader); if rmcp could not read it, a refusal for the id that
 /// `scan` finds (the scan runs only then).
 fn parsed(bytes: &[u8], scan: impl FnOnce() -> Scanner) -> Decision {
+    if let Some(answer) = tool_result::tool_answer(bytes) {
+        return Decision::Pass(Box::new(answer));
+    }
     match serde_json::from_slice::<Incoming>(bytes) {
         Ok(message) => Decision::Pass(Box::new(keep_known_content(message))),
         Err(error) => refusal(
