@@ -18,14 +18,15 @@ use http::{StatusCode, header};
 /// Which names and origins the front answers.
 #[derive(Debug, Clone)]
 pub(crate) struct Front {
-    /// `host` or `host:port` entries (a missing port matches any).
-    pub hosts: Vec<String>,
+    /// The allowed hosts, read once (a missing port matches any); an entry that is no host
+    /// allows nothing.
+    hosts: Vec<Authority>,
     /// `scheme://host[:port]` entries; `:*` matches any port.
-    pub origins: Vec<String>,
+    origins: Vec<String>,
 }
 
 /// A host and an optional port, normalised for comparison.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Authority {
     host: String,
     port: Option<u16>,
@@ -65,17 +66,22 @@ fn normalized(host: &str) -> String {
 }
 
 impl Front {
+    /// The front for `hosts` (`host` or `host:port` entries) and `origins`.
+    pub(crate) fn new(hosts: &[String], origins: Vec<String>) -> Front {
+        Front {
+            hosts: hosts.iter().filter_map(|h| allowed_authority(h)).collect(),
+            origins,
+        }
+    }
+
     /// Whether `host` (a `Host` header's value) is a name this gateway is reached by.
     fn host_allowed(&self, host: &str) -> bool {
         let Some(host) = authority(host) else {
             return false;
         };
-        self.hosts
-            .iter()
-            .filter_map(|a| allowed_authority(a))
-            .any(|allowed| {
-                allowed.host == host.host && allowed.port.is_none_or(|p| Some(p) == host.port)
-            })
+        self.hosts.iter().any(|allowed| {
+            allowed.host == host.host && allowed.port.is_none_or(|p| Some(p) == host.port)
+        })
     }
 
     /// Whether `origin` may send requests: an allowed origin, or the gateway's own (the scheme
@@ -156,15 +162,15 @@ mod tests {
     use super::*;
 
     fn front() -> Front {
-        Front {
-            hosts: vec![
+        Front::new(
+            &[
                 "localhost".into(),
                 "127.0.0.1".into(),
                 "::1".into(),
                 "gateway.corp:8443".into(),
             ],
-            origins: vec!["http://localhost:*".into(), "https://app.corp".into()],
-        }
+            vec!["http://localhost:*".into(), "https://app.corp".into()],
+        )
     }
 
     #[test]

@@ -79,10 +79,7 @@ pub async fn serve_http(
         .map(|o| o.to_string())
         .chain(options.allowed_origins.iter().cloned())
         .collect();
-    let front = Arc::new(front::Front {
-        hosts: hosts.clone(),
-        origins: origins.clone(),
-    });
+    let front = Arc::new(front::Front::new(&hosts, origins.clone()));
     // A 2026-07-28 request whose answer is its only message is answered as plain JSON, not
     // as a one-event stream (an answer after progress notices is still a stream).
     let config = StreamableHttpServerConfig::default()
