@@ -206,3 +206,24 @@ class Site:
 
     def close(self):
         self.server.shutdown()
+
+
+def execution_records(config: Path, limit: int = 1000) -> list[dict]:
+    """The gateway's execution records for `config`, newest first (`sandgate executions list`)."""
+    env = {**os.environ, "XDG_STATE_HOME": str(state_home(config))}
+    out = subprocess.run([SANDGATE, "executions", "list", "--config", str(config), "--json", "--limit", str(limit)],
+                         capture_output=True, text=True, timeout=30, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def assert_one_cancelled_soon(config: Path, within: float = 3.0):
+    """Waits up to `within` seconds for the one execution of `config` to be recorded, and checks
+    it was cancelled well before the 8 s its script would have run."""
+    import time
+    deadline = time.time() + within
+    while time.time() < deadline and not execution_records(config):
+        time.sleep(0.1)
+    found = execution_records(config)
+    assert [r["status"] for r in found] == ["cancelled"], found
+    assert found[0]["duration_ms"] < 3000, found

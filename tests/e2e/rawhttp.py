@@ -94,6 +94,15 @@ class Conn:
         return Reply(status, headers, body.decode(errors="replace"))
 
 
+def rss_mib(pid: int) -> float:
+    """A process's resident memory, in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def initialize(conn: Conn) -> str:
     """Opens a 2025-11-25 session on `conn`; returns its id."""
     reply = conn.request({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -130,11 +139,7 @@ class HttpGateway:
         time.sleep(0.5)
 
     def rss_mib(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
+        return rss_mib(self.proc.pid)
 
     def close(self):
         self.proc.terminate()

@@ -11,15 +11,13 @@ answered."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
-import subprocess
 import time
 from pathlib import Path
 
-from conftest import SANDGATE, HttpServer, reference_servers, state_home, write_config
-from rawhttp import Conn
+from conftest import HttpServer, assert_one_cancelled_soon, execution_records, reference_servers, write_config
+from rawhttp import Conn, rss_mib
 
 DIRECT_LOG = "answered without rmcp's per-request service"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -127,14 +125,6 @@ def test_a_request_the_direct_path_does_not_recognise_gets_rmcps_checks(tmp_path
         server.close()
 
 
-def records(config: Path) -> list[dict]:
-    env = {"XDG_STATE_HOME": str(state_home(config))}
-    out = subprocess.run([SANDGATE, "executions", "list", "--config", str(config), "--json", "--limit", "1000"],
-                         capture_output=True, text=True, timeout=30, env={**os.environ, **env})
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
-
-
 def send_and_leave(port: int, server: HttpServer, code: str) -> socket.socket:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "call_tool_chain", "arguments": {"code": code}, "_meta": META}}).encode()
@@ -156,22 +146,9 @@ def test_a_client_that_leaves_cancels_its_direct_call_and_the_execution_is_recor
         assert direct_answers(server) == 1, server.log
         time.sleep(1.0)
         conn.close()
-        deadline = time.time() + 3
-        while time.time() < deadline and not records(config):
-            time.sleep(0.1)
-        found = records(config)
-        assert [r["status"] for r in found] == ["cancelled"], found
-        assert found[0]["duration_ms"] < 3000, found
+        assert_one_cancelled_soon(config)
     finally:
         server.close()
-
-
-def rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def test_a_burst_of_clients_that_vanish_mid_call_leaves_the_gateway_answering(tmp_path):
@@ -191,9 +168,9 @@ def test_a_burst_of_clients_that_vanish_mid_call_leaves_the_gateway_answering(tm
         for s in sockets:
             s.close()
         deadline = time.time() + 15
-        while time.time() < deadline and len(records(config)) < 201:
+        while time.time() < deadline and len(execution_records(config)) < 201:
             time.sleep(0.2)
-        found = records(config)
+        found = execution_records(config)
         statuses = sorted(r["status"] for r in found)
         assert statuses.count("cancelled") == 200 and statuses.count("ok") == 1, statuses
         assert time.time() - started < 25
