@@ -1,12 +1,18 @@
-"""An HTTP backend that speaks 2026-07-28: one sandgate serving HTTP is itself the backend of a
-second sandgate. The inner one is a real streamable HTTP MCP server on the stateless protocol,
-so this covers HTTP backends, `server/discover` negotiation and headers end to end."""
+"""HTTP backends. One that speaks 2026-07-28: one sandgate serving HTTP is itself the backend of
+a second sandgate (a real streamable HTTP MCP server on the stateless protocol), so this covers
+HTTP backends, `server/discover` negotiation and headers end to end. And one on 2025-11-25
+sessions (the npm server-everything) restarted behind sandgate's back."""
 
 import json
+import os
+import socket
+import subprocess
+import time
 
+import anyio
 import pytest
 
-from conftest import HttpServer, connect, reference_servers, structured, write_config
+from conftest import NODE_MODULES, HttpServer, connect, reference_servers, structured, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -29,3 +35,56 @@ async def test_a_streamable_http_backend_on_2026_07_28(tmp_path):
             assert sorted(status["tools"]) == ["call_tool_chain", "list_tools_meta", "read_output", "search_tools", "tool_info"]
     finally:
         inner.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def everything_over_http(port: int) -> subprocess.Popen:
+    """The npm server-everything on streamable HTTP (2025-11-25 sessions), listening on `port`."""
+    server = subprocess.Popen(["node", str(NODE_MODULES / "server-everything/dist/index.js"), "streamableHttp"],
+                              env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    for line in server.stderr:
+        if "listening" in line:
+            return server
+    raise RuntimeError("server-everything did not start listening")
+
+
+async def test_an_http_backend_restarted_behind_sandgates_back_is_reconnected(tmp_path):
+    """A restarted HTTP server has forgotten its sessions. server-everything answers the old
+    session with 400 (not the 404 rmcp re-initializes on), and every later call used to wait
+    for its timeout, forever (mcp-hangar#651). Now the first failed call makes the supervisor
+    ping the backend, and the unanswered ping reconnects it: calls work again within seconds."""
+    port = free_port()
+    server = everything_over_http(port)
+    try:
+        servers = {"ev": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp", "timeout": "2s"}}
+        async with connect("stdio", write_config(tmp_path, "json", servers)) as client:
+            code = json.dumps({"tool": "ev.echo", "arguments": {"message": "hi"}})
+
+            async def echo() -> str:
+                result = await client.call_tool("call_tool_chain", {"code": code})
+                return result.structured_content["status"]
+
+            assert await echo() == "ok"
+            server.kill()
+            server.wait()
+            server = everything_over_http(port)
+            restarted = time.monotonic()
+            outcomes = []
+            while time.monotonic() - restarted < 20:
+                outcomes.append(await echo())
+                if outcomes[-1] == "ok":
+                    break
+                await anyio.sleep(0.2)
+            assert outcomes[-1] == "ok", outcomes
+            assert time.monotonic() - restarted < 12, outcomes
+            assert len(outcomes) <= 4, outcomes
+            # And it stays reconnected.
+            assert [await echo() for _ in range(3)] == ["ok"] * 3
+    finally:
+        server.kill()

@@ -169,6 +169,11 @@ pub(crate) struct Backend {
     /// Set when a reload ends this backend: what happens to it instead of a restart, for the
     /// calls its end cuts off.
     pub ended_by_reload: Mutex<Option<String>>,
+    /// Told when a call to an HTTP backend timed out or lost its connection: the supervisor
+    /// then pings it, and reconnects when the ping goes unanswered. A restarted HTTP server
+    /// has forgotten its sessions, and one that answers the old session with 400 (not the 404
+    /// rmcp re-initializes on) left every later call waiting for its timeout.
+    pub suspect: tokio::sync::Notify,
     permits: Semaphore,
 }
 
@@ -189,6 +194,7 @@ impl Backend {
             last_error: Mutex::new(config.skipped.clone()),
             tools_generation: Default::default(),
             ended_by_reload: Mutex::default(),
+            suspect: tokio::sync::Notify::new(),
             config,
         }
     }
@@ -309,7 +315,19 @@ impl Backend {
                 (None, None) => live.peer.call_tool(params).await,
             }
         };
-        match timeout_at(deadline, call).await {
+        let outcome = timeout_at(deadline, call).await;
+        if matches!(self.config.transport, Transport::Http { .. })
+            && matches!(
+                outcome,
+                Err(_)
+                    | Ok(Err(
+                        ServiceError::TransportSend(_) | ServiceError::TransportClosed
+                    ))
+            )
+        {
+            self.suspect.notify_one();
+        }
+        match outcome {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(ServiceError::McpError(e)))
                 if e.code.0 == REFUSED_CODE

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion,
-    ServerNotification, SubscriptionFilter,
+    ClientCapabilities, ClientConfig, ClientRequest, Implementation, PingRequest,
+    ProgressNotificationParam, ProtocolVersion, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{ClientLifecycleMode, NotificationContext, RoleClient, RunningService};
 use rmcp::transport::sink_stream::SinkStreamTransport;
@@ -61,6 +61,8 @@ impl Default for RestartPolicy {
 /// The shortest time between two re-fetches of one backend's tool list after
 /// `tools/list_changed`.
 const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+/// How long an HTTP backend whose call failed has to answer a ping before it is reconnected.
+const SUSPECT_PING_WITHIN: Duration = Duration::from_secs(3);
 
 /// Receives backend notifications: list changes go to the supervisor, progress to the call
 /// that asked for it.
@@ -336,6 +338,15 @@ async fn run_once(
             }
             status = wait_child(&mut child) => {
                 return Err(format!("the process exited ({status})").into());
+            }
+            () = backend.suspect.notified() => {
+                let ping = ClientRequest::PingRequest(PingRequest::default());
+                if !matches!(timeout(SUSPECT_PING_WITHIN, peer.send_request(ping)).await, Ok(Ok(_))) {
+                    return Err(format!(
+                        "a call failed and a ping then went unanswered within {SUSPECT_PING_WITHIN:?}; reconnecting (a restarted HTTP server forgets its sessions)"
+                    )
+                    .into());
+                }
             }
             Some(()) = changed_rx.recv() => {
                 // Coalesce a flood: one re-fetch at a time, at most one per interval, and every
