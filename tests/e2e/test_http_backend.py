@@ -88,3 +88,42 @@ async def test_an_http_backend_restarted_behind_sandgates_back_is_reconnected(tm
             assert [await echo() for _ in range(3)] == ["ok"] * 3
     finally:
         server.kill()
+
+
+def session_server(port: int) -> subprocess.Popen:
+    """tests/node/session_server.mjs: 2025-11-25 sessions, and 404 for a session it does not know."""
+    server = subprocess.Popen(["node", str(NODE_MODULES.parent.parent / "session_server.mjs"), str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for line in server.stderr:
+        if "listening" in line:
+            return server
+    raise RuntimeError("session_server.mjs did not start listening")
+
+
+async def test_an_http_backend_that_answers_404_for_its_session_is_reinitialized_and_the_call_retried(tmp_path):
+    """A restarted server that answers the forgotten session with 404, as the spec says: the
+    call is not lost. sandgate opens a new session and sends the call again, once, so the first
+    call after the restart already succeeds, in the new session."""
+    port = free_port()
+    server = session_server(port)
+    try:
+        servers = {"sessions": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp", "timeout": "5s"}}
+        async with connect("stdio", write_config(tmp_path, "json", servers)) as client:
+            async def echo(text: str) -> str:
+                code = json.dumps({"tool": "sessions.echo", "arguments": {"text": text}})
+                found = structured(await client.call_tool("call_tool_chain", {"code": code}))
+                return found["result"]
+
+            before = await echo("one")
+            status = json.loads((await client.read_resource("sandgate://backend/sessions")).contents[0].text)
+            assert status["state"] == "ready" and status["protocol_version"] == "2025-11-25", status
+            server.kill()
+            server.wait()
+            server = session_server(port)
+            started = time.monotonic()
+            after = await echo("two")
+            assert time.monotonic() - started < 3
+            assert before.startswith("one (session ") and after.startswith("two (session "), (before, after)
+            assert before.split("session ")[1] != after.split("session ")[1], (before, after)
+    finally:
+        server.kill()

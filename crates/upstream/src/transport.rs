@@ -137,7 +137,11 @@ pub(crate) fn http_transport(
             .map_err(|_| format!("the value of header `{name}` is not valid HTTP"))?;
         custom.insert(header, value);
     }
-    let transport_config =
-        StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+    // A server that answers 404 for its session (it restarted, or expired it) gets a new
+    // session, and the call that met the 404 is sent again, once. A server that answers 400
+    // instead is caught by the supervisor's ping after the failed call (`Backend::suspect`).
+    let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+        .custom_headers(custom)
+        .reinit_on_expired_session(true);
     Ok(StreamableHttpClientTransport::from_config(transport_config))
 }
