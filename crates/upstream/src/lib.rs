@@ -10,7 +10,6 @@
 mod backend;
 mod cache;
 mod context;
-mod direct_call;
 mod era;
 mod error;
 mod escapees;
