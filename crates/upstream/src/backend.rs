@@ -14,6 +14,8 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use sandgate_catalog::ToolSpec;
+
+use crate::direct_call::DirectCalls;
 use sandgate_config::{BackendConfig, Transport};
 use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
@@ -114,6 +116,8 @@ fn restarting_reason(reason: &str, retry_at: Instant) -> String {
 #[derive(Debug)]
 pub(crate) struct Live {
     pub peer: Peer<RoleClient>,
+    /// Plain tool calls straight to a stdio backend on the 2025 protocol (see `direct_call`).
+    pub direct: Option<DirectCalls>,
     /// Routes the backend's progress notifications to the calls that asked for them.
     pub progress: ProgressDispatcher,
     pub tools: Arc<Vec<ToolSpec>>,
@@ -128,9 +132,11 @@ impl Live {
         progress: ProgressDispatcher,
         listing: Listing,
         protocol_version: String,
+        direct: Option<DirectCalls>,
     ) -> Live {
         Live {
             peer,
+            direct,
             progress,
             tools: Arc::new(listing.tools),
             problems: listing.problems,
@@ -303,9 +309,10 @@ impl Backend {
         params.arguments = arguments;
         params.meta = context.meta();
         let call = async {
-            match context.progress {
-                Some(sink) => call_with_progress(&live, params, sink).await,
-                None => live.peer.call_tool(params).await,
+            match (context.progress, &live.direct) {
+                (Some(sink), _) => call_with_progress(&live, params, sink).await,
+                (None, Some(direct)) => direct.call_tool(params).await,
+                (None, None) => live.peer.call_tool(params).await,
             }
         };
         let outcome = timeout_at(deadline, call).await;

@@ -10,6 +10,7 @@
 mod backend;
 mod cache;
 mod context;
+mod direct_call;
 mod era;
 mod error;
 mod escapees;

@@ -16,18 +16,16 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, Implementation, PingRequest,
     ProgressNotificationParam, ProtocolVersion, ServerNotification, SubscriptionFilter,
 };
-use rmcp::service::TxJsonRpcMessage;
 use rmcp::service::{ClientLifecycleMode, NotificationContext, RoleClient, RunningService};
-use rmcp::transport::async_rw::JsonRpcMessageCodec;
 use rmcp::transport::sink_stream::SinkStreamTransport;
 use rmcp::{ClientHandler, ClientServiceExt};
 use sandgate_config::Transport;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, timeout};
-use tokio_util::codec::FramedWrite;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, Conn, Live};
+use crate::direct_call::{DirectCalls, SharedStdin};
 use crate::era::{self, Era};
 use crate::listing::list_tools;
 use crate::manager::Shared;
@@ -197,6 +195,7 @@ async fn run_once(
     };
 
     let mut child = None;
+    let mut direct = None;
     let connecting = match &config.transport {
         Transport::Stdio { command, .. } => {
             let spawned = spawn_stdio(
@@ -217,6 +216,7 @@ async fn run_once(
             })?;
             child = Some(spawned.child);
             let (mut writer, mut incoming) = (spawned.writer, spawned.incoming);
+            let waiting = spawned.waiting;
             // One bound for the whole handshake, the era probe included (see `era`).
             timeout(handshake, async {
                 let era =
@@ -227,14 +227,15 @@ async fn run_once(
                     },
                     Era::Legacy => ClientLifecycleMode::Initialize,
                 };
+                let stdin = SharedStdin::new(writer);
+                // A 2025 backend's plain tool calls skip rmcp's request machinery (see
+                // `direct_call`); a 2026-07-28 one's requests carry what rmcp adds for it.
+                direct = (era == Era::Legacy).then(|| DirectCalls::new(stdin.clone(), waiting));
                 client
                     .serve_with_lifecycle(
                         // rmcp reads what the inspector parsed, and writes JSON lines to stdin.
                         SinkStreamTransport::new(
-                            FramedWrite::new(
-                                writer,
-                                JsonRpcMessageCodec::<TxJsonRpcMessage<RoleClient>>::default(),
-                            ),
+                            stdin.sink(),
                             era::without_probe_answers(incoming),
                         ),
                         lifecycle,
@@ -297,6 +298,7 @@ async fn run_once(
         progress.clone(),
         listing,
         protocol_version.clone(),
+        direct.clone(),
     ))));
     if let Ok(mut e) = backend.last_error.lock() {
         *e = None;
@@ -358,7 +360,7 @@ async fn run_once(
                     Ok(Ok(listing)) => {
                         let tools = listing.tools.clone();
                         shared.tools_changing(backend);
-                        backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(peer.clone(), progress.clone(), listing, protocol_version.clone()))));
+                        backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(peer.clone(), progress.clone(), listing, protocol_version.clone(), direct.clone()))));
                         shared.tools_changed(&config.name, tools);
                     }
                     Ok(Err(e)) => tracing::warn!(backend = %config.name, "refreshing tools failed: {e}"),

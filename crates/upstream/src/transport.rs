@@ -14,6 +14,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use sandgate_config::{BackendConfig, Transport};
 use tokio::process::{Child, ChildStdin};
 
+use crate::direct_call::Waiting;
 use crate::frames::{Incoming, StdoutNoise};
 use crate::stderr::StderrRing;
 
@@ -58,6 +59,8 @@ pub(crate) struct StdioChild {
     /// The backend's messages, inspected and parsed (see `frames`).
     pub incoming: futures::channel::mpsc::Receiver<Incoming>,
     pub writer: ChildStdin,
+    /// The direct tool calls waiting for the inspector to hand them their answers.
+    pub waiting: Arc<Waiting>,
 }
 
 /// Spawns a stdio backend with a clean environment and wires up its stdout filter and stderr
@@ -102,13 +105,20 @@ pub(crate) fn spawn_stdio(
     tokio::spawn(async move { crate::stderr::pump(stderr, &name, stderr_ring).await });
     let (inspected, incoming) = futures::channel::mpsc::channel(MESSAGES_IN_FLIGHT);
     let (name, max_bytes) = (config.name.clone(), config.bounds.max_result_bytes);
+    let waiting = Waiting::new();
     tokio::spawn(crate::frames::inspect(
-        stdout, inspected, max_bytes, noise, name,
+        stdout,
+        inspected,
+        max_bytes,
+        noise,
+        name,
+        waiting.clone(),
     ));
     Ok(StdioChild {
         child: ChildGroup { child, run },
         incoming,
         writer: stdin,
+        waiting,
     })
 }
 

@@ -29,6 +29,8 @@ use rmcp::service::{RoleClient, RxJsonRpcMessage};
 use scan::{Scanner, cut_deeper_than};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
+use crate::direct_call::Waiting;
+
 /// The JSON-RPC error code of a response sandgate wrote in place of one it refused.
 pub(crate) const REFUSED_CODE: i32 = -32099;
 /// The key in the refusal's `data` that marks it as sandgate's own.
@@ -66,7 +68,10 @@ pub(crate) async fn inspect(
     max_bytes: usize,
     noise: Arc<StdoutNoise>,
     backend: String,
+    waiting: Arc<Waiting>,
 ) {
+    // However this ends, the calls still waiting for an answer end with it.
+    let _closed = CloseOnDrop(waiting.clone());
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line: Vec<u8> = Vec::with_capacity(4096);
     loop {
@@ -104,7 +109,10 @@ pub(crate) async fn inspect(
         };
         match decision {
             Decision::Pass(message) => {
-                if futures::SinkExt::send(&mut out, *message).await.is_err() {
+                // An answer to a direct call goes to its caller; anything else to rmcp.
+                if let Some(message) = waiting.deliver(*message)
+                    && futures::SinkExt::send(&mut out, message).await.is_err()
+                {
                     return;
                 }
             }
@@ -123,6 +131,15 @@ pub(crate) async fn inspect(
         // 128 lines, and the runtime polls its I/O in between, so clients whose requests arrive
         // on a socket or a pipe meanwhile are not held up for the whole flood.
         tokio::task::coop::consume_budget().await;
+    }
+}
+
+/// Ends the waiting direct calls when the inspector ends.
+struct CloseOnDrop(Arc<Waiting>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 
@@ -539,7 +556,15 @@ mod tests {
         );
         let (out, received) = futures::channel::mpsc::channel(4);
         let noise = Arc::new(StdoutNoise::default());
-        inspect(input.as_bytes(), out, 100_000, noise, "t".into()).await;
+        inspect(
+            input.as_bytes(),
+            out,
+            100_000,
+            noise,
+            "t".into(),
+            Waiting::new(),
+        )
+        .await;
         let lines: Vec<serde_json::Value> = futures::StreamExt::collect::<Vec<_>>(received)
             .await
             .iter()
