@@ -14,8 +14,6 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use sandgate_catalog::ToolSpec;
-
-use crate::direct_call::DirectCalls;
 use sandgate_config::{BackendConfig, Transport};
 use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
@@ -23,6 +21,7 @@ use tokio::time::{Instant, timeout_at};
 
 use crate::UpstreamError;
 use crate::context::{BackendProgress, CallContext};
+use crate::direct_call::DirectCalls;
 use crate::frames::{REFUSED_CODE, REFUSED_MARK, StdoutNoise};
 use crate::listing::{Listing, ToolProblem};
 use crate::stderr::StderrRing;

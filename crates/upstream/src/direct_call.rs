@@ -235,12 +235,12 @@ impl DirectCalls {
             calls: self,
             number,
         };
-        let request = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": format!("{ID_PREFIX}{number}"),
-            "method": "tools/call",
-            "params": params,
-        });
+        let request = ToolRequest {
+            jsonrpc: "2.0",
+            id: format!("{ID_PREFIX}{number}"),
+            method: "tools/call",
+            params: &params,
+        };
         let mut line = serde_json::to_vec(&request).map_err(|e| {
             ServiceError::McpError(rmcp::model::ErrorData::internal_error(e.to_string(), None))
         })?;
@@ -259,6 +259,16 @@ impl DirectCalls {
             _ => Err(ServiceError::UnexpectedResponse),
         }
     }
+}
+
+/// A `tools/call` request as it is written (the arguments serialized once, straight from
+/// the parameters).
+#[derive(serde::Serialize)]
+struct ToolRequest<'a> {
+    jsonrpc: &'static str,
+    id: String,
+    method: &'static str,
+    params: &'a CallToolRequestParams,
 }
 
 /// A call on its way: dropped while it still waits (its answer was not delivered), it is
