@@ -152,13 +152,7 @@ impl Waiting {
         else {
             return Some(message);
         };
-        let waiter = self
-            .calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-            .and_then(|calls| calls.remove(&number));
-        if let Some(waiter) = waiter {
+        if let Some(waiter) = self.take(number) {
             let _ = waiter.send(message);
         }
         None
@@ -184,13 +178,18 @@ impl Waiting {
         Some((number, receiver))
     }
 
-    fn forget(&self, number: u64) -> bool {
+    /// The waiter of call `number`, taken out, if it still waits.
+    fn take(&self, number: u64) -> Option<tokio::sync::oneshot::Sender<Incoming>> {
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_mut()
             .and_then(|calls| calls.remove(&number))
-            .is_some()
+    }
+
+    /// Forgets call `number`; whether it still waited.
+    fn forget(&self, number: u64) -> bool {
+        self.take(number).is_some()
     }
 
     /// How many calls wait (for tests).
