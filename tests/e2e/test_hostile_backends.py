@@ -192,6 +192,17 @@ def list_problem(needle: str) -> Check:
     return check
 
 
+async def problems_bounded(g: Gateway, o: Outcome) -> str | None:
+    status = await relisted(g, o)
+    problems = status.get("tool_problems", [])
+    size = len(json.dumps(status))
+    if len(problems) != 101 or "199900 more problems" not in problems[-1]["problem"]:
+        return f"{len(problems)} problems kept, the last {json.dumps(problems[-1:])[:300]}"
+    if size > 40_000:
+        return f"the status is {size} bytes"
+    return None
+
+
 async def tool_info_bounded(g: Gateway, o: Outcome) -> str | None:
     status = await relisted(g, o)
     found = await g.tool("tool_info", {"name": "hostile.wide_schema"})
@@ -330,6 +341,9 @@ CASES = [
     BackendCase("list_colliding_properties", "list", declarations_check),
     BackendCase("list_huge_annotations", "list", lambda g, o: _relisted_ok(g, o, "annotated")),
     BackendCase("list_not_objects", "list", list_problem("not an object")),
+    # 200,000 tools that cannot be used are 200,000 problems: the first 100 are kept, the rest
+    # counted, so the status stays small.
+    BackendCase("list_200k_unusable", "list", problems_bounded, gateway_mib=256),
     BackendCase("list_error", "list", old_list_kept),
     BackendCase("list_changed_flood", "list", flood_coalesced),
     # Startup.

@@ -219,7 +219,7 @@ impl Backend {
         }
     }
 
-    pub(crate) fn status(&self, cached: Option<&Vec<ToolSpec>>) -> BackendStatus {
+    pub(crate) fn status(&self, cached: Option<&[ToolSpec]>) -> BackendStatus {
         let conn = self.conn.borrow().clone();
         let (state, protocol_version) = match &conn {
             Conn::Disabled => (BackendState::Disabled, None),

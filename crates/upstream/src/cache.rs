@@ -5,10 +5,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use sandgate_catalog::ToolSpec;
 use serde::{Deserialize, Serialize};
+
+/// The last known tools per backend, shared: a copy of the map copies no tool.
+pub(crate) type KnownTools = BTreeMap<String, Arc<Vec<ToolSpec>>>;
 
 /// Format version; a file with another version is ignored, never misread.
 const CACHE_VERSION: u32 = 1;
@@ -53,10 +56,17 @@ impl ToolCache {
     }
 
     /// Replaces the cache atomically.
-    pub fn store(&self, backends: &BTreeMap<String, Vec<ToolSpec>>) -> std::io::Result<()> {
+    pub fn store<Tools: std::borrow::Borrow<Vec<ToolSpec>>>(
+        &self,
+        backends: &BTreeMap<String, Tools>,
+    ) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
+        let backends: BTreeMap<&str, &[ToolSpec]> = backends
+            .iter()
+            .map(|(name, tools)| (name.as_str(), tools.borrow().as_slice()))
+            .collect();
         let body = serde_json::to_vec_pretty(
             &serde_json::json!({"version": CACHE_VERSION, "backends": backends}),
         )
@@ -103,7 +113,7 @@ impl CacheWriter {
     }
 
     /// Writes `snapshot` unless a newer one is already on disk. Blocking.
-    pub(crate) fn write(&self, ticket: u64, snapshot: &BTreeMap<String, Vec<ToolSpec>>) {
+    pub(crate) fn write(&self, ticket: u64, snapshot: &KnownTools) {
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
         if *written >= ticket {
             return;
@@ -180,10 +190,10 @@ mod tests {
         let older = writer.ticket();
         let newer = writer.ticket();
         let mut new_list = BTreeMap::new();
-        new_list.insert("new".to_string(), vec![]);
+        new_list.insert("new".to_string(), Arc::new(vec![]));
         writer.write(newer, &new_list);
         let mut old_list = BTreeMap::new();
-        old_list.insert("old".to_string(), vec![]);
+        old_list.insert("old".to_string(), Arc::new(vec![]));
         writer.write(older, &old_list);
         let on_disk = writer.cache.load();
         assert!(

@@ -6,7 +6,8 @@
 //! used is dropped, a schema too deep or too large to render becomes `unknown`, a description
 //! too long is cut, and each of these is kept as a [`ToolProblem`] that `sandgate status` and
 //! `sandgate://backend/{name}` show. Pages, tools and bytes per list are capped; past a cap
-//! the tools read so far are kept and the cut is reported.
+//! the tools read so far are kept and the cut is reported. Problems are capped too (the first
+//! [`MAX_PROBLEMS_KEPT`], then a count), and pages are judged off the async threads.
 
 use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
 use rmcp::service::{Peer, RoleClient};
@@ -33,20 +34,65 @@ pub(crate) struct Listing {
     pub problems: Vec<ToolProblem>,
 }
 
+/// How many problems one listing keeps; past it they are counted, not kept. A backend that
+/// sent a million entries that are not tools would otherwise make a million problems, and a
+/// status that size.
+pub(crate) const MAX_PROBLEMS_KEPT: usize = 100;
+
+/// The problems of one listing: the first [`MAX_PROBLEMS_KEPT`], and how many more there were.
+#[derive(Debug, Default)]
+pub(crate) struct Problems {
+    kept: Vec<ToolProblem>,
+    more: usize,
+}
+
+impl Problems {
+    fn push(&mut self, problem: ToolProblem) {
+        if self.kept.len() < MAX_PROBLEMS_KEPT {
+            self.kept.push(problem);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// The problems kept, with one more that counts those that were not.
+    fn into_vec(mut self) -> Vec<ToolProblem> {
+        if self.more > 0 {
+            self.kept.push(whole_list(format!(
+                "{} more problems were found and not kept (only the first {MAX_PROBLEMS_KEPT} are)",
+                self.more
+            )));
+        }
+        self.kept
+    }
+}
+
+/// What has been read of one list so far, carried from page to page.
+struct Reading {
+    config: BackendConfig,
+    tools: Vec<ToolSpec>,
+    problems: Problems,
+    seen: std::collections::HashSet<String>,
+    bytes: usize,
+}
+
 /// Lists every tool of a backend (following pagination within the bounds) and applies the
 /// config's allow/deny filter.
 pub(crate) async fn list_tools(
     config: &BackendConfig,
     peer: &Peer<RoleClient>,
 ) -> Result<Listing, String> {
-    let bounds = &config.bounds;
-    let mut listing = Listing::default();
-    let mut seen = std::collections::HashSet::new();
+    let mut reading = Reading {
+        config: config.clone(),
+        tools: Vec::new(),
+        problems: Problems::default(),
+        seen: std::collections::HashSet::new(),
+        bytes: 0,
+    };
     let mut cursor: Option<String> = None;
-    let mut bytes = 0usize;
     for page in 0.. {
-        if page == bounds.max_list_pages {
-            listing.problems.push(whole_list(format!(
+        if page == config.bounds.max_list_pages {
+            reading.problems.push(whole_list(format!(
                 "tools/list went on past {page} pages (max_list_pages); the tools of the first {page} are kept"
             )));
             break;
@@ -59,6 +105,31 @@ pub(crate) async fn list_tools(
             )))
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
+        // Judging a page of 50,000 tools takes a while: off the async threads, so the calls
+        // of other backends do not wait behind it.
+        let (back, next) = tokio::task::spawn_blocking(move || {
+            let next = reading.take_page(result);
+            (reading, next)
+        })
+        .await
+        .map_err(|_| "tools/list failed: judging the page was cut short".to_string())?;
+        reading = back;
+        match next? {
+            Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+            _ => break,
+        }
+    }
+    Ok(Listing {
+        tools: reading.tools,
+        problems: reading.problems.into_vec(),
+    })
+}
+
+impl Reading {
+    /// Judges the tools of one page. Returns the next page's cursor, or `None` when the list
+    /// ends here: it has no next page, or a bound was reached.
+    fn take_page(&mut self, result: ServerResult) -> Result<Option<String>, String> {
+        let bounds = &self.config.bounds;
         let result = match result {
             ServerResult::CustomResult(custom) => custom.0,
             other => serde_json::to_value(other).map_err(|e| format!("tools/list failed: {e}"))?,
@@ -70,45 +141,40 @@ pub(crate) async fn list_tools(
             return Err("tools/list answered without a `tools` array".into());
         };
         for raw in tools {
-            if listing.tools.len() == bounds.max_tools {
-                listing.problems.push(whole_list(format!(
+            if self.tools.len() == bounds.max_tools {
+                self.problems.push(whole_list(format!(
                     "the backend lists more than {} tools (max_tools); the first {} are kept",
                     bounds.max_tools, bounds.max_tools
                 )));
-                return Ok(listing);
+                return Ok(None);
             }
-            match judge(raw, config, &mut listing.problems) {
-                Some((spec, size)) if seen.insert(spec.name.clone()) => {
-                    bytes += size;
-                    if bytes > bounds.max_list_bytes {
-                        listing.problems.push(whole_list(format!(
+            match judge(raw, &self.config, &mut self.problems) {
+                Some((spec, size)) if self.seen.insert(spec.name.clone()) => {
+                    self.bytes += size;
+                    if self.bytes > bounds.max_list_bytes {
+                        self.problems.push(whole_list(format!(
                             "the tool list is larger than {} bytes (max_list_bytes); the first {} tools are kept",
                             bounds.max_list_bytes,
-                            listing.tools.len()
+                            self.tools.len()
                         )));
-                        return Ok(listing);
+                        return Ok(None);
                     }
-                    if permitted(config, &spec.name) {
-                        listing.tools.push(spec);
+                    if permitted(&self.config, &spec.name) {
+                        self.tools.push(spec);
                     }
                 }
-                Some((spec, _)) => listing.problems.push(ToolProblem {
+                Some((spec, _)) => self.problems.push(ToolProblem {
                     tool: shown_name(&spec.name),
                     problem: "is listed twice; the first one is kept".into(),
                 }),
                 None => {}
             }
         }
-        let next = match result.remove("nextCursor") {
+        Ok(match result.remove("nextCursor") {
             Some(Value::String(next)) if !next.is_empty() => Some(next),
             _ => None,
-        };
-        if next.is_none() || next == cursor {
-            break;
-        }
-        cursor = next;
+        })
     }
-    Ok(listing)
 }
 
 fn whole_list(problem: String) -> ToolProblem {
@@ -127,11 +193,7 @@ fn shown_name(name: &str) -> String {
 
 /// One tool as sent, judged against the bounds: the spec to keep (with its size in bytes), or
 /// `None` when it is dropped. Problems are recorded either way.
-fn judge(
-    raw: Value,
-    config: &BackendConfig,
-    problems: &mut Vec<ToolProblem>,
-) -> Option<(ToolSpec, usize)> {
+fn judge(raw: Value, config: &BackendConfig, problems: &mut Problems) -> Option<(ToolSpec, usize)> {
     let bounds = &config.bounds;
     let Value::Object(mut raw) = raw else {
         problems.push(whole_list(
@@ -300,9 +362,9 @@ mod tests {
     }
 
     fn judged(raw: Value) -> (Option<ToolSpec>, Vec<ToolProblem>) {
-        let mut problems = vec![];
+        let mut problems = Problems::default();
         let spec = judge(raw, &config(), &mut problems).map(|(spec, _)| spec);
-        (spec, problems)
+        (spec, problems.into_vec())
     }
 
     #[test]
@@ -348,6 +410,22 @@ mod tests {
             judged(serde_json::json!({"name": "n".repeat(300), "inputSchema": {}}));
         assert!(spec.is_none());
         assert!(problems[0].tool.ends_with('…') && problems[0].tool.len() < 110);
+    }
+
+    #[test]
+    fn problems_past_the_cap_are_counted_not_kept() {
+        let mut problems = Problems::default();
+        for _ in 0..MAX_PROBLEMS_KEPT + 250 {
+            judge(Value::from(5), &config(), &mut problems);
+        }
+        let problems = problems.into_vec();
+        assert_eq!(problems.len(), MAX_PROBLEMS_KEPT + 1);
+        assert!(
+            problems[MAX_PROBLEMS_KEPT]
+                .problem
+                .starts_with("250 more problems were found and not kept"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, BackendState, BackendStatus, Conn};
-use crate::cache::CacheWriter;
+use crate::cache::{CacheWriter, KnownTools};
 pub use crate::supervisor::RestartPolicy;
 use crate::{ToolCache, UpstreamError};
 
@@ -53,7 +53,7 @@ pub(crate) struct Shared {
     pub options: ManagerOptions,
     events: broadcast::Sender<UpstreamEvent>,
     /// Last known tools per backend: the cache file's content, updated as backends connect.
-    known_tools: Mutex<BTreeMap<String, Vec<ToolSpec>>>,
+    known_tools: Mutex<KnownTools>,
     /// Writes `known_tools` to the cache file, newest last; `None` when the cache is off.
     cache_writer: Option<Arc<CacheWriter>>,
     /// Counts changes of live tool lists; bumped before a new list becomes visible.
@@ -64,7 +64,7 @@ pub(crate) struct Shared {
 struct PendingWrite {
     writer: Arc<CacheWriter>,
     ticket: u64,
-    tools: BTreeMap<String, Vec<ToolSpec>>,
+    tools: KnownTools,
 }
 
 impl PendingWrite {
@@ -87,7 +87,7 @@ impl Shared {
             .store(generation, std::sync::atomic::Ordering::SeqCst);
     }
 
-    pub(crate) fn tools_changed(&self, backend: &str, tools: Vec<ToolSpec>) {
+    pub(crate) fn tools_changed(&self, backend: &str, tools: Arc<Vec<ToolSpec>>) {
         self.change_known(|known| {
             known.insert(backend.to_string(), tools);
         });
@@ -110,7 +110,7 @@ impl Shared {
     }
 
     /// Changes the last known tools and writes them to the cache file, off the async threads.
-    fn change_known(&self, change: impl FnOnce(&mut BTreeMap<String, Vec<ToolSpec>>)) {
+    fn change_known(&self, change: impl FnOnce(&mut KnownTools)) {
         if let Some(pending) = self.snapshot_known(change) {
             tokio::task::spawn_blocking(move || pending.write());
         }
@@ -127,10 +127,7 @@ impl Shared {
 
     /// Applies `change` to the last known tools and, when the cache is on, takes a copy with
     /// its ticket under the same lock, so tickets and copies agree on which is newer.
-    fn snapshot_known(
-        &self,
-        change: impl FnOnce(&mut BTreeMap<String, Vec<ToolSpec>>),
-    ) -> Option<PendingWrite> {
+    fn snapshot_known(&self, change: impl FnOnce(&mut KnownTools)) -> Option<PendingWrite> {
         let mut known = self
             .known_tools
             .lock()
@@ -143,8 +140,8 @@ impl Shared {
         })
     }
 
-    /// A copy of the last known tools per backend.
-    pub(crate) fn known_tools(&self) -> BTreeMap<String, Vec<ToolSpec>> {
+    /// A copy of the last known tools per backend (the lists themselves are shared, not copied).
+    pub(crate) fn known_tools(&self) -> KnownTools {
         self.known_tools
             .lock()
             .map(|k| k.clone())
@@ -224,7 +221,10 @@ impl BackendManager {
             .cache
             .as_ref()
             .map(ToolCache::load)
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, tools)| (name, Arc::new(tools)))
+            .collect::<KnownTools>();
         known.retain(|name, _| config.backend(name).is_some_and(|b| b.enabled));
         let (events, _) = broadcast::channel(256);
         let cache_writer = options
@@ -307,7 +307,7 @@ impl BackendManager {
             match backend.live_tools() {
                 Some(tools) => all.extend(tools.iter().cloned()),
                 None if backend.config.enabled => {
-                    all.extend(known.get(name).cloned().unwrap_or_default())
+                    all.extend(known.get(name).into_iter().flat_map(|t| t.iter().cloned()))
                 }
                 None => {}
             }
@@ -320,7 +320,7 @@ impl BackendManager {
         let known = self.shared.known_tools();
         self.backends()
             .iter()
-            .map(|(name, b)| b.status(known.get(name)))
+            .map(|(name, b)| b.status(known.get(name).map(|t| t.as_slice())))
             .collect()
     }
 

@@ -291,15 +291,16 @@ async fn run_once(
     let listing = timeout(handshake, list_tools(config, &peer))
         .await
         .map_err(|_| format!("tools/list did not answer within {handshake:?}"))??;
-    let tools = listing.tools.clone();
-    shared.tools_changing(backend);
-    backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(
+    let live = Live::new(
         peer.clone(),
         progress.clone(),
         listing,
         protocol_version.clone(),
         direct.clone(),
-    ))));
+    );
+    let tools = live.tools.clone();
+    shared.tools_changing(backend);
+    backend.conn.send_replace(Conn::Ready(Arc::new(live)));
     if let Ok(mut e) = backend.last_error.lock() {
         *e = None;
     }
@@ -358,9 +359,10 @@ async fn run_once(
                 last_refresh = Instant::now();
                 match timeout(handshake, list_tools(config, &peer)).await {
                     Ok(Ok(listing)) => {
-                        let tools = listing.tools.clone();
+                        let live = Live::new(peer.clone(), progress.clone(), listing, protocol_version.clone(), direct.clone());
+                        let tools = live.tools.clone();
                         shared.tools_changing(backend);
-                        backend.conn.send_replace(Conn::Ready(Arc::new(Live::new(peer.clone(), progress.clone(), listing, protocol_version.clone(), direct.clone()))));
+                        backend.conn.send_replace(Conn::Ready(Arc::new(live)));
                         shared.tools_changed(&config.name, tools);
                     }
                     Ok(Err(e)) => tracing::warn!(backend = %config.name, "refreshing tools failed: {e}"),

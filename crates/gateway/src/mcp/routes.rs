@@ -10,10 +10,10 @@ use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, ReadResourceResult, Resource, ResourceContents, Tool,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::meta_tools::{self, META_TOOLS};
-use super::resources::{self, BACKEND_PREFIX, pretty, visible_statuses};
+use super::resources::{self, BACKEND_PREFIX, visible_statuses};
 use super::stored_tools;
 use crate::caller::Caller;
 use crate::gateway::Gateway;
@@ -163,7 +163,7 @@ fn overview<'a>(g: &'a Arc<Gateway>, c: &'a Caller) -> BoxFuture<'a, String> {
 }
 
 fn backends<'a>(g: &'a Arc<Gateway>, c: &'a Caller) -> BoxFuture<'a, String> {
-    Box::pin(async move { resources::backends(g, c) })
+    Box::pin(resources::backends(g, c))
 }
 
 fn stats<'a>(g: &'a Arc<Gateway>, c: &'a Caller) -> BoxFuture<'a, String> {
@@ -254,10 +254,10 @@ pub async fn read_resource(
         Some(route) => ((route.read)(gateway, caller).await, route.mime),
         None => {
             let name = uri.strip_prefix(BACKEND_PREFIX)?;
-            let status = visible_statuses(gateway, caller)
-                .into_iter()
-                .find(|s| s.name == name)?;
-            (pretty(&json!(status)), "application/json")
+            (
+                resources::backend(gateway, caller, name).await?,
+                "application/json",
+            )
         }
     };
     gateway.count("resources/read");
