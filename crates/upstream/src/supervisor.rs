@@ -203,6 +203,7 @@ async fn run_once(
                 &shared.options.inherited_env,
                 backend.stderr.clone(),
                 backend.noise.clone(),
+                progress.clone(),
             )
             .map_err(|e| {
                 let reason = format!(

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::Arc;
 
+use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use sandgate_config::{BackendConfig, Transport};
@@ -70,6 +71,7 @@ pub(crate) fn spawn_stdio(
     inherited_env: &[(String, String)],
     stderr_ring: Arc<StderrRing>,
     noise: Arc<StdoutNoise>,
+    progress: ProgressDispatcher,
 ) -> std::io::Result<StdioChild> {
     let Transport::Stdio { command, args, cwd } = &config.transport else {
         return Err(std::io::Error::other("not a stdio backend"));
@@ -113,6 +115,7 @@ pub(crate) fn spawn_stdio(
         noise,
         name,
         waiting.clone(),
+        progress,
     ));
     Ok(StdioChild {
         child: ChildGroup { child, run },

@@ -18,6 +18,11 @@
 //!
 //! The scan is linear and keeps no more than one line (at most `max_result_bytes`); a line
 //! over the bound is streamed through the scanner for its id and never held.
+//!
+//! Two kinds of message skip rmcp and are delivered here, in the order the backend wrote them:
+//! the answers to direct calls (see `direct_call`), and progress notices for the calls that
+//! asked for them. rmcp hands each notification to its own task, so a notice sent just before
+//! an answer could reach its call after it, and the client never heard where the backend got.
 
 mod scan;
 mod tool_result;
@@ -25,6 +30,8 @@ mod tool_result;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{JsonRpcMessage, ServerNotification};
 use rmcp::service::{RoleClient, RxJsonRpcMessage};
 use scan::{Scanner, cut_deeper_than};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -69,6 +76,7 @@ pub(crate) async fn inspect(
     noise: Arc<StdoutNoise>,
     backend: String,
     waiting: Arc<Waiting>,
+    progress: ProgressDispatcher,
 ) {
     // However this ends, the calls still waiting for an answer end with it.
     let _closed = CloseOnDrop(waiting.clone());
@@ -109,8 +117,7 @@ pub(crate) async fn inspect(
         };
         match decision {
             Decision::Pass(message) => {
-                // An answer to a direct call goes to its caller; anything else to rmcp.
-                if let Some(message) = waiting.deliver(*message)
+                if let Some(message) = hand_over(*message, &waiting, &progress).await
                     && futures::SinkExt::send(&mut out, message).await.is_err()
                 {
                     return;
@@ -132,6 +139,29 @@ pub(crate) async fn inspect(
         // on a socket or a pipe meanwhile are not held up for the whole flood.
         tokio::task::coop::consume_budget().await;
     }
+}
+
+/// The longest the inspector waits for a call to take a progress notice; past it the notice
+/// is dropped. The call takes its notices while it waits for its answer, so this is only
+/// reached by a call that stopped listening without dropping its subscription.
+const PROGRESS_HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Delivers `message` itself when it is an answer to a direct call or a progress notice for
+/// a call that asked for progress; gives anything else back, for rmcp.
+async fn hand_over(
+    message: Incoming,
+    waiting: &Waiting,
+    progress: &ProgressDispatcher,
+) -> Option<Incoming> {
+    let message = waiting.deliver(message)?;
+    if let JsonRpcMessage::Notification(notification) = &message
+        && let ServerNotification::ProgressNotification(notice) = &notification.notification
+    {
+        let handed = progress.handle_notification(notice.params.clone());
+        let _ = tokio::time::timeout(PROGRESS_HANDOVER_WAIT, handed).await;
+        return None;
+    }
+    Some(message)
 }
 
 /// Ends the waiting direct calls when the inspector ends.
@@ -563,6 +593,7 @@ mod tests {
             noise,
             "t".into(),
             Waiting::new(),
+            ProgressDispatcher::new(),
         )
         .await;
         let lines: Vec<serde_json::Value> = futures::StreamExt::collect::<Vec<_>>(received)
