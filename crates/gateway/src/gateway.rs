@@ -465,8 +465,8 @@ impl Gateway {
             return;
         };
         let mut seen: Option<Vec<(String, u32)>> = None;
-        let mut read_at = store.run(|s| s.data_version()).await.ok();
-        if let Ok(tools) = store.run(|s| s.tools()).await {
+        let mut read_at = store.change_mark().await.ok();
+        if let Ok(tools) = store.tools().await {
             seen = Some(tools.iter().map(|t| (t.name.clone(), t.version)).collect());
             self.install_stored_tools(load(tools)).await;
         }
@@ -481,13 +481,13 @@ impl Gateway {
                 if weak.strong_count() == 0 {
                     return;
                 }
-                let version = store.run(|s| s.data_version()).await.ok();
+                let version = store.change_mark().await.ok();
                 if version.is_some() && version == read_at {
                     continue;
                 }
                 // Taken before the read: a commit after it is seen at the next tick.
                 read_at = version;
-                let read = store.run(|s| s.tools()).await;
+                let read = store.tools().await;
                 let Some(gateway) = weak.upgrade() else {
                     return;
                 };

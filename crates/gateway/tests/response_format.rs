@@ -73,12 +73,15 @@ fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> C
         started_at_ms: 0,
         caller: &caller,
     };
-    respond(
-        outcome,
-        &request,
-        &catalog(),
-        store,
-        &OutputConfig::default(),
+    futures::executor::block_on(
+        respond(
+            outcome,
+            &request,
+            &catalog(),
+            store,
+            &OutputConfig::default(),
+        )
+        .committed(),
     )
 }
 

@@ -164,17 +164,15 @@ fn bench(c: &mut Criterion) {
     runtime.block_on(async {
         let store = gateway.chain_store().expect("store");
         store
-            .run(move |s| {
-                s.put_tool(
-                    "bench_double",
-                    tool_code,
-                    &stored_meta(tool_code),
-                    "default",
-                )
-            })
+            .put_tool(
+                "bench_double",
+                tool_code,
+                &stored_meta(tool_code),
+                "default",
+            )
             .await
             .expect("registered");
-        let tools = store.run(|s| s.tools()).await.expect("stored tools");
+        let tools = store.tools().await.expect("stored tools");
         gateway
             .install_stored_tools(sandgate_gateway::stored::load(tools))
             .await;

@@ -53,6 +53,16 @@ pub enum StoreError {
         /// The version asked for.
         version: u32,
     },
+    /// A profile tried to change a stored tool another profile registered.
+    #[error(
+        "user.{name} belongs to profile `{owner}`: only that profile may update it (and only it, or an admin profile, remove it). Register yours under another name"
+    )]
+    OwnedByOther {
+        /// The tool's name.
+        name: String,
+        /// The profile that registered its current version.
+        owner: String,
+    },
     /// A byte range outside the output.
     #[error(
         "offset {offset} is past the end of the output ({total} bytes). Read from an offset below {total}"

@@ -1,12 +1,15 @@
 //! The gateway's side of the store: a thread that owns the connection and a queue in front of
-//! it. Writes are sent and forgotten, so recording never slows an execution; reads wait for
-//! their answer and, coming through the same queue, see every earlier write.
+//! it. Records are sent and forgotten, so recording never slows an execution; an output comes
+//! back as a [`Commit`] to wait for, so a response names it only once it is written; reads
+//! wait for their answer and, coming through the same queue, see every earlier write. Every
+//! operation the gateway needs is a typed method here, so it never reaches into an engine.
 
 use std::sync::mpsc;
 
 use tokio::sync::oneshot;
 
-use crate::{ExecutionRecord, OutputSlice, Stats, Store, StoreError};
+use crate::tools::Changer;
+use crate::{ExecutionRecord, OutputSlice, RecordFilter, Stats, Store, StoreError, StoredTool};
 
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
@@ -15,6 +18,7 @@ enum Command {
     SaveOutput {
         id: String,
         body: String,
+        reply: Reply<()>,
     },
     OutputAnyOwner {
         id: String,
@@ -74,9 +78,83 @@ impl StoreHandle {
         let _ = self.queue.send(Command::Record(Box::new(record)));
     }
 
-    /// Keeps a full output, without waiting. A read sent afterwards sees it.
-    pub fn save_output(&self, id: String, body: String) {
-        let _ = self.queue.send(Command::SaveOutput { id, body });
+    /// Keeps a full output. A read sent afterwards sees it; the [`Commit`] says when it is
+    /// written (a response names the output only then).
+    pub fn save_output(&self, id: String, body: String) -> Commit {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.queue.send(Command::SaveOutput { id, body, reply });
+        Commit(answer)
+    }
+
+    /// Every stored tool a name points at, by name.
+    pub async fn tools(&self) -> Result<Vec<StoredTool>, StoreError> {
+        self.run(|s| s.tools()).await
+    }
+
+    /// Adds a new version of stored tool `name` for profile `owner` and points the name at
+    /// it; refused when the name points at another profile's tool. Returns the version.
+    pub async fn put_tool(
+        &self,
+        name: &str,
+        code: &str,
+        meta: &str,
+        owner: &str,
+    ) -> Result<u32, StoreError> {
+        let (name, code, meta, owner) = (
+            name.to_string(),
+            code.to_string(),
+            meta.to_string(),
+            owner.to_string(),
+        );
+        self.run(move |s| {
+            s.put_tool_by(
+                &name,
+                &code,
+                &meta,
+                &owner,
+                Changer::Profile {
+                    name: &owner,
+                    admin: false,
+                },
+            )
+        })
+        .await
+    }
+
+    /// Removes stored tool `name` (its versions stay), for `profile`: refused when another
+    /// profile registered it, unless `admin`.
+    pub async fn remove_tool(
+        &self,
+        name: &str,
+        profile: &str,
+        admin: bool,
+    ) -> Result<(), StoreError> {
+        let (name, profile) = (name.to_string(), profile.to_string());
+        self.run(move |s| {
+            s.remove_tool_by(
+                &name,
+                Changer::Profile {
+                    name: &profile,
+                    admin,
+                },
+            )
+        })
+        .await
+    }
+
+    /// A number that changes when another process commits to the store: read it, and read
+    /// the stored tools again only when it moved.
+    pub async fn change_mark(&self) -> Result<i64, StoreError> {
+        self.run(|s| s.data_version()).await
+    }
+
+    /// The most recent executions that match `filter`.
+    pub async fn list_matching(
+        &self,
+        filter: RecordFilter,
+        limit: usize,
+    ) -> Result<Vec<ExecutionRecord>, StoreError> {
+        self.run(move |s| s.list_matching(&filter, limit)).await
     }
 
     /// The whole stored output of an execution.
@@ -141,7 +219,7 @@ impl StoreHandle {
 
     /// Runs `work` on the store's thread, after everything queued before it, and returns its
     /// answer.
-    pub async fn run<T: Send + 'static>(
+    async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
@@ -160,6 +238,18 @@ impl StoreHandle {
             .send(command(reply))
             .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// An output on its way to the store.
+#[derive(Debug)]
+#[must_use = "a response names an output only once it is committed"]
+pub struct Commit(oneshot::Receiver<Result<(), StoreError>>);
+
+impl Commit {
+    /// Waits until the write is done, and says whether it succeeded.
+    pub async fn committed(self) -> Result<(), StoreError> {
+        self.0.await.map_err(|_| StoreError::Closed)?
     }
 }
 
@@ -212,10 +302,8 @@ fn execute(store: &mut Store, command: Command) {
                 tracing::warn!(execution = %record.id, "could not record the execution: {e}");
             }
         }
-        Command::SaveOutput { id, body } => {
-            if let Err(e) = store.save_output(&id, &body) {
-                tracing::warn!(execution = %id, "could not store the full output: {e}");
-            }
+        Command::SaveOutput { id, body, reply } => {
+            let _ = reply.send(store.save_output(&id, &body));
         }
         Command::OutputAnyOwner { id, reply } => {
             let _ = reply.send(store.output_for_operator(&id));

@@ -18,13 +18,13 @@ mod records;
 mod tools;
 
 pub use error::StoreError;
-pub use handle::StoreHandle;
+pub use handle::{Commit, StoreHandle};
 pub use outputs::{OutputSlice, slice};
 pub use records::{
     BackendStats, CallRow, ExecutionRecord, KEEP_SHOWN, MAX_CALL_ERROR_CHARS, MAX_SHOWN_BYTES,
     RecordFilter, Stats, TierStats,
 };
-pub use tools::{StoredTool, ToolVersion};
+pub use tools::{Changer, StoredTool, ToolVersion};
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -39,6 +39,21 @@ pub struct ToolVersion {
     pub current: bool,
 }
 
+/// Who may change a stored tool's name: anyone (the operator's CLI), or only the profile that
+/// registered the version it points at (and an admin, for a removal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changer<'a> {
+    /// The operator, at the machine.
+    Operator,
+    /// A profile through MCP.
+    Profile {
+        /// Its name.
+        name: &'a str,
+        /// Whether it is an admin profile (which may remove any tool).
+        admin: bool,
+    },
+}
+
 impl Store {
     /// Adds a new version of `name` and points the name at it; returns the version.
     pub fn put_tool(
@@ -48,7 +63,36 @@ impl Store {
         meta: &str,
         owner: &str,
     ) -> Result<u32, StoreError> {
+        self.put_tool_by(name, code, meta, owner, Changer::Operator)
+    }
+
+    /// As [`Store::put_tool`], refused when `changer` is a profile and the name points at
+    /// another profile's tool. The check and the write are one transaction, so two
+    /// registrations at once cannot both pass it.
+    pub fn put_tool_by(
+        &mut self,
+        name: &str,
+        code: &str,
+        meta: &str,
+        owner: &str,
+        changer: Changer,
+    ) -> Result<u32, StoreError> {
         let tx = self.conn.transaction()?;
+        if let Changer::Profile { name: profile, .. } = changer {
+            let current: Option<String> = tx
+                .query_row(
+                    "SELECT v.owner FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version WHERE t.name = ?1",
+                    [name],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if let Some(current) = current.filter(|current| current != profile) {
+                return Err(StoreError::OwnedByOther {
+                    name: name.to_string(),
+                    owner: current,
+                });
+            }
+        }
         let version: u32 = tx.query_row(
             "SELECT COALESCE(MAX(version), 0) + 1 FROM stored_tool_versions WHERE name = ?1",
             [name],
@@ -168,14 +212,38 @@ impl Store {
 
     /// Removes the name (its versions stay, for history and numbering).
     pub fn remove_tool(&mut self, name: &str) -> Result<(), StoreError> {
-        let removed = self
-            .conn
-            .execute("DELETE FROM stored_tools WHERE name = ?1", [name])?;
-        if removed == 0 {
+        self.remove_tool_by(name, Changer::Operator)
+    }
+
+    /// As [`Store::remove_tool`], refused when `changer` is a profile other than the one that
+    /// registered the current version, and not an admin. The check and the removal are one
+    /// transaction.
+    pub fn remove_tool_by(&mut self, name: &str, changer: Changer) -> Result<(), StoreError> {
+        let (profile, admin) = match changer {
+            Changer::Operator => (None, true),
+            Changer::Profile { name, admin } => (Some(name), admin),
+        };
+        let tx = self.conn.transaction()?;
+        let current: Option<String> = tx
+            .query_row(
+                "SELECT v.owner FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version WHERE t.name = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let Some(current) = current else {
             return Err(StoreError::NoTool {
                 name: name.to_string(),
             });
+        };
+        if !admin && profile.is_some_and(|p| p != current) {
+            return Err(StoreError::OwnedByOther {
+                name: name.to_string(),
+                owner: current,
+            });
         }
+        tx.execute("DELETE FROM stored_tools WHERE name = ?1", [name])?;
+        tx.commit()?;
         Ok(())
     }
 

@@ -228,9 +228,10 @@ fn records_past_the_cap_are_dropped_oldest_first() {
 async fn the_handle_reads_its_own_writes() {
     let handle = StoreHandle::spawn(Store::open_in_memory(Retention::default()).expect("opens"))
         .expect("spawns");
-    handle.save_output("id1".into(), "full text".into());
+    let commit = handle.save_output("id1".into(), "full text".into());
     handle.record(record("id1", "sandbox", 2.0, "ok"));
     assert_eq!(handle.output("id1").await.expect("read"), "full text");
+    commit.committed().await.expect("the output is written");
     assert_eq!(handle.get("id1").await.expect("record").tier, "sandbox");
     assert_eq!(handle.stats(None).await.expect("stats").executions, 1);
     // A burst is written in batches; a read after it still sees every record.
@@ -441,5 +442,58 @@ fn data_version_moves_for_other_connections_commits_only() {
         gateway.data_version().expect("reads"),
         before,
         "another connection's commit"
+    );
+}
+
+#[tokio::test]
+async fn a_profile_changes_only_its_own_stored_tools_and_an_admin_removes_any() {
+    let handle = StoreHandle::spawn(Store::open_in_memory(Retention::default()).expect("opens"))
+        .expect("spawns");
+    assert_eq!(
+        handle
+            .put_tool("t", "v1", "{}", "alice")
+            .await
+            .expect("added"),
+        1
+    );
+    assert_eq!(
+        handle
+            .put_tool("t", "v2", "{}", "alice")
+            .await
+            .expect("updated"),
+        2
+    );
+    let refused = handle.put_tool("t", "bob's", "{}", "bob").await;
+    assert!(
+        matches!(&refused, Err(StoreError::OwnedByOther { owner, .. }) if owner == "alice"),
+        "{refused:?}"
+    );
+    let refused = handle.remove_tool("t", "bob", false).await;
+    assert!(
+        matches!(refused, Err(StoreError::OwnedByOther { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        handle.tools().await.expect("tools")[0].code,
+        "v2",
+        "nothing changed"
+    );
+    handle
+        .remove_tool("t", "carol", true)
+        .await
+        .expect("an admin removes it");
+    assert!(handle.tools().await.expect("tools").is_empty());
+    // A removed name is free again; its numbering goes on.
+    assert_eq!(
+        handle
+            .put_tool("t", "bob's", "{}", "bob")
+            .await
+            .expect("added"),
+        3
+    );
+    let missing = handle.remove_tool("nothing", "bob", false).await;
+    assert!(
+        matches!(missing, Err(StoreError::NoTool { .. })),
+        "{missing:?}"
     );
 }

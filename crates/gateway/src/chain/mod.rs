@@ -248,7 +248,9 @@ pub async fn call_tool_chain(
         &catalog,
         runtime.store.as_ref(),
         &runtime.output,
-    );
+    )
+    .committed()
+    .await;
     gateway.after_large_work(bytes_moved(&outcome), LARGE_WORK_BYTES);
     gateway.execution_finished(FinishedExecution {
         id: id.clone(),

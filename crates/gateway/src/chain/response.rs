@@ -14,7 +14,7 @@ use sandgate_store::{CallRow, ExecutionRecord};
 use serde_json::{Value, json};
 
 use sandgate_output::OutputConfig;
-use sandgate_store::StoreHandle;
+use sandgate_store::{Commit, StoreHandle};
 
 use super::Outcome;
 use super::bounds::{self, may_change_state};
@@ -62,15 +62,17 @@ pub fn render_value(value: &Value) -> String {
 /// The result gets `max_chars`; logs, error, calls and the rest fit in
 /// [`bounds::RESPONSE_SLACK`]. `structuredContent` repeats the result only when both copies fit
 /// in `max_chars`; otherwise its `result` is null and the whole result is stored (the response
-/// names where), so no copy of a large result is sent twice.
+/// names where), so no copy of a large result is sent twice. What it stores comes back as
+/// [`Commit`]s, to be waited for before the response (which names them) goes out.
 pub fn respond(
     outcome: &Outcome,
     request: &Request,
     catalog: &Catalog,
     store: Option<&StoreHandle>,
     output: &OutputConfig,
-) -> CallToolResult {
+) -> Response {
     let stored = store.is_some();
+    let mut commits = Vec::new();
     let full = outcome.value.as_ref().map(render_value);
     let shaped = full
         .as_deref()
@@ -88,18 +90,18 @@ pub fn respond(
     if let (Some(store), Some(full)) = (store, &full)
         && result_elsewhere
     {
-        store.save_output(request.key(Part::Output), full.clone());
+        commits.push(store.save_output(request.key(Part::Output), full.clone()));
     }
     let logs = bounds::shown_logs(&outcome.logs, request.max_chars);
     if logs.cut
         && let Some(store) = store
     {
-        store.save_output(request.key(Part::Logs), logs.full.clone());
+        commits.push(store.save_output(request.key(Part::Logs), logs.full.clone()));
     }
     let error = outcome
         .error
         .as_ref()
-        .map(|e| shown_error(e, request, store));
+        .map(|e| shown_error(e, request, store, &mut commits));
 
     let mut text = String::new();
     if let Some(shaped) = &shaped {
@@ -184,7 +186,28 @@ pub fn respond(
         CallToolResult::error(vec![ContentBlock::text(text)])
     };
     result.structured_content = Some(structured);
-    result
+    Response { result, commits }
+}
+
+/// A response, and the outputs it names on their way to the store.
+#[derive(Debug)]
+pub struct Response {
+    result: CallToolResult,
+    commits: Vec<Commit>,
+}
+
+impl Response {
+    /// The response, once every output it names is written. An output that could not be
+    /// written is logged; the response still goes (its result is whole or shortened either
+    /// way), and a read of that output then says it is not there.
+    pub async fn committed(self) -> CallToolResult {
+        for commit in self.commits {
+            if let Err(e) = commit.committed().await {
+                tracing::warn!("could not store the full output: {e}");
+            }
+        }
+        self.result
+    }
 }
 
 /// What a successful run most likely got wrong, when its shape says so: it made calls and
@@ -225,6 +248,7 @@ fn shown_error(
     error: &ExecError,
     request: &Request,
     store: Option<&StoreHandle>,
+    commits: &mut Vec<Commit>,
 ) -> (ExecError, bool) {
     let (message, message_cut) = bounds::bounded(&error.message, bounds::ERROR_SHOWN);
     let hint = error
@@ -233,7 +257,7 @@ fn shown_error(
         .map(|hint| bounds::bounded(hint, bounds::HINT_SHOWN));
     let cut = message_cut || hint.as_ref().is_some_and(|(_, cut)| *cut);
     if cut && let Some(store) = store {
-        store.save_output(request.key(Part::Error), error_text(error));
+        commits.push(store.save_output(request.key(Part::Error), error_text(error)));
     }
     let shown = ExecError {
         message,

@@ -190,7 +190,7 @@ pub(crate) async fn executions(
         since_ms: query.since_ms,
     };
     let limit = query.limit.unwrap_or(100).clamp(1, MAX_LISTED);
-    match store.run(move |s| s.list_matching(&filter, limit)).await {
+    match store.list_matching(filter, limit).await {
         Ok(records) => json(&json!({"executions": records})),
         Err(e) => problem(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
@@ -327,10 +327,7 @@ pub(crate) async fn stats(
         since_ms: Some(now - 3_600_000),
         ..RecordFilter::default()
     };
-    let recent = store
-        .run(move |s| s.list_matching(&hour, 100_000))
-        .await
-        .unwrap_or_default();
+    let recent = store.list_matching(hour, 100_000).await.unwrap_or_default();
     let mut per_minute = vec![0u64; 60];
     for record in &recent {
         let ago = ((now - record.started_at_ms) / 60_000).clamp(0, 59) as usize;

@@ -112,25 +112,14 @@ async fn register(
     let owner = caller.profile().to_string();
     let warnings = registration.warnings.clone();
     let version = store
-        .run(move |s| {
-            if let Ok(existing) = s.tool(&registration.name)
-                && existing.owner != owner
-            {
-                return Ok(Err(format!(
-                    "user.{} belongs to profile `{}`; register it under another name",
-                    registration.name, existing.owner
-                )));
-            }
-            s.put_tool(
-                &registration.name,
-                &registration.code,
-                &registration.meta_json,
-                &owner,
-            )
-            .map(Ok)
-        })
+        .put_tool(
+            &registration.name,
+            &registration.code,
+            &registration.meta_json,
+            &owner,
+        )
         .await
-        .map_err(|e| e.to_string())??;
+        .map_err(|e| e.to_string())?;
     reload(gateway, &store).await;
     let mut answer = format!("user.{name} is at version {version}");
     for warning in warnings {
@@ -141,21 +130,10 @@ async fn register(
 
 async fn remove(gateway: &Arc<Gateway>, caller: &Caller, name: &str) -> Result<String, String> {
     let store = store_of(gateway)?;
-    let (profile, admin) = (caller.profile().to_string(), caller.access.profile().admin);
-    let name_owned = name.to_string();
     store
-        .run(move |s| {
-            let existing = s.tool(&name_owned)?;
-            if existing.owner != profile && !admin {
-                return Ok(Err(format!(
-                    "user.{name_owned} belongs to profile `{}`; only it (or an admin profile) may remove it",
-                    existing.owner
-                )));
-            }
-            s.remove_tool(&name_owned).map(Ok)
-        })
+        .remove_tool(name, caller.profile(), caller.access.profile().admin)
         .await
-        .map_err(|e| e.to_string())??;
+        .map_err(|e| e.to_string())?;
     reload(gateway, &store).await;
     Ok(format!("user.{name} is removed (its versions are kept)"))
 }
@@ -182,7 +160,7 @@ fn store_of(gateway: &Gateway) -> Result<sandgate_store::StoreHandle, String> {
 }
 
 async fn reload(gateway: &Arc<Gateway>, store: &sandgate_store::StoreHandle) {
-    if let Ok(tools) = store.run(|s| s.tools()).await {
+    if let Ok(tools) = store.tools().await {
         gateway.install_stored_tools(load(tools)).await;
     }
 }

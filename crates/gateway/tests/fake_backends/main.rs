@@ -363,10 +363,7 @@ async fn a_large_result_is_shaped_and_kept_whole() -> Result<(), Failed> {
         .unwrap_or_default()
         .to_string();
     let key = caller.key(&id, sandgate_gateway::Part::Output);
-    let kept = store
-        .run(move |s| s.output(&key))
-        .await
-        .map_err(|e| e.to_string())?;
+    let kept = store.output(&key).await.map_err(|e| e.to_string())?;
     let kept: Value = serde_json::from_str(&kept).map_err(|e| e.to_string())?;
     check(
         kept["items"].as_array().map(Vec::len) == Some(400),
@@ -391,10 +388,7 @@ async fn every_execution_is_recorded_with_its_calls() -> Result<(), Failed> {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let record = store
-        .run(move |s| s.get(&id))
-        .await
-        .map_err(|e| e.to_string())?;
+    let record = store.get(&id).await.map_err(|e| e.to_string())?;
     check(
         record.status == "ok" && record.tier == "sandbox",
         format!("{record:?}"),

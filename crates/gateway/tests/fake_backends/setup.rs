@@ -110,17 +110,15 @@ pub async fn register(gateway: &Arc<Gateway>, name: &str, code: &str) {
         .expect("a valid stored tool");
     let store = gateway.chain_store().expect("a store");
     store
-        .run(move |s| {
-            s.put_tool(
-                &registration.name,
-                &registration.code,
-                &registration.meta_json,
-                "default",
-            )
-        })
+        .put_tool(
+            &registration.name,
+            &registration.code,
+            &registration.meta_json,
+            "default",
+        )
         .await
         .expect("registered");
-    let tools = store.run(|s| s.tools()).await.expect("stored tools");
+    let tools = store.tools().await.expect("stored tools");
     gateway
         .install_stored_tools(sandgate_gateway::stored::load(tools))
         .await;
