@@ -184,6 +184,26 @@ async def test_reload_problems_are_told_where_the_user_looks(tmp_path):
         assert "did not load" not in overview, overview
 
 
+async def test_a_config_caught_while_it_is_written_is_not_loaded(tmp_path):
+    """A file emptied, then written (as `>` in a shell or an editor that writes in place does),
+    and seen while empty: the running config stays. It used to load the empty file as a
+    config with no backends, and every tool went."""
+    import sys
+    from conftest import FAKE_BACKEND
+
+    fake = {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}
+    config = write_config(tmp_path, "toml", {"keep": fake})
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)])
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        await until(lambda: has_tools(client, {"keep.pid"}), 20, "the first tools")
+        good = config.read_text()
+        config.write_text("")
+        await anyio.sleep(2.5)  # more than two looks at the file
+        assert await has_tools(client, {"keep.pid"}), "the tools went with the emptied file"
+        config.write_text(good.replace("[servers.keep]", "[servers.kept]"))
+        await until(lambda: has_tools(client, {"kept.pid"}), 20, "the written config's tools")
+
+
 def test_the_console_shows_a_config_that_did_not_load(tmp_path):
     """Item 5, the console: `/ui/api/me` carries the reason for an admin (the page shows it as
     a banner), until a later edit loads."""

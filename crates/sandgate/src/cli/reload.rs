@@ -26,6 +26,9 @@ use crate::setup;
 
 /// How often the file is looked at.
 const POLL: Duration = Duration::from_secs(1);
+/// How long a changed file must stay the same before it is loaded: a file caught while it is
+/// being written (truncated, then filled) is not loaded half-written.
+const SETTLE: Duration = Duration::from_millis(150);
 
 /// Follows `config`'s file until `shutdown`. Returns what SIGHUP pokes to reload at once;
 /// `None` when the config did not come from a file.
@@ -93,14 +96,17 @@ pub struct Running {
 impl Follower {
     async fn on_tick(&mut self) {
         let now = fingerprint(&self.path);
-        if now == self.seen {
+        if now == self.seen || now.is_none() {
+            return;
+        }
+        tokio::time::sleep(SETTLE).await;
+        if fingerprint(&self.path) != now {
+            // Still being written: the next look takes it.
             return;
         }
         self.seen = now;
-        if now.is_some() {
-            tracing::info!("{} changed: reloading", self.path.display());
-            self.reload().await;
-        }
+        tracing::info!("{} changed: reloading", self.path.display());
+        self.reload().await;
     }
 
     async fn reload(&mut self) {
@@ -199,10 +205,10 @@ fn sections_needing_restart(running: &Config, loaded: &Config) -> Vec<&'static s
         .collect()
 }
 
-/// A hash of the file's bytes, or `None` when it cannot be read (in the middle of being
-/// replaced, say).
+/// A hash of the file's bytes, or `None` when it cannot be read or is empty (in the middle of
+/// being replaced or written, say: an empty config would stop every backend).
 fn fingerprint(path: &std::path::Path) -> Option<u64> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = std::fs::read(path).ok().filter(|b| !b.is_empty())?;
     let mut hasher = DefaultHasher::new();
     bytes.hash(&mut hasher);
     Some(hasher.finish())
