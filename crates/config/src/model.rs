@@ -111,11 +111,28 @@ pub const DEFAULT_OUTPUT_RETENTION_HOURS: u64 = 168;
 /// Default number of execution records kept (the oldest go first).
 pub const DEFAULT_MAX_RECORDS: u64 = 100_000;
 
-/// Settings of the SQLite store.
+/// Which engine keeps the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreBackend {
+    /// The embedded SQLite file: one machine.
+    #[default]
+    Sqlite,
+    /// PostgreSQL: several replicas share it.
+    Postgres,
+}
+
+/// Settings of the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreConfig {
-    /// The database file; `None` lets the binary choose one per config file.
+    /// The engine.
+    pub backend: StoreBackend,
+    /// The SQLite database file; `None` lets the binary choose one per config file.
     pub path: Option<PathBuf>,
+    /// The PostgreSQL connection URL (`backend = "postgres"`), `${VAR}` resolved.
+    pub url: Option<Secret>,
+    /// A PEM file of the CA that signed the PostgreSQL server's certificate, when it is not
+    /// one the system trusts.
+    pub ca_file: Option<PathBuf>,
     /// Hours a stored full output stays readable.
     pub output_retention_hours: u64,
     /// Execution records kept.
@@ -128,7 +145,10 @@ pub struct StoreConfig {
 impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
+            backend: StoreBackend::Sqlite,
             path: None,
+            url: None,
+            ca_file: None,
             output_retention_hours: DEFAULT_OUTPUT_RETENTION_HOURS,
             max_records: DEFAULT_MAX_RECORDS,
             record_arguments: false,
@@ -173,6 +193,14 @@ impl Config {
                     "`{key}` needs ${{{var}}}, which is not set in sandgate's environment; export {var} and restart sandgate"
                 ));
             }
+        }
+        if let Some(url) = &mut config.store.url {
+            *url = Secret::from(interpolate(url.expose(), lookup).map_err(|var| {
+                ConfigError::MissingSecret {
+                    key: "store.url".into(),
+                    var,
+                }
+            })?);
         }
         for token in &mut config.http.tokens {
             if let TokenSecret::Plain(text) = &mut token.secret {

@@ -398,3 +398,43 @@ fn gemini_writes_timeouts_in_milliseconds_and_sandgate_reads_them_so() {
     assert_eq!(timeout(&plain, "slow"), Duration::from_secs(45));
     assert_eq!(timeout(&plain, "unit"), Duration::from_millis(1500));
 }
+
+#[test]
+fn the_store_is_sqlite_by_default_and_postgres_takes_a_url_from_the_environment() {
+    let cfg = parse_str("", Format::Toml, "t").expect("loads");
+    assert_eq!(cfg.store.backend, sandgate_config::StoreBackend::Sqlite);
+    let pg = parse_str(
+        "[store]\nbackend = \"postgres\"\nurl = \"${DATABASE_URL}\"\nca_file = \"ca.pem\"\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("loads");
+    assert_eq!(pg.store.backend, sandgate_config::StoreBackend::Postgres);
+    let resolved = pg
+        .resolved(&|var| (var == "DATABASE_URL").then(|| "postgres://db/x".to_string()))
+        .expect("resolves");
+    assert_eq!(
+        resolved.store.url.as_ref().map(|u| u.expose().to_string()),
+        Some("postgres://db/x".to_string())
+    );
+    let unset = pg.resolved(&|_| None).expect_err("the variable is not set");
+    assert!(
+        unset.to_string().contains("store.url") && unset.to_string().contains("DATABASE_URL"),
+        "{unset}"
+    );
+    for (text, says) in [
+        ("[store]\nbackend = \"postgres\"\n", "needs url"),
+        (
+            "[store]\nurl = \"postgres://db/x\"\n",
+            "add backend = \"postgres\"",
+        ),
+        ("[store]\nbackend = \"mysql\"\n", "\"sqlite\" (one machine"),
+        (
+            "[store]\nbackend = \"postgres\"\nurl = \"x\"\npath = \"s.db\"\n",
+            "remove path",
+        ),
+    ] {
+        let error = toml_err(text);
+        assert!(error.contains(says), "{text}: {error}");
+    }
+}

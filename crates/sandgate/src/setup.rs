@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use sandgate_config::Config;
+use sandgate_config::{Config, StoreBackend};
 use sandgate_gateway::{ChainRuntime, Gateway};
 use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
 use sandgate_store::{Retention, Store, StoreHandle};
@@ -138,12 +138,38 @@ pub fn per_config_file(
     )
 }
 
-/// Opens the store for `config`.
-pub fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let retention = Retention {
+/// How long `config` keeps things.
+fn retention(config: &Config) -> Retention {
+    Retention {
         outputs: Duration::from_secs(config.store.output_retention_hours.saturating_mul(3600)),
         max_records: config.store.max_records,
-    };
+    }
+}
+
+/// The store of `config`, on its engine: the SQLite file on its own thread, or PostgreSQL
+/// (connected and migrated).
+pub async fn store_handle(config: &Config) -> anyhow::Result<StoreHandle> {
+    match config.store.backend {
+        StoreBackend::Sqlite => Ok(StoreHandle::spawn(open_store(config)?)?),
+        StoreBackend::Postgres => {
+            let url = config
+                .store
+                .url
+                .as_ref()
+                .context("[store] backend = \"postgres\" needs url")?;
+            Ok(StoreHandle::postgres(
+                url.expose(),
+                config.store.ca_file.as_deref(),
+                retention(config),
+            )
+            .await?)
+        }
+    }
+}
+
+/// Opens the SQLite store for `config`.
+fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let retention = retention(config);
     match store_path(config) {
         Some(path) => Ok(Store::open(&path, retention)?),
         None => {
@@ -158,7 +184,7 @@ pub fn open_store(config: &Config) -> anyhow::Result<Store> {
 /// Starts the sandbox and the store: what `call_tool_chain` and stored tools run on.
 pub async fn chain_runtime(config: &Config) -> anyhow::Result<ChainRuntime> {
     let sandbox = start_sandbox(config).await?;
-    let store = StoreHandle::spawn(open_store(config)?)?;
+    let store = store_handle(config).await?;
     Ok(ChainRuntime {
         sandbox,
         store: Some(store),

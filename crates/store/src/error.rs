@@ -73,6 +73,20 @@ pub enum StoreError {
         /// The output's size.
         total: usize,
     },
+    /// Something read back is not what was written.
+    #[error("the store holds something it cannot read: {what}")]
+    Corrupt {
+        /// What.
+        what: &'static str,
+    },
+    /// PostgreSQL cannot be reached now.
+    #[error(
+        "the store (PostgreSQL) cannot be reached: {0}. Check that the server is up and [store] url; the request may be retried"
+    )]
+    Unavailable(String),
+    /// PostgreSQL failed.
+    #[error("store (PostgreSQL): {0}")]
+    Postgres(#[from] tokio_postgres::Error),
     /// The store's thread has stopped.
     #[error("the store is closed")]
     Closed,

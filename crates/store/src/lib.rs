@@ -1,4 +1,6 @@
-//! The store: sandgate's one SQLite database.
+//! The store: execution records, full outputs and stored tools, on one of two engines behind
+//! one handle ([`StoreHandle`]): the embedded SQLite database (the default, for one machine)
+//! or PostgreSQL (for replicas that share one store).
 //!
 //! It keeps a record of every execution (for `sandgate://stats` and `sandgate executions`) and
 //! the full text of every output that shaping shortened, so that nothing a tool returned is
@@ -6,15 +8,17 @@
 //! only crate that speaks SQL. The schema only moves forward, one numbered migration at a
 //! time ([`migrate`]).
 //!
-//! The gateway never waits on the disk: it talks to a [`StoreHandle`], whose thread owns the
-//! connection and takes writes from a queue. Reads go through the same queue, so a read always
-//! sees every write made before it.
+//! The gateway never waits on a record: it talks to a [`StoreHandle`], which queues records
+//! for the engine and hands back a [`Commit`] for an output. A read sees every record sent
+//! before it through the same handle.
 
 mod error;
 mod handle;
 pub mod migrate;
 mod outputs;
+pub mod postgres;
 mod records;
+mod sqlite_queue;
 mod tools;
 
 pub use error::StoreError;
@@ -164,7 +168,9 @@ impl Store {
         if surplus <= 0 {
             return Ok(());
         }
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let hashes: Vec<String> = {
             let mut statement = tx.prepare(
                 "SELECT DISTINCT code_hash FROM (SELECT code_hash FROM executions ORDER BY started_at_ms LIMIT ?1)",

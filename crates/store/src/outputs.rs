@@ -95,6 +95,64 @@ pub fn slice(body: &str, offset: usize, length: Option<usize>) -> Result<OutputS
     })
 }
 
+/// The bytes around a byte range that [`slice_window`] needs: from three bytes before `offset`
+/// (a character has at most three continuation bytes) to four past the range's end. Returns
+/// the window's first byte and its length (`None`: to the end).
+pub(crate) fn window_for(offset: usize, length: Option<usize>) -> (usize, Option<usize>) {
+    let start = offset.saturating_sub(3);
+    let length = length.map(|l| offset.saturating_add(l).saturating_add(4) - start);
+    (start, length)
+}
+
+/// What [`slice`] cuts out of the whole output, cut out of the [`window_for`] the range
+/// instead (bytes `window_start..` of an output of `total` bytes): an engine that reads part of
+/// an output reads only the window.
+pub(crate) fn slice_window(
+    window: &[u8],
+    window_start: usize,
+    total: usize,
+    offset: usize,
+    length: Option<usize>,
+) -> Result<OutputSlice, StoreError> {
+    if offset > total || (offset == total && total > 0) {
+        return Err(StoreError::Range { offset, total });
+    }
+    let window_end = window_start + window.len();
+    let byte = |at: usize| window.get(at.wrapping_sub(window_start)).copied();
+    // A boundary is the end, or a byte that does not continue a character.
+    let is_boundary = |at: usize| at == total || byte(at).is_some_and(|b| b & 0xC0 != 0x80);
+    let floor = |mut at: usize| {
+        while at > window_start && !is_boundary(at) {
+            at -= 1;
+        }
+        at
+    };
+    let start = floor(offset);
+    let wanted_end = length.map_or(total, |l| offset.saturating_add(l).min(total));
+    let mut end = floor(wanted_end.min(window_end));
+    if end <= start && start < total {
+        let width = match byte(start) {
+            Some(b) if b >= 0xF0 => 4,
+            Some(b) if b >= 0xE0 => 3,
+            Some(b) if b >= 0xC0 => 2,
+            _ => 1,
+        };
+        end = (start + width).min(total);
+    }
+    let text = window
+        .get(start - window_start..end - window_start)
+        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        .ok_or(StoreError::Corrupt {
+            what: "a stored output is not UTF-8 text",
+        })?;
+    Ok(OutputSlice {
+        text: text.to_string(),
+        start,
+        end,
+        total_bytes: total,
+    })
+}
+
 fn floor_boundary(text: &str, mut index: usize) -> usize {
     while index > 0 && !text.is_char_boundary(index) {
         index -= 1;
@@ -125,5 +183,26 @@ mod tests {
             Err(StoreError::Range { .. })
         ));
         assert_eq!(slice("", 0, None).unwrap().text, "");
+    }
+
+    #[test]
+    fn a_slice_of_the_window_is_the_slice_of_the_whole() {
+        let body = "aé😀b漢字\nend😀😀é";
+        for offset in 0..=body.len() + 1 {
+            for length in (0..8).map(Some).chain([None]) {
+                let (start, window_length) = window_for(offset, length);
+                let bytes = body.as_bytes();
+                let window_end =
+                    window_length.map_or(bytes.len(), |l| (start + l).min(bytes.len()));
+                let window = bytes.get(start.min(bytes.len())..window_end).unwrap_or(&[]);
+                let whole = slice(body, offset, length);
+                let part = slice_window(window, start, bytes.len(), offset, length);
+                match (whole, part) {
+                    (Ok(whole), Ok(part)) => assert_eq!(whole, part, "{offset} {length:?}"),
+                    (Err(_), Err(_)) => {}
+                    (whole, part) => panic!("{offset} {length:?}: {whole:?} against {part:?}"),
+                }
+            }
+        }
     }
 }

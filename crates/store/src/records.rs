@@ -146,7 +146,9 @@ impl Store {
 
     /// Records several executions in one transaction (the handle batches what queued up).
     pub fn record_all(&mut self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for record in records {
             insert_record(&tx, record)?;
         }
@@ -420,7 +422,7 @@ fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {
 }
 
 /// A response's text within [`MAX_SHOWN_BYTES`], cut on a character boundary.
-fn cut_shown(text: &str) -> String {
+pub(crate) fn cut_shown(text: &str) -> String {
     if text.len() <= MAX_SHOWN_BYTES {
         return text.to_string();
     }
@@ -429,7 +431,7 @@ fn cut_shown(text: &str) -> String {
 }
 
 /// The value below which `p` of the sorted `values` fall (nearest rank).
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -438,7 +440,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// A failure text within [`MAX_CALL_ERROR_CHARS`].
-fn cut_error(error: &str) -> String {
+pub(crate) fn cut_error(error: &str) -> String {
     match error.char_indices().nth(MAX_CALL_ERROR_CHARS) {
         Some((end, _)) => format!("{}…", &error[..end]),
         None => error.to_string(),

@@ -54,6 +54,13 @@ pub enum Changer<'a> {
     },
 }
 
+impl Changer<'_> {
+    /// Profile `name`, an admin or not.
+    pub fn by(name: &str, admin: bool) -> Changer<'_> {
+        Changer::Profile { name, admin }
+    }
+}
+
 impl Store {
     /// Adds a new version of `name` and points the name at it; returns the version.
     pub fn put_tool(
@@ -77,7 +84,9 @@ impl Store {
         owner: &str,
         changer: Changer,
     ) -> Result<u32, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         if let Changer::Profile { name: profile, .. } = changer {
             let current: Option<String> = tx
                 .query_row(
@@ -189,7 +198,9 @@ impl Store {
 
     /// Points `name` at an earlier `version` (which must exist).
     pub fn rollback_tool(&mut self, name: &str, version: u32) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let exists: bool = tx.query_row(
             "SELECT EXISTS(SELECT 1 FROM stored_tool_versions WHERE name = ?1 AND version = ?2)",
             params![name, version],
@@ -223,7 +234,9 @@ impl Store {
             Changer::Operator => (None, true),
             Changer::Profile { name, admin } => (Some(name), admin),
         };
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let current: Option<String> = tx
             .query_row(
                 "SELECT v.owner FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version WHERE t.name = ?1",

@@ -6,10 +6,14 @@ use serde_json::Value;
 
 use crate::error::ConfigError;
 use crate::model::*;
+use crate::secret::Secret;
 use crate::walker::{Walker, opt_bool, opt_string};
 
 const STORE_KEYS: &[&str] = &[
+    "backend",
     "path",
+    "url",
+    "ca_file",
     "output_retention_hours",
     "max_records",
     "record_arguments",
@@ -22,7 +26,46 @@ impl Walker<'_> {
         };
         let table = self.table("store", value)?;
         self.check_keys("store", table, STORE_KEYS, &[])?;
+        let backend = match opt_string(self, "store.backend", table.get("backend"))?.as_deref() {
+            None | Some("sqlite") => StoreBackend::Sqlite,
+            Some("postgres") => StoreBackend::Postgres,
+            Some(other) => {
+                return Err(self.invalid(
+                    "store.backend",
+                    format!("is \"{other}\""),
+                    "use \"sqlite\" (one machine, the default) or \"postgres\" (replicas)",
+                ));
+            }
+        };
+        let url = opt_string(self, "store.url", table.get("url"))?;
+        match (backend, &url) {
+            (StoreBackend::Postgres, None) => {
+                return Err(self.invalid(
+                    "store.url",
+                    "is missing".to_string(),
+                    "backend = \"postgres\" needs url = \"${DATABASE_URL}\" (a postgres:// URL, from the environment)",
+                ));
+            }
+            (StoreBackend::Sqlite, Some(_)) => {
+                return Err(self.invalid(
+                    "store.url",
+                    "is set while backend is sqlite".to_string(),
+                    "add backend = \"postgres\" to use it, or remove url (SQLite takes path)",
+                ));
+            }
+            _ => {}
+        }
+        if backend == StoreBackend::Postgres && table.get("path").is_some() {
+            return Err(self.invalid(
+                "store.path",
+                "is set while backend is postgres".to_string(),
+                "remove path (it is the SQLite file), or set backend = \"sqlite\"",
+            ));
+        }
         let mut store = StoreConfig {
+            backend,
+            url: url.map(Secret::from),
+            ca_file: opt_string(self, "store.ca_file", table.get("ca_file"))?.map(PathBuf::from),
             path: opt_string(self, "store.path", table.get("path"))?.map(PathBuf::from),
             record_arguments: opt_bool(
                 self,

@@ -197,16 +197,23 @@ pub struct Response {
 }
 
 impl Response {
-    /// The response, once every output it names is written. An output that could not be
-    /// written is logged; the response still goes (its result is whole or shortened either
-    /// way), and a read of that output then says it is not there.
+    /// The response, once every output it names is written. When one could not be written
+    /// the response still goes (its result is whole or shortened either way), and says so
+    /// in its text: the model is not sent to read what is not there.
     pub async fn committed(self) -> CallToolResult {
+        let mut result = self.result;
         for commit in self.commits {
             if let Err(e) = commit.committed().await {
                 tracing::warn!("could not store the full output: {e}");
+                let note = format!(
+                    "\n[the full output could not be stored, so it cannot be read back: {e}]"
+                );
+                if let Some(ContentBlock::Text(text)) = result.content.first_mut() {
+                    text.text.push_str(&note);
+                }
             }
         }
-        self.result
+        result
     }
 }
 

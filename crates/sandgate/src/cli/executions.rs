@@ -1,11 +1,11 @@
 //! `sandgate executions list|show`: the execution records `call_tool_chain` keeps, read from
-//! the store file of the given config (the gateway may be running: SQLite in WAL mode lets
-//! both read and write at once).
+//! the store of the given config (the gateway may be running: SQLite in WAL mode lets both
+//! read and write at once, and PostgreSQL is shared by design).
 
 use std::process::ExitCode;
 
 use anyhow::Context;
-use sandgate_store::ExecutionRecord;
+use sandgate_store::{ExecutionRecord, StoreHandle};
 
 use super::args::ConfigArg;
 use crate::setup;
@@ -36,15 +36,15 @@ pub enum ExecutionsCommand {
     },
 }
 
-pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
+pub async fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
     match command {
         ExecutionsCommand::List {
             config,
             limit,
             json,
         } => {
-            let store = open(&config)?;
-            let records = store.list(limit)?;
+            let store = open(&config).await?;
+            let records = store.list(limit).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&records)?);
                 return Ok(ExitCode::SUCCESS);
@@ -85,10 +85,10 @@ pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ExecutionsCommand::Show { config, id, json } => {
-            let store = open(&config)?;
-            let id = whole_id(&store, &id)?;
-            let record = store.get(&id)?;
-            let output = store.output_for_operator(&id).ok();
+            let store = open(&config).await?;
+            let id = whole_id(&store, &id).await?;
+            let record = store.get(&id).await?;
+            let output = store.output_any_owner(&id).await.ok();
             if json {
                 let value = serde_json::json!({"execution": record, "stored_output": output});
                 println!("{}", serde_json::to_string_pretty(&value)?);
@@ -107,11 +107,11 @@ pub fn run(command: ExecutionsCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// The id `typed` starts (a whole id is taken as it is); an error names what matched.
-fn whole_id(store: &sandgate_store::Store, typed: &str) -> anyhow::Result<String> {
-    if store.get(typed).is_ok() {
+async fn whole_id(store: &StoreHandle, typed: &str) -> anyhow::Result<String> {
+    if store.get(typed).await.is_ok() {
         return Ok(typed.to_string());
     }
-    let found = store.ids_starting_with(typed, 6)?;
+    let found = store.ids_starting_with(typed, 6).await?;
     match found.as_slice() {
         [one] => Ok(one.clone()),
         [] => anyhow::bail!(
@@ -130,17 +130,19 @@ fn whole_id(store: &sandgate_store::Store, typed: &str) -> anyhow::Result<String
     }
 }
 
-fn open(config: &ConfigArg) -> anyhow::Result<sandgate_store::Store> {
+async fn open(config: &ConfigArg) -> anyhow::Result<StoreHandle> {
     let config = setup::load_config(config.config.as_deref())?;
-    let path = setup::store_path(&config)
-        .context("no store file: set [store] path in the config (or HOME)")?;
-    if !path.exists() {
-        anyhow::bail!(
-            "no store at {} yet: it is created when `sandgate serve` first runs with this config",
-            path.display()
-        );
+    if config.store.backend == sandgate_config::StoreBackend::Sqlite {
+        let path = setup::store_path(&config)
+            .context("no store file: set [store] path in the config (or HOME)")?;
+        if !path.exists() {
+            anyhow::bail!(
+                "no store at {} yet: it is created when `sandgate serve` first runs with this config",
+                path.display()
+            );
+        }
     }
-    setup::open_store(&config)
+    setup::store_handle(&config).await
 }
 
 fn print_record(r: &ExecutionRecord) {

@@ -82,7 +82,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         )
         .await;
     manager.stop(std::time::Duration::from_secs(5)).await;
-    record(&config, &id, started_at_ms, &code, &result, &view.catalog);
+    if let Some(store) = gateway.chain_store() {
+        record(&store, &id, started_at_ms, &code, &result, &view.catalog).await;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
@@ -95,19 +97,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Records the run like a `call_tool_chain` execution (`sandgate executions list` shows it),
-/// when the store can be opened; a run is never failed for its record.
-fn record(
-    config: &sandgate_config::Config,
+/// Records the run like a `call_tool_chain` execution (`sandgate executions list` shows it);
+/// a run is never failed for its record.
+async fn record(
+    store: &sandgate_store::StoreHandle,
     id: &str,
     started_at_ms: i64,
     code: &str,
     result: &ExecutionResult,
     catalog: &sandgate_catalog::Catalog,
 ) {
-    let Ok(mut store) = crate::setup::open_store(config) else {
-        return;
-    };
     let output_bytes = result
         .value
         .as_ref()
@@ -135,7 +134,8 @@ fn record(
         shown: Some(render(result)),
         error_line: result.error.as_ref().and_then(|e| e.line),
     };
-    if let Err(e) = store.record(&record) {
+    store.record(record);
+    if let Err(e) = store.flush().await {
         tracing::warn!("the run was not recorded: {e}");
     }
 }

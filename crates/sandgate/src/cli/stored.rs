@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use sandgate_gateway::stored;
 use sandgate_policy::Access;
-use sandgate_store::{Store, StoreError};
+use sandgate_store::StoreError;
 
 use super::args::ConfigArg;
 use crate::setup;
@@ -26,7 +26,7 @@ pub enum Change {
 }
 
 /// Registers `file` as a new version (of tool `name`, else the file's stem), for `profile`.
-pub fn put(
+pub async fn put(
     change: Change,
     file: &Path,
     name: Option<String>,
@@ -71,8 +71,8 @@ pub fn put(
             return Ok(ExitCode::from(1));
         }
     };
-    let mut store = open(&config)?;
-    let exists = store.tool(&name).is_ok();
+    let store = setup::store_handle(&config).await?;
+    let exists = store.tool(&name).await.is_ok();
     match (change, exists) {
         (Change::Add, true) => {
             eprintln!(
@@ -90,7 +90,9 @@ pub fn put(
         }
         _ => {}
     }
-    let version = store.put_tool(&name, &registration.code, &registration.meta_json, profile)?;
+    let version = store
+        .put_tool_as_operator(&name, &registration.code, &registration.meta_json, profile)
+        .await?;
     println!("user.{name} is at version {version}");
     for warning in &registration.warnings {
         eprintln!("warning: {warning}");
@@ -115,9 +117,9 @@ pub enum Query {
     Export { name: String, version: Option<u32> },
 }
 
-pub fn query(query: Query, config: &ConfigArg) -> anyhow::Result<ExitCode> {
+pub async fn query(query: Query, config: &ConfigArg) -> anyhow::Result<ExitCode> {
     let config = setup::load_config(config.config.as_deref())?;
-    let mut store = open(&config)?;
+    let store = setup::store_handle(&config).await?;
     let found = |r: Result<(), StoreError>| -> anyhow::Result<ExitCode> {
         match r {
             Ok(()) => Ok(ExitCode::SUCCESS),
@@ -130,7 +132,7 @@ pub fn query(query: Query, config: &ConfigArg) -> anyhow::Result<ExitCode> {
     };
     match query {
         Query::List => {
-            let tools = store.tools()?;
+            let tools = store.tools().await?;
             if tools.is_empty() {
                 println!(
                     "No stored tools. `sandgate tools add FILE.ts` registers one (examples/tools/ has some)."
@@ -152,19 +154,19 @@ pub fn query(query: Query, config: &ConfigArg) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Query::Show { name, version } => found((|| {
+        Query::Show { name, version } => found(async {
             let tool = match version {
-                Some(v) => store.tool_version(&name, v)?,
-                None => store.tool(&name)?,
+                Some(v) => store.tool_version(&name, v).await?,
+                None => store.tool(&name).await?,
             };
             println!(
                 "user.{} version {} (registered by profile `{}`)\nmeta: {}\n\n{}",
                 tool.name, tool.version, tool.owner, tool.meta, tool.code
             );
             Ok(())
-        })()),
-        Query::Versions { name } => found((|| {
-            for v in store.tool_versions(&name)? {
+        }.await),
+        Query::Versions { name } => found(async {
+            for v in store.tool_versions(&name).await? {
                 println!(
                     "v{:<4} {:<12} {}{}",
                     v.version,
@@ -174,41 +176,41 @@ pub fn query(query: Query, config: &ConfigArg) -> anyhow::Result<ExitCode> {
                 );
             }
             Ok(())
-        })()),
-        Query::Rollback { name, version } => found((|| {
-            store.rollback_tool(&name, version)?;
+        }.await),
+        Query::Rollback { name, version } => found(async {
+            store.rollback_tool(&name, version).await?;
             println!("user.{name} now points at version {version}");
             Ok(())
-        })()),
-        Query::Remove { name } => found((|| {
-            store.remove_tool(&name)?;
+        }.await),
+        Query::Remove { name } => found(async {
+            store.remove_tool_as_operator(&name).await?;
             println!(
                 "user.{name} is removed (its versions are kept; adding it again continues their numbering)"
             );
             Ok(())
-        })()),
-        Query::Export { name, version } => found((|| {
+        }.await),
+        Query::Export { name, version } => found(async {
             let tool = match version {
-                Some(v) => store.tool_version(&name, v)?,
-                None => store.tool(&name)?,
+                Some(v) => store.tool_version(&name, v).await?,
+                None => store.tool(&name).await?,
             };
             print!("{}", tool.code);
             Ok(())
-        })()),
+        }.await),
     }
 }
 
 /// Prints a tool file made from the code of execution `id`: its code as the tool's body, the
 /// backends it used taken from `ctx.tools`, the tools it called declared, and a skeleton
 /// `meta` to edit before `sandgate tools add`.
-pub fn promote(id: &str, name: &str, config: &ConfigArg) -> anyhow::Result<ExitCode> {
+pub async fn promote(id: &str, name: &str, config: &ConfigArg) -> anyhow::Result<ExitCode> {
     if let Some(problem) = stored::bad_name(name) {
         eprintln!("{problem}");
         return Ok(ExitCode::from(1));
     }
     let config = setup::load_config(config.config.as_deref())?;
-    let store = open(&config)?;
-    let record = match store.get(id) {
+    let store = setup::store_handle(&config).await?;
+    let record = match store.get(id).await {
         Ok(record) => record,
         Err(e) => {
             eprintln!("{e}");
@@ -272,8 +274,4 @@ fn tool_file_from(name: &str, id: &str, sent: &str, calls: &[sandgate_store::Cal
          export const meta = {{\n  description: \"TODO: say what {name} does\",\n  input: {{ type: \"object\", properties: {{}} }},\n  capabilities: {{ tools: [{declared}] }},\n}};\n\n\
          export default async function (input: any, ctx: any) {{\n{uses}{body}\n}}\n"
     )
-}
-
-fn open(config: &sandgate_config::Config) -> anyhow::Result<Store> {
-    setup::open_store(config)
 }

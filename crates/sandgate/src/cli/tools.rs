@@ -114,39 +114,45 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
     let config_arg = match command {
         ToolsCommand::List(ref c) => c,
         ToolsCommand::Search { ref config, .. } | ToolsCommand::Info { ref config, .. } => config,
-        ToolsCommand::Add(a) => return put(Change::Add, &a.file, a.name, &a.profile, &a.config),
+        ToolsCommand::Add(a) => {
+            return put(Change::Add, &a.file, a.name, &a.profile, &a.config).await;
+        }
         ToolsCommand::Update(a) => {
-            return put(Change::Update, &a.file, a.name, &a.profile, &a.config);
+            return put(Change::Update, &a.file, a.name, &a.profile, &a.config).await;
         }
         ToolsCommand::Import(a) => {
-            return put(Change::Import, &a.file, a.name, &a.profile, &a.config);
+            return put(Change::Import, &a.file, a.name, &a.profile, &a.config).await;
         }
-        ToolsCommand::Remove { name, config } => return query(Query::Remove { name }, &config),
+        ToolsCommand::Remove { name, config } => {
+            return query(Query::Remove { name }, &config).await;
+        }
         ToolsCommand::Show {
             name,
             version,
             config,
-        } => return query(Query::Show { name, version }, &config),
-        ToolsCommand::Versions { name, config } => return query(Query::Versions { name }, &config),
+        } => return query(Query::Show { name, version }, &config).await,
+        ToolsCommand::Versions { name, config } => {
+            return query(Query::Versions { name }, &config).await;
+        }
         ToolsCommand::Rollback {
             name,
             version,
             config,
         } => {
-            return query(Query::Rollback { name, version }, &config);
+            return query(Query::Rollback { name, version }, &config).await;
         }
         ToolsCommand::Export {
             name,
             version,
             config,
-        } => return query(Query::Export { name, version }, &config),
-        ToolsCommand::Stored(config) => return query(Query::List, &config),
+        } => return query(Query::Export { name, version }, &config).await,
+        ToolsCommand::Stored(config) => return query(Query::List, &config).await,
         ToolsCommand::Promote {
             execution_id,
             name,
             config,
         } => {
-            return super::stored::promote(&execution_id, &name, &config);
+            return super::stored::promote(&execution_id, &name, &config).await;
         }
     };
     let config = setup::load_config(config_arg.config.as_deref())?;
@@ -154,8 +160,8 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
     setup::wait_for_backends(&config, &manager).await?;
     // Stored tools are listed and searched beside the backends', as `user.<name>`.
     let mut specs = manager.tools();
-    if let Ok(store) = setup::open_store(&config) {
-        let stored = sandgate_gateway::stored::load(store.tools().unwrap_or_default());
+    if let Ok(store) = setup::store_handle(&config).await {
+        let stored = sandgate_gateway::stored::load(store.tools().await.unwrap_or_default());
         specs.extend(stored.values().map(|tool| tool.spec()));
     }
     let catalog = Catalog::new(specs);

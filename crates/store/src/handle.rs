@@ -1,0 +1,294 @@
+//! The one door to the store: [`StoreHandle`], whichever engine is behind it. The embedded
+//! SQLite engine (one machine) or PostgreSQL (replicas that share one store) answer the same
+//! typed methods, and one test suite runs against both (`tests/engines.rs`), so the gateway
+//! never knows which it has.
+//!
+//! Records are sent and forgotten, so recording never slows an execution, and a read of
+//! records sees every record sent before it through the same handle. An output comes back as
+//! a [`Commit`] to wait for: a response names an output only once it is written.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::postgres::PgStore;
+use crate::sqlite_queue::SqliteQueue;
+use crate::tools::Changer;
+use crate::{
+    ExecutionRecord, OutputSlice, RecordFilter, Retention, Stats, Store, StoreError, StoredTool,
+    ToolVersion,
+};
+
+/// A cheap, cloneable handle to the store.
+#[derive(Debug, Clone)]
+pub struct StoreHandle {
+    engine: Engine,
+}
+
+#[derive(Debug, Clone)]
+enum Engine {
+    Sqlite(SqliteQueue),
+    Postgres(Arc<PgStore>),
+}
+
+/// Runs `$work` on the SQLite thread with the store as `$s`, or `$pg` on PostgreSQL with the
+/// engine as `$p`.
+macro_rules! dispatch {
+    ($self:ident, |$s:ident| $work:expr, |$p:ident| $pg:expr) => {
+        match &$self.engine {
+            Engine::Sqlite(queue) => queue.run(move |$s| $work).await,
+            Engine::Postgres($p) => $pg.await,
+        }
+    };
+}
+
+impl StoreHandle {
+    /// Moves the SQLite `store` to its own thread and returns the handle to it.
+    pub fn spawn(store: Store) -> Result<StoreHandle, StoreError> {
+        Ok(StoreHandle {
+            engine: Engine::Sqlite(SqliteQueue::spawn(store)?),
+        })
+    }
+
+    /// Connects to PostgreSQL at `url` (see [`PgStore::connect`]) and migrates it.
+    pub async fn postgres(
+        url: &str,
+        ca_file: Option<&Path>,
+        retention: Retention,
+    ) -> Result<StoreHandle, StoreError> {
+        Ok(StoreHandle {
+            engine: Engine::Postgres(PgStore::connect(url, ca_file, retention).await?),
+        })
+    }
+
+    /// Which engine this is: `sqlite` or `postgres`.
+    pub fn engine(&self) -> &'static str {
+        match self.engine {
+            Engine::Sqlite(_) => "sqlite",
+            Engine::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Records an execution, without waiting.
+    pub fn record(&self, record: ExecutionRecord) {
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.record(record),
+            Engine::Postgres(pg) => pg.record(record),
+        }
+    }
+
+    /// Keeps a full output. A read sent afterwards sees it; the [`Commit`] says when it is
+    /// written.
+    pub fn save_output(&self, id: String, body: String) -> Commit {
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.save_output(id, body),
+            Engine::Postgres(pg) => {
+                let (reply, answer) = oneshot::channel();
+                let pg = pg.clone();
+                tokio::spawn(async move {
+                    let _ = reply.send(pg.save_output(&id, &body).await);
+                });
+                Commit(answer)
+            }
+        }
+    }
+
+    /// The whole stored output `id`.
+    pub async fn output(&self, id: &str) -> Result<String, StoreError> {
+        let id = id.to_string();
+        dispatch!(self, |s| s.output(&id), |p| p.output(&id))
+    }
+
+    /// The whole stored output `id`, whoever's it is: for the operator and admin profiles.
+    pub async fn output_any_owner(&self, id: &str) -> Result<String, StoreError> {
+        let id = id.to_string();
+        dispatch!(self, |s| s.output_for_operator(&id), |p| p
+            .output_for_operator(&id))
+    }
+
+    /// A byte range of a stored output, on character boundaries.
+    pub async fn output_range(
+        &self,
+        id: &str,
+        offset: usize,
+        length: Option<usize>,
+    ) -> Result<OutputSlice, StoreError> {
+        let id = id.to_string();
+        dispatch!(self, |s| s.output_range(&id, offset, length), |p| p
+            .output_range(&id, offset, length))
+    }
+
+    /// The most recent executions.
+    pub async fn list(&self, limit: usize) -> Result<Vec<ExecutionRecord>, StoreError> {
+        dispatch!(self, |s| s.list(limit), |p| p.list(limit))
+    }
+
+    /// The most recent executions that match `filter`.
+    pub async fn list_matching(
+        &self,
+        filter: RecordFilter,
+        limit: usize,
+    ) -> Result<Vec<ExecutionRecord>, StoreError> {
+        dispatch!(self, |s| s.list_matching(&filter, limit), |p| p
+            .list_matching(&filter, limit))
+    }
+
+    /// The ids of executions that start with `prefix`, newest first.
+    pub async fn ids_starting_with(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let prefix = prefix.to_string();
+        dispatch!(self, |s| s.ids_starting_with(&prefix, limit), |p| p
+            .ids_starting_with(&prefix, limit))
+    }
+
+    /// One execution with its calls.
+    pub async fn get(&self, id: &str) -> Result<ExecutionRecord, StoreError> {
+        let id = id.to_string();
+        dispatch!(self, |s| s.get(&id), |p| p.get(&id))
+    }
+
+    /// Execution statistics: of every profile (`None`), or of one.
+    pub async fn stats(&self, profile: Option<&str>) -> Result<Stats, StoreError> {
+        let profile = profile.map(str::to_string);
+        dispatch!(self, |s| s.stats(profile.as_deref()), |p| p
+            .stats(profile.as_deref()))
+    }
+
+    /// How many distinct codes are kept.
+    pub async fn code_count(&self) -> Result<u64, StoreError> {
+        dispatch!(self, |s| s.code_count(), |p| p.code_count())
+    }
+
+    /// Deletes expired outputs and the records past the cap now.
+    pub async fn prune(&self) -> Result<(), StoreError> {
+        dispatch!(self, |s| s.prune(), |p| p.prune())
+    }
+
+    /// Waits until every record sent before this call is written.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.flush().await,
+            Engine::Postgres(pg) => pg.flush().await,
+        }
+    }
+
+    /// Every stored tool a name points at, by name.
+    pub async fn tools(&self) -> Result<Vec<StoredTool>, StoreError> {
+        dispatch!(self, |s| s.tools(), |p| p.tools())
+    }
+
+    /// The version stored tool `name` points at.
+    pub async fn tool(&self, name: &str) -> Result<StoredTool, StoreError> {
+        let name = name.to_string();
+        dispatch!(self, |s| s.tool(&name), |p| p.tool(&name))
+    }
+
+    /// Version `version` of stored tool `name`, current or not.
+    pub async fn tool_version(&self, name: &str, version: u32) -> Result<StoredTool, StoreError> {
+        let name = name.to_string();
+        dispatch!(self, |s| s.tool_version(&name, version), |p| p
+            .tool_version(&name, version))
+    }
+
+    /// The history of stored tool `name`, oldest first.
+    pub async fn tool_versions(&self, name: &str) -> Result<Vec<ToolVersion>, StoreError> {
+        let name = name.to_string();
+        dispatch!(self, |s| s.tool_versions(&name), |p| p.tool_versions(&name))
+    }
+
+    /// Adds a new version of stored tool `name` for profile `owner` and points the name at
+    /// it; refused when the name points at another profile's tool. Returns the version.
+    pub async fn put_tool(
+        &self,
+        name: &str,
+        code: &str,
+        meta: &str,
+        owner: &str,
+    ) -> Result<u32, StoreError> {
+        let (name, code, meta, owner) = (
+            name.to_string(),
+            code.to_string(),
+            meta.to_string(),
+            owner.to_string(),
+        );
+        dispatch!(
+            self,
+            |s| s.put_tool_by(&name, &code, &meta, &owner, Changer::by(&owner, false)),
+            |p| p.put_tool_by(&name, &code, &meta, &owner, Changer::by(&owner, false))
+        )
+    }
+
+    /// As [`StoreHandle::put_tool`], for the operator at the machine: never refused for who
+    /// registered the name before.
+    pub async fn put_tool_as_operator(
+        &self,
+        name: &str,
+        code: &str,
+        meta: &str,
+        owner: &str,
+    ) -> Result<u32, StoreError> {
+        let (name, code, meta, owner) = (
+            name.to_string(),
+            code.to_string(),
+            meta.to_string(),
+            owner.to_string(),
+        );
+        dispatch!(
+            self,
+            |s| s.put_tool_by(&name, &code, &meta, &owner, Changer::Operator),
+            |p| p.put_tool_by(&name, &code, &meta, &owner, Changer::Operator)
+        )
+    }
+
+    /// Removes stored tool `name` (its versions stay), for the operator.
+    pub async fn remove_tool_as_operator(&self, name: &str) -> Result<(), StoreError> {
+        let name = name.to_string();
+        dispatch!(self, |s| s.remove_tool_by(&name, Changer::Operator), |p| p
+            .remove_tool_by(&name, Changer::Operator))
+    }
+
+    /// Points stored tool `name` at an earlier `version`.
+    pub async fn rollback_tool(&self, name: &str, version: u32) -> Result<(), StoreError> {
+        let name = name.to_string();
+        dispatch!(self, |s| s.rollback_tool(&name, version), |p| p
+            .rollback_tool(&name, version))
+    }
+
+    /// Removes stored tool `name` (its versions stay), for `profile`: refused when another
+    /// profile registered it, unless `admin`.
+    pub async fn remove_tool(
+        &self,
+        name: &str,
+        profile: &str,
+        admin: bool,
+    ) -> Result<(), StoreError> {
+        let (name, profile) = (name.to_string(), profile.to_string());
+        dispatch!(
+            self,
+            |s| s.remove_tool_by(&name, Changer::by(&profile, admin)),
+            |p| p.remove_tool_by(&name, Changer::by(&profile, admin))
+        )
+    }
+
+    /// A number that moves when the stored tools change, by this process or another (the
+    /// CLI, another replica): read it, and read the stored tools again only when it moved.
+    pub async fn change_mark(&self) -> Result<i64, StoreError> {
+        dispatch!(self, |s| s.data_version(), |p| p.change_mark())
+    }
+}
+
+/// An output on its way to the store.
+#[derive(Debug)]
+#[must_use = "a response names an output only once it is committed"]
+pub struct Commit(pub(crate) oneshot::Receiver<Result<(), StoreError>>);
+
+impl Commit {
+    /// Waits until the write is done, and says whether it succeeded.
+    pub async fn committed(self) -> Result<(), StoreError> {
+        self.0.await.map_err(|_| StoreError::Closed)?
+    }
+}
