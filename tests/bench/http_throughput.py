@@ -8,7 +8,9 @@ the same machine.
 
 LOAD=tier1 (the default: `{"tool": "everything.echo", ...}`, the JSON tier) or LOAD=script (the
 same call as TypeScript forced through the sandbox); ERAS=2026-07-28 for one era; VS=<binary>
-runs a second build in alternating rounds (ROUNDS, default 2) for side-by-side figures.
+runs a second build in alternating rounds (ROUNDS, default 2) for side-by-side figures;
+VS_STORE=<postgres URL> runs the same build a second time with `[store] backend = "postgres"`
+on that server (a database of its own per run), against its SQLite store.
 
 Prints one line per (build, era, clients): requests/s, p50 and p99 latency, errors, and the
 gateway's CPU per request: the user and system time of the gateway process (all its threads;
@@ -141,6 +143,13 @@ def measure(port: int, era: str, clients: int, seconds: float, pid: int) -> str:
             f" {per_request:5.0f} µs CPU/request")
 
 
+def fresh_database(admin_url: str) -> str:
+    """A new database on the server at `admin_url` (psql), as a URL with sslmode=disable."""
+    name = f"bench_{os.getpid()}_{int(time.time() * 1000)}"
+    subprocess.run(["psql", admin_url, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
+    return admin_url.rsplit("/", 1)[0] + f"/{name}?sslmode=disable"
+
+
 def start(binary: str, config: Path) -> tuple[subprocess.Popen, int]:
     """`binary serve --http` on a free loopback port; its process and port. A build older than
     bearer tokens (`5b77dca`) refuses `[[http.tokens]]`: it runs without them, and says so."""
@@ -167,6 +176,8 @@ def main():
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5
     counts = [int(c) for c in sys.argv[3:]] or [1, 10, 50, 200]
     builds = [binary] + ([os.environ["VS"]] if os.environ.get("VS") else [])
+    if os.environ.get("VS_STORE"):
+        builds = [binary, binary + " (postgres)"]
     rounds = int(os.environ.get("ROUNDS", "2")) if len(builds) > 1 else 1
     configs = {}
     for build in builds:
@@ -175,9 +186,11 @@ def main():
         configs[build] = write_config(tmp, "toml", {"everything": reference_servers(tmp)["everything"]})
         with configs[build].open("a") as out:
             out.write(f'\n[[http.tokens]]\ntoken = "{TOKEN}"\nprofile = "default"\n')
+            if build.endswith(" (postgres)"):
+                out.write(f'\n[store]\nbackend = "postgres"\nurl = "{fresh_database(os.environ["VS_STORE"])}"\n')
     for round_ in range(1, rounds + 1):
         for build in builds:
-            proc, port = start(build, configs[build])
+            proc, port = start(build.removesuffix(" (postgres)"), configs[build])
             try:
                 for era in os.environ.get("ERAS", "2025-11-25,2026-07-28").split(","):
                     for clients in counts:

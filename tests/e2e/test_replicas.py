@@ -41,10 +41,13 @@ def fresh_database(label: str) -> str:
 def replica_config(tmp_path, url: str):
     os.environ.update({"REPLICA_DATABASE_URL": url, "REPLICA_TOKEN_A": TOKEN_A, "REPLICA_TOKEN_B": TOKEN_B})
     config = tmp_path / "sandgate.toml"
+    ca = os.environ.get("SANDGATE_TEST_DATABASE_CA")
+    ca_line = f"ca_file = {json.dumps(ca)}" if ca else ""
     config.write_text(f"""
 [store]
 backend = "postgres"
 url = "${{REPLICA_DATABASE_URL}}"
+{ca_line}
 
 [servers.fake]
 command = {json.dumps(sys.executable)}
@@ -129,3 +132,24 @@ async def test_a_tool_registered_on_one_replica_runs_on_the_other_and_outputs_ar
     migrated = subprocess.run([SANDGATE, "migrate", "--config", str(config)],
                               capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
     assert migrated.returncode == 0 and "postgres" in migrated.stdout, migrated.stderr
+
+
+async def test_a_profiles_execution_rate_is_one_limit_across_replicas(tmp_path):
+    config = replica_config(tmp_path, fresh_database("rates"))
+    config.write_text(config.read_text().replace(
+        "[profiles.other]\ntools = [\"*\"]",
+        "[profiles.other]\ntools = [\"*\"]\nlimits = { executions_per_minute = 4 }"))
+    one = HttpServer(config, token=TOKEN_B)
+    two = HttpServer(config, token=TOKEN_B)
+    try:
+        async with Client(one.target(), mode="2026-07-28") as a, Client(two.target(), mode="2026-07-28") as b:
+            answers = []
+            for i in range(8):
+                client = a if i % 2 == 0 else b
+                answers.append(await client.call_tool("call_tool_chain", {"code": f"return {i}"}))
+            refused = [text_of(r) for r in answers if r.is_error]
+            assert len(refused) == 4, [text_of(r)[:120] for r in answers]
+            assert all("may start 4 executions a minute" in said and "Retry in" in said for said in refused), refused
+    finally:
+        one.close()
+        two.close()

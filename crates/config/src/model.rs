@@ -121,6 +121,19 @@ pub enum StoreBackend {
     Postgres,
 }
 
+/// What a rate limit shared through the store does while the store cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateLimitFallback {
+    /// Each replica counts alone meanwhile: never unlimited, at most the limit once per
+    /// replica, and no refusal for a fault that is not the caller's.
+    #[default]
+    Local,
+    /// Admit everything meanwhile.
+    Open,
+    /// Refuse what the limit covers meanwhile.
+    Closed,
+}
+
 /// Settings of the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreConfig {
@@ -133,6 +146,8 @@ pub struct StoreConfig {
     /// A PEM file of the CA that signed the PostgreSQL server's certificate, when it is not
     /// one the system trusts.
     pub ca_file: Option<PathBuf>,
+    /// What shared rate limits do while PostgreSQL cannot be reached.
+    pub rate_limit_when_unreachable: RateLimitFallback,
     /// Hours a stored full output stays readable.
     pub output_retention_hours: u64,
     /// Execution records kept.
@@ -149,6 +164,7 @@ impl Default for StoreConfig {
             path: None,
             url: None,
             ca_file: None,
+            rate_limit_when_unreachable: RateLimitFallback::Local,
             output_retention_hours: DEFAULT_OUTPUT_RETENTION_HOURS,
             max_records: DEFAULT_MAX_RECORDS,
             record_arguments: false,

@@ -410,6 +410,21 @@ fn the_store_is_sqlite_by_default_and_postgres_takes_a_url_from_the_environment(
     )
     .expect("loads");
     assert_eq!(pg.store.backend, sandgate_config::StoreBackend::Postgres);
+    assert_eq!(
+        pg.store.rate_limit_when_unreachable,
+        sandgate_config::RateLimitFallback::Local,
+        "each replica counts alone while the database is away, unless told otherwise"
+    );
+    let closed = parse_str(
+        "[store]\nbackend = \"postgres\"\nurl = \"x\"\nrate_limit_when_unreachable = \"closed\"\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("loads");
+    assert_eq!(
+        closed.store.rate_limit_when_unreachable,
+        sandgate_config::RateLimitFallback::Closed
+    );
     let resolved = pg
         .resolved(&|var| (var == "DATABASE_URL").then(|| "postgres://db/x".to_string()))
         .expect("resolves");
@@ -429,6 +444,10 @@ fn the_store_is_sqlite_by_default_and_postgres_takes_a_url_from_the_environment(
             "add backend = \"postgres\"",
         ),
         ("[store]\nbackend = \"mysql\"\n", "\"sqlite\" (one machine"),
+        (
+            "[store]\nrate_limit_when_unreachable = \"maybe\"\n",
+            "\"local\" (each replica counts alone",
+        ),
         (
             "[store]\nbackend = \"postgres\"\nurl = \"x\"\npath = \"s.db\"\n",
             "remove path",

@@ -1,10 +1,15 @@
-//! Per-profile execution rates (`limits.executions_per_minute`): a sliding window of start
-//! times per profile, so one busy profile is slowed without touching the others.
+//! Per-profile execution rates (`limits.executions_per_minute`), so one busy profile is slowed
+//! without touching the others. With a shared store (PostgreSQL) the rate is one limit for
+//! every replica, kept in the store (GCRA on the database's clock); otherwise, or while the
+//! store cannot be reached and `[store] rate_limit_when_unreachable = "local"`, a sliding
+//! window of start times in this process.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
+use sandgate_config::RateLimitFallback;
 use sandgate_policy::Profile;
+use sandgate_store::{Admitted, StoreHandle};
 
 const WINDOW: Duration = Duration::from_secs(60);
 
@@ -33,31 +38,73 @@ impl Rates {
     }
 }
 
-/// Start times per profile, shared by every request.
+/// Start times per profile, shared by every request, and what to do when the shared store
+/// cannot be asked.
 #[derive(Debug, Default)]
 pub(crate) struct Admission {
     rates: std::sync::Mutex<Rates>,
+    fallback: RateLimitFallback,
 }
 
 impl Admission {
-    /// Admits one execution of `profile`, or says why not and when to retry.
-    pub(crate) fn admit_execution(&self, profile: &Profile) -> Result<(), String> {
+    pub(crate) fn new(fallback: RateLimitFallback) -> Admission {
+        Admission {
+            rates: Default::default(),
+            fallback,
+        }
+    }
+
+    /// Admits one execution of `profile` (across replicas when `store` is shared), or says
+    /// why not and when to retry.
+    pub(crate) async fn admit_execution(
+        &self,
+        profile: &Profile,
+        store: Option<&StoreHandle>,
+    ) -> Result<(), String> {
         let Some(per_minute) = profile.limits.executions_per_minute else {
             return Ok(());
         };
+        let busy = |wait: Duration| {
+            format!(
+                "busy: profile `{}` may start {per_minute} executions a minute ({}.limits.executions_per_minute in {}), and has. Retry in {:.1} s.",
+                profile.name,
+                profile.key,
+                profile.file,
+                wait.as_secs_f64()
+            )
+        };
+        let key = format!("executions:{}", profile.name);
+        if let Some(shared) = store.filter(|s| s.is_shared()) {
+            match shared.admit_shared(&key, per_minute).await {
+                Some(Ok(Admitted::Yes)) => return Ok(()),
+                Some(Ok(Admitted::No { retry_in })) => return Err(busy(retry_in)),
+                Some(Err(e)) => match self.fallback {
+                    RateLimitFallback::Open => {
+                        tracing::warn!(
+                            "the shared rate limit could not be checked, so it is not applied: {e}"
+                        );
+                        return Ok(());
+                    }
+                    RateLimitFallback::Closed => {
+                        return Err(format!(
+                            "busy: profile `{}` has a shared rate limit that cannot be checked now ({e}); [store] rate_limit_when_unreachable = \"closed\" refuses meanwhile. Retry in a few seconds.",
+                            profile.name
+                        ));
+                    }
+                    RateLimitFallback::Local => {
+                        tracing::warn!(
+                            "the shared rate limit could not be checked; this replica counts alone meanwhile: {e}"
+                        );
+                    }
+                },
+                None => {}
+            }
+        }
         self.rates
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .admit(&profile.name, per_minute, Instant::now())
-            .map_err(|wait| {
-                format!(
-                    "busy: profile `{}` may start {per_minute} executions a minute ({}.limits.executions_per_minute in {}), and has. Retry in {:.1} s.",
-                    profile.name,
-                    profile.key,
-                    profile.file,
-                    wait.as_secs_f64()
-                )
-            })
+            .map_err(busy)
     }
 }
 

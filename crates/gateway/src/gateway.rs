@@ -43,6 +43,7 @@ pub struct GatewayBuilder {
     chain: Option<ChainRuntime>,
     startup_wait: Option<Duration>,
     expose_stored: bool,
+    rate_limit_fallback: sandgate_config::RateLimitFallback,
 }
 
 impl GatewayBuilder {
@@ -70,6 +71,13 @@ impl GatewayBuilder {
     /// (`[gateway] startup_wait`); written in the config, it also holds the first `tools/list`.
     pub fn startup_wait(mut self, wait: Option<Duration>) -> Self {
         self.startup_wait = wait;
+        self
+    }
+
+    /// What rate limits shared through the store do while it cannot be reached
+    /// (`[store] rate_limit_when_unreachable`).
+    pub fn rate_limit_fallback(mut self, fallback: sandgate_config::RateLimitFallback) -> Self {
+        self.rate_limit_fallback = fallback;
         self
     }
 
@@ -104,7 +112,7 @@ impl GatewayBuilder {
             chain: self.chain,
             clients: Clients::default(),
             notice: Notice::default(),
-            admission: Admission::default(),
+            admission: Admission::new(self.rate_limit_fallback),
             metrics,
             expose_stored: AtomicBool::new(self.expose_stored),
             started: Instant::now(),
@@ -187,6 +195,7 @@ impl Gateway {
             chain: None,
             startup_wait: None,
             expose_stored: false,
+            rate_limit_fallback: Default::default(),
         }
     }
 
@@ -455,10 +464,11 @@ impl Gateway {
     }
 
     /// Keeps the stored tools in step with the store: loads them before returning (so the
-    /// first caller already sees them), then every second asks whether another connection (the
-    /// CLI's, another gateway's) committed to the file since the last read (SQLite's
-    /// `data_version`, one page read), and only then reads the tools and reloads them if they
-    /// changed. This gateway's own changes (`register_tool`, `remove_tool`) reload at once and
+    /// first caller already sees them), then every second, and at once when a shared store
+    /// announces a change (PostgreSQL's LISTEN/NOTIFY), asks whether another connection (the
+    /// CLI's, another gateway's or replica's) committed a change since the last read (SQLite's
+    /// `data_version`, one page read; PostgreSQL's change mark), and only then reads the tools
+    /// and reloads them if they changed. This gateway's own changes (`register_tool`, `remove_tool`) reload at once and
     /// never wait for the watch; its own records do not wake it.
     async fn watch_stored_tools(self: &Arc<Self>) {
         let Some(store) = self.chain_store() else {
@@ -472,10 +482,12 @@ impl Gateway {
         }
         let weak = Arc::downgrade(self);
         let stopping = self.stopping.clone();
+        let mut announced = store.changes();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    () = next_announcement(&mut announced) => {}
                     () = stopping.cancelled() => return,
                 }
                 if weak.strong_count() == 0 {
@@ -524,4 +536,15 @@ impl Gateway {
         self.return_memory_soon();
         self.clients.tools_changed().await;
     }
+}
+
+/// Waits for the next change a shared store announces; forever when it announces none.
+async fn next_announcement(announced: &mut Option<tokio::sync::watch::Receiver<u64>>) {
+    if let Some(changes) = announced {
+        if changes.changed().await.is_ok() {
+            return;
+        }
+        *announced = None;
+    }
+    std::future::pending::<()>().await
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use crate::postgres::PgStore;
+use crate::postgres::{Admitted, PgStore};
 use crate::sqlite_queue::SqliteQueue;
 use crate::tools::Changer;
 use crate::{
@@ -60,6 +60,35 @@ impl StoreHandle {
         Ok(StoreHandle {
             engine: Engine::Postgres(PgStore::connect(url, ca_file, retention).await?),
         })
+    }
+
+    /// Whether other processes share this store (PostgreSQL): what must hold across replicas,
+    /// as a rate limit, is then kept here rather than in the process.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.engine, Engine::Postgres(_))
+    }
+
+    /// Admits one event of `key` at `per_minute` a minute across every replica (see
+    /// `postgres::rates`); `None` when the store is not shared, and the process counts alone.
+    pub async fn admit_shared(
+        &self,
+        key: &str,
+        per_minute: u32,
+    ) -> Option<Result<Admitted, StoreError>> {
+        match &self.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(pg) => Some(pg.admit(key, per_minute).await),
+        }
+    }
+
+    /// A counter that moves when another replica announces a change to the stored tools (and
+    /// after the announcements could not be heard for a while); `None` for SQLite, whose
+    /// changes are seen by looking at [`StoreHandle::change_mark`].
+    pub fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match &self.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(pg) => Some(pg.changes()),
+        }
     }
 
     /// Which engine this is: `sqlite` or `postgres`.

@@ -24,6 +24,7 @@ mod tools;
 pub use error::StoreError;
 pub use handle::{Commit, StoreHandle};
 pub use outputs::{OutputSlice, slice};
+pub use postgres::Admitted;
 pub use records::{
     BackendStats, CallRow, ExecutionRecord, KEEP_SHOWN, MAX_CALL_ERROR_CHARS, MAX_SHOWN_BYTES,
     RecordFilter, Stats, TierStats,

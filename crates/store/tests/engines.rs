@@ -38,10 +38,11 @@ async fn engines(test: &str, retention: Retention) -> Vec<Engine> {
     let mut all = vec![sqlite];
     match postgres_url(test).await {
         Some(url) => {
-            let one = StoreHandle::postgres(&url, None, retention)
+            let ca = test_ca();
+            let one = StoreHandle::postgres(&url, ca.as_deref(), retention)
                 .await
                 .expect("connects");
-            let other = StoreHandle::postgres(&url, None, retention)
+            let other = StoreHandle::postgres(&url, ca.as_deref(), retention)
                 .await
                 .expect("connects");
             all.push(Engine {
@@ -59,6 +60,11 @@ async fn engines(test: &str, retention: Retention) -> Vec<Engine> {
         ),
     }
     all
+}
+
+/// The CA of the test server's certificate (`scripts/test-postgres` makes one per run).
+fn test_ca() -> Option<std::path::PathBuf> {
+    std::env::var_os("SANDGATE_TEST_DATABASE_CA").map(std::path::PathBuf::from)
 }
 
 /// A fresh database for `test` on the test server, as a URL.
@@ -505,7 +511,7 @@ async fn replicas_that_start_together_migrate_once_and_a_newer_database_is_refus
     };
     let starting = (0..4).map(|_| {
         let url = url.clone();
-        async move { StoreHandle::postgres(&url, None, Retention::default()).await }
+        async move { StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default()).await }
     });
     for started in futures_join(starting).await {
         started.expect("every replica starts");
@@ -524,7 +530,7 @@ async fn replicas_that_start_together_migrate_once_and_a_newer_database_is_refus
         .execute("UPDATE sandgate_schema SET version = version + 1", &[])
         .await
         .expect("a newer sandgate's version");
-    let refused = StoreHandle::postgres(&url, None, Retention::default()).await;
+    let refused = StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default()).await;
     assert!(
         matches!(refused, Err(StoreError::TooNew { .. })),
         "{:?}",
@@ -614,7 +620,7 @@ async fn while_postgresql_is_away_a_commit_fails_and_records_wait_until_it_is_ba
     let proxy = Cuttable::before(std::net::SocketAddr::from(([127, 0, 0, 1], port))).await;
     let through = url.replacen(&format!(":{port}/"), &format!(":{}/", proxy.port), 1);
     assert_ne!(through, url, "the URL names the port");
-    let store = StoreHandle::postgres(&through, None, Retention::default())
+    let store = StoreHandle::postgres(&through, test_ca().as_deref(), Retention::default())
         .await
         .expect("connects through the proxy");
     let base = sandgate_store::now_ms();
@@ -660,4 +666,142 @@ async fn while_postgresql_is_away_a_commit_fails_and_records_wait_until_it_is_ba
         .committed()
         .await
         .expect("commits again");
+}
+
+#[tokio::test]
+async fn tls_is_used_when_the_server_offers_it_and_its_certificate_is_checked() {
+    let Some(url) = postgres_url("tls").await else {
+        assert!(
+            !std::env::var("SANDGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1"),
+            "SANDGATE_REQUIRE_POSTGRES=1 but SANDGATE_TEST_DATABASE_URL is not set"
+        );
+        eprintln!("tls: PostgreSQL skipped");
+        return;
+    };
+    let ca = test_ca().expect("SANDGATE_TEST_DATABASE_CA names the test server's CA");
+    let required = format!("{url}?sslmode=require");
+    StoreHandle::postgres(&required, Some(&ca), Retention::default())
+        .await
+        .expect("TLS with the server's CA");
+    // Without its CA the server's certificate is refused: TLS was spoken, and checked.
+    let refused = StoreHandle::postgres(&required, None, Retention::default())
+        .await
+        .map(|h| h.engine())
+        .expect_err("an unknown issuer")
+        .to_string();
+    assert!(
+        refused.contains("certificate") && refused.contains("ca_file"),
+        "{refused}"
+    );
+    // Asked for no TLS, none is attempted.
+    StoreHandle::postgres(
+        &format!("{url}?sslmode=disable"),
+        None,
+        Retention::default(),
+    )
+    .await
+    .expect("in the clear, as asked");
+}
+
+#[tokio::test]
+async fn a_shared_rate_admits_its_limit_across_replicas_and_no_more() {
+    let Some(url) = postgres_url("rates").await else {
+        assert!(
+            !std::env::var("SANDGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1"),
+            "SANDGATE_REQUIRE_POSTGRES=1 but SANDGATE_TEST_DATABASE_URL is not set"
+        );
+        eprintln!("rates: PostgreSQL skipped");
+        return;
+    };
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        replicas.push(
+            StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default())
+                .await
+                .expect("connects"),
+        );
+    }
+    // 100 attempts at once, spread over three replicas, against 30 a minute.
+    let attempts = (0..100).map(|i| {
+        let replica = replicas[i % 3].clone();
+        async move { replica.admit_shared("executions:p", 30).await }
+    });
+    let outcomes: Vec<sandgate_store::Admitted> = futures_join(attempts)
+        .await
+        .into_iter()
+        .map(|o| o.expect("shared").expect("answered"))
+        .collect();
+    let admitted = outcomes
+        .iter()
+        .filter(|o| **o == sandgate_store::Admitted::Yes)
+        .count();
+    assert_eq!(admitted, 30, "the limit holds across replicas, exactly");
+    let waits: Vec<Duration> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            sandgate_store::Admitted::No { retry_in } => Some(*retry_in),
+            sandgate_store::Admitted::Yes => None,
+        })
+        .collect();
+    assert!(
+        waits.iter().all(|w| *w <= Duration::from_millis(2100)),
+        "one admission frees every 2 s: {waits:?}"
+    );
+    // Another key is not slowed.
+    assert_eq!(
+        replicas[0]
+            .admit_shared("executions:q", 30)
+            .await
+            .expect("shared")
+            .expect("answered"),
+        sandgate_store::Admitted::Yes
+    );
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let again: Vec<_> = futures_join((0..3).map(|i| {
+        let replica = replicas[i].clone();
+        async move { replica.admit_shared("executions:p", 30).await }
+    }))
+    .await;
+    let freed = again
+        .into_iter()
+        .filter(|o| matches!(o, Some(Ok(sandgate_store::Admitted::Yes))))
+        .count();
+    assert_eq!(freed, 1, "after one interval, one more");
+    // SQLite counts in the process: not shared.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = StoreHandle::spawn(
+        Store::open(&dir.path().join("s.db"), Retention::default()).expect("opens"),
+    )
+    .expect("spawns");
+    assert!(sqlite.admit_shared("executions:p", 30).await.is_none());
+}
+
+#[tokio::test]
+async fn a_change_on_one_replica_is_announced_to_the_others() {
+    let Some(url) = postgres_url("announce").await else {
+        assert!(
+            !std::env::var("SANDGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1"),
+            "SANDGATE_REQUIRE_POSTGRES=1 but SANDGATE_TEST_DATABASE_URL is not set"
+        );
+        eprintln!("announce: PostgreSQL skipped");
+        return;
+    };
+    let one = StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default())
+        .await
+        .expect("connects");
+    let other = StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default())
+        .await
+        .expect("connects");
+    let mut heard = other.changes().expect("PostgreSQL announces changes");
+    // The listener's first connection counts as a change (nothing heard before it).
+    tokio::time::timeout(Duration::from_secs(5), heard.wait_for(|n| *n >= 1))
+        .await
+        .expect("listening")
+        .expect("the listener lives");
+    let before = *heard.borrow_and_update();
+    one.put_tool("t", "v1", "{}", "alice").await.expect("added");
+    tokio::time::timeout(Duration::from_secs(5), heard.wait_for(|n| *n > before))
+        .await
+        .expect("the other replica hears of the change")
+        .expect("the listener lives");
 }

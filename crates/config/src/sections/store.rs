@@ -14,6 +14,7 @@ const STORE_KEYS: &[&str] = &[
     "path",
     "url",
     "ca_file",
+    "rate_limit_when_unreachable",
     "output_retention_hours",
     "max_records",
     "record_arguments",
@@ -62,8 +63,27 @@ impl Walker<'_> {
                 "remove path (it is the SQLite file), or set backend = \"sqlite\"",
             ));
         }
+        let rate_limit_when_unreachable = match opt_string(
+            self,
+            "store.rate_limit_when_unreachable",
+            table.get("rate_limit_when_unreachable"),
+        )?
+        .as_deref()
+        {
+            None | Some("local") => RateLimitFallback::Local,
+            Some("open") => RateLimitFallback::Open,
+            Some("closed") => RateLimitFallback::Closed,
+            Some(other) => {
+                return Err(self.invalid(
+                    "store.rate_limit_when_unreachable",
+                    format!("is \"{other}\""),
+                    "use \"local\" (each replica counts alone meanwhile, the default), \"open\" or \"closed\"",
+                ));
+            }
+        };
         let mut store = StoreConfig {
             backend,
+            rate_limit_when_unreachable,
             url: url.map(Secret::from),
             ca_file: opt_string(self, "store.ca_file", table.get("ca_file"))?.map(PathBuf::from),
             path: opt_string(self, "store.path", table.get("path"))?.map(PathBuf::from),

@@ -125,7 +125,11 @@ pub async fn call_tool_chain(
         }
         caller.access = caller.access.narrowed_to(allow);
     }
-    if let Err(message) = gateway.admission().admit_execution(caller.access.profile()) {
+    if let Err(message) = gateway
+        .admission()
+        .admit_execution(caller.access.profile(), runtime.store.as_ref())
+        .await
+    {
         return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
     }
     let profile_limits = caller.access.profile().limits;

@@ -6,7 +6,9 @@
 //! own writes. Outputs and stored tools are written at once, and the caller waits for the
 //! commit.
 
+mod listen;
 mod outputs;
+mod rates;
 mod records;
 pub mod schema;
 mod tls;
@@ -16,8 +18,10 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
+pub use rates::Admitted;
+
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::{ExecutionRecord, Retention, StoreError};
 
@@ -30,6 +34,10 @@ pub struct PgStore {
     pool: Pool,
     retention: Retention,
     records: mpsc::UnboundedSender<Queued>,
+    /// Moves when another replica (or this one) announces a change (see `listen`).
+    changes: watch::Receiver<u64>,
+    /// Ends the listener when the store goes.
+    _stop_listening: oneshot::Sender<()>,
 }
 
 /// What the record writer takes.
@@ -55,9 +63,10 @@ impl PgStore {
         let manager_config = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         };
-        let manager = match tls::connector(url, ca_file)? {
-            Some(tls) => Manager::from_config(config, tls, manager_config),
-            None => Manager::from_config(config, tokio_postgres::NoTls, manager_config),
+        let tls = tls::connector(url, ca_file)?;
+        let manager = match tls.clone() {
+            Some(tls) => Manager::from_config(config.clone(), tls, manager_config),
+            None => Manager::from_config(config.clone(), tokio_postgres::NoTls, manager_config),
         };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
@@ -66,17 +75,30 @@ impl PgStore {
                 path: redacted(url),
                 message: e.to_string(),
             })?;
-        let mut client = pool.get().await.map_err(|e| StoreError::Open {
-            path: redacted(url),
-            message: format!("cannot connect: {e}"),
+        let mut client = pool.get().await.map_err(|e| {
+            let said = with_causes(&e);
+            let hint = if said.contains("certificate") {
+                ". The server's certificate is not one this machine trusts: set [store] ca_file to the PEM of the CA that signed it"
+            } else {
+                ""
+            };
+            StoreError::Open {
+                path: redacted(url),
+                message: format!("cannot connect: {said}{hint}"),
+            }
         })?;
         schema::migrate(&mut client).await?;
         drop(client);
         let (records, queue) = mpsc::unbounded_channel();
+        let (announce, changes) = watch::channel(0);
+        let (stop_listening, stop) = oneshot::channel();
+        tokio::spawn(listen::listen(config, tls, announce, stop));
         let store = Arc::new(PgStore {
             pool,
             retention,
             records,
+            changes,
+            _stop_listening: stop_listening,
         });
         tokio::spawn(records::write_queued(Arc::downgrade(&store), queue));
         store.prune().await?;
@@ -88,7 +110,12 @@ impl PgStore {
         self.pool
             .get()
             .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))
+            .map_err(|e| StoreError::Unavailable(with_causes(&e)))
+    }
+
+    /// A counter that moves when a change may have been made elsewhere: read the store again.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.clone()
     }
 
     /// Queues a record; it is written with the others that queued up.
@@ -104,6 +131,21 @@ impl PgStore {
             .map_err(|_| StoreError::Closed)?;
         written.await.map_err(|_| StoreError::Closed)
     }
+}
+
+/// An error and every error under it, as one line: a failed TLS handshake says why.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut said = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let text = inner.to_string();
+        if !said.contains(&text) {
+            said.push_str(": ");
+            said.push_str(&text);
+        }
+        cause = inner.source();
+    }
+    said
 }
 
 /// `url` without its password, for messages: in the user part of a URL, or as a

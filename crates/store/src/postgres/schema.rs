@@ -84,6 +84,12 @@ pub const MIGRATIONS: &[&str] = &[
         mark BIGINT NOT NULL
     );
     INSERT INTO stored_tool_changes (mark) VALUES (0);",
+    // 2: shared rate limits: each key's theoretical arrival time (GCRA), in seconds of the
+    // database's clock.
+    "CREATE TABLE rate_limits (
+        key TEXT PRIMARY KEY,
+        tat DOUBLE PRECISION NOT NULL
+    );",
 ];
 
 /// The schema version this build writes.

@@ -1,7 +1,7 @@
 //! TLS to PostgreSQL, with rustls: on unless the URL says `sslmode=disable`. With `prefer`
 //! (the default, as with libpq) a server without TLS is still reached in the clear; with
-//! `require` it is refused. The server's certificate is checked against the system's roots,
-//! and against `[store] ca_file` when the server's certificate comes from a private CA.
+//! `require` it is refused. Unlike libpq, the server's certificate is always checked: against
+//! the system's roots, and against `[store] ca_file` when it comes from a private CA.
 
 use std::path::Path;
 use std::str::FromStr;

@@ -1,7 +1,8 @@
 //! Stored tools on PostgreSQL: the same immutable versions and current pointers as the SQLite
 //! engine. Each change takes an advisory lock on the name for its transaction, so replicas
 //! that change one name at once take turns (two would otherwise pick the same next version),
-//! and moves the change mark every replica watches.
+//! moves the change mark every replica watches, and is announced to the listening replicas
+//! when it commits.
 
 use tokio_postgres::{Row, Transaction};
 
@@ -212,9 +213,15 @@ async fn point(tx: &Transaction<'_>, name: &str, version: i32) -> Result<(), Sto
     changed(tx).await
 }
 
+/// Moves the change mark, and tells every listening replica at commit.
 async fn changed(tx: &Transaction<'_>) -> Result<(), StoreError> {
     tx.execute("UPDATE stored_tool_changes SET mark = mark + 1", &[])
         .await?;
+    tx.execute(
+        "SELECT pg_notify($1, 'stored_tools')",
+        &[&super::listen::CHANNEL],
+    )
+    .await?;
     Ok(())
 }
 
