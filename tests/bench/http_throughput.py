@@ -186,8 +186,11 @@ def main():
         configs[build] = write_config(tmp, "toml", {"everything": reference_servers(tmp)["everything"]})
         with configs[build].open("a") as out:
             out.write(f'\n[[http.tokens]]\ntoken = "{TOKEN}"\nprofile = "default"\n')
-            if build.endswith(" (postgres)"):
-                out.write(f'\n[store]\nbackend = "postgres"\nurl = "{fresh_database(os.environ["VS_STORE"])}"\n')
+        if build.endswith(" (postgres)"):
+            text = configs[build].read_text()
+            url = fresh_database(os.environ["VS_STORE"])
+            configs[build].write_text(re.sub(r'\[store\]\npath = [^\n]*\n',
+                                             f'[store]\nbackend = "postgres"\nurl = "{url}"\n', text))
     for round_ in range(1, rounds + 1):
         for build in builds:
             proc, port = start(build.removesuffix(" (postgres)"), configs[build])
