@@ -238,17 +238,7 @@ impl StoreHandle {
         meta: &str,
         owner: &str,
     ) -> Result<u32, StoreError> {
-        let (name, code, meta, owner) = (
-            name.to_string(),
-            code.to_string(),
-            meta.to_string(),
-            owner.to_string(),
-        );
-        dispatch!(
-            self,
-            |s| s.put_tool_by(&name, &code, &meta, &owner, Changer::by(&owner, false)),
-            |p| p.put_tool_by(&name, &code, &meta, &owner, Changer::by(&owner, false))
-        )
+        self.put(name, code, meta, owner, true).await
     }
 
     /// As [`StoreHandle::put_tool`], for the operator at the machine: never refused for who
@@ -260,6 +250,17 @@ impl StoreHandle {
         meta: &str,
         owner: &str,
     ) -> Result<u32, StoreError> {
+        self.put(name, code, meta, owner, false).await
+    }
+
+    async fn put(
+        &self,
+        name: &str,
+        code: &str,
+        meta: &str,
+        owner: &str,
+        as_profile: bool,
+    ) -> Result<u32, StoreError> {
         let (name, code, meta, owner) = (
             name.to_string(),
             code.to_string(),
@@ -268,8 +269,8 @@ impl StoreHandle {
         );
         dispatch!(
             self,
-            |s| s.put_tool_by(&name, &code, &meta, &owner, Changer::Operator),
-            |p| p.put_tool_by(&name, &code, &meta, &owner, Changer::Operator)
+            |s| s.put_tool_by(&name, &code, &meta, &owner, changer(&owner, as_profile)),
+            |p| p.put_tool_by(&name, &code, &meta, &owner, changer(&owner, as_profile))
         )
     }
 
@@ -307,6 +308,15 @@ impl StoreHandle {
     /// CLI, another replica): read it, and read the stored tools again only when it moved.
     pub async fn change_mark(&self) -> Result<i64, StoreError> {
         dispatch!(self, |s| s.data_version(), |p| p.change_mark())
+    }
+}
+
+/// Who changes a stored tool: profile `owner`, or the operator.
+fn changer(owner: &str, as_profile: bool) -> Changer<'_> {
+    if as_profile {
+        Changer::by(owner, false)
+    } else {
+        Changer::Operator
     }
 }
 

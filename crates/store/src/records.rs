@@ -265,38 +265,18 @@ impl Store {
 
     /// Statistics over every execution on record (`profile: None`), or over one profile's.
     pub fn stats(&self, profile: Option<&str>) -> Result<Stats, StoreError> {
-        let tiers = self
-            .grouped_durations(
-                "SELECT tier, duration_ms, status != 'ok' FROM executions
+        let tiers = tier_stats(self.grouped_durations(
+            "SELECT tier, duration_ms, status != 'ok' FROM executions
                  WHERE ?1 IS NULL OR profile = ?1 ORDER BY tier, duration_ms",
-                profile,
-            )?
-            .into_iter()
-            .map(|(tier, durations, errors)| TierStats {
-                tier,
-                count: durations.len() as u64,
-                errors,
-                p50_ms: percentile(&durations, 0.5),
-                p95_ms: percentile(&durations, 0.95),
-            })
-            .collect();
-        let backends = self
-            .grouped_durations(
-                "SELECT c.backend, c.duration_ms, NOT c.ok FROM execution_calls c
+            profile,
+        )?);
+        let backends = backend_stats(self.grouped_durations(
+            "SELECT c.backend, c.duration_ms, NOT c.ok FROM execution_calls c
                  JOIN executions e ON e.id = c.execution_id
                  WHERE c.duration_ms IS NOT NULL AND (?1 IS NULL OR e.profile = ?1)
                  ORDER BY c.backend, c.duration_ms",
-                profile,
-            )?
-            .into_iter()
-            .map(|(backend, durations, failures)| BackendStats {
-                backend,
-                calls: durations.len() as u64,
-                failures,
-                p50_ms: percentile(&durations, 0.5),
-                p95_ms: percentile(&durations, 0.95),
-            })
-            .collect();
+            profile,
+        )?);
         let (executions, bytes_saved): (i64, i64) = self.conn.query_row(
             "SELECT COUNT(*), COALESCE(SUM(MAX(output_bytes - returned_bytes, 0)), 0) FROM executions
              WHERE ?1 IS NULL OR profile = ?1",
@@ -386,19 +366,52 @@ impl Store {
                 row.get::<_, bool>(2)?,
             ))
         })?;
-        let mut groups: Vec<(String, Vec<f64>, u64)> = Vec::new();
-        for row in rows {
-            let (group, ms, failed) = row?;
-            match groups.last_mut() {
-                Some((name, durations, failures)) if *name == group => {
-                    durations.push(ms);
-                    *failures += u64::from(failed);
-                }
-                _ => groups.push((group, vec![ms], u64::from(failed))),
-            }
-        }
-        Ok(groups)
+        Ok(grouped(rows.collect::<Result<Vec<_>, _>>()?))
     }
+}
+
+/// Rows of (group, duration, failed), ordered by group then duration, as each group's sorted
+/// durations and failure count. Both engines build their statistics with it.
+pub(crate) fn grouped(rows: Vec<(String, f64, bool)>) -> Vec<(String, Vec<f64>, u64)> {
+    let mut groups: Vec<(String, Vec<f64>, u64)> = Vec::new();
+    for (group, ms, failed) in rows {
+        match groups.last_mut() {
+            Some((name, durations, failures)) if *name == group => {
+                durations.push(ms);
+                *failures += u64::from(failed);
+            }
+            _ => groups.push((group, vec![ms], u64::from(failed))),
+        }
+    }
+    groups
+}
+
+/// Per-tier statistics from each tier's sorted durations and error count.
+pub(crate) fn tier_stats(groups: Vec<(String, Vec<f64>, u64)>) -> Vec<TierStats> {
+    groups
+        .into_iter()
+        .map(|(tier, durations, errors)| TierStats {
+            tier,
+            count: durations.len() as u64,
+            errors,
+            p50_ms: percentile(&durations, 0.5),
+            p95_ms: percentile(&durations, 0.95),
+        })
+        .collect()
+}
+
+/// Per-backend statistics from each backend's sorted call durations and failure count.
+pub(crate) fn backend_stats(groups: Vec<(String, Vec<f64>, u64)>) -> Vec<BackendStats> {
+    groups
+        .into_iter()
+        .map(|(backend, durations, failures)| BackendStats {
+            backend,
+            calls: durations.len() as u64,
+            failures,
+            p50_ms: percentile(&durations, 0.5),
+            p95_ms: percentile(&durations, 0.95),
+        })
+        .collect()
 }
 
 fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {

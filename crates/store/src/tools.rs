@@ -87,20 +87,13 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        if let Changer::Profile { name: profile, .. } = changer {
-            let current: Option<String> = tx
-                .query_row(
-                    "SELECT v.owner FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version WHERE t.name = ?1",
-                    [name],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            if let Some(current) = current.filter(|current| current != profile) {
-                return Err(StoreError::OwnedByOther {
-                    name: name.to_string(),
-                    owner: current,
-                });
-            }
+        if let Changer::Profile { name: profile, .. } = changer
+            && let Some(current) = current_owner(&tx, name)?.filter(|current| current != profile)
+        {
+            return Err(StoreError::OwnedByOther {
+                name: name.to_string(),
+                owner: current,
+            });
         }
         let version: u32 = tx.query_row(
             "SELECT COALESCE(MAX(version), 0) + 1 FROM stored_tool_versions WHERE name = ?1",
@@ -237,14 +230,7 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let current: Option<String> = tx
-            .query_row(
-                "SELECT v.owner FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version WHERE t.name = ?1",
-                [name],
-                |row| row.get(0),
-            )
-            .optional()?;
-        let Some(current) = current else {
+        let Some(current) = current_owner(&tx, name)? else {
             return Err(StoreError::NoTool {
                 name: name.to_string(),
             });
@@ -267,6 +253,17 @@ impl Store {
             .conn
             .pragma_query_value(None, "data_version", |row| row.get(0))?)
     }
+}
+
+/// The profile that registered the version `name` points at, if it points at one.
+fn current_owner(tx: &rusqlite::Transaction, name: &str) -> Result<Option<String>, StoreError> {
+    Ok(tx
+        .query_row(
+            "SELECT v.owner FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version WHERE t.name = ?1",
+            [name],
+            |row| row.get(0),
+        )
+        .optional()?)
 }
 
 fn row_to_tool(row: &rusqlite::Row) -> rusqlite::Result<StoredTool> {

@@ -8,10 +8,8 @@ use tokio::sync::mpsc;
 use tokio_postgres::Row;
 
 use super::{PgStore, Queued};
-use crate::records::{KEEP_SHOWN, cut_error, cut_shown, percentile};
-use crate::{
-    BackendStats, CallRow, ExecutionRecord, RecordFilter, Stats, StoreError, TierStats, now_ms,
-};
+use crate::records::{KEEP_SHOWN, backend_stats, cut_error, cut_shown, grouped, tier_stats};
+use crate::{CallRow, ExecutionRecord, RecordFilter, Stats, StoreError, now_ms};
 
 /// Most records written in one transaction when they queue up.
 const MAX_BATCH: usize = 256;
@@ -297,7 +295,7 @@ impl PgStore {
     pub async fn stats(&self, profile: Option<&str>) -> Result<Stats, StoreError> {
         self.flush().await?;
         let client = self.client().await?;
-        let tiers = grouped_durations(
+        let tiers = tier_stats(grouped(rows_of(
             &client
                 .query(
                     "SELECT tier, duration_ms, status <> 'ok' FROM executions
@@ -305,17 +303,8 @@ impl PgStore {
                     &[&profile],
                 )
                 .await?,
-        )?
-        .into_iter()
-        .map(|(tier, durations, errors)| TierStats {
-            tier,
-            count: durations.len() as u64,
-            errors,
-            p50_ms: percentile(&durations, 0.5),
-            p95_ms: percentile(&durations, 0.95),
-        })
-        .collect();
-        let backends = grouped_durations(
+        )?));
+        let backends = backend_stats(grouped(rows_of(
             &client
                 .query(
                     "SELECT c.backend, c.duration_ms, NOT c.ok FROM execution_calls c
@@ -325,16 +314,7 @@ impl PgStore {
                     &[&profile],
                 )
                 .await?,
-        )?
-        .into_iter()
-        .map(|(backend, durations, failures)| BackendStats {
-            backend,
-            calls: durations.len() as u64,
-            failures,
-            p50_ms: percentile(&durations, 0.5),
-            p95_ms: percentile(&durations, 0.95),
-        })
-        .collect();
+        )?));
         let totals = client
             .query_one(
                 "SELECT count(*), COALESCE(sum(GREATEST(output_bytes - returned_bytes, 0)), 0)::bigint
@@ -435,20 +415,9 @@ fn row_to_record(row: &Row) -> Result<ExecutionRecord, StoreError> {
     })
 }
 
-/// Gathers rows of (group, duration, failed), ordered by group then duration, into each
-/// group's sorted durations and failure count.
-fn grouped_durations(rows: &[Row]) -> Result<Vec<(String, Vec<f64>, u64)>, StoreError> {
-    let mut groups: Vec<(String, Vec<f64>, u64)> = Vec::new();
-    for row in rows {
-        let (group, ms, failed): (String, f64, bool) =
-            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        match groups.last_mut() {
-            Some((name, durations, failures)) if *name == group => {
-                durations.push(ms);
-                *failures += u64::from(failed);
-            }
-            _ => groups.push((group, vec![ms], u64::from(failed))),
-        }
-    }
-    Ok(groups)
+/// Rows of (group, duration, failed) as the statistics take them.
+fn rows_of(rows: &[Row]) -> Result<Vec<(String, f64, bool)>, StoreError> {
+    rows.iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
+        .collect()
 }
