@@ -68,6 +68,15 @@ impl StoreHandle {
         matches!(self.engine, Engine::Postgres(_))
     }
 
+    /// The shared engine, for what only replicas need (sessions any replica continues, the
+    /// notices replicas send each other); `None` when the store is not shared.
+    pub fn shared(&self) -> Option<Arc<PgStore>> {
+        match &self.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(pg) => Some(pg.clone()),
+        }
+    }
+
     /// Admits one event of `key` at `per_minute` a minute across every replica (see
     /// `postgres::rates`); `None` when the store is not shared, and the process counts alone.
     pub async fn admit_shared(

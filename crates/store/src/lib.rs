@@ -24,10 +24,10 @@ mod tools;
 pub use error::StoreError;
 pub use handle::{Commit, StoreHandle};
 pub use outputs::{OutputSlice, slice};
-pub use postgres::Admitted;
+pub use postgres::{Admitted, Finished, Notice, SessionKind, SharedSession};
 pub use records::{
     BackendStats, CallRow, ExecutionRecord, KEEP_SHOWN, MAX_CALL_ERROR_CHARS, MAX_SHOWN_BYTES,
-    RecordFilter, Stats, TierStats,
+    RUNNING, RecordFilter, Stats, TierStats,
 };
 pub use tools::{Changer, StoredTool, ToolVersion};
 

@@ -23,7 +23,7 @@ pub struct ExecutionRecord {
     pub code: Option<String>,
     /// How long it took.
     pub duration_ms: f64,
-    /// `ok` or `error`.
+    /// `ok`, `error` or `cancelled`; [`RUNNING`] while it runs (a replica that died leaves it so).
     pub status: String,
     /// Tool calls made.
     pub calls: u32,
@@ -44,6 +44,11 @@ pub struct ExecutionRecord {
     /// The line of the code an error points at.
     pub error_line: Option<u32>,
 }
+
+/// The status of a record written as its execution starts, on a shared store: finished, it
+/// is written again. A record left `running` long after its start is evidence that the
+/// replica that ran it died.
+pub const RUNNING: &str = "running";
 
 /// The most bytes of a response's text a record keeps.
 pub const MAX_SHOWN_BYTES: usize = 16 * 1024;
@@ -267,7 +272,7 @@ impl Store {
     pub fn stats(&self, profile: Option<&str>) -> Result<Stats, StoreError> {
         let tiers = tier_stats(self.grouped_durations(
             "SELECT tier, duration_ms, status != 'ok' FROM executions
-                 WHERE ?1 IS NULL OR profile = ?1 ORDER BY tier, duration_ms",
+                 WHERE status != 'running' AND (?1 IS NULL OR profile = ?1) ORDER BY tier, duration_ms",
             profile,
         )?);
         let backends = backend_stats(self.grouped_durations(
@@ -279,7 +284,7 @@ impl Store {
         )?);
         let (executions, bytes_saved): (i64, i64) = self.conn.query_row(
             "SELECT COUNT(*), COALESCE(SUM(MAX(output_bytes - returned_bytes, 0)), 0) FROM executions
-             WHERE ?1 IS NULL OR profile = ?1",
+             WHERE status != 'running' AND (?1 IS NULL OR profile = ?1)",
             [profile],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;

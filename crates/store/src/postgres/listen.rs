@@ -3,31 +3,92 @@
 //! with every notice. A notice is only a hint to read the store again: after the connection is
 //! lost and made again the counter moves too, since notices sent meanwhile are gone, and the
 //! gateway's once-a-second look at the change mark stays as the backstop.
+//!
+//! Events go on a second channel, and are passed on as [`Notice`]s: a session ended on some
+//! replica, or an execution finished on one (the console's live list shows every replica's).
+//! They are best effort too: a session's end is also found by the periodic look
+//! (`sessions::keep_sessions`).
 
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{AsyncMessage, Config, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::sessions::SessionKind;
+
 /// The channel changes are announced on.
 pub(super) const CHANNEL: &str = "sandgate_changes";
+/// The channel events are announced on.
+pub(super) const EVENTS: &str = "sandgate_events";
+
+/// Something a replica announced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// A session ended (logged out, closed, or its token went).
+    SessionEnded {
+        /// Which sessions.
+        kind: SessionKind,
+        /// Its id.
+        id: String,
+    },
+    /// An execution finished.
+    Finished(Finished),
+}
+
+/// An execution that finished, as announced (what the console's live list shows).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Finished {
+    /// Its id.
+    pub id: String,
+    /// The profile it ran under.
+    pub profile: String,
+    /// The tier it took.
+    pub tier: String,
+    /// `ok`, `error` or `cancelled`.
+    pub status: String,
+    /// How long it took.
+    pub duration_ms: f64,
+    /// When it started, in Unix milliseconds.
+    pub started_at_ms: i64,
+    /// Its calls.
+    pub calls: u32,
+}
+
+impl Notice {
+    /// The notice in a payload, if it is one (anything else is ignored).
+    fn read(channel: &str, payload: &str) -> Option<Notice> {
+        if channel != EVENTS {
+            return None;
+        }
+        if let Some(rest) = payload.strip_prefix("session:") {
+            let (kind, id) = rest.split_once(':')?;
+            return Some(Notice::SessionEnded {
+                kind: SessionKind::named(kind)?,
+                id: id.to_string(),
+            });
+        }
+        let finished = payload.strip_prefix("finished:")?;
+        serde_json::from_str(finished).ok().map(Notice::Finished)
+    }
+}
 
 /// Listens until `stop` fires (the store is dropped), reconnecting with a growing wait.
 pub(super) async fn listen(
     config: Config,
     tls: Option<MakeRustlsConnect>,
     changes: watch::Sender<u64>,
+    notices: broadcast::Sender<Notice>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut wait = Duration::from_millis(100);
     loop {
         let session = async {
             match &tls {
-                Some(tls) => session(&config, tls.clone(), &changes).await,
-                None => session(&config, tokio_postgres::NoTls, &changes).await,
+                Some(tls) => session(&config, tls.clone(), &changes, &notices).await,
+                None => session(&config, tokio_postgres::NoTls, &changes, &notices).await,
             }
         };
         tokio::select! {
@@ -53,6 +114,7 @@ async fn session<T>(
     config: &Config,
     tls: T,
     changes: &watch::Sender<u64>,
+    notices: &broadcast::Sender<Notice>,
 ) -> Result<(), tokio_postgres::Error>
 where
     T: MakeTlsConnect<Socket>,
@@ -60,7 +122,7 @@ where
 {
     let (client, mut connection) = config.connect(tls).await?;
     let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-    let statement = format!("LISTEN {CHANNEL}");
+    let statement = format!("LISTEN {CHANNEL}; LISTEN {EVENTS}");
     let listening = client.batch_execute(&statement);
     tokio::pin!(listening);
     // The connection is driven by reading its messages; LISTEN is answered through it.
@@ -79,8 +141,15 @@ where
     }
     changes.send_modify(|n| *n += 1);
     while let Some(message) = messages.next().await {
-        if let AsyncMessage::Notification(_) = message? {
-            changes.send_modify(|n| *n += 1);
+        if let AsyncMessage::Notification(notification) = message? {
+            if notification.channel() == CHANNEL {
+                changes.send_modify(|n| *n += 1);
+            } else if let Some(notice) =
+                Notice::read(notification.channel(), notification.payload())
+            {
+                // No one listening is not an error.
+                let _ = notices.send(notice);
+            }
         }
     }
     Ok(())

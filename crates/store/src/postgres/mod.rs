@@ -11,6 +11,7 @@ mod outputs;
 mod rates;
 mod records;
 pub mod schema;
+mod sessions;
 mod tls;
 mod tools;
 
@@ -18,15 +19,19 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
+pub use listen::{Finished, Notice};
 pub use rates::Admitted;
+pub use sessions::{SessionKind, SharedSession};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::{ExecutionRecord, Retention, StoreError};
 
 /// Connections a replica keeps to PostgreSQL at most.
 const POOL_SIZE: usize = 16;
+/// Notices kept for a slow listener before the oldest are skipped (it is told it lagged).
+const NOTICES_BUFFERED: usize = 1024;
 
 /// The shared store on PostgreSQL.
 #[derive(Debug)]
@@ -36,6 +41,8 @@ pub struct PgStore {
     records: mpsc::UnboundedSender<Queued>,
     /// Moves when another replica (or this one) announces a change (see `listen`).
     changes: watch::Receiver<u64>,
+    /// What replicas announce (see `listen`).
+    notices: broadcast::Sender<Notice>,
     /// Ends the listener when the store goes.
     _stop_listening: oneshot::Sender<()>,
 }
@@ -92,12 +99,14 @@ impl PgStore {
         let (records, queue) = mpsc::unbounded_channel();
         let (announce, changes) = watch::channel(0);
         let (stop_listening, stop) = oneshot::channel();
-        tokio::spawn(listen::listen(config, tls, announce, stop));
+        let (notices, _) = broadcast::channel(NOTICES_BUFFERED);
+        tokio::spawn(listen::listen(config, tls, announce, notices.clone(), stop));
         let store = Arc::new(PgStore {
             pool,
             retention,
             records,
             changes,
+            notices,
             _stop_listening: stop_listening,
         });
         tokio::spawn(records::write_queued(Arc::downgrade(&store), queue));
@@ -116,6 +125,12 @@ impl PgStore {
     /// A counter that moves when a change may have been made elsewhere: read the store again.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.clone()
+    }
+
+    /// What every replica announces from now on: sessions ended, executions finished (this
+    /// replica's too, once written).
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
     }
 
     /// Queues a record; it is written with the others that queued up.

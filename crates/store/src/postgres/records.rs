@@ -7,14 +7,17 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_postgres::Row;
 
+use super::listen::{EVENTS, Finished};
 use super::{PgStore, Queued};
 use crate::records::{KEEP_SHOWN, backend_stats, cut_error, cut_shown, grouped, tier_stats};
-use crate::{CallRow, ExecutionRecord, RecordFilter, Stats, StoreError, now_ms};
+use crate::{CallRow, ExecutionRecord, RUNNING, RecordFilter, Stats, StoreError, now_ms};
 
 /// Most records written in one transaction when they queue up.
 const MAX_BATCH: usize = 256;
 /// After a record arrives, how long the writer waits for more before writing them together.
 const COALESCE: Duration = Duration::from_millis(5);
+/// PostgreSQL's limit on a notice's payload is 8,000 bytes.
+const MAX_NOTICE_BYTES: usize = 7_900;
 /// Records written between two prunes.
 const PRUNE_EVERY: u64 = 100;
 
@@ -134,7 +137,14 @@ impl PgStore {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             )
             .await?;
+        let mut finished = Vec::new();
         for record in records {
+            if record.status != RUNNING {
+                let notice = finished_notice(record);
+                if notice.len() < MAX_NOTICE_BYTES {
+                    finished.push(notice);
+                }
+            }
             let shown = record.shown.as_deref().map(cut_shown);
             let error_line = record.error_line.map(i64::from);
             tx.execute(
@@ -181,6 +191,13 @@ impl PgStore {
                 )
                 .await?;
             }
+        }
+        if !finished.is_empty() {
+            tx.execute(
+                "SELECT pg_notify($1, notice) FROM unnest($2::text[]) AS notice",
+                &[&EVENTS, &finished],
+            )
+            .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -299,7 +316,7 @@ impl PgStore {
             &client
                 .query(
                     "SELECT tier, duration_ms, status <> 'ok' FROM executions
-                     WHERE $1::text IS NULL OR profile = $1 ORDER BY tier, duration_ms",
+                     WHERE status <> 'running' AND ($1::text IS NULL OR profile = $1) ORDER BY tier, duration_ms",
                     &[&profile],
                 )
                 .await?,
@@ -318,7 +335,7 @@ impl PgStore {
         let totals = client
             .query_one(
                 "SELECT count(*), COALESCE(sum(GREATEST(output_bytes - returned_bytes, 0)), 0)::bigint
-                 FROM executions WHERE $1::text IS NULL OR profile = $1",
+                 FROM executions WHERE status <> 'running' AND ($1::text IS NULL OR profile = $1)",
                 &[&profile],
             )
             .await?;
@@ -420,4 +437,23 @@ fn rows_of(rows: &[Row]) -> Result<Vec<(String, f64, bool)>, StoreError> {
     rows.iter()
         .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
         .collect()
+}
+
+/// The notice that `record` finished, as the `sandgate_events` channel carries it.
+fn finished_notice(record: &ExecutionRecord) -> String {
+    let finished = Finished {
+        id: record.id.clone(),
+        profile: record.profile.clone(),
+        tier: record.tier.clone(),
+        status: record.status.clone(),
+        duration_ms: record.duration_ms,
+        started_at_ms: record.started_at_ms,
+        calls: record.calls,
+    };
+    // Plain strings and numbers: serializing cannot fail, and the payload stays far below
+    // PostgreSQL's 8,000 bytes (ids, profiles and tiers are short names).
+    format!(
+        "finished:{}",
+        serde_json::to_string(&finished).unwrap_or_default()
+    )
 }

@@ -90,6 +90,20 @@ pub const MIGRATIONS: &[&str] = &[
         key TEXT PRIMARY KEY,
         tat DOUBLE PRECISION NOT NULL
     );",
+    // 3: sessions any replica may continue (MCP 2025-11-25 sessions and console logins), each
+    // bound to the SHA-256 of the token that opened it, and gone at `expires_at` (the
+    // database's clock).
+    "CREATE TABLE shared_sessions (
+        kind TEXT NOT NULL,
+        id TEXT NOT NULL,
+        owner BYTEA,
+        profile TEXT,
+        token_id TEXT,
+        state TEXT,
+        expires_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (kind, id)
+    );
+    CREATE INDEX shared_sessions_by_expiry ON shared_sessions(expires_at);",
 ];
 
 /// The schema version this build writes.

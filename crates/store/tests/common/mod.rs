@@ -1,0 +1,48 @@
+//! What the store's test files share: a throwaway database per test on the test server.
+
+#![allow(dead_code)]
+
+/// The CA of the test server's certificate (`scripts/test-postgres` makes one per run).
+pub fn test_ca() -> Option<std::path::PathBuf> {
+    std::env::var_os("SANDGATE_TEST_DATABASE_CA").map(std::path::PathBuf::from)
+}
+
+/// A fresh database for `test` on the test server, as a URL; `None` (said on stderr) when no
+/// server is given, which fails the test under `SANDGATE_REQUIRE_POSTGRES=1`.
+pub async fn postgres_url(test: &str) -> Option<String> {
+    let Ok(admin) = std::env::var("SANDGATE_TEST_DATABASE_URL") else {
+        assert!(
+            !std::env::var("SANDGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1"),
+            "SANDGATE_REQUIRE_POSTGRES=1 but SANDGATE_TEST_DATABASE_URL is not set"
+        );
+        eprintln!(
+            "{test}: PostgreSQL skipped (set SANDGATE_TEST_DATABASE_URL, e.g. from scripts/test-postgres start)"
+        );
+        return None;
+    };
+    let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+        .await
+        .expect("the test server answers");
+    tokio::spawn(connection);
+    let name = format!("t_{test}_{:x}", rand_suffix());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("creates a database");
+    let base = admin
+        .rsplit_once('/')
+        .map_or(admin.as_str(), |(base, _)| base);
+    Some(format!("{base}/{name}"))
+}
+
+pub fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    hasher.finish()
+}
