@@ -1,7 +1,9 @@
-"""Two replicas of `sandgate serve --http` on one PostgreSQL store (issue 28, first steps): a
-stored tool registered on one is callable on the other, an output one stored is read whole and
-by range from the other (by its owner only), and the records either wrote are listed by the
-CLI from the same store.
+"""Replicas of `sandgate serve --http` on one PostgreSQL store: a stored tool registered on one
+is callable on the other, an output one stored is read whole and by range from the other (by
+its owner only), the records either wrote are listed by the CLI from the same store, one
+execution rate holds across them, a 2025-11-25 session opened on one continues on any other
+(with its own token only) and ends on all when ended on one, a console login works on every
+replica, and the console's live list shows every replica's executions, from their start.
 
 PostgreSQL is the throwaway server `scripts/test` starts (`SANDGATE_TEST_DATABASE_URL`); each
 test makes a database of its own. Without it the tests are skipped, unless
@@ -16,6 +18,7 @@ import subprocess
 import sys
 
 import anyio
+import httpx2 as httpx
 import pytest
 from mcp import Client
 
@@ -105,8 +108,7 @@ async def test_a_tool_registered_on_one_replica_runs_on_the_other_and_outputs_ar
                     assert "user is not defined" in text_of(ran), text_of(ran)
                     await anyio.sleep(0.2)
             # An output stored by one replica is read whole and by range on the other (by a
-            # stateless caller: a 2025-11-25 session's outputs are its own, and sessions do not
-            # move between replicas yet).
+            # stateless caller, whose outputs its profile shares).
             big = structured(await a.call_tool("call_tool_chain", {"code": "return 'é'.repeat(40000)"}))
             executions += 1
             assert big["shaped"], big
@@ -153,6 +155,143 @@ async def test_a_profiles_execution_rate_is_one_limit_across_replicas(tmp_path):
             refused = [text_of(r) for r in answers if r.is_error]
             assert len(refused) == 4, [text_of(r)[:120] for r in answers]
             assert all("may start 4 executions a minute" in said and "Retry in" in said for said in refused), refused
+    finally:
+        one.close()
+        two.close()
+
+
+def rpc_answer(response) -> dict:
+    """The JSON-RPC answer in a response, whether plain JSON or a stream of events."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in response.text.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                message = json.loads(line[5:])
+                if "result" in message or "error" in message:
+                    return message
+        raise AssertionError(f"no answer in the stream: {response.text[:300]}")
+    return response.json()
+
+
+LEGACY = "2025-11-25"
+
+
+def session_post(server, body: dict, token: str, session: str | None = None):
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json", "MCP-Protocol-Version": LEGACY}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    return httpx.post(server.url, json=body, headers=headers, timeout=30)
+
+
+def open_session(server, token: str) -> str:
+    opened = session_post(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "replica-test", "version": "1"}}}, token)
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    done = session_post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, token, session)
+    assert done.status_code in (200, 202), done.text
+    return session
+
+
+async def test_a_legacy_session_continues_on_any_replica_with_its_own_token_only(tmp_path):
+    config = replica_config(tmp_path, fresh_database("sessions"))
+    one = HttpServer(config, token=TOKEN_A)
+    two = HttpServer(config, token=TOKEN_A)
+    try:
+        session = open_session(one, TOKEN_A)
+        # The other replica never saw this session: it restores it from the store.
+        listed = session_post(two, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, TOKEN_A, session)
+        assert listed.status_code == 200, listed.text
+        names = [t["name"] for t in rpc_answer(listed)["result"]["tools"]]
+        assert "call_tool_chain" in names, names
+        # An output stored in the session on one replica is the session's on the other too.
+        ran = session_post(two, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "call_tool_chain", "arguments": {"code": "return 'x'.repeat(50000)"}}}, TOKEN_A, session)
+        big = rpc_answer(ran)["result"]["structuredContent"]
+        assert big["shaped"], big
+        read = session_post(one, {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "read_output", "arguments": {"execution_id": big["execution_id"], "offset": 49990}}}, TOKEN_A, session)
+        assert rpc_answer(read)["result"]["structuredContent"]["text"] == "x" * 10, read.text[:300]
+        # Another valid token with this session id: the answer an unknown session gets, on
+        # either replica, and on one that has not restored it yet.
+        three = HttpServer(config, token=TOKEN_A)
+        try:
+            for server in (one, two, three):
+                stolen = session_post(server, {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, TOKEN_B, session)
+                assert stolen.status_code == 404, (stolen.status_code, stolen.text)
+            fresh = session_post(three, {"jsonrpc": "2.0", "id": 6, "method": "tools/list"}, TOKEN_A, session)
+            assert fresh.status_code == 200, fresh.text
+        finally:
+            three.close()
+        # Ended on one replica, it is ended on all of them.
+        ended = httpx.delete(two.url, headers={"Authorization": f"Bearer {TOKEN_A}", "Mcp-Session-Id": session,
+                                               "MCP-Protocol-Version": LEGACY}, timeout=30)
+        assert ended.status_code == 204, ended.text
+        with anyio.fail_after(5):
+            while True:
+                after = session_post(one, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, TOKEN_A, session)
+                if after.status_code == 404:
+                    break
+                assert after.status_code == 200, after.text
+                await anyio.sleep(0.1)
+    finally:
+        one.close()
+        two.close()
+
+
+async def test_a_console_login_and_its_live_executions_span_the_replicas(tmp_path):
+    config = replica_config(tmp_path, fresh_database("console"))
+    one = HttpServer(config, token=TOKEN_A)
+    two = HttpServer(config, token=TOKEN_A)
+    try:
+        own_one, own_two = one.url.removesuffix("/mcp"), two.url.removesuffix("/mcp")
+        login = httpx.post(own_one + "/ui/login", json={"token": TOKEN_A}, headers={"Origin": own_one}, timeout=10)
+        assert login.status_code == 200, login.text
+        cookie = login.headers["set-cookie"].split(";")[0]
+        me = httpx.get(own_two + "/ui/api/me", headers={"Cookie": cookie}, timeout=10)
+        assert me.status_code == 200 and me.json()["profile"] == "default", me.text
+        # Replica two's browser sees an execution replica one ran.
+        seen = anyio.Event()
+        found: list[str] = []
+
+        async def watch():
+            async with httpx.AsyncClient(timeout=None) as http:
+                async with http.stream("GET", own_two + "/ui/api/events", headers={"Cookie": cookie}) as events:
+                    assert events.status_code == 200
+                    async for line in events.aiter_lines():
+                        if line.startswith("data:") and '"execution_id"' not in line and '"tier"' in line:
+                            found.append(json.loads(line[5:])["id"])
+                            seen.set()
+                            return
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            await anyio.sleep(0.5)
+            async with Client(one.target(), mode="2026-07-28") as a:
+                ran = structured(await a.call_tool("call_tool_chain", {"code": "return 41 + 1"}))
+            with anyio.fail_after(10):
+                await seen.wait()
+            group.cancel_scope.cancel()
+        assert found == [ran["execution_id"]], (found, ran["execution_id"])
+        # An execution is on record from its start: replica two lists one still running on one.
+        async with Client(one.target(), mode="2026-07-28") as a:
+            async with anyio.create_task_group() as group:
+                group.start_soon(a.call_tool, "call_tool_chain", {"code": "return await fake.slow({ms: 2500})"})
+                with anyio.fail_after(5):
+                    while True:
+                        listed = httpx.get(own_two + "/ui/api/executions?status=running", headers={"Cookie": cookie}, timeout=10)
+                        running = listed.json()["executions"]
+                        if running:
+                            break
+                        await anyio.sleep(0.1)
+                assert len(running) == 1 and running[0]["tier"] == "single_call", running
+        finished = httpx.get(own_two + "/ui/api/execution?id=" + running[0]["id"], headers={"Cookie": cookie}, timeout=10)
+        assert finished.json()["execution"]["status"] == "ok", finished.text[:300]
+        # Logged out on replica two, the login is gone on replica one.
+        out = httpx.post(own_two + "/ui/logout", headers={"Cookie": cookie, "Origin": own_two}, timeout=10)
+        assert out.status_code == 204, out.text
+        gone = httpx.get(own_one + "/ui/api/me", headers={"Cookie": cookie}, timeout=10)
+        assert gone.status_code == 401, gone.text
     finally:
         one.close()
         two.close()

@@ -170,6 +170,24 @@ pub async fn call_tool_chain(
         _ => progress,
     };
     let bridge = ExecutionBridge::new(gateway.clone(), knock.clone(), None).with_progress(progress);
+    // On a shared store the execution is on record from its start: a replica that dies
+    // leaves a `running` record behind, not silence.
+    if let Some(store) = runtime.store.as_ref().filter(|s| s.is_shared()) {
+        let tier = match &route {
+            Route::Call { tier, .. } => Some(*tier),
+            Route::Sandbox => Some(Tier::Sandbox),
+            Route::Interface { .. } | Route::BadJson(_) | Route::UnknownTool(_) => None,
+        };
+        if let Some(tier) = tier {
+            store.record(response::running_record(
+                &id,
+                started_at_ms,
+                tier,
+                &args.code,
+                caller.profile(),
+            ));
+        }
+    }
     let mut outcome = match route {
         Route::Call {
             tier,

@@ -418,6 +418,34 @@ fn summary_line(outcome: &Outcome, id: &str) -> String {
     )
 }
 
+/// The record of an execution that has just started (see [`sandgate_store::RUNNING`]); the
+/// finished record replaces it.
+pub(super) fn running_record(
+    id: &str,
+    started_at_ms: i64,
+    tier: super::Tier,
+    code: &str,
+    profile: &str,
+) -> ExecutionRecord {
+    ExecutionRecord {
+        id: id.to_string(),
+        started_at_ms,
+        tier: tier.as_str().to_string(),
+        code_hash: code_hash(code),
+        code: Some(code.to_string()),
+        duration_ms: 0.0,
+        status: sandgate_store::RUNNING.to_string(),
+        calls: 0,
+        output_bytes: 0,
+        returned_bytes: 0,
+        error_kind: None,
+        profile: profile.to_string(),
+        call_rows: Vec::new(),
+        shown: None,
+        error_line: None,
+    }
+}
+
 fn record(
     outcome: &Outcome,
     request: &Request,

@@ -337,35 +337,45 @@ pub(crate) async fn stats(
 }
 
 /// `GET /ui/api/events`: server-sent events: `execution` as each execution finishes (the
-/// profile's own; every one for an admin), and `backends` when a backend's state changes.
+/// profile's own; every one for an admin), and `backends` when a backend's state changes. On a
+/// shared store the executions are every replica's (as each announces them); the backends are
+/// this replica's, whose processes they are.
 pub(crate) async fn events(
     State(console): State<Console>,
     Extension(user): Extension<ConsoleUser>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let admin = is_admin(&console, &user);
-    let mut finished = console.gateway.finished_executions();
+    let mut finished = Finishes::of(&console);
+    // A check of a login in the process costs nothing; a shared store is asked at most a few
+    // times a second, however many executions finish.
+    let recheck_after = match finished {
+        Finishes::Local(_) => std::time::Duration::ZERO,
+        Finishes::Shared(_) => SHARED_RECHECK_AFTER,
+    };
     let mut upstream = console.gateway.backends().subscribe();
     let console = Arc::new(console);
     let stream = async_stream(move |tx| async move {
         // The session is checked as the stream goes: one whose token was taken out or rotated
         // ends within a second, whether or not anything happens.
         let mut check = tokio::time::interval(std::time::Duration::from_secs(1));
+        let mut checked = std::time::Instant::now();
         loop {
             let event = tokio::select! {
                 // A browser that went away ends this at once, not at the next event.
                 () = tx.closed() => return,
                 _ = check.tick() => {
-                    if !super::session::still_open(&console, &user) {
+                    if !super::session::still_open(&console, &user).await {
                         return;
                     }
+                    checked = std::time::Instant::now();
                     continue;
                 }
-                done = finished.recv() => match done {
-                    Ok(done) if admin || done.profile == user.profile => {
-                        Event::default().event("execution").data(json!(done).to_string())
+                done = finished.next() => match done {
+                    Some(Some((profile, done))) if admin || profile == user.profile => {
+                        Event::default().event("execution").data(done.to_string())
                     }
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(_) => return,
+                    Some(_) => continue,
+                    None => return,
                 },
                 changed = upstream.recv() => match changed {
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
@@ -374,12 +384,58 @@ pub(crate) async fn events(
                     Err(_) => return,
                 },
             };
-            if !super::session::still_open(&console, &user) || tx.send(Ok(event)).await.is_err() {
+            // Checked again before it is sent, unless it just was.
+            if checked.elapsed() >= recheck_after {
+                if !super::session::still_open(&console, &user).await {
+                    return;
+                }
+                checked = std::time::Instant::now();
+            }
+            if tx.send(Ok(event)).await.is_err() {
                 return;
             }
         }
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// How long a check in the shared store that a stream's session is open stays good for the
+/// events it lets out.
+const SHARED_RECHECK_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Where finished executions come from: this gateway, or every replica through the store.
+enum Finishes {
+    Local(tokio::sync::broadcast::Receiver<crate::gateway::FinishedExecution>),
+    Shared(tokio::sync::broadcast::Receiver<sandgate_store::Notice>),
+}
+
+impl Finishes {
+    fn of(console: &Console) -> Finishes {
+        match console.gateway.chain_store().and_then(|s| s.shared()) {
+            Some(store) => Finishes::Shared(store.notices()),
+            None => Finishes::Local(console.gateway.finished_executions()),
+        }
+    }
+
+    /// The next finished execution (its profile and its JSON), `Some(None)` for something
+    /// else or a gap, `None` once no more can come.
+    async fn next(&mut self) -> Option<Option<(String, Value)>> {
+        use tokio::sync::broadcast::error::RecvError;
+        match self {
+            Finishes::Local(rx) => match rx.recv().await {
+                Ok(done) => Some(Some((done.profile.clone(), json!(done)))),
+                Err(RecvError::Lagged(_)) => Some(None),
+                Err(RecvError::Closed) => None,
+            },
+            Finishes::Shared(rx) => match rx.recv().await {
+                Ok(sandgate_store::Notice::Finished(done)) => {
+                    Some(Some((done.profile.clone(), json!(done))))
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => Some(None),
+                Err(RecvError::Closed) => None,
+            },
+        }
+    }
 }
 
 /// A stream fed by `produce` through a small channel (events wait, never pile up).

@@ -10,6 +10,7 @@
 //! origin. A profile sees its own executions and tools; an admin profile sees everything.
 
 mod api;
+mod logins;
 mod reply;
 mod session;
 
@@ -20,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 
+pub(crate) use logins::Logins;
 pub(crate) use session::Console;
 
 /// The page and its two files, embedded.

@@ -1,10 +1,8 @@
 //! Console sessions: a token entered once is checked like a bearer token and becomes a random
 //! session id in an `HttpOnly`, `SameSite=Strict` cookie. The token itself is never stored or
-//! sent back. Sessions are capped and expire.
+//! sent back. Sessions are capped and expire; where they are kept is `logins`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -12,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 
+use super::logins::{LIFETIME, Logins};
 use super::reply::{json, problem};
 use crate::audit::{Decision, Subject};
 use crate::gateway::Gateway;
@@ -23,7 +22,7 @@ pub(crate) struct Console {
     pub gateway: Arc<Gateway>,
     /// Who may use the HTTP front now (a reload may change the tokens).
     pub tokens: HttpTokens,
-    pub sessions: Arc<Sessions>,
+    pub sessions: Arc<Logins>,
     /// Origins other than the request's own that may change state (`[http] allowed_origins`).
     pub allowed_origins: Arc<Vec<String>>,
 }
@@ -37,10 +36,6 @@ impl Console {
 
 /// The cookie's name.
 const COOKIE: &str = "sandgate_console";
-/// How long a console session lasts.
-const LIFETIME: Duration = Duration::from_secs(12 * 3600);
-/// The most sessions kept; past it the oldest goes.
-const MAX_SESSIONS: usize = 1000;
 
 /// Who a console request acts as.
 #[derive(Debug, Clone)]
@@ -51,68 +46,6 @@ pub(crate) struct ConsoleUser {
     pub token_id: Option<String>,
     /// The session's id (stored outputs of its playground runs are keyed by it).
     pub session: String,
-}
-
-struct Session {
-    user: ConsoleUser,
-    /// The SHA-256 of the token that opened it: the session lives only while that very token
-    /// is accepted (a token rotated under the same name, or an unnamed one whose index passed
-    /// to another, is another token).
-    digest: [u8; 32],
-    started: Instant,
-}
-
-/// The open console sessions.
-#[derive(Default)]
-pub(crate) struct Sessions {
-    open: Mutex<HashMap<String, Session>>,
-}
-
-impl Sessions {
-    fn start(&self, profile: String, token_id: String, digest: [u8; 32]) -> String {
-        let mut id_bytes = [0u8; 32];
-        if getrandom::fill(&mut id_bytes).is_err() {
-            // No randomness: refuse rather than hand out a guessable id (see `login`).
-            return String::new();
-        }
-        let id: String = id_bytes.iter().map(|b| format!("{b:02x}")).collect();
-        if let Ok(mut open) = self.open.lock() {
-            open.retain(|_, s| s.started.elapsed() < LIFETIME);
-            if open.len() >= MAX_SESSIONS
-                && let Some(oldest) = open
-                    .iter()
-                    .min_by_key(|(_, s)| s.started)
-                    .map(|(k, _)| k.clone())
-            {
-                open.remove(&oldest);
-            }
-            open.insert(
-                id.clone(),
-                Session {
-                    user: ConsoleUser {
-                        profile,
-                        token_id: Some(token_id),
-                        session: id.clone(),
-                    },
-                    digest,
-                    started: Instant::now(),
-                },
-            );
-        }
-        id
-    }
-
-    fn find(&self, id: &str) -> Option<(ConsoleUser, [u8; 32])> {
-        let open = self.open.lock().ok()?;
-        let session = open.get(id)?;
-        (session.started.elapsed() < LIFETIME).then(|| (session.user.clone(), session.digest))
-    }
-
-    fn end(&self, id: &str) {
-        if let Ok(mut open) = self.open.lock() {
-            open.remove(id);
-        }
-    }
 }
 
 #[derive(Deserialize)]
@@ -150,15 +83,19 @@ pub(crate) async fn login(
             );
         }
     };
-    let id = console
+    let id = match console
         .sessions
-        .start(known.profile.clone(), known.id.clone(), known.digest);
-    if id.is_empty() {
-        return problem(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no randomness for a session id; try again",
-        );
-    }
+        .start(known.profile.clone(), known.id.clone(), known.digest)
+        .await
+    {
+        Ok(id) => id,
+        Err(why) => {
+            return problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("no session could be opened ({why}); try again"),
+            );
+        }
+    };
     let cookie = format!(
         "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}",
         LIFETIME.as_secs()
@@ -173,7 +110,7 @@ pub(crate) async fn login(
 /// `POST /ui/logout`: ends the session.
 pub(crate) async fn logout(State(console): State<Console>, request: Request) -> Response {
     if let Some(id) = session_id(request.headers()) {
-        console.sessions.end(&id);
+        console.sessions.end(&id).await;
     }
     let cookie = format!("{COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0");
     let mut response = StatusCode::NO_CONTENT.into_response();
@@ -185,26 +122,26 @@ pub(crate) async fn logout(State(console): State<Console>, request: Request) -> 
 
 /// The user of the session `id`, while it lives: not expired, and its very token still
 /// accepted for its profile (one a reload took out, or rotated under the same name, ends it).
-fn live_user(console: &Console, auth: &HttpAuthOptions, id: &str) -> Option<ConsoleUser> {
-    let (user, digest) = console.sessions.find(id)?;
+async fn live_user(console: &Console, auth: &HttpAuthOptions, id: &str) -> Option<ConsoleUser> {
+    let (user, digest) = console.sessions.find(id).await?;
     let still_known = auth
         .tokens
         .iter()
         .any(|t| t.digest == digest && t.profile == user.profile);
     if !still_known {
-        console.sessions.end(id);
+        console.sessions.end(id).await;
     }
     still_known.then_some(user)
 }
 
 /// Whether `user`'s session still lives (a stream asks as it goes, so it ends with its
 /// token, not only when the browser leaves).
-pub(crate) fn still_open(console: &Console, user: &ConsoleUser) -> bool {
+pub(crate) async fn still_open(console: &Console, user: &ConsoleUser) -> bool {
     let auth = console.auth();
     if !auth.required {
         return user.token_id.is_none();
     }
-    live_user(console, &auth, &user.session).is_some()
+    live_user(console, &auth, &user.session).await.is_some()
 }
 
 /// The API's gate: a live session, or, with auth off, the `default` profile.
@@ -215,7 +152,10 @@ pub(crate) async fn require_session(
 ) -> Response {
     let auth = console.auth();
     let user = if auth.required {
-        session_id(request.headers()).and_then(|id| live_user(&console, &auth, &id))
+        match session_id(request.headers()) {
+            Some(id) => live_user(&console, &auth, &id).await,
+            None => None,
+        }
     } else {
         Some(ConsoleUser {
             profile: "default".into(),

@@ -43,6 +43,8 @@ pub(crate) struct RequestGuard {
     pub body_timeout: Duration,
     pub max_sessions: usize,
     pub sessions: Arc<LocalSessionManager>,
+    /// Whether sessions live in a store other replicas share.
+    pub shared: bool,
     /// (session id, request id as JSON) of requests whose response is not done yet.
     in_flight: Arc<Mutex<HashSet<(String, String)>>>,
 }
@@ -53,12 +55,14 @@ impl RequestGuard {
         body_timeout: Duration,
         max_sessions: usize,
         sessions: Arc<LocalSessionManager>,
+        shared: bool,
     ) -> Arc<RequestGuard> {
         Arc::new(RequestGuard {
             gateway,
             body_timeout,
             max_sessions,
             sessions,
+            shared,
             in_flight: Arc::default(),
         })
     }
@@ -83,7 +87,10 @@ async fn end_session(guard: &RequestGuard, request: Request, next: Next) -> Resp
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    // On a shared store the session may be open on another replica only: `bound` found it
+    // there, with this request's token, and rmcp ends it everywhere.
     if let Some(id) = &session
+        && !guard.shared
         && !guard
             .sessions
             .sessions

@@ -14,6 +14,7 @@ mod bound;
 mod front;
 mod guard;
 mod probes;
+mod restore;
 
 pub use auth::{HttpAuthOptions, HttpTokens, KnownToken, sha256};
 
@@ -89,6 +90,16 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token());
     let limits = options.limits;
+    // On a shared store, a session any replica opened can be continued on this one.
+    let shared = gateway
+        .chain_store()
+        .and_then(|s| s.shared())
+        .map(|store| (store, limits.session_idle_timeout));
+    let mut config = config;
+    config.session_store = shared.clone().map(|(store, ttl)| {
+        Arc::new(restore::SharedSessionStore { store, ttl })
+            as Arc<dyn rmcp::transport::streamable_http_server::session::store::SessionStore>
+    });
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(limits.session_idle_timeout);
     let sessions = Arc::new(manager);
@@ -109,6 +120,7 @@ pub async fn serve_http(
         limits.body_timeout,
         limits.max_sessions,
         sessions.clone(),
+        shared.is_some(),
     );
     let check = Arc::new(auth::TokenCheck {
         tokens: options.auth.clone(),
@@ -116,7 +128,8 @@ pub async fn serve_http(
     });
     // The token check is the outer layer: a request without a valid token is refused before
     // its body is read. The probes need no token (see `probes`).
-    let owners = bound::SessionOwners::new(sessions.clone());
+    let owners = bound::SessionOwners::new(sessions.clone(), shared);
+    tokio::spawn(owners.clone().follow_notices(shutdown.clone()));
     let mcp = axum::Router::new()
         .route("/mcp", axum::routing::any(mcp_service.clone()))
         .route("/mcp/{*rest}", axum::routing::any(mcp_service))
@@ -136,7 +149,9 @@ pub async fn serve_http(
     let console = crate::console::router(crate::console::Console {
         gateway: trimmed_gateway.clone(),
         tokens: options.auth.clone(),
-        sessions: Arc::default(),
+        sessions: Arc::new(crate::console::Logins::new(
+            trimmed_gateway.chain_store().and_then(|s| s.shared()),
+        )),
         allowed_origins: Arc::new(options.allowed_origins.clone()),
     });
     // Every route but the probes passes the same Host and Origin check, first.

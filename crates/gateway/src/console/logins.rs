@@ -1,0 +1,132 @@
+//! Where console logins are kept: in this process, or, on a shared store, in PostgreSQL, so a
+//! browser that logged in through one replica is logged in on all of them, and a logout on
+//! one ends the login everywhere. Logins are capped (in the process) and expire.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sandgate_store::SessionKind;
+use sandgate_store::postgres::PgStore;
+
+use super::session::ConsoleUser;
+
+/// How long a console login lasts.
+pub(crate) const LIFETIME: Duration = Duration::from_secs(12 * 3600);
+/// The most logins kept in the process; past it the oldest goes.
+const MAX_LOGINS: usize = 1000;
+
+/// A login in the process.
+struct Login {
+    user: ConsoleUser,
+    /// The SHA-256 of the token that opened it: the login lives only while that very token
+    /// is accepted (a token rotated under the same name, or an unnamed one whose index passed
+    /// to another, is another token).
+    digest: [u8; 32],
+    started: Instant,
+}
+
+/// The open console logins.
+pub(crate) struct Logins {
+    local: Mutex<HashMap<String, Login>>,
+    shared: Option<Arc<PgStore>>,
+}
+
+impl Logins {
+    /// Logins kept in the process, or in `shared` when replicas share a store.
+    pub(crate) fn new(shared: Option<Arc<PgStore>>) -> Logins {
+        Logins {
+            local: Mutex::default(),
+            shared,
+        }
+    }
+
+    /// A new login for `profile`'s token `token_id` (by its `digest`): its random id, or why
+    /// there is none.
+    pub(crate) async fn start(
+        &self,
+        profile: String,
+        token_id: String,
+        digest: [u8; 32],
+    ) -> Result<String, String> {
+        let mut id_bytes = [0u8; 32];
+        // No randomness: refuse rather than hand out a guessable id.
+        getrandom::fill(&mut id_bytes).map_err(|_| "no randomness for a session id".to_string())?;
+        let id: String = id_bytes.iter().map(|b| format!("{b:02x}")).collect();
+        if let Some(store) = &self.shared {
+            store
+                .open_session(
+                    SessionKind::Console,
+                    &id,
+                    digest,
+                    &profile,
+                    Some(&token_id),
+                    LIFETIME,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(id);
+        }
+        let mut open = self
+            .local
+            .lock()
+            .map_err(|_| "the logins are unusable".to_string())?;
+        open.retain(|_, s| s.started.elapsed() < LIFETIME);
+        if open.len() >= MAX_LOGINS
+            && let Some(oldest) = open
+                .iter()
+                .min_by_key(|(_, s)| s.started)
+                .map(|(k, _)| k.clone())
+        {
+            open.remove(&oldest);
+        }
+        open.insert(
+            id.clone(),
+            Login {
+                user: ConsoleUser {
+                    profile,
+                    token_id: Some(token_id),
+                    session: id.clone(),
+                },
+                digest,
+                started: Instant::now(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// The user of login `id` and its token's digest, while it lives.
+    pub(crate) async fn find(&self, id: &str) -> Option<(ConsoleUser, [u8; 32])> {
+        if let Some(store) = &self.shared {
+            let found = match store.session(SessionKind::Console, id).await {
+                Ok(found) => found?,
+                Err(e) => {
+                    tracing::warn!("a console login could not be checked: {e}");
+                    return None;
+                }
+            };
+            let user = ConsoleUser {
+                profile: found.profile?,
+                token_id: found.token_id,
+                session: id.to_string(),
+            };
+            return Some((user, found.owner?));
+        }
+        let open = self.local.lock().ok()?;
+        let login = open.get(id)?;
+        (login.started.elapsed() < LIFETIME).then(|| (login.user.clone(), login.digest))
+    }
+
+    /// Ends login `id` (everywhere, on a shared store).
+    pub(crate) async fn end(&self, id: &str) {
+        if let Some(store) = &self.shared {
+            if let Err(e) = store.end_session(SessionKind::Console, id).await {
+                tracing::warn!("a console logout could not reach the shared store: {e}");
+            }
+            return;
+        }
+        if let Ok(mut open) = self.local.lock() {
+            open.remove(id);
+        }
+    }
+}
