@@ -13,9 +13,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from cluster import ClusterServer, Served
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 REPO = Path(__file__).resolve().parents[2]
 SANDGATE = os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))
@@ -84,9 +83,15 @@ def auth_headers(token: str | None) -> dict:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-class HttpServer:
+class HttpServer(Served):
     """`sandgate serve --http 127.0.0.1:0` in a subprocess; learns its URL from the log, and the
-    bearer token sandgate generated and printed at its first start (HTTP needs one by default)."""
+    bearer token sandgate generated and printed at its first start (HTTP needs one by default).
+    With `SANDGATE_E2E_CLUSTER=1`, the reference deployment instead (`cluster.ClusterServer`)."""
+
+    def __new__(cls, config: Path, extra_args=(), token: str | None = None):
+        if os.environ.get("SANDGATE_E2E_CLUSTER") == "1":
+            return ClusterServer(config, extra_args, token, state_home(config))
+        return super().__new__(cls)
 
     def __init__(self, config: Path, extra_args=(), token: str | None = None):
         env = {**os.environ, "XDG_STATE_HOME": str(state_home(config))}
@@ -115,16 +120,6 @@ class HttpServer:
         if not found.wait(30) or self.url is None:
             self.close()
             raise RuntimeError("sandgate did not start serving HTTP:\n" + "".join(self.log))
-
-    @property
-    def headers(self) -> dict:
-        """What a client sends to be let in."""
-        return auth_headers(self.token)
-
-    def target(self, headers: dict | None = None):
-        """A transport for `mcp.Client`, carrying the token (or `headers` instead)."""
-        client = create_mcp_http_client(headers=self.headers if headers is None else headers)
-        return streamable_http_client(self.url, http_client=client)
 
     def close(self):
         self.proc.terminate()

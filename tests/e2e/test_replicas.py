@@ -22,23 +22,13 @@ import httpx2 as httpx
 import pytest
 from mcp import Client
 
+from cluster import fresh_database
 from conftest import FAKE_BACKEND, REPO, SANDGATE, HttpServer, state_home, structured, text_of
 
 pytestmark = pytest.mark.anyio
 
-ADMIN_URL = os.environ.get("SANDGATE_TEST_DATABASE_URL")
 TOKEN_A = "replica-token-" + secrets.token_hex(16)
 TOKEN_B = "replica-other-" + secrets.token_hex(16)
-
-
-def fresh_database(label: str) -> str:
-    if not ADMIN_URL:
-        if os.environ.get("SANDGATE_REQUIRE_POSTGRES") == "1":
-            pytest.fail("SANDGATE_REQUIRE_POSTGRES=1 but SANDGATE_TEST_DATABASE_URL is not set")
-        pytest.skip("no PostgreSQL (scripts/test starts one: scripts/test-postgres)")
-    name = f"e2e_{label}_{secrets.token_hex(4)}"
-    subprocess.run(["psql", ADMIN_URL, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
-    return ADMIN_URL.rsplit("/", 1)[0] + "/" + name
 
 
 def replica_config(tmp_path, url: str):

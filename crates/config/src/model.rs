@@ -218,6 +218,15 @@ impl Config {
                 }
             })?);
         }
+        if let Some(ca_file) = &mut config.store.ca_file {
+            let path = ca_file.to_string_lossy().into_owned();
+            *ca_file = interpolate(&path, lookup)
+                .map_err(|var| ConfigError::MissingSecret {
+                    key: "store.ca_file".into(),
+                    var,
+                })?
+                .into();
+        }
         for token in &mut config.http.tokens {
             if let TokenSecret::Plain(text) = &mut token.secret {
                 let key = format!("http.tokens ({})", token.id);

@@ -432,6 +432,19 @@ fn the_store_is_sqlite_by_default_and_postgres_takes_a_url_from_the_environment(
         resolved.store.url.as_ref().map(|u| u.expose().to_string()),
         Some("postgres://db/x".to_string())
     );
+    // The CA file may come from the environment too (a mounted secret's path).
+    let from_env = parse_str(
+        "[store]\nbackend = \"postgres\"\nurl = \"x\"\nca_file = \"${PGSSLROOTCERT}\"\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("loads")
+    .resolved(&|var| (var == "PGSSLROOTCERT").then(|| "/run/ca.pem".to_string()))
+    .expect("resolves");
+    assert_eq!(
+        from_env.store.ca_file.as_deref(),
+        Some(std::path::Path::new("/run/ca.pem"))
+    );
     let unset = pg.resolved(&|_| None).expect_err("the variable is not set");
     assert!(
         unset.to_string().contains("store.url") && unset.to_string().contains("DATABASE_URL"),

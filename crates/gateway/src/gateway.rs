@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use sandgate_catalog::Catalog;
 use sandgate_policy::{Access, Profile};
 use sandgate_sandbox::ToolBinding;
+use sandgate_store::StoreHandle;
 use sandgate_upstream::{BackendCalls, BackendState, Backends};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -121,6 +122,7 @@ impl GatewayBuilder {
             stopping: CancellationToken::new(),
             running: AtomicU64::new(0),
             trimming: AtomicBool::new(false),
+            stored_seen: tokio::sync::Mutex::default(),
         });
         gateway.follow_backends();
         gateway.watch_stored_tools().await;
@@ -152,6 +154,8 @@ pub struct Gateway {
     running: AtomicU64,
     /// Whether free memory is being handed back right now (see `after_large_work`).
     trimming: AtomicBool,
+    /// What the stored tools were at the last read (see `catch_up_stored_tools`).
+    stored_seen: tokio::sync::Mutex<StoredSeen>,
 }
 
 /// An execution that just finished, as the console's live list shows it.
@@ -474,12 +478,7 @@ impl Gateway {
         let Some(store) = self.chain_store() else {
             return;
         };
-        let mut seen: Option<Vec<(String, u32)>> = None;
-        let mut read_at = store.change_mark().await.ok();
-        if let Ok(tools) = store.tools().await {
-            seen = Some(tools.iter().map(|t| (t.name.clone(), t.version)).collect());
-            self.install_stored_tools(load(tools)).await;
-        }
+        self.catch_up_stored_tools(&store).await;
         let weak = Arc::downgrade(self);
         let stopping = self.stopping.clone();
         let mut announced = store.changes();
@@ -490,30 +489,35 @@ impl Gateway {
                     () = next_announcement(&mut announced) => {}
                     () = stopping.cancelled() => return,
                 }
-                if weak.strong_count() == 0 {
-                    return;
-                }
-                let version = store.change_mark().await.ok();
-                if version.is_some() && version == read_at {
-                    continue;
-                }
-                // Taken before the read: a commit after it is seen at the next tick.
-                read_at = version;
-                let read = store.tools().await;
                 let Some(gateway) = weak.upgrade() else {
                     return;
                 };
-                if let Ok(tools) = read {
-                    let names: Vec<(String, u32)> =
-                        tools.iter().map(|t| (t.name.clone(), t.version)).collect();
-                    let changed = seen.as_ref().is_none_or(|before| *before != names);
-                    seen = Some(names);
-                    if changed {
-                        gateway.install_stored_tools(load(tools)).await;
-                    }
-                }
+                gateway.catch_up_stored_tools(&store).await;
             }
         });
+    }
+
+    /// Reads the stored tools again if the store's change mark moved since the last read, and
+    /// installs them if they changed. Behind a balancer, code that calls a stored tool just
+    /// registered through another replica runs this first (`chain`), so it never waits for the
+    /// watch.
+    pub(crate) async fn catch_up_stored_tools(self: &Arc<Self>, store: &StoreHandle) {
+        let mut seen = self.stored_seen.lock().await;
+        let version = store.change_mark().await.ok();
+        if version.is_some() && version == seen.read_at && seen.tools.is_some() {
+            return;
+        }
+        // Taken before the read: a commit after it is seen at the next look.
+        seen.read_at = version;
+        if let Ok(tools) = store.tools().await {
+            let names: Vec<(String, u32)> =
+                tools.iter().map(|t| (t.name.clone(), t.version)).collect();
+            let changed = seen.tools.as_ref().is_none_or(|before| *before != names);
+            seen.tools = Some(names);
+            if changed {
+                self.install_stored_tools(load(tools)).await;
+            }
+        }
     }
 
     /// Builds the catalog again and tells every client the tool set may have changed.
@@ -536,6 +540,13 @@ impl Gateway {
         self.return_memory_soon();
         self.clients.tools_changed().await;
     }
+}
+
+/// The stored tools as last read: the store's change mark then, and each tool's version.
+#[derive(Debug, Default)]
+struct StoredSeen {
+    read_at: Option<i64>,
+    tools: Option<Vec<(String, u32)>>,
 }
 
 /// Waits for the next change a shared store announces; forever when it announces none.

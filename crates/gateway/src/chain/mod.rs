@@ -144,6 +144,13 @@ pub async fn call_tool_chain(
         },
         gateway.backends().as_ref(),
     );
+    // Behind a balancer, a stored tool may have been registered through another replica a
+    // moment ago: code that could call one reads the store's change mark first (one query).
+    if let Some(store) = runtime.store.as_ref().filter(|s| s.is_shared())
+        && args.code.contains("user")
+    {
+        gateway.catch_up_stored_tools(store).await;
+    }
     // Wait only for the cold backends the code could be calling: a backend's tools are reached
     // through its name (or the identifier made from it), so code that never mentions it cannot.
     let view = gateway

@@ -1,0 +1,123 @@
+"""The reference deployment (`scripts/cluster`: PostgreSQL, three replicas, HAProxy with
+stickiness off) as a drop-in for `HttpServer`: the same `url`, `token`, `headers`, `target()`
+and `close()`. `test_cluster.py` runs a representative set of HTTP checks through it; with
+`SANDGATE_E2E_CLUSTER=1` every end-to-end test that starts an `HttpServer` gets a cluster
+instead (tests that look inside the one process, at its pid, RSS or signals, do not apply)."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+REPO = Path(__file__).resolve().parents[2]
+ADMIN_URL = os.environ.get("SANDGATE_TEST_DATABASE_URL")
+GENERATED_TOKEN = re.compile(r"Bearer ([0-9a-f]{64})")
+
+
+def fresh_database(label: str) -> str:
+    """A new database on the test server (`scripts/test` starts one), as a URL."""
+    if not ADMIN_URL:
+        if os.environ.get("SANDGATE_REQUIRE_POSTGRES") == "1":
+            pytest.fail("SANDGATE_REQUIRE_POSTGRES=1 but SANDGATE_TEST_DATABASE_URL is not set")
+        pytest.skip("no PostgreSQL (scripts/test starts one: scripts/test-postgres)")
+    name = f"e2e_{label}_{secrets.token_hex(4)}"
+    subprocess.run(["psql", ADMIN_URL, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
+    return ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+
+
+def free_base_port() -> int:
+    """A port P with P, P+1..P+3 free (HAProxy and the replicas)."""
+    for _ in range(100):
+        base = 20000 + secrets.randbelow(30000)
+        try:
+            for offset in range(4):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", base + offset))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no free ports for a cluster")
+
+
+def with_shared_store(config: Path) -> Path:
+    """A copy of `config` whose store is the shared PostgreSQL one (from the environment)."""
+    text = config.read_text()
+    store = '[store]\nbackend = "postgres"\nurl = "${DATABASE_URL}"\nca_file = "${DATABASE_CA}"\n'
+    if "[store]" in text:
+        # The SQLite file's path has no place beside PostgreSQL.
+        head, _, rest = text.partition("[store]\n")
+        section, bracket, after = rest.partition("\n[")
+        section = "\n".join(line for line in section.splitlines() if not re.match(r"\s*path\s*=", line))
+        text = head + store + section + ("\n" + bracket + after if bracket else "")
+    else:
+        text += "\n" + store
+    copy = config.parent / ("cluster-" + config.name)
+    copy.write_text(text)
+    return copy
+
+
+class Served:
+    """What a test talks to over HTTP: its `url`, and the `token` that lets it in."""
+
+    url: str | None
+    token: str | None
+
+    @property
+    def headers(self) -> dict:
+        """What a client sends to be let in."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def target(self, headers: dict | None = None):
+        """A transport for `mcp.Client`, carrying the token (or `headers` instead)."""
+        client = create_mcp_http_client(headers=self.headers if headers is None else headers)
+        return streamable_http_client(self.url, http_client=client)
+
+
+class ClusterServer(Served):
+    def __init__(self, config: Path, extra_args=(), token: str | None = None, state_home: Path | None = None):
+        if extra_args:
+            pytest.skip(f"a cluster takes no extra serve arguments ({' '.join(extra_args)})")
+        self.dir = Path(config).parent / f"cluster-{secrets.token_hex(3)}"
+        self.port = free_base_port()
+        env = {**os.environ, "DATABASE_URL": fresh_database("cluster"),
+               "DATABASE_CA": os.environ.get("SANDGATE_TEST_DATABASE_CA", "")}
+        env["SANDGATE_BIN"] = os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))
+        if state_home is not None:
+            env["SANDGATE_CLUSTER_STATE"] = str(state_home)
+        started = subprocess.run(
+            [str(REPO / "scripts" / "cluster"), "start", str(self.dir), "--config", str(with_shared_store(Path(config))),
+             "--port", str(self.port)],
+            capture_output=True, text=True, env=env, timeout=180)
+        if started.returncode != 0:
+            self.close()
+            raise RuntimeError("the cluster did not start:\n" + started.stderr[-3000:])
+        self.url = started.stdout.strip().splitlines()[-1]
+        self.token = token
+        if self.token is None:
+            generated = GENERATED_TOKEN.search((self.dir / "replica-1.log").read_text())
+            self.token = generated.group(1) if generated else None
+
+    @property
+    def log(self) -> list[str]:
+        lines: list[str] = []
+        for n in (1, 2, 3):
+            path = self.dir / f"replica-{n}.log"
+            if path.exists():
+                lines += path.read_text().splitlines(keepends=True)
+        return lines
+
+    def replica_url(self, n: int) -> str:
+        return f"http://127.0.0.1:{self.port + n}/mcp"
+
+    def close(self):
+        subprocess.run([str(REPO / "scripts" / "cluster"), "stop", str(self.dir)], capture_output=True, timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,117 @@
+"""The reference deployment end to end: `scripts/cluster` (PostgreSQL, three replicas, HAProxy
+with stickiness off, so consecutive requests land on different replicas) and a representative
+set of what a client does over HTTP, all through HAProxy: stateless calls, a 2025-11-25 session
+from the Python SDK whose requests go round the replicas, a stored tool registered through one
+replica and called through the others, a shortened output read back in pieces, the console,
+and a token the cluster does not know. Every end-to-end test can run against a cluster too:
+`SANDGATE_E2E_CLUSTER=1` (see `cluster.py`)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+
+import httpx2 as httpx
+import pytest
+from mcp import Client
+
+from cluster import ClusterServer
+from conftest import FAKE_BACKEND, structured, text_of
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "cluster-token-" + secrets.token_hex(16)
+
+SUM = """export const meta = {
+  description: "Sum of a list of numbers",
+  input: { type: "object", properties: { xs: { type: "array", items: { type: "number" } } }, required: ["xs"] },
+};
+export default async function (input: { xs: number[] }) {
+  return { total: input.xs.reduce((a, b) => a + b, 0) };
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    home = tmp_path_factory.mktemp("cluster")
+    config = home / "sandgate.toml"
+    config.write_text(f"""
+[servers.fake]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(FAKE_BACKEND))}, "ok"]
+
+[profiles.default]
+tools = ["*"]
+register_tools = true
+
+[stored_tools]
+expose_as_mcp_tools = true
+
+[[http.tokens]]
+token = "{TOKEN}"
+profile = "default"
+name = "cluster"
+""")
+    server = ClusterServer(config, token=TOKEN)
+    yield server
+    server.close()
+
+
+async def test_stateless_calls_go_round_the_replicas_and_each_answers(cluster):
+    async with Client(cluster.target(), mode="2026-07-28") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert {"call_tool_chain", "search_tools", "read_output"} <= names, names
+        pids = set()
+        for i in range(9):
+            ran = structured(await client.call_tool("call_tool_chain", {"code": "return await fake.pid({})"}))
+            pids.add(json.dumps(ran["result"]))
+        # Round robin over three replicas, each with its own backend process.
+        assert len(pids) == 3, pids
+
+
+async def test_a_legacy_session_goes_round_the_replicas_without_stickiness(cluster):
+    async with Client(cluster.target(), mode="legacy") as client:
+        pids = set()
+        for i in range(6):
+            ran = structured(await client.call_tool("call_tool_chain", {"code": "return await fake.pid({})"}))
+            pids.add(json.dumps(ran["result"]))
+        assert len(pids) == 3, pids
+        # Its outputs are its own on every replica: one shortened here is read in pieces there.
+        big = structured(await client.call_tool("call_tool_chain", {"code": "return 'ab'.repeat(30000)"}))
+        assert big["shaped"], big
+        pieces, offset = [], 0
+        while offset is not None:
+            piece = structured(await client.call_tool("read_output", {"execution_id": big["execution_id"], "offset": offset}))
+            pieces.append(piece["text"])
+            offset = piece["next_offset"]
+        assert "".join(pieces) == "ab" * 30000
+
+
+async def test_a_tool_registered_through_one_replica_is_called_through_every_one(cluster):
+    async with Client(cluster.target(), mode="2026-07-28") as client:
+        done = await client.call_tool("register_tool", {"name": "cluster_sum", "code": SUM})
+        assert not done.is_error, text_of(done)
+        # At once, with no wait and no retry: the next three calls land on three replicas, and
+        # each reads the store's change mark before running code that could call a stored tool.
+        for _ in range(3):
+            ran = await client.call_tool("call_tool_chain", {"code": "return await user.cluster_sum({xs: [1, 2, 3]})"})
+            assert structured(ran)["result"] == {"ok": True, "data": {"total": 6}}, text_of(ran)
+
+
+async def test_the_console_and_a_wrong_token_through_the_balancer(cluster):
+    front = cluster.url.removesuffix("/mcp")
+    login = httpx.post(front + "/ui/login", json={"token": TOKEN}, headers={"Origin": front}, timeout=10)
+    assert login.status_code == 200, login.text
+    cookie = login.headers["set-cookie"].split(";")[0]
+    # Three requests, three replicas: the login holds on each.
+    for _ in range(3):
+        me = httpx.get(front + "/ui/api/me", headers={"Cookie": cookie}, timeout=10)
+        assert me.status_code == 200 and me.json()["profile"] == "default", me.text
+    wrong = httpx.post(cluster.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                       headers={"Authorization": "Bearer not-a-token-" + "x" * 40,
+                                "Accept": "application/json, text/event-stream"}, timeout=10)
+    assert wrong.status_code == 401, wrong.text
+    ready = httpx.get(front + "/readyz", timeout=10)
+    assert ready.status_code == 200, ready.text
