@@ -158,7 +158,18 @@ impl SessionOwners {
     /// Forgets sessions that closed, and closes those whose token the gateway no longer
     /// accepts (`still_accepted` says which digests it does).
     pub(crate) async fn sweep(&self, still_accepted: impl Fn(&[u8; 32]) -> bool) {
-        let open: std::collections::HashSet<String> = self
+        // The bindings first, then the open sessions: a session is open before its binding
+        // is kept, so one bound after this look is newer than the look at the open sessions,
+        // and is left alone (taken the other way round, a session opened in between lost its
+        // binding, and its next request got 404).
+        let bound: HashSet<String> = self
+            .owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        let open: HashSet<String> = self
             .sessions
             .sessions
             .read()
@@ -171,6 +182,9 @@ impl SessionOwners {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|id, owner| {
+                if !bound.contains(id) {
+                    return true;
+                }
                 let keep = open.contains(id) && (*owner == NO_TOKEN || still_accepted(owner));
                 if !keep && open.contains(id) {
                     ended.push(id.clone());
