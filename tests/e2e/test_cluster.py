@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
 import sys
+import time
+
+import anyio
 
 import httpx2 as httpx
 import pytest
 from mcp import Client
 
-from cluster import ClusterServer
+from cluster import REPO, ClusterServer
 from conftest import FAKE_BACKEND, structured, text_of
 
 pytestmark = pytest.mark.anyio
@@ -48,6 +52,9 @@ register_tools = true
 
 [stored_tools]
 expose_as_mcp_tools = true
+
+[http]
+drain = "3s"
 
 [[http.tokens]]
 token = "{TOKEN}"
@@ -115,3 +122,47 @@ async def test_the_console_and_a_wrong_token_through_the_balancer(cluster):
     assert wrong.status_code == 401, wrong.text
     ready = httpx.get(front + "/readyz", timeout=10)
     assert ready.status_code == 200, ready.text
+
+
+async def test_a_rolling_restart_of_every_replica_under_load_fails_no_request(cluster):
+    """Each replica in turn gets SIGTERM and is started again, while stateless and 2025-11-25
+    clients keep calling through HAProxy: the replica drains (`/readyz` 503, each response
+    closing its connection) until HAProxy has taken it out, finishes what it has, and stops;
+    no client sees an error, and the sessions go on."""
+    outcomes: list[tuple[str, bool, str]] = []
+    restarting = anyio.Event()
+    done = anyio.Event()
+
+    async def client(mode: str, n: int):
+        async with Client(cluster.target(), mode=mode, read_timeout_seconds=60) as session:
+            i = 0
+            while not done.is_set():
+                i += 1
+                try:
+                    ran = await session.call_tool("call_tool_chain", {"code": f"await fake.slow({{ms: 150}}); return {n * 1000 + i}"})
+                    ok = not ran.is_error and ran.structured_content.get("result") == n * 1000 + i
+                    outcomes.append((mode, ok, "" if ok else text_of(ran)[:200]))
+                except Exception as error:  # noqa: BLE001 - every failure is the finding
+                    outcomes.append((mode, False, repr(error)[:200]))
+
+    async def restart_each():
+        await anyio.sleep(1.0)
+        restarting.set()
+        for n in (1, 2, 3):
+            restarted = await anyio.to_thread.run_sync(lambda: subprocess.run(
+                [str(REPO / "scripts" / "cluster"), "restart", str(cluster.dir), str(n)],
+                capture_output=True, text=True, timeout=120))
+            assert restarted.returncode == 0, restarted.stderr
+        await anyio.sleep(1.0)
+        done.set()
+
+    started = time.monotonic()
+    async with anyio.create_task_group() as group:
+        for n in range(4):
+            group.start_soon(client, "2026-07-28", n)
+        for n in range(4, 6):
+            group.start_soon(client, "legacy", n)
+        group.start_soon(restart_each)
+    failed = [o for o in outcomes if not o[1]]
+    assert restarting.is_set() and len(outcomes) > 50, (len(outcomes), time.monotonic() - started)
+    assert not failed, (len(failed), len(outcomes), failed[:5])

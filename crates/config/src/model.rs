@@ -337,6 +337,10 @@ pub struct HttpLimits {
     pub max_sessions: usize,
     /// A session nobody used for this long is closed.
     pub session_idle_timeout: Duration,
+    /// On SIGTERM or SIGINT, how long to go on serving while `/readyz` says 503 (so a load
+    /// balancer takes the replica out of rotation), and then how long requests in flight get
+    /// to finish; zero stops at once.
+    pub drain: Duration,
 }
 
 impl Default for HttpLimits {
@@ -348,6 +352,7 @@ impl Default for HttpLimits {
             max_connections_per_ip: 256,
             max_sessions: 1000,
             session_idle_timeout: Duration::from_secs(300),
+            drain: Duration::ZERO,
         }
     }
 }

@@ -470,3 +470,13 @@ fn the_store_is_sqlite_by_default_and_postgres_takes_a_url_from_the_environment(
         assert!(error.contains(says), "{text}: {error}");
     }
 }
+
+#[test]
+fn a_drain_is_off_by_default_and_bounded() {
+    let cfg = parse_str("", Format::Toml, "t").expect("loads");
+    assert!(cfg.http.limits.drain.is_zero());
+    let set = parse_str("[http]\ndrain = \"3s\"\n", Format::Toml, "t").expect("loads");
+    assert_eq!(set.http.limits.drain, Duration::from_secs(3));
+    let long = parse_str("[http]\ndrain = \"10m\"\n", Format::Toml, "t").expect_err("too long");
+    assert!(long.to_string().contains("http.drain"), "{long}");
+}

@@ -121,6 +121,7 @@ impl GatewayBuilder {
             finished: broadcast::channel(64).0,
             stopping: CancellationToken::new(),
             running: AtomicU64::new(0),
+            draining: AtomicBool::new(false),
             trimming: AtomicBool::new(false),
             stored_seen: tokio::sync::Mutex::default(),
         });
@@ -152,6 +153,8 @@ pub struct Gateway {
     stopping: CancellationToken,
     /// `call_tool_chain` executions in progress, so shutting down can wait for their records.
     running: AtomicU64,
+    /// Shutting down, but still serving until a balancer has noticed (see `begin_drain`).
+    draining: AtomicBool,
     /// Whether free memory is being handed back right now (see `after_large_work`).
     trimming: AtomicBool,
     /// What the stored tools were at the last read (see `catch_up_stored_tools`).
@@ -446,6 +449,22 @@ impl Gateway {
                 uptime_secs: self.uptime_secs(),
             },
         )
+    }
+
+    /// The first step of a drained shutdown: from now on `/readyz` answers 503 and every HTTP
+    /// response closes its connection, while requests are served as before.
+    pub fn begin_drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a drained shutdown has begun.
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// `call_tool_chain` executions in progress.
+    pub fn executions_running(&self) -> u64 {
+        self.running.load(Ordering::SeqCst)
     }
 
     /// Whether every enabled backend has had its first connection attempt (`/readyz`), and

@@ -19,9 +19,13 @@ const HTTP_KEYS: &[&str] = &[
     "max_connections_per_ip",
     "max_sessions",
     "session_idle_timeout",
+    "drain",
     "auth",
     "tokens",
 ];
+
+/// The longest `http.drain`: a shutdown waits up to twice it.
+const MAX_DRAIN: Duration = Duration::from_secs(300);
 
 impl Walker<'_> {
     pub(crate) fn http_section(&self, value: Option<&Value>) -> Result<HttpConfig, ConfigError> {
@@ -63,7 +67,15 @@ impl Walker<'_> {
             )?,
             max_sessions: number("max_sessions", defaults.max_sessions)?,
             session_idle_timeout: time("session_idle_timeout", defaults.session_idle_timeout)?,
+            drain: time("drain", defaults.drain)?,
         };
+        if limits.drain > MAX_DRAIN {
+            return Err(self.invalid(
+                "http.drain",
+                format!("is {:?}, over the {MAX_DRAIN:?} a shutdown may wait", limits.drain),
+                "a few seconds more than the balancer's health checks need to notice (HAProxy's inter x fall) is enough",
+            ));
+        }
         let auth = self.http_auth(table.get("auth"))?;
         if auth == crate::access::HttpAuth::None
             && let Some(addr) = listen.filter(|a| !a.ip().is_loopback())

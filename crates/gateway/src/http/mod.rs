@@ -162,7 +162,11 @@ pub async fn serve_http(
         .route("/healthz", axum::routing::get(probes::healthz))
         .route("/readyz", axum::routing::get(probes::readyz))
         .with_state(trimmed_gateway.clone())
-        .merge(checked);
+        .merge(checked)
+        .layer(axum::middleware::from_fn_with_state(
+            trimmed_gateway.clone(),
+            probes::close_while_draining,
+        ));
     tokio::spawn(trim_after_sessions_expire(
         trimmed_gateway,
         options.auth.clone(),

@@ -27,7 +27,12 @@ pub(crate) async fn healthz() -> Response {
 /// connected or not), 503 before.
 pub(crate) async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
     let (ready, starting) = gateway.readiness();
-    let (status, body) = if ready {
+    let (status, body) = if gateway.draining() {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: shutting down (finishing what it has)\n".to_string(),
+        )
+    } else if ready {
         (StatusCode::OK, "ready\n".to_string())
     } else {
         (
@@ -67,4 +72,22 @@ pub(crate) async fn metrics(
         gateway.metrics_text(),
     )
         .into_response()
+}
+
+/// While the gateway drains, every response closes its connection: a balancer's kept-alive
+/// connections end cleanly, one response at a time, before the listener closes, rather than
+/// being cut under a request.
+pub(crate) async fn close_while_draining(
+    State(gateway): State<Arc<Gateway>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if gateway.draining() {
+        response.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }

@@ -103,6 +103,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         http_addr,
         shutdown.clone(),
     );
+    let mut signalled = false;
     let outcome = tokio::select! {
         done = tasks.join_next() => match done {
             Some(Ok(result)) => result,
@@ -111,6 +112,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         },
         signal = signals.next() => {
             tracing::info!("{signal}: shutting down (a second signal exits at once)");
+            signalled = true;
             Ok(())
         }
     };
@@ -121,6 +123,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         sandgate_upstream::kill_every_backend_process();
         std::process::exit(130);
     });
+    let drain = config.http.limits.drain;
+    if signalled && http_addr.is_some() && !drain.is_zero() {
+        drain_http(&gateway, drain).await;
+    }
     shutdown.cancel();
     if !gateway.shut_down(SHUTDOWN_GRACE).await {
         tracing::warn!(
@@ -130,6 +136,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     telemetry.shut_down().await;
     // The stdio reader may still be blocked on stdin; `main` does not wait for it.
     outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// A drained shutdown (`[http] drain`): the gateway says it is not ready and closes each
+/// connection after its response, while serving as before for `drain`, so a balancer takes it
+/// out of rotation without a request lost; then executions in flight get up to `drain` more
+/// to finish before the rest of the shutdown cancels them.
+async fn drain_http(gateway: &sandgate_gateway::Gateway, drain: std::time::Duration) {
+    gateway.begin_drain();
+    tracing::info!("draining for {drain:?}: /readyz says 503 while requests are still served");
+    tokio::time::sleep(drain).await;
+    let waited = std::time::Instant::now();
+    while gateway.executions_running() > 0 && waited.elapsed() < drain {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    if gateway.executions_running() > 0 {
+        tracing::warn!(
+            running = gateway.executions_running(),
+            "executions still running after the drain are cancelled"
+        );
+    }
 }
 
 /// How long shutting down may take before sandgate exits anyway (the whole shutdown stays
