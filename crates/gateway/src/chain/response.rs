@@ -211,6 +211,17 @@ impl Response {
                 if let Some(ContentBlock::Text(text)) = result.content.first_mut() {
                     text.text.push_str(&note);
                 }
+                // Nor does the structured answer name it as stored.
+                if let Some(output) = result
+                    .structured_content
+                    .as_mut()
+                    .and_then(|s| s.get_mut("output"))
+                    .and_then(Value::as_object_mut)
+                {
+                    output.insert("stored".into(), Value::Bool(false));
+                    output.insert("resource".into(), Value::Null);
+                    output.insert("not_stored".into(), Value::String(e.to_string()));
+                }
             }
         }
         result
@@ -512,4 +523,50 @@ pub fn code_hash(code: &str) -> String {
 
 fn round(ms: f64) -> f64 {
     (ms * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_output_whose_write_failed_is_not_named_as_stored() {
+        let mut result = CallToolResult::success(vec![ContentBlock::text("shortened")]);
+        result.structured_content = Some(json!({
+            "output": {"stored": true, "resource": "sandgate://output/ex-1", "shown_chars": 9}
+        }));
+        let failed = sandgate_store::StoreError::Unavailable("connection refused".into());
+        let response = Response {
+            result,
+            commits: vec![Commit::finished(Err(failed))],
+        };
+        let answered = response.committed().await;
+        let Some(ContentBlock::Text(text)) = answered.content.first() else {
+            panic!("no text");
+        };
+        assert!(text.text.contains("cannot be read back"), "{}", text.text);
+        let output = &answered.structured_content.expect("structured")["output"];
+        assert_eq!(output["stored"], json!(false));
+        assert_eq!(output["resource"], Value::Null);
+        assert!(
+            output["not_stored"]
+                .as_str()
+                .is_some_and(|s| s.contains("connection refused"))
+        );
+    }
+
+    #[tokio::test]
+    async fn an_output_written_stays_named() {
+        let mut result = CallToolResult::success(vec![ContentBlock::text("shortened")]);
+        result.structured_content = Some(json!({"output": {"stored": true}}));
+        let response = Response {
+            result,
+            commits: vec![Commit::finished(Ok(()))],
+        };
+        let answered = response.committed().await;
+        assert_eq!(
+            answered.structured_content.expect("structured")["output"]["stored"],
+            json!(true)
+        );
+    }
 }
