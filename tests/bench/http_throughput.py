@@ -82,7 +82,10 @@ async def request(reader, writer, port, body: dict, headers: dict) -> tuple[int,
 
 
 async def client(port: int, era: str, until: float, latencies: list, errors: list):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    # SOURCE_IP (another loopback address) counts these clients apart from others of
+    # 127.0.0.1, such as a load balancer's connections, under the per-address connection cap.
+    source = os.environ.get("SOURCE_IP")
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0) if source else None)
     auth = {"Authorization": f"Bearer {TOKEN}"}
     headers = dict(auth)
     if era == "2025-11-25":
@@ -116,20 +119,23 @@ def load(port: int, era: str, clients: int, seconds: float, out):
     out.put(asyncio.run(run()))
 
 
-def measure(port: int, era: str, clients: int, seconds: float, pid: int) -> str:
+def measure(port: int, era: str, clients: int, seconds: float, pid: int | list[int]) -> str:
+    """One load's line; the CPU is that of `pid` (or of every process in a list of them)."""
+    pids = pid if isinstance(pid, list) else [pid]
     processes = min(2, clients)
     queue = multiprocessing.Queue()
     shares = [clients // processes + (1 if i < clients % processes else 0) for i in range(processes)]
     procs = [multiprocessing.Process(target=load, args=(port, era, n, seconds, queue)) for n in shares]
-    cpu_before = cpu_seconds(pid)
+    cpu_before = sum(cpu_seconds(p) for p in pids)
     for p in procs:
         p.start()
     latencies, errors = [], []
     for _ in procs:
-        got_latencies, got_errors = queue.get()
+        # A load process that died (its connection refused, say) must not hang the run.
+        got_latencies, got_errors = queue.get(timeout=seconds + 60)
         latencies += got_latencies
         errors += got_errors
-    cpu = cpu_seconds(pid) - cpu_before
+    cpu = sum(cpu_seconds(p) for p in pids) - cpu_before
     for p in procs:
         p.join()
     latencies.sort()

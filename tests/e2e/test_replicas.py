@@ -16,6 +16,7 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 
 import anyio
 import httpx2 as httpx
@@ -282,6 +283,51 @@ async def test_a_console_login_and_its_live_executions_span_the_replicas(tmp_pat
         assert out.status_code == 204, out.text
         gone = httpx.get(own_one + "/ui/api/me", headers={"Cookie": cookie}, timeout=10)
         assert gone.status_code == 401, gone.text
+    finally:
+        one.close()
+        two.close()
+
+
+def rss_kib(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def test_hostile_session_ids_and_oversized_handshakes_on_a_shared_store(tmp_path):
+    """Unknown, forged and long session ids cost one lookup each and get 404 on every replica;
+    a session whose `initialize` parameters are over the 64 KiB kept for other replicas works on
+    its own replica and is an unknown session elsewhere (not a 4 MiB row per session)."""
+    config = replica_config(tmp_path, fresh_database("hostile_sessions"))
+    one = HttpServer(config, token=TOKEN_A)
+    two = HttpServer(config, token=TOKEN_A)
+    try:
+        rss_before = rss_kib(two.proc.pid)
+        started = time.monotonic()
+        for i in range(300):
+            forged = ("f" * 36) if i % 3 else secrets.token_hex(2000)
+            answer = session_post(two, {"jsonrpc": "2.0", "id": i, "method": "tools/list"}, TOKEN_A, forged)
+            assert answer.status_code == 404 and len(answer.content) < 300, (answer.status_code, answer.text[:200])
+        assert time.monotonic() - started < 30, time.monotonic() - started
+        assert rss_kib(two.proc.pid) - rss_before < 50 * 1024, (rss_before, rss_kib(two.proc.pid))
+        huge = session_post(one, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {},
+            "clientInfo": {"name": "x" * 100_000, "version": "1"}}}, TOKEN_A)
+        assert huge.status_code == 200, huge.text[:200]
+        session = huge.headers["mcp-session-id"]
+        session_post(one, {"jsonrpc": "2.0", "method": "notifications/initialized"}, TOKEN_A, session)
+        here = session_post(one, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, TOKEN_A, session)
+        assert here.status_code == 200, here.text[:200]
+        elsewhere = session_post(two, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, TOKEN_A, session)
+        assert elsewhere.status_code == 404, (elsewhere.status_code, elsewhere.text[:200])
+        rows = subprocess.run(["psql", os.environ["REPLICA_DATABASE_URL"] + "?sslmode=disable", "-At", "-c",
+                               "SELECT coalesce(max(length(state)), 0) FROM shared_sessions"],
+                              capture_output=True, text=True, check=True)
+        assert int(rows.stdout.strip()) <= 64 * 1024, rows.stdout
+        # Both still answer.
+        fresh = open_session(two, TOKEN_A)
+        assert session_post(one, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, TOKEN_A, fresh).status_code == 200
     finally:
         one.close()
         two.close()

@@ -24,7 +24,7 @@ mod tools;
 pub use error::StoreError;
 pub use handle::{Commit, StoreHandle};
 pub use outputs::{OutputSlice, slice};
-pub use postgres::{Admitted, Finished, Notice, SessionKind, SharedSession};
+pub use postgres::{Admitted, Notice, SessionKind, SharedSession};
 pub use records::{
     BackendStats, CallRow, ExecutionRecord, KEEP_SHOWN, MAX_CALL_ERROR_CHARS, MAX_SHOWN_BYTES,
     RUNNING, RecordFilter, Stats, TierStats,

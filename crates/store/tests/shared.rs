@@ -1,6 +1,6 @@
 //! What only a shared store (PostgreSQL) does for replicas: sessions any replica continues,
 //! bound to their opener's token and ended everywhere at once, and the notices replicas send
-//! each other (a session ended, an execution finished). Plus the `running` record an
+//! each other (a session ended). Plus the `running` record an
 //! execution leaves from its start, which statistics leave out on either engine.
 
 #![allow(clippy::expect_used)]
@@ -177,37 +177,6 @@ fn record(id: &str, status: &str, duration_ms: f64) -> ExecutionRecord {
         shown: None,
         error_line: None,
     }
-}
-
-#[tokio::test]
-async fn a_finished_execution_is_announced_to_every_replica_and_a_running_one_is_not() {
-    let Some((one, other)) = two_replicas("finished").await else {
-        return;
-    };
-    let mut heard = other.shared().expect("shared").notices();
-    let mut changes = other.changes().expect("changes");
-    tokio::time::timeout(Duration::from_secs(5), changes.wait_for(|n| *n >= 1))
-        .await
-        .expect("listening")
-        .expect("alive");
-    one.record(record("e1", RUNNING, 0.0));
-    one.record(record("e1", "ok", 12.5));
-    one.flush().await.expect("written");
-    let notice = tokio::time::timeout(Duration::from_secs(5), heard.recv())
-        .await
-        .expect("heard in time")
-        .expect("a notice");
-    let Notice::Finished(done) = notice else {
-        panic!("not a finished execution: {notice:?}");
-    };
-    assert_eq!((done.id.as_str(), done.status.as_str()), ("e1", "ok"));
-    assert_eq!(done.duration_ms, 12.5);
-    // Nothing more: the running record was not announced.
-    assert!(
-        tokio::time::timeout(Duration::from_millis(300), heard.recv())
-            .await
-            .is_err()
-    );
 }
 
 #[tokio::test]

@@ -338,14 +338,14 @@ pub(crate) async fn stats(
 
 /// `GET /ui/api/events`: server-sent events: `execution` as each execution finishes (the
 /// profile's own; every one for an admin), and `backends` when a backend's state changes. On a
-/// shared store the executions are every replica's (as each announces them); the backends are
-/// this replica's, whose processes they are.
+/// shared store the executions are every replica's (read from the store once a second); the
+/// backends are this replica's, whose processes they are.
 pub(crate) async fn events(
     State(console): State<Console>,
     Extension(user): Extension<ConsoleUser>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let admin = is_admin(&console, &user);
-    let mut finished = Finishes::of(&console);
+    let mut finished = Finishes::of(&console, &user, admin);
     // A check of a login in the process costs nothing; a shared store is asked at most a few
     // times a second, however many executions finish.
     let recheck_after = match finished {
@@ -403,22 +403,111 @@ pub(crate) async fn events(
 /// events it lets out.
 const SHARED_RECHECK_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// Where finished executions come from: this gateway, or every replica through the store.
+/// Where finished executions come from: this gateway's own, or on a shared store every
+/// replica's, read from the store once a second while the stream is open (an announcement per
+/// execution would cost every replica, at thousands a second, whether a console watches or not).
 enum Finishes {
     Local(tokio::sync::broadcast::Receiver<crate::gateway::FinishedExecution>),
-    Shared(tokio::sync::broadcast::Receiver<sandgate_store::Notice>),
+    Shared(SharedFinishes),
+}
+
+/// The reading of the store for one stream: what it has shown, and what is left to show.
+struct SharedFinishes {
+    store: sandgate_store::StoreHandle,
+    /// `None` for an admin (every profile).
+    profile: Option<String>,
+    /// Executions already shown (or there before the stream opened), oldest first.
+    shown: std::collections::VecDeque<String>,
+    known: std::collections::HashSet<String>,
+    /// Read but not yet handed out, oldest first.
+    ready: std::collections::VecDeque<Value>,
+    primed: bool,
+    polled_at: Option<tokio::time::Instant>,
+}
+
+/// How many finished executions a stream remembers having shown (more than a poll can read).
+const SHOWN_REMEMBERED: usize = 2 * SHARED_POLL_LIMIT;
+/// The most recent executions one poll reads.
+const SHARED_POLL_LIMIT: usize = 200;
+/// How far back a poll looks: an execution that finished since the last poll started at most
+/// this long ago (the longest timeout a profile may set is below it).
+const SHARED_POLL_BACK_MS: i64 = 60 * 60 * 1000;
+
+impl SharedFinishes {
+    /// The next finished execution: from what the last read found, or from a new read a
+    /// second later.
+    async fn next(&mut self) -> Option<Option<(String, Value)>> {
+        loop {
+            if let Some(done) = self.ready.pop_front() {
+                let profile = done["profile"].as_str().unwrap_or_default().to_string();
+                return Some(Some((profile, done)));
+            }
+            // A deadline, not a fresh wait: the stream's other events cancel this future and
+            // call again, and the store is still read once a second.
+            if let Some(polled) = self.polled_at {
+                tokio::time::sleep_until(polled + std::time::Duration::from_secs(1)).await;
+            }
+            self.polled_at = Some(tokio::time::Instant::now());
+            let filter = RecordFilter {
+                profile: self.profile.clone(),
+                since_ms: Some(sandgate_store::now_ms() - SHARED_POLL_BACK_MS),
+                ..RecordFilter::default()
+            };
+            let records = match self.store.list_matching(filter, SHARED_POLL_LIMIT).await {
+                Ok(records) => records,
+                Err(e) => {
+                    tracing::debug!("the console's live list could not read the store: {e}");
+                    self.primed = true;
+                    continue;
+                }
+            };
+            // Newest first from the store: shown oldest first.
+            for record in records.into_iter().rev() {
+                if record.status == sandgate_store::RUNNING || self.known.contains(&record.id) {
+                    continue;
+                }
+                self.known.insert(record.id.clone());
+                self.shown.push_back(record.id.clone());
+                if self.primed {
+                    self.ready.push_back(json!({
+                        "id": record.id,
+                        "profile": record.profile,
+                        "tier": record.tier,
+                        "status": record.status,
+                        "duration_ms": record.duration_ms,
+                        "started_at_ms": record.started_at_ms,
+                        "calls": record.calls,
+                    }));
+                }
+            }
+            while self.shown.len() > SHOWN_REMEMBERED {
+                if let Some(old) = self.shown.pop_front() {
+                    self.known.remove(&old);
+                }
+            }
+            self.primed = true;
+        }
+    }
 }
 
 impl Finishes {
-    fn of(console: &Console) -> Finishes {
-        match console.gateway.chain_store().and_then(|s| s.shared()) {
-            Some(store) => Finishes::Shared(store.notices()),
+    fn of(console: &Console, user: &ConsoleUser, admin: bool) -> Finishes {
+        match console.gateway.chain_store().filter(|s| s.is_shared()) {
+            Some(store) => Finishes::Shared(SharedFinishes {
+                store,
+                profile: (!admin).then(|| user.profile.clone()),
+                shown: Default::default(),
+                known: Default::default(),
+                ready: Default::default(),
+                primed: false,
+                polled_at: None,
+            }),
             None => Finishes::Local(console.gateway.finished_executions()),
         }
     }
 
-    /// The next finished execution (its profile and its JSON), `Some(None)` for something
-    /// else or a gap, `None` once no more can come.
+    /// The next finished execution (its profile and its JSON), `Some(None)` for a gap, `None`
+    /// once no more can come.
     async fn next(&mut self) -> Option<Option<(String, Value)>> {
         use tokio::sync::broadcast::error::RecvError;
         match self {
@@ -427,13 +516,7 @@ impl Finishes {
                 Err(RecvError::Lagged(_)) => Some(None),
                 Err(RecvError::Closed) => None,
             },
-            Finishes::Shared(rx) => match rx.recv().await {
-                Ok(sandgate_store::Notice::Finished(done)) => {
-                    Some(Some((done.profile.clone(), json!(done))))
-                }
-                Ok(_) | Err(RecvError::Lagged(_)) => Some(None),
-                Err(RecvError::Closed) => None,
-            },
+            Finishes::Shared(shared) => shared.next().await,
         }
     }
 }

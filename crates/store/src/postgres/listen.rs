@@ -5,9 +5,10 @@
 //! gateway's once-a-second look at the change mark stays as the backstop.
 //!
 //! Events go on a second channel, and are passed on as [`Notice`]s: a session ended on some
-//! replica, or an execution finished on one (the console's live list shows every replica's).
-//! They are best effort too: a session's end is also found by the periodic look
-//! (`sessions::keep_sessions`).
+//! replica. They are best effort too: a session's end is also found by the periodic look
+//! (`sessions::keep_sessions`). Finished executions are not announced (thousands a second
+//! would each take PostgreSQL's notification lock at commit, and reach every replica whether
+//! or not a console watches): the console reads them from the store.
 
 use std::time::Duration;
 
@@ -34,27 +35,6 @@ pub enum Notice {
         /// Its id.
         id: String,
     },
-    /// An execution finished.
-    Finished(Finished),
-}
-
-/// An execution that finished, as announced (what the console's live list shows).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Finished {
-    /// Its id.
-    pub id: String,
-    /// The profile it ran under.
-    pub profile: String,
-    /// The tier it took.
-    pub tier: String,
-    /// `ok`, `error` or `cancelled`.
-    pub status: String,
-    /// How long it took.
-    pub duration_ms: f64,
-    /// When it started, in Unix milliseconds.
-    pub started_at_ms: i64,
-    /// Its calls.
-    pub calls: u32,
 }
 
 impl Notice {
@@ -70,8 +50,7 @@ impl Notice {
                 id: id.to_string(),
             });
         }
-        let finished = payload.strip_prefix("finished:")?;
-        serde_json::from_str(finished).ok().map(Notice::Finished)
+        None
     }
 }
 

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
-pub use listen::{Finished, Notice};
+pub use listen::Notice;
 pub use rates::Admitted;
 pub use sessions::{SessionKind, SharedSession};
 
@@ -127,8 +127,7 @@ impl PgStore {
         self.changes.clone()
     }
 
-    /// What every replica announces from now on: sessions ended, executions finished (this
-    /// replica's too, once written).
+    /// What every replica announces from now on: sessions ended (this replica's too).
     pub fn notices(&self) -> broadcast::Receiver<Notice> {
         self.notices.subscribe()
     }

@@ -7,17 +7,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_postgres::Row;
 
-use super::listen::{EVENTS, Finished};
 use super::{PgStore, Queued};
 use crate::records::{KEEP_SHOWN, backend_stats, cut_error, cut_shown, grouped, tier_stats};
-use crate::{CallRow, ExecutionRecord, RUNNING, RecordFilter, Stats, StoreError, now_ms};
+use crate::{CallRow, ExecutionRecord, RecordFilter, Stats, StoreError, now_ms};
 
 /// Most records written in one transaction when they queue up.
 const MAX_BATCH: usize = 256;
 /// After a record arrives, how long the writer waits for more before writing them together.
 const COALESCE: Duration = Duration::from_millis(5);
-/// PostgreSQL's limit on a notice's payload is 8,000 bytes.
-const MAX_NOTICE_BYTES: usize = 7_900;
 /// Records written between two prunes.
 const PRUNE_EVERY: u64 = 100;
 
@@ -70,6 +67,7 @@ pub(super) async fn write_queued(store: Weak<PgStore>, mut queue: mpsc::Unbounde
             }
             next = queue.try_recv().ok();
         }
+        superseded_dropped(&mut pending);
         if in_outage && pending.len() > MAX_HELD {
             let lost = pending.len() - MAX_HELD;
             tracing::error!(
@@ -137,14 +135,7 @@ impl PgStore {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             )
             .await?;
-        let mut finished = Vec::new();
         for record in records {
-            if record.status != RUNNING {
-                let notice = finished_notice(record);
-                if notice.len() < MAX_NOTICE_BYTES {
-                    finished.push(notice);
-                }
-            }
             let shown = record.shown.as_deref().map(cut_shown);
             let error_line = record.error_line.map(i64::from);
             tx.execute(
@@ -191,13 +182,6 @@ impl PgStore {
                 )
                 .await?;
             }
-        }
-        if !finished.is_empty() {
-            tx.execute(
-                "SELECT pg_notify($1, notice) FROM unnest($2::text[]) AS notice",
-                &[&EVENTS, &finished],
-            )
-            .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -439,21 +423,62 @@ fn rows_of(rows: &[Row]) -> Result<Vec<(String, f64, bool)>, StoreError> {
         .collect()
 }
 
-/// The notice that `record` finished, as the `sandgate_events` channel carries it.
-fn finished_notice(record: &ExecutionRecord) -> String {
-    let finished = Finished {
-        id: record.id.clone(),
-        profile: record.profile.clone(),
-        tier: record.tier.clone(),
-        status: record.status.clone(),
-        duration_ms: record.duration_ms,
-        started_at_ms: record.started_at_ms,
-        calls: record.calls,
-    };
-    // Plain strings and numbers: serializing cannot fail, and the payload stays far below
-    // PostgreSQL's 8,000 bytes (ids, profiles and tiers are short names).
-    format!(
-        "finished:{}",
-        serde_json::to_string(&finished).unwrap_or_default()
-    )
+/// Drops each record a later one of the same execution replaces: an execution that started
+/// and finished within one batch (most do) is written once, finished, not twice.
+fn superseded_dropped(pending: &mut Vec<ExecutionRecord>) {
+    let mut last = std::collections::HashMap::with_capacity(pending.len());
+    for (index, record) in pending.iter().enumerate() {
+        last.insert(record.id.clone(), index);
+    }
+    if last.len() == pending.len() {
+        return;
+    }
+    let mut index = 0;
+    pending.retain(|record| {
+        let keep = last.get(&record.id) == Some(&index);
+        index += 1;
+        keep
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::superseded_dropped;
+    use crate::ExecutionRecord;
+
+    fn record(id: &str, status: &str) -> ExecutionRecord {
+        ExecutionRecord {
+            id: id.into(),
+            started_at_ms: 0,
+            tier: "sandbox".into(),
+            code_hash: "h".into(),
+            code: None,
+            duration_ms: 0.0,
+            status: status.into(),
+            calls: 0,
+            output_bytes: 0,
+            returned_bytes: 0,
+            error_kind: None,
+            profile: "p".into(),
+            call_rows: vec![],
+            shown: None,
+            error_line: None,
+        }
+    }
+
+    #[test]
+    fn a_running_record_finished_in_the_same_batch_is_written_once() {
+        let mut pending = vec![
+            record("a", "running"),
+            record("b", "running"),
+            record("a", "ok"),
+            record("c", "ok"),
+        ];
+        superseded_dropped(&mut pending);
+        let left: Vec<(&str, &str)> = pending
+            .iter()
+            .map(|r| (r.id.as_str(), r.status.as_str()))
+            .collect();
+        assert_eq!(left, vec![("b", "running"), ("a", "ok"), ("c", "ok")]);
+    }
 }
