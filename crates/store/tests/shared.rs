@@ -192,10 +192,19 @@ async fn a_record_left_running_is_listed_but_kept_out_of_the_statistics() {
         handles.push(pg);
     }
     for store in handles {
+        // Started and finished within one batch: written once, finished.
+        store.record(record("done", RUNNING, 0.0));
         store.record(record("done", "ok", 10.0));
         store.record(record("dead", RUNNING, 0.0));
         let listed = store.list(10).await.expect("listed");
         assert_eq!(listed.len(), 2, "{}", store.engine());
+        let done = store.get("done").await.expect("kept");
+        assert_eq!(
+            (done.status.as_str(), done.duration_ms),
+            ("ok", 10.0),
+            "{}",
+            store.engine()
+        );
         let stats = store.stats(None).await.expect("stats");
         assert_eq!(stats.executions, 1, "{}", store.engine());
         assert_eq!(stats.tiers.len(), 1, "{}", store.engine());

@@ -6,6 +6,7 @@
 //! own writes. Outputs and stored tools are written at once, and the caller waits for the
 //! commit.
 
+mod batch;
 mod listen;
 mod outputs;
 mod rates;

@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use tokio_postgres::Row;
 
 use super::{PgStore, Queued};
-use crate::records::{KEEP_SHOWN, backend_stats, cut_error, cut_shown, grouped, tier_stats};
+use crate::records::{KEEP_SHOWN, backend_stats, grouped, tier_stats};
 use crate::{CallRow, ExecutionRecord, RecordFilter, Stats, StoreError, now_ms};
 
 /// Most records written in one transaction when they queue up.
@@ -67,7 +67,6 @@ pub(super) async fn write_queued(store: Weak<PgStore>, mut queue: mpsc::Unbounde
             }
             next = queue.try_recv().ok();
         }
-        superseded_dropped(&mut pending);
         if in_outage && pending.len() > MAX_HELD {
             let lost = pending.len() - MAX_HELD;
             tracing::error!(
@@ -108,85 +107,6 @@ pub(super) async fn write_queued(store: Weak<PgStore>, mut queue: mpsc::Unbounde
 }
 
 impl PgStore {
-    /// Records several executions in one transaction.
-    pub async fn record_all(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let insert = tx
-            .prepare_cached(
-                "INSERT INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, shown, error_line)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-                 ON CONFLICT (id) DO UPDATE SET started_at_ms = excluded.started_at_ms, tier = excluded.tier,
-                   code_hash = excluded.code_hash, duration_ms = excluded.duration_ms, status = excluded.status,
-                   calls = excluded.calls, output_bytes = excluded.output_bytes, returned_bytes = excluded.returned_bytes,
-                   error_kind = excluded.error_kind, profile = excluded.profile, shown = excluded.shown,
-                   error_line = excluded.error_line",
-            )
-            .await?;
-        let code = tx
-            .prepare_cached("INSERT INTO codes (hash, code) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-            .await?;
-        let forget_calls = tx
-            .prepare_cached("DELETE FROM execution_calls WHERE execution_id = $1")
-            .await?;
-        let call = tx
-            .prepare_cached(
-                "INSERT INTO execution_calls (execution_id, seq, backend, tool, duration_ms, ok, changed_state, args_bytes, result_bytes, started_ms, error, arguments)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-            )
-            .await?;
-        for record in records {
-            let shown = record.shown.as_deref().map(cut_shown);
-            let error_line = record.error_line.map(i64::from);
-            tx.execute(
-                &insert,
-                &[
-                    &record.id,
-                    &record.started_at_ms,
-                    &record.tier,
-                    &record.code_hash,
-                    &record.duration_ms,
-                    &record.status,
-                    &i64::from(record.calls),
-                    &(record.output_bytes as i64),
-                    &(record.returned_bytes as i64),
-                    &record.error_kind,
-                    &record.profile,
-                    &shown,
-                    &error_line,
-                ],
-            )
-            .await?;
-            if let Some(text) = &record.code {
-                tx.execute(&code, &[&record.code_hash, text]).await?;
-            }
-            tx.execute(&forget_calls, &[&record.id]).await?;
-            for (seq, row) in record.call_rows.iter().enumerate() {
-                let error = row.error.as_deref().map(cut_error);
-                tx.execute(
-                    &call,
-                    &[
-                        &record.id,
-                        &(seq as i32),
-                        &row.backend,
-                        &row.tool,
-                        &row.duration_ms,
-                        &row.ok,
-                        &row.changed_state,
-                        &(row.args_bytes as i64),
-                        &(row.result_bytes as i64),
-                        &row.started_ms,
-                        &error,
-                        &row.arguments,
-                    ],
-                )
-                .await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
     /// The most recent executions, newest first.
     pub async fn list(&self, limit: usize) -> Result<Vec<ExecutionRecord>, StoreError> {
         self.list_matching(&RecordFilter::default(), limit).await
@@ -421,64 +341,4 @@ fn rows_of(rows: &[Row]) -> Result<Vec<(String, f64, bool)>, StoreError> {
     rows.iter()
         .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
         .collect()
-}
-
-/// Drops each record a later one of the same execution replaces: an execution that started
-/// and finished within one batch (most do) is written once, finished, not twice.
-fn superseded_dropped(pending: &mut Vec<ExecutionRecord>) {
-    let mut last = std::collections::HashMap::with_capacity(pending.len());
-    for (index, record) in pending.iter().enumerate() {
-        last.insert(record.id.clone(), index);
-    }
-    if last.len() == pending.len() {
-        return;
-    }
-    let mut index = 0;
-    pending.retain(|record| {
-        let keep = last.get(&record.id) == Some(&index);
-        index += 1;
-        keep
-    });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::superseded_dropped;
-    use crate::ExecutionRecord;
-
-    fn record(id: &str, status: &str) -> ExecutionRecord {
-        ExecutionRecord {
-            id: id.into(),
-            started_at_ms: 0,
-            tier: "sandbox".into(),
-            code_hash: "h".into(),
-            code: None,
-            duration_ms: 0.0,
-            status: status.into(),
-            calls: 0,
-            output_bytes: 0,
-            returned_bytes: 0,
-            error_kind: None,
-            profile: "p".into(),
-            call_rows: vec![],
-            shown: None,
-            error_line: None,
-        }
-    }
-
-    #[test]
-    fn a_running_record_finished_in_the_same_batch_is_written_once() {
-        let mut pending = vec![
-            record("a", "running"),
-            record("b", "running"),
-            record("a", "ok"),
-            record("c", "ok"),
-        ];
-        superseded_dropped(&mut pending);
-        let left: Vec<(&str, &str)> = pending
-            .iter()
-            .map(|r| (r.id.as_str(), r.status.as_str()))
-            .collect();
-        assert_eq!(left, vec![("b", "running"), ("a", "ok"), ("c", "ok")]);
-    }
 }
