@@ -22,6 +22,20 @@ NODE_MODULES = REPO / "tests" / "node" / "node_modules" / "@modelcontextprotocol
 FAKE_BACKEND = REPO / "tests" / "fixtures" / "fake_backend.py"
 
 
+def fake_backend_toml() -> str:
+    """The fake backend (`ok` mode) as `[servers.fake]`, and a `default` profile that reaches
+    every tool and may register stored tools: the start of the replica tests' configs."""
+    return f"""
+[servers.fake]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(FAKE_BACKEND))}, "ok"]
+
+[profiles.default]
+tools = ["*"]
+register_tools = true
+"""
+
+
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
@@ -148,6 +162,17 @@ async def connect(transport: str, config: Path, mode: str = "legacy"):
 def structured(result) -> dict:
     assert not result.is_error, result.content
     return result.structured_content
+
+
+async def read_output_whole(client, execution_id: str, **options) -> list[str]:
+    """Every piece of a stored output, read with `read_output` from offset 0 until
+    `next_offset` says there is no more (`options`, such as `length`, go with each read)."""
+    pieces, offset = [], 0
+    while offset is not None:
+        part = structured(await client.call_tool("read_output", {"execution_id": execution_id, "offset": offset, **options}))
+        pieces.append(part["text"])
+        offset = part["next_offset"]
+    return pieces
 
 
 def shown_result(result):

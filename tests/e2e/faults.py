@@ -9,13 +9,11 @@ on demand (`SANDGATE_FAULTS=long`)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import random
 import signal
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,13 +22,14 @@ import anyio
 from mcp import Client
 
 from cluster import REPO, Served, free_base_port
+from conftest import fake_backend_toml
 
 TOKEN = "faults-token-" + "a1b2c3d4" * 4
 LIMITED = "faults-limited-" + "e5f6a7b8" * 4
 PER_MINUTE = 40
 
 
-def config_text(fake_backend: Path) -> str:
+def config_text() -> str:
     return f"""
 [store]
 backend = "postgres"
@@ -41,14 +40,7 @@ rate_limit_when_unreachable = "closed"
 [http]
 drain = "2s"
 
-[servers.fake]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(fake_backend))}, "ok"]
-
-[profiles.default]
-tools = ["*"]
-register_tools = true
-
+{fake_backend_toml()}
 [profiles.limited]
 tools = ["*"]
 limits = {{ executions_per_minute = {PER_MINUTE} }}
@@ -90,7 +82,7 @@ class Fault:
 class FaultCluster(Served):
     """`scripts/cluster` with its own PostgreSQL, and the hands to break it."""
 
-    def __init__(self, home: Path, fake_backend: Path):
+    def __init__(self, home: Path):
         # Not under pytest's private tmp: as root, PostgreSQL runs as the postgres user, who
         # must be able to reach its data directory.
         self.dir = Path(tempfile.mkdtemp(prefix="sandgate-faults-"))
@@ -98,7 +90,7 @@ class FaultCluster(Served):
         self.port = free_base_port()
         self.token = TOKEN
         config = home / "faults.toml"
-        config.write_text(config_text(fake_backend))
+        config.write_text(config_text())
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_CA")}
         env["SANDGATE_BIN"] = os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))
         started = subprocess.run([str(REPO / "scripts" / "cluster"), "start", str(self.dir), "--config", str(config),

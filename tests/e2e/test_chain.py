@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import SANDGATE, connect, reference_servers, shown_result, structured, text_of, write_config
+from conftest import SANDGATE, connect, read_output_whole, reference_servers, shown_result, structured, text_of, write_config
 from equivalence import rows
 
 pytestmark = pytest.mark.anyio
@@ -98,12 +98,7 @@ async def test_a_50kb_json_result_is_shaped_and_read_back_whole(tmp_path):
         whole = await client.read_resource(uri)
         assert whole.contents[0].text == original
 
-        pieces, offset = [], 0
-        while offset is not None:
-            part = structured(await client.call_tool("read_output", {"execution_id": data["execution_id"], "offset": offset, "length": 7001}))
-            pieces.append(part["text"])
-            offset = part["next_offset"]
-        assert "".join(pieces) == original
+        assert "".join(await read_output_whole(client, data["execution_id"], length=7001)) == original
 
         picked = structured(await client.call_tool("read_output", {"execution_id": data["execution_id"], "json_path": "$[517].title"}))
         assert picked["text"] == "Title 517 ü"

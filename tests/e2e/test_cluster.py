@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
-import sys
 import time
 
 import anyio
@@ -21,7 +20,7 @@ import pytest
 from mcp import Client
 
 from cluster import REPO, ClusterServer
-from conftest import FAKE_BACKEND, structured, text_of
+from conftest import fake_backend_toml, read_output_whole, structured, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -42,14 +41,7 @@ def cluster(tmp_path_factory):
     home = tmp_path_factory.mktemp("cluster")
     config = home / "sandgate.toml"
     config.write_text(f"""
-[servers.fake]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(FAKE_BACKEND))}, "ok"]
-
-[profiles.default]
-tools = ["*"]
-register_tools = true
-
+{fake_backend_toml()}
 [stored_tools]
 expose_as_mcp_tools = true
 
@@ -88,12 +80,7 @@ async def test_a_legacy_session_goes_round_the_replicas_without_stickiness(clust
         # Its outputs are its own on every replica: one shortened here is read in pieces there.
         big = structured(await client.call_tool("call_tool_chain", {"code": "return 'ab'.repeat(30000)"}))
         assert big["shaped"], big
-        pieces, offset = [], 0
-        while offset is not None:
-            piece = structured(await client.call_tool("read_output", {"execution_id": big["execution_id"], "offset": offset}))
-            pieces.append(piece["text"])
-            offset = piece["next_offset"]
-        assert "".join(pieces) == "ab" * 30000
+        assert "".join(await read_output_whole(client, big["execution_id"])) == "ab" * 30000
 
 
 async def test_a_tool_registered_through_one_replica_is_called_through_every_one(cluster):

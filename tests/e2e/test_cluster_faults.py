@@ -25,7 +25,6 @@ import anyio
 import pytest
 from mcp import Client
 
-from conftest import FAKE_BACKEND
 from faults import PER_MINUTE, FaultCluster, Op, limited, registrar, run_faults, schedule, worker
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +55,7 @@ def why_allowed(op: Op, faults) -> str | None:
 
 
 async def test_faults_under_load_lose_nothing_acknowledged_and_limits_hold(tmp_path):
-    cluster = FaultCluster(tmp_path, FAKE_BACKEND)
+    cluster = FaultCluster(tmp_path)
     log: list[Op] = []
     faults = []
     plan = schedule(SEED, 5 if LONG else 1)

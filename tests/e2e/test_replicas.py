@@ -15,7 +15,6 @@ import json
 import os
 import secrets
 import subprocess
-import sys
 import time
 
 import anyio
@@ -24,7 +23,7 @@ import pytest
 from mcp import Client
 
 from cluster import fresh_database
-from conftest import FAKE_BACKEND, REPO, SANDGATE, HttpServer, state_home, structured, text_of
+from conftest import REPO, SANDGATE, HttpServer, fake_backend_toml, read_output_whole, state_home, structured, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -43,14 +42,7 @@ backend = "postgres"
 url = "${{REPLICA_DATABASE_URL}}"
 {ca_line}
 
-[servers.fake]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(FAKE_BACKEND))}, "ok"]
-
-[profiles.default]
-tools = ["*"]
-register_tools = true
-
+{fake_backend_toml()}
 [profiles.other]
 tools = ["*"]
 
@@ -103,11 +95,7 @@ async def test_a_tool_registered_on_one_replica_runs_on_the_other_and_outputs_ar
             big = structured(await a.call_tool("call_tool_chain", {"code": "return 'é'.repeat(40000)"}))
             executions += 1
             assert big["shaped"], big
-            pieces, offset = [], 0
-            while offset is not None:
-                piece = structured(await b.call_tool("read_output", {"execution_id": big["execution_id"], "offset": offset}))
-                pieces.append(piece["text"])
-                offset = piece["next_offset"]
+            pieces = await read_output_whole(b, big["execution_id"])
             assert "".join(pieces) == "é" * 40000, [len(p) for p in pieces]
             part = structured(await b.call_tool("read_output", {"execution_id": big["execution_id"], "offset": 3, "length": 5}))
             assert (part["text"], part["start"], part["end"]) == ("ééé", 2, 8), part  # on character boundaries
@@ -242,13 +230,14 @@ async def test_a_console_login_and_its_live_executions_span_the_replicas(tmp_pat
         me = httpx.get(own_two + "/ui/api/me", headers={"Cookie": cookie}, timeout=10)
         assert me.status_code == 200 and me.json()["profile"] == "default", me.text
         # Replica two's browser sees an execution replica one ran.
-        seen = anyio.Event()
+        seen, watching = anyio.Event(), anyio.Event()
         found: list[str] = []
 
         async def watch():
             async with httpx.AsyncClient(timeout=None) as http:
                 async with http.stream("GET", own_two + "/ui/api/events", headers={"Cookie": cookie}) as events:
                     assert events.status_code == 200
+                    watching.set()
                     async for line in events.aiter_lines():
                         if line.startswith("data:") and '"execution_id"' not in line and '"tier"' in line:
                             found.append(json.loads(line[5:])["id"])
@@ -257,7 +246,8 @@ async def test_a_console_login_and_its_live_executions_span_the_replicas(tmp_pat
 
         async with anyio.create_task_group() as group:
             group.start_soon(watch)
-            await anyio.sleep(0.5)
+            with anyio.fail_after(10):
+                await watching.wait()
             async with Client(one.target(), mode="2026-07-28") as a:
                 ran = structured(await a.call_tool("call_tool_chain", {"code": "return 41 + 1"}))
             with anyio.fail_after(10):

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{postgres_url, test_ca};
+use common::{postgres_url, test_ca, two_replicas};
 use sandgate_store::{
     CallRow, ExecutionRecord, RecordFilter, Retention, Store, StoreError, StoreHandle,
 };
@@ -718,15 +718,9 @@ async fn a_shared_rate_admits_its_limit_across_replicas_and_no_more() {
 
 #[tokio::test]
 async fn a_change_on_one_replica_is_announced_to_the_others() {
-    let Some(url) = postgres_url("announce").await else {
+    let Some((one, other)) = two_replicas("announce").await else {
         return;
     };
-    let one = StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default())
-        .await
-        .expect("connects");
-    let other = StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default())
-        .await
-        .expect("connects");
     let mut heard = other.changes().expect("PostgreSQL announces changes");
     // The listener's first connection counts as a change (nothing heard before it).
     tokio::time::timeout(Duration::from_secs(5), heard.wait_for(|n| *n >= 1))

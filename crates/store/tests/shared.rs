@@ -10,21 +10,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{postgres_url, test_ca};
+use common::two_replicas;
 use sandgate_store::{
     ExecutionRecord, Notice, RUNNING, Retention, SessionKind, Store, StoreHandle,
 };
-
-async fn two_replicas(test: &str) -> Option<(StoreHandle, StoreHandle)> {
-    let url = postgres_url(test).await?;
-    let one = StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default())
-        .await
-        .expect("connects");
-    let other = StoreHandle::postgres(&url, test_ca().as_deref(), Retention::default())
-        .await
-        .expect("connects");
-    Some((one, other))
-}
 
 const HOUR: Duration = Duration::from_secs(3600);
 

@@ -421,7 +421,8 @@ struct SharedFinishes {
     known: std::collections::HashSet<String>,
     /// Read but not yet handed out, oldest first.
     ready: std::collections::VecDeque<Value>,
-    primed: bool,
+    /// When the stream opened (Unix milliseconds).
+    opened_at_ms: i64,
     polled_at: Option<tokio::time::Instant>,
 }
 
@@ -457,18 +458,19 @@ impl SharedFinishes {
                 Ok(records) => records,
                 Err(e) => {
                     tracing::debug!("the console's live list could not read the store: {e}");
-                    self.primed = true;
                     continue;
                 }
             };
-            // Newest first from the store: shown oldest first.
+            // Newest first from the store: shown oldest first. What finished before the stream
+            // opened is not news; what finished after it is, whichever read first sees it.
             for record in records.into_iter().rev() {
                 if record.status == sandgate_store::RUNNING || self.known.contains(&record.id) {
                     continue;
                 }
                 self.known.insert(record.id.clone());
                 self.shown.push_back(record.id.clone());
-                if self.primed {
+                let finished_at_ms = record.started_at_ms + record.duration_ms.ceil() as i64;
+                if finished_at_ms >= self.opened_at_ms {
                     self.ready.push_back(json!({
                         "id": record.id,
                         "profile": record.profile,
@@ -485,7 +487,6 @@ impl SharedFinishes {
                     self.known.remove(&old);
                 }
             }
-            self.primed = true;
         }
     }
 }
@@ -499,7 +500,7 @@ impl Finishes {
                 shown: Default::default(),
                 known: Default::default(),
                 ready: Default::default(),
-                primed: false,
+                opened_at_ms: sandgate_store::now_ms(),
                 polled_at: None,
             }),
             None => Finishes::Local(console.gateway.finished_executions()),

@@ -123,6 +123,16 @@ impl SessionOwners {
         }
     }
 
+    /// The sessions this replica holds a binding for.
+    fn bound_ids(&self) -> Vec<String> {
+        self.owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
     /// Closes this replica's copy of session `id` (it ended on another).
     async fn close_here(&self, id: &str) {
         self.owners
@@ -162,13 +172,7 @@ impl SessionOwners {
         // is kept, so one bound after this look is newer than the look at the open sessions,
         // and is left alone (taken the other way round, a session opened in between lost its
         // binding, and its next request got 404).
-        let bound: HashSet<String> = self
-            .owners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys()
-            .cloned()
-            .collect();
+        let bound: HashSet<String> = self.bound_ids().into_iter().collect();
         let open: HashSet<String> = self
             .sessions
             .sessions
@@ -215,13 +219,7 @@ impl SessionOwners {
             .unwrap_or_else(PoisonError::into_inner)
             .drain()
             .collect();
-        let held: Vec<String> = self
-            .owners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys()
-            .cloned()
-            .collect();
+        let held = self.bound_ids();
         match shared
             .store
             .keep_sessions(SessionKind::Mcp, &used, &held, shared.ttl)

@@ -46,3 +46,22 @@ pub fn rand_suffix() -> u64 {
     );
     hasher.finish()
 }
+
+/// Two handles on one fresh PostgreSQL database, as two replicas have; `None` when no test
+/// server is given (see `postgres_url`).
+pub async fn two_replicas(
+    test: &str,
+) -> Option<(sandgate_store::StoreHandle, sandgate_store::StoreHandle)> {
+    let url = postgres_url(test).await?;
+    let ca = test_ca();
+    let connect = || {
+        sandgate_store::StoreHandle::postgres(
+            &url,
+            ca.as_deref(),
+            sandgate_store::Retention::default(),
+        )
+    };
+    let one = connect().await.expect("connects");
+    let other = connect().await.expect("connects");
+    Some((one, other))
+}
