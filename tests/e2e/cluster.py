@@ -35,11 +35,11 @@ def fresh_database(label: str) -> str:
 
 
 def free_base_port() -> int:
-    """A port P with P, P+1..P+3 free (HAProxy and the replicas)."""
+    """A port P with P, P+1..P+3 and P+10 free (HAProxy, the replicas and PostgreSQL)."""
     for _ in range(100):
         base = 20000 + secrets.randbelow(30000)
         try:
-            for offset in range(4):
+            for offset in (0, 1, 2, 3, 10):
                 with socket.socket() as s:
                     s.bind(("127.0.0.1", base + offset))
             return base

@@ -49,6 +49,12 @@ def why_allowed(op: Op, faults) -> str | None:
             return "its stream was on a replica that was killed or paused"
         if fault.kind == "kill" and op.start <= fault.start + 0.1 and op.end >= fault.start - 0.1:
             return "in flight when a replica was killed"
+        # A connection the paused replica had accepted but not yet read: on resume its 10-s
+        # header deadline has passed, and it is closed unanswered (a known limit, see
+        # docs/config.md). A request it had read finishes.
+        if (fault.kind == "pause" and op.outcome == "unknown" and "disconnected" in op.detail
+                and op.start <= fault.start + 0.1 and op.end >= fault.start):
+            return "accepted by a replica as it was paused, closed unread when it resumed"
         if fault.kind.startswith("pg-") and op.start <= fault.end + SETTLE and op.end >= fault.start and said_clearly(op.detail):
             return "needed PostgreSQL while it was away, and said so"
     return None
@@ -74,7 +80,9 @@ async def test_faults_under_load_lose_nothing_acknowledged_and_limits_hold(tmp_p
             for n in range(2):
                 group.start_soon(worker, cluster, f"session{n}", "legacy", cluster.token, log, stop)
             group.start_soon(registrar, cluster, log, stop)
-            group.start_soon(limited, cluster, log, stop)
+            # Four at once, so the limit, not the client, is what holds the rate down.
+            for _ in range(4):
+                group.start_soon(limited, cluster, log, stop)
             group.start_soon(faults_then_stop)
         context = f"seed {SEED}, plan {plan}, {len(log)} operations"
 
@@ -135,13 +143,17 @@ async def test_faults_under_load_lose_nothing_acknowledged_and_limits_hold(tmp_p
 
         # The limited profile, across the replicas: never more than its bound, the limit at once
         # (the burst) plus one every 60/limit seconds after (GCRA), in any stretch of time.
-        admitted = sorted(op.start for op in log if op.kind == "limited" and op.outcome == "ok")
+        # A call is admitted somewhere between its start and its end (a paused replica holds
+        # one for seconds): the calls that started between two others were all admitted within
+        # the first's start and the latest end among them, and GCRA bounds that stretch.
+        admitted = sorted((op.start, op.end) for op in log if op.kind == "limited" and op.outcome == "ok")
         assert len(admitted) >= PER_MINUTE, (context, len(admitted))
         interval = 60.0 / PER_MINUTE
-        for i, first in enumerate(admitted):
+        for i, (first, _) in enumerate(admitted):
+            latest_end = first
             for j in range(i, len(admitted)):
-                # Admission happens between a call's start and its end: a little slack.
-                span = max(0.0, admitted[j] - first - 0.5)
+                latest_end = max(latest_end, admitted[j][1])
+                span = latest_end - first
                 assert j - i + 1 <= PER_MINUTE + int(span / interval) + 1, (context, j - i + 1, span)
     finally:
         cluster.close()
