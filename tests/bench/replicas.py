@@ -13,14 +13,13 @@ core follows: 1e6 / µs per request)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from cluster import REPO, free_base_port  # noqa: E402
+from cluster import cluster_command, free_base_port, start_cluster  # noqa: E402
 from conftest import reference_servers, write_config  # noqa: E402
 from http_throughput import TOKEN, measure  # noqa: E402
 
@@ -42,10 +41,10 @@ def main():
     cluster = home / "cluster"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_CA")}
     env["SANDGATE_BIN"] = binary
-    started = subprocess.run([str(REPO / "scripts" / "cluster"), "start", str(cluster), "--config", str(config),
-                              "--port", str(port)], capture_output=True, text=True, env=env)
-    if started.returncode != 0:
-        sys.exit("the cluster did not start:\n" + started.stderr[-2000:])
+    try:
+        start_cluster(cluster, config, port, env)
+    except RuntimeError as error:
+        sys.exit(str(error))
     try:
         replicas = [int((cluster / f"replica-{n}.pid").read_text()) for n in (1, 2, 3)]
         haproxy = int((cluster / "haproxy.pid").read_text())
@@ -60,7 +59,7 @@ def main():
                 three = measure(port, "2026-07-28", clients, seconds, replicas + [haproxy])
                 print(f"[three + HAProxy round {round_}] {three}", flush=True)
     finally:
-        subprocess.run([str(REPO / "scripts" / "cluster"), "stop", str(cluster)], capture_output=True)
+        cluster_command("stop", str(cluster))
 
 
 if __name__ == "__main__":

@@ -65,6 +65,22 @@ def with_shared_store(config: Path) -> Path:
     return copy
 
 
+def cluster_command(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`scripts/cluster ARGS...`, its output captured."""
+    return subprocess.run([str(REPO / "scripts" / "cluster"), *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def start_cluster(directory: Path, config: Path, port: int, env: dict) -> str:
+    """`scripts/cluster start` with `config` on `port`; the MCP URL it prints. Raises with its
+    error output when it did not start (and stops what it had started)."""
+    started = cluster_command("start", str(directory), "--config", str(config), "--port", str(port), env=env)
+    if started.returncode != 0:
+        cluster_command("stop", str(directory), timeout=120)
+        raise RuntimeError("the cluster did not start:\n" + started.stderr[-3000:])
+    return started.stdout.strip().splitlines()[-1]
+
+
 class Served:
     """What a test talks to over HTTP: its `url`, and the `token` that lets it in."""
 
@@ -93,14 +109,7 @@ class ClusterServer(Served):
         env["SANDGATE_BIN"] = os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))
         if state_home is not None:
             env["SANDGATE_CLUSTER_STATE"] = str(state_home)
-        started = subprocess.run(
-            [str(REPO / "scripts" / "cluster"), "start", str(self.dir), "--config", str(with_shared_store(Path(config))),
-             "--port", str(self.port)],
-            capture_output=True, text=True, env=env, timeout=180)
-        if started.returncode != 0:
-            self.close()
-            raise RuntimeError("the cluster did not start:\n" + started.stderr[-3000:])
-        self.url = started.stdout.strip().splitlines()[-1]
+        self.url = start_cluster(self.dir, with_shared_store(Path(config)), self.port, env)
         self.token = token
         if self.token is None:
             generated = GENERATED_TOKEN.search((self.dir / "replica-1.log").read_text())
@@ -119,5 +128,5 @@ class ClusterServer(Served):
         return f"http://127.0.0.1:{self.port + n}/mcp"
 
     def close(self):
-        subprocess.run([str(REPO / "scripts" / "cluster"), "stop", str(self.dir)], capture_output=True, timeout=60)
+        cluster_command("stop", str(self.dir), timeout=120)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from cluster import REPO, Served, free_base_port
+from cluster import REPO, Served, cluster_command, free_base_port, start_cluster
 from conftest import fake_backend_toml
 
 TOKEN = "faults-token-" + "a1b2c3d4" * 4
@@ -93,12 +93,11 @@ class FaultCluster(Served):
         config.write_text(config_text())
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_CA")}
         env["SANDGATE_BIN"] = os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))
-        started = subprocess.run([str(REPO / "scripts" / "cluster"), "start", str(self.dir), "--config", str(config),
-                                  "--port", str(self.port)], capture_output=True, text=True, env=env, timeout=300)
-        if started.returncode != 0:
-            self.close()
-            raise RuntimeError("the cluster did not start:\n" + started.stderr[-3000:])
-        self.url = started.stdout.strip().splitlines()[-1]
+        try:
+            self.url = start_cluster(self.dir, config, self.port, env)
+        except RuntimeError:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         self.env = dict(line.split("=", 1) for line in (self.dir / "env").read_text().splitlines() if "=" in line)
         self.database_url = self.env["DATABASE_URL"].strip('"')
 
@@ -116,8 +115,7 @@ class FaultCluster(Served):
         return int((self.dir / f"replica-{n}.pid").read_text())
 
     def restart(self, n: int):
-        subprocess.run([str(REPO / "scripts" / "cluster"), "restart", str(self.dir), str(n)],
-                       check=True, capture_output=True, timeout=180)
+        cluster_command("restart", str(self.dir), str(n), timeout=180).check_returncode()
 
     def pg_halt(self, mode: str):
         if mode == "crash":
@@ -144,7 +142,7 @@ class FaultCluster(Served):
         return [line for line in done.stdout.splitlines() if line]
 
     def close(self):
-        subprocess.run([str(REPO / "scripts" / "cluster"), "stop", str(self.dir)], capture_output=True, timeout=120)
+        cluster_command("stop", str(self.dir), timeout=120)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
