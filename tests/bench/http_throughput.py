@@ -10,7 +10,8 @@ LOAD=tier1 (the default: `{"tool": "everything.echo", ...}`, the JSON tier) or L
 same call as TypeScript forced through the sandbox); ERAS=2026-07-28 for one era; VS=<binary>
 runs a second build in alternating rounds (ROUNDS, default 2) for side-by-side figures;
 VS_STORE=<postgres URL> runs the same build a second time with `[store] backend = "postgres"`
-on that server (a database of its own per run), against its SQLite store.
+on that server (a database of its own per run), against its SQLite store; with
+VS_RECORDS=before_response as well, a third time on PostgreSQL with `[store] records` set so.
 
 Prints one line per (build, era, clients): requests/s, p50 and p99 latency, errors, and the
 gateway's CPU per request: the user and system time of the gateway process (all its threads;
@@ -184,6 +185,8 @@ def main():
     builds = [binary] + ([os.environ["VS"]] if os.environ.get("VS") else [])
     if os.environ.get("VS_STORE"):
         builds = [binary, binary + " (postgres)"]
+        if os.environ.get("VS_RECORDS"):
+            builds.append(binary + f" (postgres, records = {os.environ['VS_RECORDS']})")
     rounds = int(os.environ.get("ROUNDS", "2")) if len(builds) > 1 else 1
     configs = {}
     for build in builds:
@@ -192,14 +195,15 @@ def main():
         configs[build] = write_config(tmp, "toml", {"everything": reference_servers(tmp)["everything"]})
         with configs[build].open("a") as out:
             out.write(f'\n[[http.tokens]]\ntoken = "{TOKEN}"\nprofile = "default"\n')
-        if build.endswith(" (postgres)"):
+        if " (postgres" in build:
             text = configs[build].read_text()
             url = fresh_database(os.environ["VS_STORE"])
+            records = f'records = "{os.environ["VS_RECORDS"]}"\n' if "records =" in build else ""
             configs[build].write_text(re.sub(r'\[store\]\npath = [^\n]*\n',
-                                             f'[store]\nbackend = "postgres"\nurl = "{url}"\n', text))
+                                             f'[store]\nbackend = "postgres"\nurl = "{url}"\n{records}', text))
     for round_ in range(1, rounds + 1):
         for build in builds:
-            proc, port = start(build.removesuffix(" (postgres)"), configs[build])
+            proc, port = start(build.split(" (postgres")[0], configs[build])
             try:
                 for era in os.environ.get("ERAS", "2025-11-25,2026-07-28").split(","):
                     for clients in counts:

@@ -53,10 +53,11 @@ def with_shared_store(config: Path) -> Path:
     text = config.read_text()
     store = '[store]\nbackend = "postgres"\nurl = "${DATABASE_URL}"\nca_file = "${DATABASE_CA}"\n'
     if "[store]" in text:
-        # The SQLite file's path has no place beside PostgreSQL.
+        # The SQLite file's path has no place beside PostgreSQL, and the engine is the one above.
         head, _, rest = text.partition("[store]\n")
         section, bracket, after = rest.partition("\n[")
-        section = "\n".join(line for line in section.splitlines() if not re.match(r"\s*path\s*=", line))
+        section = "\n".join(line for line in section.splitlines()
+                             if not re.match(r"\s*(path|backend|url|ca_file)\s*=", line))
         text = head + store + section + ("\n" + bracket + after if bracket else "")
     else:
         text += "\n" + store

@@ -144,6 +144,14 @@ class HttpServer(Served):
 
 
 @contextlib.asynccontextmanager
+class OneProcess(HttpServer):
+    """One `sandgate serve --http` process, also when `SANDGATE_E2E_CLUSTER=1`: for tests that
+    start replicas of their own, or test what one process does by itself."""
+
+    def __new__(cls, config: Path, extra_args=(), token: str | None = None):
+        return object.__new__(cls)
+
+
 async def connect(transport: str, config: Path, mode: str = "legacy"):
     """An initialized Python SDK client talking to sandgate over `transport`."""
     if transport == "stdio":

@@ -36,6 +36,9 @@ backend = "postgres"
 url = "${{DATABASE_URL}}"
 ca_file = "${{DATABASE_CA}}"
 rate_limit_when_unreachable = "closed"
+# Every answer waits for its execution's record: a replica killed just after it answered
+# loses nothing it acknowledged.
+records = "before_response"
 
 [http]
 drain = "2s"

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import anyio  # noqa: E402
 from mcp import Client  # noqa: E402
 
-from conftest import HttpServer, reference_servers, toml_value  # noqa: E402
+from conftest import OneProcess, reference_servers, toml_value  # noqa: E402
 
 LITERAL_TOKEN = "literal-token-" + "l" * 40
 NAMED_TOKEN = "named-token-" + "n" * 40
@@ -97,7 +97,8 @@ token = "{NAMED_TOKEN}"
 profile = "named"
 """,
     ]))
-    server = HttpServer(config, token=LITERAL_TOKEN)
+    # One process: the private namespace holds no PostgreSQL for a cluster.
+    server = OneProcess(config, token=LITERAL_TOKEN)
     refusals = []
     try:
         attempts = [

@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 
 from cluster import fresh_database
-from conftest import REPO, SANDGATE, HttpServer, fake_backend_toml, read_output_whole, state_home, structured, text_of
+from conftest import REPO, SANDGATE, OneProcess, fake_backend_toml, read_output_whole, state_home, structured, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -74,8 +74,8 @@ export default async function (input: { xs: number[] }) {
 
 async def test_a_tool_registered_on_one_replica_runs_on_the_other_and_outputs_are_read_anywhere(tmp_path):
     config = replica_config(tmp_path, fresh_database("replicas"))
-    one = HttpServer(config, token=TOKEN_A)
-    two = HttpServer(config, token=TOKEN_A)
+    one = OneProcess(config, token=TOKEN_A)
+    two = OneProcess(config, token=TOKEN_A)
     try:
         async with Client(one.target(), mode="2026-07-28") as a, Client(two.target(), mode="2026-07-28") as b:
             done = await a.call_tool("register_tool", {"name": "sum_numbers", "code": SUM})
@@ -123,8 +123,8 @@ async def test_a_profiles_execution_rate_is_one_limit_across_replicas(tmp_path):
     config.write_text(config.read_text().replace(
         "[profiles.other]\ntools = [\"*\"]",
         "[profiles.other]\ntools = [\"*\"]\nlimits = { executions_per_minute = 4 }"))
-    one = HttpServer(config, token=TOKEN_B)
-    two = HttpServer(config, token=TOKEN_B)
+    one = OneProcess(config, token=TOKEN_B)
+    two = OneProcess(config, token=TOKEN_B)
     try:
         async with Client(one.target(), mode="2026-07-28") as a, Client(two.target(), mode="2026-07-28") as b:
             answers = []
@@ -174,8 +174,8 @@ def open_session(server, token: str) -> str:
 
 async def test_a_legacy_session_continues_on_any_replica_with_its_own_token_only(tmp_path):
     config = replica_config(tmp_path, fresh_database("sessions"))
-    one = HttpServer(config, token=TOKEN_A)
-    two = HttpServer(config, token=TOKEN_A)
+    one = OneProcess(config, token=TOKEN_A)
+    two = OneProcess(config, token=TOKEN_A)
     try:
         session = open_session(one, TOKEN_A)
         # The other replica never saw this session: it restores it from the store.
@@ -193,7 +193,7 @@ async def test_a_legacy_session_continues_on_any_replica_with_its_own_token_only
         assert rpc_answer(read)["result"]["structuredContent"]["text"] == "x" * 10, read.text[:300]
         # Another valid token with this session id: the answer an unknown session gets, on
         # either replica, and on one that has not restored it yet.
-        three = HttpServer(config, token=TOKEN_A)
+        three = OneProcess(config, token=TOKEN_A)
         try:
             for server in (one, two, three):
                 stolen = session_post(server, {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, TOKEN_B, session)
@@ -220,8 +220,8 @@ async def test_a_legacy_session_continues_on_any_replica_with_its_own_token_only
 
 async def test_a_console_login_and_its_live_executions_span_the_replicas(tmp_path):
     config = replica_config(tmp_path, fresh_database("console"))
-    one = HttpServer(config, token=TOKEN_A)
-    two = HttpServer(config, token=TOKEN_A)
+    one = OneProcess(config, token=TOKEN_A)
+    two = OneProcess(config, token=TOKEN_A)
     try:
         own_one, own_two = one.url.removesuffix("/mcp"), two.url.removesuffix("/mcp")
         login = httpx.post(own_one + "/ui/login", json={"token": TOKEN_A}, headers={"Origin": own_one}, timeout=10)
@@ -290,8 +290,8 @@ async def test_hostile_session_ids_and_oversized_handshakes_on_a_shared_store(tm
     a session whose `initialize` parameters are over the 64 KiB kept for other replicas works on
     its own replica and is an unknown session elsewhere (not a 4 MiB row per session)."""
     config = replica_config(tmp_path, fresh_database("hostile_sessions"))
-    one = HttpServer(config, token=TOKEN_A)
-    two = HttpServer(config, token=TOKEN_A)
+    one = OneProcess(config, token=TOKEN_A)
+    two = OneProcess(config, token=TOKEN_A)
     try:
         rss_before = rss_kib(two.proc.pid)
         started = time.monotonic()
@@ -321,3 +321,29 @@ async def test_hostile_session_ids_and_oversized_handshakes_on_a_shared_store(tm
     finally:
         one.close()
         two.close()
+
+
+async def test_with_records_before_response_a_replica_killed_after_answering_keeps_the_record(tmp_path):
+    """`[store] records = "before_response"`: an answered execution is on record, finished,
+    even when its replica is killed (SIGKILL) the moment the answer arrives."""
+    url = fresh_database("killed")
+    config = replica_config(tmp_path, url)
+    config.write_text(config.read_text().replace('[store]\n', '[store]\nrecords = "before_response"\n', 1))
+    one = OneProcess(config, token=TOKEN_A)
+    answered = []
+    try:
+        async with Client(one.target(), mode="2026-07-28") as client:
+            for i in range(5):
+                ran = await client.call_tool("call_tool_chain", {"code": f"return await fake.echo({{text: 'x{i}'}})"})
+                assert not ran.is_error, ran.content
+                answered.append(ran.structured_content["execution_id"])
+            ran = await client.call_tool("call_tool_chain", {"code": "return await fake.echo({text: 'last'})"})
+            one.proc.kill()
+            answered.append(ran.structured_content["execution_id"])
+    finally:
+        one.proc.kill()
+        one.close()
+    rows = subprocess.run(["psql", url + "?sslmode=disable", "-At", "-F", " ", "-c", "SELECT id, status FROM executions"],
+                          capture_output=True, text=True, check=True)
+    statuses = dict(line.split(" ", 1) for line in rows.stdout.split("\n") if line)
+    assert all(statuses.get(i) == "ok" for i in answered), (answered, statuses)

@@ -134,6 +134,18 @@ pub enum RateLimitFallback {
     Closed,
 }
 
+/// When an execution's record is written, against its response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecordWrites {
+    /// Queued, and written with the others that queued up a few milliseconds after the
+    /// response: off the request path, but a process killed in those milliseconds loses them.
+    #[default]
+    Batched,
+    /// The response waits until its record is written (or its first attempt failed): an
+    /// answered execution is on record even if the process is killed the moment after.
+    BeforeResponse,
+}
+
 /// Settings of the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreConfig {
@@ -155,6 +167,8 @@ pub struct StoreConfig {
     /// Whether each call's arguments are kept with its record (cut at 16 KiB a call and 1 MiB
     /// an execution); off by default, since arguments may hold what a user would not keep.
     pub record_arguments: bool,
+    /// When a record is written, against its response.
+    pub records: RecordWrites,
 }
 
 impl Default for StoreConfig {
@@ -168,6 +182,7 @@ impl Default for StoreConfig {
             output_retention_hours: DEFAULT_OUTPUT_RETENTION_HOURS,
             max_records: DEFAULT_MAX_RECORDS,
             record_arguments: false,
+            records: RecordWrites::Batched,
         }
     }
 }

@@ -425,6 +425,21 @@ fn the_store_is_sqlite_by_default_and_postgres_takes_a_url_from_the_environment(
         closed.store.rate_limit_when_unreachable,
         sandgate_config::RateLimitFallback::Closed
     );
+    assert_eq!(
+        cfg.store.records,
+        sandgate_config::RecordWrites::Batched,
+        "records are off the request path unless asked"
+    );
+    let waited = parse_str(
+        "[store]\nrecords = \"before_response\"\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("loads");
+    assert_eq!(
+        waited.store.records,
+        sandgate_config::RecordWrites::BeforeResponse
+    );
     let resolved = pg
         .resolved(&|var| (var == "DATABASE_URL").then(|| "postgres://db/x".to_string()))
         .expect("resolves");
@@ -464,6 +479,10 @@ fn the_store_is_sqlite_by_default_and_postgres_takes_a_url_from_the_environment(
         (
             "[store]\nbackend = \"postgres\"\nurl = \"x\"\npath = \"s.db\"\n",
             "remove path",
+        ),
+        (
+            "[store]\nrecords = \"always\"\n",
+            "\"before_response\" (every answer waits",
         ),
     ] {
         let error = toml_err(text);

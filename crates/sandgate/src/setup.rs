@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use sandgate_config::{Config, StoreBackend};
+use sandgate_config::{Config, RecordWrites, StoreBackend};
 use sandgate_gateway::{ChainRuntime, Gateway};
 use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
 use sandgate_store::{Retention, Store, StoreHandle};
@@ -149,6 +149,14 @@ fn retention(config: &Config) -> Retention {
 /// The store of `config`, on its engine: the SQLite file on its own thread, or PostgreSQL
 /// (connected and migrated).
 pub async fn store_handle(config: &Config) -> anyhow::Result<StoreHandle> {
+    let waits = config.store.records == RecordWrites::BeforeResponse;
+    Ok(engine_handle(config)
+        .await?
+        .with_records_before_response(waits))
+}
+
+/// The store of `config`, on its engine.
+async fn engine_handle(config: &Config) -> anyhow::Result<StoreHandle> {
     match config.store.backend {
         StoreBackend::Sqlite => Ok(StoreHandle::spawn(open_store(config)?)?),
         StoreBackend::Postgres => {

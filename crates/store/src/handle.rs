@@ -3,8 +3,9 @@
 //! typed methods, and one test suite runs against both (`tests/engines.rs`), so the gateway
 //! never knows which it has.
 //!
-//! Records are sent and forgotten, so recording never slows an execution, and a read of
-//! records sees every record sent before it through the same handle. An output comes back as
+//! Records are sent and forgotten by default, so recording never slows an execution
+//! (`[store] records = "before_response"` makes a response wait for its record), and a read
+//! of records sees every record sent before it through the same handle. An output comes back as
 //! a [`Commit`] to wait for: a response names an output only once it is written.
 
 use std::path::Path;
@@ -24,6 +25,8 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct StoreHandle {
     engine: Engine,
+    /// Whether a response waits for its execution's record (`[store] records`).
+    records_before_response: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -48,6 +51,7 @@ impl StoreHandle {
     pub fn spawn(store: Store) -> Result<StoreHandle, StoreError> {
         Ok(StoreHandle {
             engine: Engine::Sqlite(SqliteQueue::spawn(store)?),
+            records_before_response: false,
         })
     }
 
@@ -59,6 +63,7 @@ impl StoreHandle {
     ) -> Result<StoreHandle, StoreError> {
         Ok(StoreHandle {
             engine: Engine::Postgres(PgStore::connect(url, ca_file, retention).await?),
+            records_before_response: false,
         })
     }
 
@@ -114,6 +119,26 @@ impl StoreHandle {
             Engine::Sqlite(queue) => queue.record(record),
             Engine::Postgres(pg) => pg.record(record),
         }
+    }
+
+    /// Records an execution; the [`Commit`] says when it is written, or that its first attempt
+    /// failed (it is then held and tried again, as a record sent with [`StoreHandle::record`]).
+    pub fn record_waited(&self, record: ExecutionRecord) -> Commit {
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.record_waited(record),
+            Engine::Postgres(pg) => pg.record_waited(record),
+        }
+    }
+
+    /// This handle, with responses that wait for their record (`true`) or not.
+    pub fn with_records_before_response(mut self, wait: bool) -> StoreHandle {
+        self.records_before_response = wait;
+        self
+    }
+
+    /// Whether a response waits until its execution's record is written.
+    pub fn records_before_response(&self) -> bool {
+        self.records_before_response
     }
 
     /// Keeps a full output. A read sent afterwards sees it; the [`Commit`] says when it is

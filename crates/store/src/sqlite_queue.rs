@@ -13,7 +13,8 @@ use crate::{ExecutionRecord, Store, StoreError};
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
 enum Command {
-    Record(Box<ExecutionRecord>),
+    /// A record, and who waits for its write, if anyone does.
+    Record(Box<ExecutionRecord>, Option<Reply<()>>),
     SaveOutput {
         id: String,
         body: String,
@@ -48,7 +49,20 @@ impl SqliteQueue {
 
     /// Records an execution, without waiting.
     pub(crate) fn record(&self, record: ExecutionRecord) {
-        let _ = self.queue.send(Command::Record(Box::new(record)));
+        let _ = self.queue.send(Command::Record(Box::new(record), None));
+    }
+
+    /// Records an execution and answers once it is written (or could not be). The thread does
+    /// not wait for more records when one is waited for.
+    pub(crate) fn record_waited(&self, record: ExecutionRecord) -> Commit {
+        let (reply, answer) = oneshot::channel();
+        if let Err(mpsc::SendError(Command::Record(_, Some(reply)))) = self
+            .queue
+            .send(Command::Record(Box::new(record), Some(reply)))
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        Commit(answer)
     }
 
     /// Keeps a full output. A read sent afterwards sees it; the [`Commit`] says when it is
@@ -96,23 +110,41 @@ const MAX_BATCH: usize = 256;
 const COALESCE: std::time::Duration = std::time::Duration::from_millis(5);
 
 fn serve(mut store: Store, commands: mpsc::Receiver<Command>) {
-    let mut pending: Vec<ExecutionRecord> = Vec::new();
+    let mut pending = Pending::default();
     while let Ok(first) = commands.recv() {
-        if matches!(first, Command::Record(_)) {
-            std::thread::sleep(COALESCE);
+        // A record nobody waits for waits a little for others to go with it; anything
+        // someone waits for (a waited record, an output, a read) ends that wait.
+        let mut gathered = vec![first];
+        if matches!(gathered[0], Command::Record(_, None)) {
+            let until = std::time::Instant::now() + COALESCE;
+            while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+                let Ok(command) = commands.recv_timeout(left) else {
+                    break;
+                };
+                let urgent = !matches!(command, Command::Record(_, None));
+                gathered.push(command);
+                if urgent || gathered.len() >= MAX_BATCH {
+                    break;
+                }
+            }
         }
         // Records that queued up together are written in one transaction; anything else
         // first flushes them, so every command still sees the writes sent before it.
-        let mut next = Some(first);
+        let mut gathered = gathered.into_iter();
+        let mut next = gathered.next();
         while let Some(command) = next.take() {
             match command {
-                Command::Record(record) => pending.push(*record),
+                Command::Record(record, waiter) => {
+                    pending.records.push(*record);
+                    pending.waiting.extend(waiter);
+                }
                 other => {
                     flush(&mut store, &mut pending);
                     execute(&mut store, other);
                 }
             }
-            if pending.len() < MAX_BATCH {
+            next = gathered.next();
+            if next.is_none() && pending.records.len() < MAX_BATCH {
                 next = commands.try_recv().ok();
             }
         }
@@ -120,21 +152,42 @@ fn serve(mut store: Store, commands: mpsc::Receiver<Command>) {
     }
 }
 
-fn flush(store: &mut Store, pending: &mut Vec<ExecutionRecord>) {
-    if pending.is_empty() {
+/// Records waiting for their transaction, and who waits for it.
+#[derive(Default)]
+struct Pending {
+    records: Vec<ExecutionRecord>,
+    waiting: Vec<Reply<()>>,
+}
+
+fn flush(store: &mut Store, pending: &mut Pending) {
+    if pending.records.is_empty() {
         return;
     }
-    if let Err(e) = store.record_all(pending) {
-        tracing::warn!(records = pending.len(), "could not record executions: {e}");
+    let outcome = store.record_all(&pending.records);
+    if let Err(e) = &outcome {
+        tracing::warn!(
+            records = pending.records.len(),
+            "could not record executions: {e}"
+        );
     }
-    pending.clear();
+    for waiter in pending.waiting.drain(..) {
+        let _ = waiter.send(match &outcome {
+            Ok(()) => Ok(()),
+            Err(e) => Err(StoreError::Unavailable(e.to_string())),
+        });
+    }
+    pending.records.clear();
 }
 
 fn execute(store: &mut Store, command: Command) {
     match command {
-        Command::Record(record) => {
-            if let Err(e) = store.record(&record) {
+        Command::Record(record, waiter) => {
+            let outcome = store.record(&record);
+            if let Err(e) = &outcome {
                 tracing::warn!(execution = %record.id, "could not record the execution: {e}");
+            }
+            if let Some(waiter) = waiter {
+                let _ = waiter.send(outcome);
             }
         }
         Command::SaveOutput { id, body, reply } => {

@@ -213,6 +213,25 @@ async fn records_and_their_calls_read_back_whole_on_either_handle() {
 }
 
 #[tokio::test]
+async fn a_waited_record_is_written_when_its_commit_answers() {
+    for e in engines("waited", Retention::default()).await {
+        let base = sandgate_store::now_ms();
+        // Queued behind a record nobody waits for: both are written by then, in order.
+        e.one.record(record("queued-first", base, "alice", "ok"));
+        e.one
+            .record_waited(record("waited", base + 1, "alice", "ok"))
+            .committed()
+            .await
+            .expect("written");
+        // The other handle has its own queue: what it reads was written, not held in ours.
+        for id in ["queued-first", "waited"] {
+            let got = e.other.get(id).await;
+            assert!(got.is_ok(), "{}: {id} is on record: {got:?}", e.name);
+        }
+    }
+}
+
+#[tokio::test]
 async fn an_output_is_committed_then_read_whole_or_by_range_from_either_handle() {
     for e in engines("outputs", Retention::default()).await {
         let body = "aé😀b漢字\nend".repeat(5000);
@@ -596,12 +615,23 @@ async fn while_postgresql_is_away_a_commit_fails_and_records_wait_until_it_is_ba
         store.list(100).await.is_err(),
         "a read says the store is away"
     );
+    // A waited record is answered once its attempt failed, not when the database is back;
+    // it is held with the others.
+    let waited = tokio::time::timeout(
+        Duration::from_secs(20),
+        store
+            .record_waited(record("during-waited", base + 20, "alice", "ok"))
+            .committed(),
+    )
+    .await
+    .expect("answered while the database is away");
+    assert!(waited.is_err(), "the answer says it is not written yet");
     tokio::time::sleep(Duration::from_millis(500)).await;
     proxy.restore();
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
         if let Ok(records) = store.list(100).await
-            && records.len() == 8
+            && records.len() == 9
         {
             break;
         }

@@ -18,6 +18,7 @@ const STORE_KEYS: &[&str] = &[
     "output_retention_hours",
     "max_records",
     "record_arguments",
+    "records",
 ];
 
 impl Walker<'_> {
@@ -81,8 +82,20 @@ impl Walker<'_> {
                 ));
             }
         };
+        let records = match opt_string(self, "store.records", table.get("records"))?.as_deref() {
+            None | Some("batched") => RecordWrites::Batched,
+            Some("before_response") => RecordWrites::BeforeResponse,
+            Some(other) => {
+                return Err(self.invalid(
+                    "store.records",
+                    format!("is \"{other}\""),
+                    "use \"batched\" (written just after the response, the default) or \"before_response\" (every answer waits for its record)",
+                ));
+            }
+        };
         let mut store = StoreConfig {
             backend,
+            records,
             rate_limit_when_unreachable,
             url: url.map(Secret::from),
             ca_file: opt_string(self, "store.ca_file", table.get("ca_file"))?.map(PathBuf::from),

@@ -73,6 +73,7 @@ pub fn respond(
 ) -> Response {
     let stored = store.is_some();
     let mut commits = Vec::new();
+    let mut recorded = None;
     let full = outcome.value.as_ref().map(render_value);
     let shaped = full
         .as_deref()
@@ -178,7 +179,11 @@ pub fn respond(
     if let Some(store) = store {
         let mut record = record(outcome, request, catalog, full.as_deref(), returned_bytes);
         record.shown = Some(text.clone());
-        store.record(record);
+        if store.records_before_response() {
+            recorded = Some(store.record_waited(record));
+        } else {
+            store.record(record);
+        }
     }
     let mut result = if outcome.error.is_none() {
         CallToolResult::success(vec![ContentBlock::text(text)])
@@ -186,7 +191,11 @@ pub fn respond(
         CallToolResult::error(vec![ContentBlock::text(text)])
     };
     result.structured_content = Some(structured);
-    Response { result, commits }
+    Response {
+        result,
+        commits,
+        recorded,
+    }
 }
 
 /// A response, and the outputs it names on their way to the store.
@@ -194,6 +203,8 @@ pub fn respond(
 pub struct Response {
     result: CallToolResult,
     commits: Vec<Commit>,
+    /// The record's write, when the response waits for it (`[store] records`).
+    recorded: Option<Commit>,
 }
 
 impl Response {
@@ -202,6 +213,13 @@ impl Response {
     /// in its text: the model is not sent to read what is not there.
     pub async fn committed(self) -> CallToolResult {
         let mut result = self.result;
+        // A record that could not be written is held and tried again by the store: the
+        // answer still goes, and the log says why it waited.
+        if let Some(recorded) = self.recorded
+            && let Err(e) = recorded.committed().await
+        {
+            tracing::warn!("the execution's record is not written yet: {e}");
+        }
         for commit in self.commits {
             if let Err(e) = commit.committed().await {
                 tracing::warn!("could not store the full output: {e}");
@@ -539,6 +557,7 @@ mod tests {
         let response = Response {
             result,
             commits: vec![Commit::finished(Err(failed))],
+            recorded: None,
         };
         let answered = response.committed().await;
         let Some(ContentBlock::Text(text)) = answered.content.first() else {
@@ -562,6 +581,7 @@ mod tests {
         let response = Response {
             result,
             commits: vec![Commit::finished(Ok(()))],
+            recorded: None,
         };
         let answered = response.committed().await;
         assert_eq!(

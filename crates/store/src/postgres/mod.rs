@@ -50,7 +50,11 @@ pub struct PgStore {
 
 /// What the record writer takes.
 enum Queued {
-    Record(Box<ExecutionRecord>),
+    /// A record, and who waits for its write, if anyone does.
+    Record(
+        Box<ExecutionRecord>,
+        Option<oneshot::Sender<Result<(), StoreError>>>,
+    ),
     /// Answered once every record queued before it is written.
     Flush(oneshot::Sender<()>),
 }
@@ -135,7 +139,22 @@ impl PgStore {
 
     /// Queues a record; it is written with the others that queued up.
     pub fn record(&self, record: ExecutionRecord) {
-        let _ = self.records.send(Queued::Record(Box::new(record)));
+        let _ = self.records.send(Queued::Record(Box::new(record), None));
+    }
+
+    /// Queues a record and answers once it is written, or once its first attempt failed (the
+    /// record is then held and tried again, as any other). The writer does not wait for more
+    /// records when one is waited for: records that queue up during its write go together in
+    /// the next one.
+    pub fn record_waited(&self, record: ExecutionRecord) -> crate::handle::Commit {
+        let (reply, answer) = oneshot::channel();
+        if let Err(mpsc::error::SendError(Queued::Record(_, Some(reply)))) = self
+            .records
+            .send(Queued::Record(Box::new(record), Some(reply)))
+        {
+            let _ = reply.send(Err(StoreError::Closed));
+        }
+        crate::handle::Commit(answer)
     }
 
     /// Waits until every record queued before this call is written.

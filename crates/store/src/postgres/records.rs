@@ -48,8 +48,18 @@ pub(super) async fn write_queued(store: Weak<PgStore>, mut queue: mpsc::Unbounde
                 Err(_) => None,
             }
         };
-        if matches!(first, Some(Queued::Record(_))) {
-            tokio::time::sleep(COALESCE).await;
+        // A record nobody waits for waits a little for others to go with it; one that is
+        // waited for (or a flush) ends that wait.
+        let mut gathered: Vec<Queued> = first.into_iter().collect();
+        if matches!(gathered.first(), Some(Queued::Record(_, None))) {
+            let until = tokio::time::Instant::now() + COALESCE;
+            while let Ok(Some(queued)) = tokio::time::timeout_at(until, queue.recv()).await {
+                let urgent = !matches!(queued, Queued::Record(_, None));
+                gathered.push(queued);
+                if urgent {
+                    break;
+                }
+            }
         }
         let Some(store) = store.upgrade() else {
             return;
@@ -59,14 +69,20 @@ pub(super) async fn write_queued(store: Weak<PgStore>, mut queue: mpsc::Unbounde
         let mut pending = std::mem::take(&mut held);
         let in_outage = !pending.is_empty();
         let mut flushes = Vec::new();
-        let mut next = first;
+        let mut waiting = Vec::new();
+        let mut gathered = gathered.into_iter();
+        let mut next = gathered.next();
         while let Some(queued) = next.take() {
             match queued {
-                Queued::Record(record) => pending.push(*record),
+                Queued::Record(record, waiter) => {
+                    pending.push(*record);
+                    waiting.extend(waiter);
+                }
                 Queued::Flush(done) => flushes.push(done),
             }
-            next = queue.try_recv().ok();
+            next = gathered.next().or_else(|| queue.try_recv().ok());
         }
+        let mut failure = None;
         if in_outage && pending.len() > MAX_HELD {
             let lost = pending.len() - MAX_HELD;
             tracing::error!(
@@ -94,11 +110,18 @@ pub(super) async fn write_queued(store: Weak<PgStore>, mut queue: mpsc::Unbounde
                         records = batch.len() + pending.len(),
                         "could not record executions; trying again in {wait:?}: {e}"
                     );
+                    failure = Some(e.to_string());
                     held = batch;
                     held.append(&mut pending);
                     wait = (wait * 2).min(MAX_RETRY_WAIT);
                 }
             }
+        }
+        for waiter in waiting {
+            let _ = waiter.send(match &failure {
+                None => Ok(()),
+                Some(message) => Err(StoreError::Unavailable(message.clone())),
+            });
         }
         for done in flushes {
             let _ = done.send(());
