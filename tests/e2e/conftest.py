@@ -143,7 +143,6 @@ class HttpServer(Served):
             self.proc.kill()
 
 
-@contextlib.asynccontextmanager
 class OneProcess(HttpServer):
     """One `sandgate serve --http` process, also when `SANDGATE_E2E_CLUSTER=1`: for tests that
     start replicas of their own, or test what one process does by itself."""
@@ -152,6 +151,7 @@ class OneProcess(HttpServer):
         return object.__new__(cls)
 
 
+@contextlib.asynccontextmanager
 async def connect(transport: str, config: Path, mode: str = "legacy"):
     """An initialized Python SDK client talking to sandgate over `transport`."""
     if transport == "stdio":
