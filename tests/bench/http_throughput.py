@@ -40,7 +40,8 @@ LOADS = {
 }
 CALL = {"name": "call_tool_chain", "arguments": LOADS[os.environ.get("LOAD", "tier1")]}
 TICKS = os.sysconf("SC_CLK_TCK")
-# Requests carry a bearer token, so the token check is measured as a deployment pays it.
+# Requests carry a bearer token, so the token check is measured as a deployment pays it
+# (`tests/bench/identity.py` sends an access token instead, through this same module).
 TOKEN = "bench-token-0123456789abcdef"
 
 

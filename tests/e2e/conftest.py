@@ -7,6 +7,7 @@ import json
 import urllib.parse
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -107,10 +108,10 @@ class HttpServer(Served):
             return ClusterServer(config, extra_args, token, state_home(config))
         return super().__new__(cls)
 
-    def __init__(self, config: Path, extra_args=(), token: str | None = None):
+    def __init__(self, config: Path, extra_args=(), token: str | None = None, listen: str = "127.0.0.1:0"):
         env = {**os.environ, "XDG_STATE_HOME": str(state_home(config))}
         self.proc = subprocess.Popen(
-            [SANDGATE, "serve", "--config", str(config), "--http", "127.0.0.1:0", *extra_args],
+            [SANDGATE, "serve", "--config", str(config), "--http", listen, *extra_args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
         )
         self.log: list[str] = []
@@ -147,7 +148,7 @@ class OneProcess(HttpServer):
     """One `sandgate serve --http` process, also when `SANDGATE_E2E_CLUSTER=1`: for tests that
     start replicas of their own, or test what one process does by itself."""
 
-    def __new__(cls, config: Path, extra_args=(), token: str | None = None):
+    def __new__(cls, config: Path, extra_args=(), token: str | None = None, listen: str = "127.0.0.1:0"):
         return object.__new__(cls)
 
 
@@ -190,6 +191,13 @@ def shown_result(result):
     if data.get("result") is not None or not data.get("output"):
         return data.get("result")
     return text_of(result)[: data["output"]["shown_chars"]]
+
+
+def free_port() -> int:
+    """A loopback port free now (for a server that must know its URL before it starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def text_of(result) -> str:

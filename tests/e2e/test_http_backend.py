@@ -5,14 +5,13 @@ sessions (the npm server-everything) restarted behind sandgate's back."""
 
 import json
 import os
-import socket
 import subprocess
 import time
 
 import anyio
 import pytest
 
-from conftest import NODE_MODULES, HttpServer, connect, reference_servers, structured, write_config
+from conftest import NODE_MODULES, HttpServer, connect, free_port, reference_servers, structured, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -35,12 +34,6 @@ async def test_a_streamable_http_backend_on_2026_07_28(tmp_path):
             assert sorted(status["tools"]) == ["call_tool_chain", "list_tools_meta", "read_output", "search_tools", "tool_info"]
     finally:
         inner.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def everything_over_http(port: int) -> subprocess.Popen:

@@ -352,6 +352,33 @@ impl Walker<'_> {
     }
 }
 
+impl Walker<'_> {
+    /// Every `[[auth.oauth.rules]]` profile is one the config has.
+    pub(crate) fn check_rule_profiles(
+        &self,
+        profiles: &[Profile],
+        rules: &[crate::sections::auth::OAuthRule],
+    ) -> Result<(), ConfigError> {
+        for (i, rule) in rules.iter().enumerate() {
+            let known = profiles.iter().any(|p| p.name == rule.profile)
+                || (profiles.is_empty() && rule.profile == "default");
+            if !known {
+                let list: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+                return Err(self.invalid(
+                    &format!("auth.oauth.rules[{i}].profile"),
+                    format!("names `{}`, which is not a profile", rule.profile),
+                    format!(
+                        "add [profiles.{}], or use one of: {}",
+                        rule.profile,
+                        list.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn sha256_hex(text: &str) -> Option<[u8; 32]> {
     let text = text.trim();
     if text.len() != 64 {

@@ -97,6 +97,8 @@ pub struct Config {
     pub stored_tools: StoredToolsConfig,
     /// Where OpenTelemetry spans go (`[telemetry]`).
     pub telemetry: crate::telemetry::TelemetryConfig,
+    /// Identity providers whose access tokens are accepted (`[auth]`).
+    pub auth: crate::sections::auth::AuthConfig,
 }
 
 /// Settings of stored tools.

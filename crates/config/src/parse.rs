@@ -108,6 +108,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "audit",
     "stored_tools",
     "telemetry",
+    "auth",
 ];
 /// Top-level keys of a JSON config sandgate reads: the servers (`mcpServers`, or VS Code's
 /// `servers`), its own `sandgate` object, and VS Code's `inputs` (prompted values sandgate
@@ -182,7 +183,11 @@ impl Walker<'_> {
         config.stored_tools =
             self.stored_tools_section(&key("stored_tools"), table.get("stored_tools"))?;
         config.telemetry = self.telemetry_section(&key("telemetry"), table.get("telemetry"))?;
+        config.auth = self.auth_section(table.get("auth"))?;
         self.check_access(&config.profiles, &config.http.tokens)?;
+        if let Some(oauth) = &config.auth.oauth {
+            self.check_rule_profiles(&config.profiles, &oauth.rules)?;
+        }
         Ok(config)
     }
 }

@@ -27,8 +27,12 @@ pub struct Authenticated {
     /// The token's id (its configured name): never the token.
     pub token_id: String,
     /// The SHA-256 of the token: sessions it opens are bound to it (a rotated token, whose
-    /// name stays, is another identity).
+    /// name stays, is another identity). For an access token, the digest of its user, so a
+    /// refreshed token continues the user's sessions.
     pub digest: [u8; 32],
+    /// The user an access token proved (`iss` plus `sub`, digested): what it stores is its
+    /// own, not its profile's.
+    pub user: Option<[u8; 32]>,
 }
 
 /// The owner of what an execution stores.
@@ -40,6 +44,9 @@ pub enum Owner {
     Session(String),
     /// An HTTP client without a session.
     Stateless,
+    /// A user an access token proved, without a session, by 128 bits of its identity's digest
+    /// (the user does not choose it, so no one can aim at another's).
+    User(String),
 }
 
 /// One request's caller.
@@ -81,9 +88,15 @@ impl Caller {
         let authenticated = parts.extensions.get::<Authenticated>();
         let profile = authenticated.map_or("default", |a| a.profile.as_str());
         Caller {
-            owner: match parts.headers.get("mcp-session-id") {
-                Some(session) => Owner::Session(fnv_hex(session.as_bytes())),
-                None => Owner::Stateless,
+            owner: match (
+                parts.headers.get("mcp-session-id"),
+                authenticated.and_then(|a| a.user),
+            ) {
+                (Some(session), _) => Owner::Session(fnv_hex(session.as_bytes())),
+                (None, Some(user)) => {
+                    Owner::User(user[..16].iter().map(|b| format!("{b:02x}")).collect())
+                }
+                (None, None) => Owner::Stateless,
             },
             access: Access::new(profiles.get(profile)),
             token_id: authenticated.map(|a| a.token_id.clone()),
@@ -117,6 +130,7 @@ impl Caller {
             (Owner::Session(hash), profile) => format!("{base}@{hash}:{profile}"),
             (Owner::Stateless, "default") => format!("{base}@http"),
             (Owner::Stateless, profile) => format!("{base}@http:{profile}"),
+            (Owner::User(hash), profile) => format!("{base}@user:{hash}:{profile}"),
         }
     }
 }

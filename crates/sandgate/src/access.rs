@@ -25,6 +25,7 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
         tracing::warn!(%addr, "HTTP auth is off ([http] auth = \"none\"): any local process can use the gateway");
         return Ok((HttpAuthOptions::default(), Notice::None));
     }
+    let oauth = oauth_verifier(config)?;
     let mut tokens: Vec<KnownToken> = config
         .http
         .tokens
@@ -40,6 +41,17 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
             },
         })
         .collect();
+    if tokens.is_empty() && oauth.is_some() {
+        // Access tokens are the way in; no static token is generated.
+        return Ok((
+            HttpAuthOptions {
+                required: true,
+                tokens,
+                oauth,
+            },
+            Notice::None,
+        ));
+    }
     if tokens.is_empty() {
         anyhow::ensure!(
             loopback,
@@ -54,6 +66,7 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
             HttpAuthOptions {
                 required: true,
                 tokens,
+                oauth,
             },
             notice,
         ));
@@ -62,9 +75,57 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
         HttpAuthOptions {
             required: true,
             tokens,
+            oauth,
         },
         Notice::None,
     ))
+}
+
+/// The access-token check of `[auth.oauth]`, if configured.
+fn oauth_verifier(
+    config: &Config,
+) -> anyhow::Result<Option<std::sync::Arc<sandgate_identity::Verifier>>> {
+    let Some(oauth) = &config.auth.oauth else {
+        return Ok(None);
+    };
+    let issuers = oauth
+        .issuers
+        .iter()
+        .map(|issuer| {
+            let algorithms = if issuer.algorithms.is_empty() {
+                sandgate_identity::DEFAULT_ALGORITHMS.to_vec()
+            } else {
+                issuer
+                    .algorithms
+                    .iter()
+                    .map(|name| sandgate_identity::parse_algorithm(name))
+                    .collect::<Result<_, _>>()?
+            };
+            Ok(sandgate_identity::IssuerSettings {
+                issuer: issuer.issuer.clone(),
+                audience: issuer.audience.clone(),
+                algorithms,
+                jwks_uri: issuer.jwks_uri.clone(),
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let settings = sandgate_identity::OAuthSettings {
+        resource: oauth.resource.clone(),
+        issuers,
+        rules: oauth
+            .rules
+            .iter()
+            .map(|rule| sandgate_identity::ClaimRule {
+                claim: rule.claim.clone(),
+                value: rule.value.clone(),
+                profile: rule.profile.clone(),
+            })
+            .collect(),
+        leeway: oauth.leeway,
+    };
+    Ok(Some(std::sync::Arc::new(sandgate_identity::Verifier::new(
+        settings,
+    )?)))
 }
 
 /// What to tell the user about the generated token once the listener is bound.

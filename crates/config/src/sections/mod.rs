@@ -4,6 +4,7 @@
 //! backends (`servers`), the profiles and tokens (`access`) and telemetry have files of their
 //! own.
 
+pub mod auth;
 mod gateway;
 mod http;
 mod output;

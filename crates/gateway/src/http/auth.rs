@@ -7,6 +7,13 @@
 //! A request without a valid token gets 401 with `WWW-Authenticate: Bearer`, before its body
 //! is read. A matching request carries an [`Authenticated`] (its profile and token id) to the
 //! handler.
+//!
+//! With `[auth.oauth]`, a bearer that is no configured token and has a JWT's form is an access
+//! token: `sandgate_identity` checks it against the configured issuers, and its user (`iss`
+//! plus `sub`) is the caller, with the profile the claim rules give. A 401 then points at the
+//! protected resource's metadata (`WWW-Authenticate: Bearer resource_metadata="…"`), so an
+//! MCP client finds the issuer by itself; a valid token no rule admits gets 403 with the
+//! reason.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -50,6 +57,18 @@ pub struct HttpAuthOptions {
     pub required: bool,
     /// The accepted tokens.
     pub tokens: Vec<KnownToken>,
+    /// Access tokens of the configured issuers (`[auth.oauth]`), beside the tokens.
+    pub oauth: Option<Arc<sandgate_identity::Verifier>>,
+}
+
+impl HttpAuthOptions {
+    /// Whether a session bound to `digest` still has an owner who may use it: a configured
+    /// token, or a user whose access token has not expired.
+    pub fn still_owns(&self, digest: &[u8; 32]) -> bool {
+        !self.required
+            || self.tokens.iter().any(|t| t.digest == *digest)
+            || self.oauth.as_ref().is_some_and(|v| v.still_valid(digest))
+    }
 }
 
 /// Who may use the HTTP front now. The binary keeps a clone, so a reload puts new tokens in
@@ -100,36 +119,68 @@ pub(crate) async fn require_token(
     if !options.required {
         return next.run(request).await;
     }
-    match identify(&options, request.headers()) {
-        Ok(found) => {
-            request.extensions_mut().insert(Authenticated {
-                profile: found.profile.clone(),
-                token_id: found.id.clone(),
-                digest: found.digest,
-            });
-            next.run(request).await
+    let target = format!("{} {}", request.method(), request.uri().path());
+    let refused = |why: &str, status: StatusCode| {
+        check.gateway.door().audit().record(&Decision {
+            profile: None,
+            token_id: None,
+            execution_id: None,
+            subject: Subject::Http,
+            target: &target,
+            allowed: false,
+            rule: why,
+            arguments: None,
+        });
+        refusal(&options, why, status)
+    };
+    let token = match bearer(request.headers()) {
+        Ok(token) => token.to_string(),
+        Err(why) => return refused(why, StatusCode::UNAUTHORIZED),
+    };
+    let token = token.as_str();
+    let authenticated = match (known(&options, token), &options.oauth) {
+        (Some(found), _) => Authenticated {
+            profile: found.profile.clone(),
+            token_id: found.id.clone(),
+            digest: found.digest,
+            user: None,
+        },
+        (None, Some(verifier)) if sandgate_identity::Verifier::looks_like_jwt(token) => {
+            match verifier.verify(token).await {
+                Ok(identity) => Authenticated {
+                    profile: identity.profile.clone(),
+                    token_id: identity.name(),
+                    digest: identity.digest(),
+                    user: Some(identity.digest()),
+                },
+                Err(refusal) => {
+                    let status =
+                        StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+                    return refused(refusal.reason(), status);
+                }
+            }
         }
-        Err(why) => {
-            check.gateway.door().audit().record(&Decision {
-                profile: None,
-                token_id: None,
-                execution_id: None,
-                subject: Subject::Http,
-                target: &format!("{} {}", request.method(), request.uri().path()),
-                allowed: false,
-                rule: why,
-                arguments: None,
-            });
-            unauthorized(why)
+        (None, _) => {
+            return refused(
+                "the bearer token matches no configured token",
+                StatusCode::UNAUTHORIZED,
+            );
         }
-    }
+    };
+    request.extensions_mut().insert(authenticated);
+    next.run(request).await
 }
 
-/// The token a request's headers carry, or why there is none that matches.
+/// The configured token a request's headers carry, or why there is none that matches.
 pub(crate) fn identify<'a>(
     options: &'a HttpAuthOptions,
     headers: &http::HeaderMap,
 ) -> Result<&'a KnownToken, &'static str> {
+    known(options, bearer(headers)?).ok_or("the bearer token matches no configured token")
+}
+
+/// The bearer token of `Authorization: Bearer <token>`, or why there is none.
+fn bearer(headers: &http::HeaderMap) -> Result<&str, &'static str> {
     let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
     let (Some(value), None) = (values.next(), values.next()) else {
         return Err(if headers.contains_key(http::header::AUTHORIZATION) {
@@ -150,6 +201,11 @@ pub(crate) fn identify<'a>(
     if token.is_empty() || token.contains(char::is_whitespace) {
         return Err("the bearer token is empty or holds spaces");
     }
+    Ok(token)
+}
+
+/// The configured token `token` is, if any.
+fn known<'a>(options: &'a HttpAuthOptions, token: &str) -> Option<&'a KnownToken> {
     let digest = sha256(token.as_bytes());
     // Every token is compared, so the time taken does not say which one (or whether any) was
     // close.
@@ -159,27 +215,58 @@ pub(crate) fn identify<'a>(
             found = Some(known);
         }
     }
-    found.ok_or("the bearer token matches no configured token")
+    found
 }
 
-fn unauthorized(why: &str) -> Response {
+/// A refused request: 401 (with where to get a token) or 403, and why.
+fn refusal(options: &HttpAuthOptions, why: &str, status: StatusCode) -> Response {
+    let (how, challenge) = match &options.oauth {
+        Some(verifier) => (
+            "Send `Authorization: Bearer <access token>` from one of the issuers in the protected resource metadata, or a token from [[http.tokens]].",
+            sandgate_identity::metadata::challenge(verifier.settings()),
+        ),
+        None => (
+            "Send `Authorization: Bearer <token>` with a token from [[http.tokens]] in the config, or the one sandgate generated and printed at its first start.",
+            "Bearer realm=\"sandgate\"".to_string(),
+        ),
+    };
+    let (word, how) = if status == StatusCode::FORBIDDEN {
+        ("forbidden", "")
+    } else {
+        ("unauthorized", how)
+    };
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {
-            "code": -32001,
-            "message": format!("unauthorized: {why}. Send `Authorization: Bearer <token>` with a token from [[http.tokens]] in the config, or the one sandgate generated and printed at its first start."),
-        }
+        "error": {"code": -32001, "message": format!("{word}: {why}. {how}").trim_end()},
     });
-    (
-        StatusCode::UNAUTHORIZED,
-        [
-            (http::header::WWW_AUTHENTICATE, "Bearer realm=\"sandgate\""),
-            (http::header::CONTENT_TYPE, "application/json"),
-        ],
+    let mut response = (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
         body.to_string(),
     )
-        .into_response()
+        .into_response();
+    if status == StatusCode::UNAUTHORIZED
+        && let Ok(value) = http::HeaderValue::from_str(&challenge)
+    {
+        response
+            .headers_mut()
+            .insert(http::header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// The protected resource's metadata (RFC 9728), for clients to find the issuer; 404 when no
+/// issuer is configured.
+pub(crate) async fn resource_metadata(State(check): State<Arc<TokenCheck>>) -> Response {
+    match &check.tokens.current().oauth {
+        Some(verifier) => (
+            [(http::header::CONTENT_TYPE, "application/json")],
+            sandgate_identity::metadata::document(verifier.settings()).to_string(),
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 #[cfg(test)]
@@ -189,6 +276,7 @@ mod tests {
     fn options() -> HttpAuthOptions {
         HttpAuthOptions {
             required: true,
+            oauth: None,
             tokens: vec![
                 KnownToken::from_secret("reader-token-0123456789", "reader", "research"),
                 KnownToken::from_secret("writer-token-0123456789", "writer", "ci"),

@@ -138,6 +138,17 @@ pub async fn serve_http(
             owners.clone(),
             bound::bind,
         ));
+    // Where clients find the issuer (RFC 9728): no token needed, and the Host check applies.
+    let metadata = axum::Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(auth::resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*resource}",
+            axum::routing::get(auth::resource_metadata),
+        )
+        .with_state(check.clone());
     let with_token = axum::Router::new()
         .route("/metrics", axum::routing::get(probes::metrics))
         .with_state(trimmed_gateway.clone())
@@ -156,6 +167,7 @@ pub async fn serve_http(
     });
     // Every route but the probes passes the same Host and Origin check, first.
     let checked = console
+        .merge(metadata)
         .merge(with_token)
         .layer(axum::middleware::from_fn_with_state(front, front::check));
     let app = axum::Router::new()
@@ -197,9 +209,7 @@ async fn trim_after_sessions_expire(
             () = stop.cancelled() => return,
         }
         let auth = tokens.current();
-        owners
-            .sweep(|digest| !auth.required || auth.tokens.iter().any(|t| t.digest == *digest))
-            .await;
+        owners.sweep(|digest| auth.still_owns(digest)).await;
         let open = sessions.sessions.read().await.len();
         gateway.clients().forget_closed();
         high = high.max(open);

@@ -125,11 +125,18 @@ impl Follower {
         };
         self.gateway.config_did_not_load(None).await;
         let restart_needed = sections_needing_restart(&self.running, &config);
+        let oauth_changed = self.running.auth != config.auth;
         let tokens_changed = self.running.http.tokens != config.http.tokens
-            || self.running.http.auth != config.http.auth;
+            || self.running.http.auth != config.http.auth
+            || oauth_changed;
         if let (true, Some(addr), Some(tokens)) = (tokens_changed, self.http_addr, &self.tokens) {
             match crate::access::http_auth(&config, addr) {
-                Ok((auth, _)) => {
+                Ok((mut auth, _)) => {
+                    // Unchanged issuers keep their fetched keys and the users they have seen
+                    // (whose sessions live while their tokens do).
+                    if !oauth_changed {
+                        auth.oauth = tokens.current().oauth.clone();
+                    }
                     let count = auth.tokens.len();
                     tokens.replace(auth);
                     tracing::info!("config reloaded: HTTP tokens replaced ({count} known)");

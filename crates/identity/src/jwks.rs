@@ -1,0 +1,234 @@
+//! An issuer's signing keys, from the issuer only.
+//!
+//! The keys' address comes from the config (`jwks_uri`) or from the issuer's own metadata
+//! (`/.well-known/openid-configuration`, then RFC 8414's `oauth-authorization-server`), whose
+//! `issuer` must be the configured one and whose `jwks_uri` must be on the issuer's origin. A
+//! token's `jku`, `x5u` or `kid` never names where to fetch: a `kid` only picks among keys
+//! already fetched. The keys are cached; a `kid` not among them fetches them again, at most
+//! once per [`MIN_REFRESH`], so a stream of made-up `kid`s costs the issuer nothing. A fetch is
+//! bounded in time ([`FETCH_TIMEOUT`]) and size ([`MAX_DOCUMENT_BYTES`], [`MAX_KEYS`]), follows
+//! no redirect, and a failed one keeps the keys held before.
+
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::DecodingKey;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use serde_json::Value;
+use tokio::sync::{Mutex, RwLock};
+
+use crate::IdentityError;
+use crate::settings::{IssuerSettings, origin};
+use crate::verify::Refusal;
+
+/// The least time between two fetches of one issuer's keys.
+pub const MIN_REFRESH: Duration = Duration::from_secs(10);
+/// How long a fetch (metadata or keys) may take.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest metadata or key document read.
+pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+/// The most keys kept from one issuer.
+pub const MAX_KEYS: usize = 64;
+
+/// One issuer's keys, fetched when first needed.
+pub(crate) struct IssuerKeys {
+    settings: IssuerSettings,
+    http: reqwest::Client,
+    held: RwLock<Held>,
+    /// One fetch at a time; the others wait for its keys.
+    fetching: Mutex<()>,
+}
+
+#[derive(Default)]
+struct Held {
+    keys: Vec<(Option<String>, DecodingKey)>,
+    last_fetch: Option<Instant>,
+}
+
+impl IssuerKeys {
+    pub(crate) fn new(settings: IssuerSettings) -> Result<IssuerKeys, IdentityError> {
+        let http = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .connect_timeout(FETCH_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| IdentityError::Keys {
+                issuer: settings.issuer.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(IssuerKeys {
+            settings,
+            http,
+            held: RwLock::default(),
+            fetching: Mutex::new(()),
+        })
+    }
+
+    pub(crate) fn settings(&self) -> &IssuerSettings {
+        &self.settings
+    }
+
+    /// The key `kid` names (or the only key, for a token without one).
+    pub(crate) async fn key(&self, kid: Option<&str>) -> Result<DecodingKey, Refusal> {
+        if let Some(key) = self.held_key(kid).await {
+            return Ok(key);
+        }
+        let started = Instant::now();
+        let _one = self.fetching.lock().await;
+        // Another request may have fetched them meanwhile.
+        let fresh_enough = self
+            .held
+            .read()
+            .await
+            .last_fetch
+            .is_some_and(|at| at.elapsed() < MIN_REFRESH || at > started);
+        if !fresh_enough {
+            match self.fetch().await {
+                Ok(keys) => {
+                    *self.held.write().await = Held {
+                        keys,
+                        last_fetch: Some(Instant::now()),
+                    };
+                }
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    self.held.write().await.last_fetch = Some(Instant::now());
+                    return Err(Refusal::Invalid(format!(
+                        "the issuer's keys could not be read ({e}); try again shortly"
+                    )));
+                }
+            }
+        }
+        self.held_key(kid).await.ok_or_else(|| {
+            Refusal::Invalid(match kid {
+                Some(_) => "the token's kid names none of the issuer's keys".into(),
+                None => "the token names no kid, and the issuer has more than one key".into(),
+            })
+        })
+    }
+
+    async fn held_key(&self, kid: Option<&str>) -> Option<DecodingKey> {
+        let held = self.held.read().await;
+        match kid {
+            Some(kid) => held
+                .keys
+                .iter()
+                .find(|(id, _)| id.as_deref() == Some(kid))
+                .map(|(_, key)| key.clone()),
+            None if held.keys.len() == 1 => held.keys.first().map(|(_, key)| key.clone()),
+            None => None,
+        }
+    }
+
+    async fn fetch(&self) -> Result<Vec<(Option<String>, DecodingKey)>, IdentityError> {
+        let uri = match &self.settings.jwks_uri {
+            Some(uri) => uri.clone(),
+            None => self.discover().await?,
+        };
+        let document = self.get(&uri).await?;
+        let set: JwkSet = serde_json::from_value(document)
+            .map_err(|e| self.failed(format!("{uri} is not a JWK set: {e}")))?;
+        let keys: Vec<(Option<String>, DecodingKey)> = set
+            .keys
+            .iter()
+            .filter(|jwk| is_for_signing(jwk))
+            .filter_map(|jwk| Some((jwk.common.key_id.clone(), DecodingKey::from_jwk(jwk).ok()?)))
+            .take(MAX_KEYS)
+            .collect();
+        if keys.is_empty() {
+            return Err(self.failed(format!("{uri} holds no signing key sandgate can use")));
+        }
+        Ok(keys)
+    }
+
+    /// The issuer's `jwks_uri`, from its own metadata.
+    async fn discover(&self) -> Result<String, IdentityError> {
+        let issuer = self.settings.issuer.trim_end_matches('/');
+        let root = origin(issuer);
+        let path = &issuer[root.len()..];
+        let candidates = [
+            format!("{issuer}/.well-known/openid-configuration"),
+            format!("{root}/.well-known/oauth-authorization-server{path}"),
+        ];
+        let mut last = None;
+        for url in candidates {
+            let metadata = match self.get(&url).await {
+                Ok(m) => m,
+                Err(e) => {
+                    last = Some(e);
+                    continue;
+                }
+            };
+            if metadata.get("issuer").and_then(Value::as_str) != Some(self.settings.issuer.as_str())
+            {
+                return Err(self.failed(format!(
+                    "the metadata at {url} names another issuer ({}); the configured issuer must be exactly its `issuer`",
+                    metadata.get("issuer").map_or("none".into(), |i| cut(&i.to_string()))
+                )));
+            }
+            let Some(jwks) = metadata.get("jwks_uri").and_then(Value::as_str) else {
+                return Err(self.failed(format!("the metadata at {url} has no jwks_uri")));
+            };
+            if origin(jwks) != root {
+                return Err(self.failed(format!(
+                    "the metadata's jwks_uri {} is not on the issuer's origin; set jwks_uri in the config if that is intended",
+                    cut(jwks)
+                )));
+            }
+            return Ok(jwks.to_string());
+        }
+        Err(last.unwrap_or_else(|| self.failed("no metadata".into())))
+    }
+
+    /// A JSON document at `url`, bounded in time and size.
+    async fn get(&self, url: &str) -> Result<Value, IdentityError> {
+        let mut response = self
+            .http
+            .get(url)
+            .header("accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| self.failed(format!("{url}: {e}")))?;
+        if !response.status().is_success() {
+            return Err(self.failed(format!("{url} answered {}", response.status())));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.failed(format!("{url}: {e}")))?
+        {
+            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+                return Err(self.failed(format!(
+                    "{url} sent more than {} KiB",
+                    MAX_DOCUMENT_BYTES / 1024
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body).map_err(|e| self.failed(format!("{url} is not JSON: {e}")))
+    }
+
+    fn failed(&self, message: String) -> IdentityError {
+        IdentityError::Keys {
+            issuer: self.settings.issuer.clone(),
+            message,
+        }
+    }
+}
+
+/// Whether `jwk` may verify signatures (not an encryption key).
+fn is_for_signing(jwk: &Jwk) -> bool {
+    !matches!(
+        jwk.common.public_key_use,
+        Some(jsonwebtoken::jwk::PublicKeyUse::Encryption)
+    )
+}
+
+/// At most 100 characters of what a remote party sent, for a message.
+pub(crate) fn cut(text: &str) -> String {
+    let mut out: String = text.chars().take(100).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,42 @@
+//! Who a caller is, when an identity provider says so: sandgate as an OAuth 2.1 resource server.
+//!
+//! A client sends an access token its issuer made for this gateway. [`Verifier`] checks it
+//! against the issuers the config names and nothing else: the signature with the issuer's own
+//! keys (fetched from the issuer's metadata, never from a URL the token names), `iss`, `aud`
+//! (the token must be for this gateway, RFC 8707), `exp` and `nbf` with a small leeway, and an
+//! allowed algorithm (asymmetric only: a shared-secret algorithm would let anyone who holds
+//! the issuer's public key sign). The caller is then `iss` plus `sub`, and the config's claim
+//! rules give it a profile, deny by default. [`metadata`] answers what a client needs to find
+//! the issuer by itself (RFC 9728).
+//!
+//! What the rest of the gateway sees is an [`Identity`] or a [`Refusal`] that says why, with the
+//! HTTP status it deserves: 401 for a token that proves nothing, 403 for a valid token no rule
+//! admits.
+
+mod jwks;
+pub mod metadata;
+mod rules;
+mod settings;
+mod verify;
+
+pub use rules::ClaimRule;
+pub use settings::{
+    DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IssuerSettings, OAuthSettings, parse_algorithm,
+};
+pub use verify::{Identity, Refusal, Verifier};
+
+/// What can go wrong in this crate outside a token's own check (which is a [`Refusal`]).
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    /// The settings cannot work.
+    #[error("[auth.oauth] {0}")]
+    Settings(String),
+    /// An issuer's metadata or keys could not be read.
+    #[error("the keys of issuer {issuer} could not be read: {message}")]
+    Keys {
+        /// The issuer.
+        issuer: String,
+        /// Why.
+        message: String,
+    },
+}

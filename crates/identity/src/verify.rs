@@ -1,0 +1,281 @@
+//! One access token checked: which configured issuer it claims, that issuer's key and
+//! algorithm, its standard claims, then the rules that give it a profile.
+
+use base64::Engine as _;
+use jsonwebtoken::{Validation, decode, decode_header};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::IdentityError;
+use crate::jwks::{IssuerKeys, cut};
+use crate::rules::profile_for;
+use crate::settings::OAuthSettings;
+
+/// The largest token read. Providers' access tokens are a few KiB; anything near this is an
+/// attack on the parser, refused before it is decoded.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// The longest `sub` accepted.
+pub const MAX_SUBJECT_BYTES: usize = 256;
+
+/// A caller proved by an access token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The issuer that vouches for it.
+    pub issuer: String,
+    /// Its subject at that issuer.
+    pub subject: String,
+    /// The profile the claim rules gave it.
+    pub profile: String,
+    /// When the token stops being valid (seconds since the epoch).
+    pub expires_at: u64,
+}
+
+impl Identity {
+    /// A stable digest of `iss` and `sub`: what its sessions and outputs are bound to. A new
+    /// token of the same user (a refresh) is the same identity.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(b"oauth\0");
+        hasher.update(self.issuer.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(self.subject.as_bytes());
+        let mut out = [0u8; 32];
+        out.copy_from_slice(&hasher.finalize());
+        out
+    }
+
+    /// How logs and the audit name it: the subject at its issuer.
+    pub fn name(&self) -> String {
+        format!("{} at {}", self.subject, self.issuer)
+    }
+}
+
+/// Why a token is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// It proves nothing (401).
+    Invalid(String),
+    /// It is valid, and no rule gives it a profile (403).
+    NoProfile(String),
+}
+
+impl Refusal {
+    /// The HTTP status the refusal deserves.
+    pub fn status(&self) -> u16 {
+        match self {
+            Refusal::Invalid(_) => 401,
+            Refusal::NoProfile(_) => 403,
+        }
+    }
+
+    /// Why, in words (never the token).
+    pub fn reason(&self) -> &str {
+        match self {
+            Refusal::Invalid(why) | Refusal::NoProfile(why) => why,
+        }
+    }
+}
+
+/// The most users whose latest expiry is remembered (for [`Verifier::still_valid`]); past it,
+/// expired ones go first, then a user not remembered counts as expired (its sessions end, and
+/// its next request opens a new one).
+pub const MAX_REMEMBERED_USERS: usize = 100_000;
+
+/// Checks access tokens against the configured issuers.
+pub struct Verifier {
+    settings: OAuthSettings,
+    issuers: Vec<IssuerKeys>,
+    /// Each user's latest token expiry, by identity digest.
+    expiries: std::sync::Mutex<std::collections::HashMap<[u8; 32], u64>>,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Verifier {
+    /// A verifier for `settings` (checked here); keys are fetched when first needed.
+    pub fn new(settings: OAuthSettings) -> Result<Verifier, IdentityError> {
+        settings.check()?;
+        let issuers = settings
+            .issuers
+            .iter()
+            .cloned()
+            .map(IssuerKeys::new)
+            .collect::<Result<_, _>>()?;
+        Ok(Verifier {
+            settings,
+            issuers,
+            expiries: Default::default(),
+        })
+    }
+
+    /// Whether the user of `digest` has shown a token that is still valid: its sessions live
+    /// as long as its tokens do.
+    pub fn still_valid(&self, digest: &[u8; 32]) -> bool {
+        let now = now_seconds();
+        let expiries = self
+            .expiries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        expiries
+            .get(digest)
+            .is_some_and(|&exp| exp + self.settings.leeway.as_secs() > now)
+    }
+
+    fn remember(&self, identity: &Identity) {
+        let now = now_seconds();
+        let mut expiries = self
+            .expiries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if expiries.len() >= MAX_REMEMBERED_USERS && !expiries.contains_key(&identity.digest()) {
+            expiries.retain(|_, &mut exp| exp > now);
+            if expiries.len() >= MAX_REMEMBERED_USERS {
+                return;
+            }
+        }
+        let slot = expiries.entry(identity.digest()).or_insert(0);
+        *slot = (*slot).max(identity.expires_at);
+    }
+
+    /// What it was made from.
+    pub fn settings(&self) -> &OAuthSettings {
+        &self.settings
+    }
+
+    /// Whether `token` has a JWT's form (three base64url parts): static tokens never do.
+    pub fn looks_like_jwt(token: &str) -> bool {
+        let mut parts = 0;
+        for part in token.split('.') {
+            parts += 1;
+            if !part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return false;
+            }
+        }
+        parts == 3
+    }
+
+    /// Who `token` proves, or why it proves no one.
+    pub async fn verify(&self, token: &str) -> Result<Identity, Refusal> {
+        let invalid = |why: String| Refusal::Invalid(why);
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(invalid(format!(
+                "the token is {} bytes, over the {} KiB an access token may be",
+                token.len(),
+                MAX_TOKEN_BYTES / 1024
+            )));
+        }
+        let header = decode_header(token).map_err(|e| {
+            invalid(format!(
+                "the token is not a signed JWT sandgate accepts ({e}); `alg: none` and unknown algorithms are refused"
+            ))
+        })?;
+        let claimed = unverified_issuer(token)?;
+        let Some(keys) = self.issuers.iter().find(|k| k.settings().issuer == claimed) else {
+            return Err(invalid(format!(
+                "issuer {} is not one [auth.oauth] trusts",
+                cut(&claimed)
+            )));
+        };
+        let settings = keys.settings();
+        if !settings.algorithms.contains(&header.alg) {
+            return Err(invalid(format!(
+                "algorithm {:?} is not accepted from {}",
+                header.alg, settings.issuer
+            )));
+        }
+        let key = keys.key(header.kid.as_deref()).await?;
+        let mut validation = Validation::new(header.alg);
+        validation.algorithms = vec![header.alg];
+        validation.leeway = self.settings.leeway.as_secs();
+        validation.validate_nbf = true;
+        validation.set_issuer(&[&settings.issuer]);
+        validation.set_audience(&[&settings.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = decode::<Value>(token, &key, &validation).map_err(|e| invalid(explain(&e)))?;
+        let claims = data.claims;
+        let subject = match claims.get("sub").and_then(Value::as_str) {
+            Some(sub) if !sub.is_empty() && sub.len() <= MAX_SUBJECT_BYTES => sub.to_string(),
+            _ => {
+                return Err(invalid(format!(
+                    "the token's sub is not a string of 1 to {MAX_SUBJECT_BYTES} bytes"
+                )));
+            }
+        };
+        let expires_at = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+        let Some(profile) = profile_for(&self.settings.rules, &claims) else {
+            return Err(Refusal::NoProfile(format!(
+                "the token of {} at {} is valid, and no rule in [[auth.oauth.rules]] gives it a profile (deny by default): add a rule for one of its claims",
+                cut(&subject),
+                settings.issuer
+            )));
+        };
+        let identity = Identity {
+            issuer: settings.issuer.clone(),
+            subject,
+            profile: profile.to_string(),
+            expires_at,
+        };
+        self.remember(&identity);
+        Ok(identity)
+    }
+}
+
+fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The `iss` a token claims, read before its signature is checked: only to pick which
+/// configured issuer's keys check it.
+fn unverified_issuer(token: &str) -> Result<String, Refusal> {
+    let payload = token
+        .split('.')
+        .nth(1)
+        .ok_or_else(|| Refusal::Invalid("the token is not a JWT".into()))?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .map_err(|_| Refusal::Invalid("the token's claims are not base64url".into()))?;
+    #[derive(serde::Deserialize)]
+    struct Issuer {
+        iss: Option<String>,
+    }
+    // Only `iss` is read here; serde_json's depth limit stops deeply nested claims.
+    let parsed: Issuer = serde_json::from_slice(&bytes).map_err(|e| {
+        Refusal::Invalid(format!(
+            "the token's claims are not a JSON object sandgate reads: {e}"
+        ))
+    })?;
+    parsed
+        .iss
+        .ok_or_else(|| Refusal::Invalid("the token names no issuer (iss)".into()))
+}
+
+/// A failed check in words that say what to do.
+fn explain(error: &jsonwebtoken::errors::Error) -> String {
+    use jsonwebtoken::errors::ErrorKind;
+    match error.kind() {
+        ErrorKind::ExpiredSignature => "the token has expired: get a new one".into(),
+        ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".into(),
+        ErrorKind::InvalidAudience => {
+            "the token is for another resource (aud): ask the issuer for a token for this gateway (RFC 8707 resource)".into()
+        }
+        ErrorKind::InvalidIssuer => "the token's issuer is not the one its key belongs to".into(),
+        ErrorKind::InvalidSignature => "the token's signature does not verify".into(),
+        ErrorKind::InvalidAlgorithm => "the token's algorithm does not match the issuer's key".into(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("the token has no {claim} claim"),
+        ErrorKind::Json(e) => format!(
+            "the token's claims are not JSON sandgate reads (at most 128 levels deep): {e}"
+        ),
+        other => format!("the token does not verify: {other:?}"),
+    }
+}

@@ -1,0 +1,245 @@
+"""sandgate as an OAuth 2.1 resource server, against a real OpenID provider (`oidc-provider`
+from npm, started here on loopback with a key made for the run; tests/node/oidc_provider.mjs):
+
+- the Python SDK's OAuth client finds the issuer by itself (401 → `resource_metadata` →
+  RFC 9728 metadata → the issuer's metadata), gets a token by client credentials with the
+  gateway as its resource (RFC 8707), and calls `call_tool_chain`;
+- two users of one profile each own what they store: one cannot read the other's output;
+- a valid token that no rule maps gets 403 with the reason;
+- hostile tokens are refused with 401, the reason, an audit line, and no effect: `alg: none`,
+  HS256 signed with the issuer's public key, an unknown `kid`, a `jku` pointing elsewhere, a
+  wrong issuer, another resource's audience, expired, not yet valid, a 1 MB token, deeply
+  nested claims, claims that try to widen a rule; a JWKS endpoint that is slow, huge, or
+  garbage. Each case checks the time, the response size, and that the gateway still answers."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx2 as httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from mcp import Client
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import OneProcess, fake_backend_toml, free_port, read_output_whole, structured
+from issuer import USERS, Issuer, KeyServer, b64, hs256
+
+pytestmark = pytest.mark.anyio
+
+def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = None) -> Path:
+    resource = f"http://127.0.0.1:{port}/mcp"
+    config = tmp / "sandgate.toml"
+    jwks = f'jwks_uri = "{jwks_uri}"' if jwks_uri else ""
+    config.write_text(f"""
+{fake_backend_toml()}
+[profiles.builder]
+tools = ["*"]
+
+[auth.oauth]
+resource = "{resource}"
+
+[[auth.oauth.issuers]]
+issuer = "{issuer}"
+{jwks}
+
+[[auth.oauth.rules]]
+claim = "groups"
+value = "eng"
+profile = "builder"
+
+[audit]
+path = "{tmp / 'audit.jsonl'}"
+""")
+    return config
+
+
+@pytest.fixture
+def deployment(tmp_path):
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    issuer = Issuer(tmp_path, [resource, "http://127.0.0.1:1/other"])
+    server = OneProcess(gateway_config(tmp_path, port, issuer.url), listen=f"127.0.0.1:{port}")
+    try:
+        yield issuer, server, resource
+    finally:
+        server.close()
+        issuer.close()
+
+
+class Memory:
+    """Token storage for the SDK's OAuth client."""
+
+    def __init__(self):
+        self.tokens = None
+        self.client = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens):
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client
+
+    async def set_client_info(self, info):
+        self.client = info
+
+
+def as_user(server, issuer: Issuer, user: str):
+    provider = ClientCredentialsOAuthProvider(server_url=server.url, storage=Memory(), client_id=user,
+                                              client_secret=USERS[user]["secret"], scope="sandgate", issuer=issuer.url)
+    return streamable_http_client(server.url, http_client=create_mcp_http_client(auth=provider))
+
+
+async def test_the_sdk_client_finds_the_issuer_gets_a_token_and_each_user_owns_its_outputs(deployment):
+    issuer, server, resource = deployment
+    # What a client sees first: 401, and where the metadata is.
+    bare = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert bare.status_code == 401
+    challenge = bare.headers["www-authenticate"]
+    assert challenge == f'Bearer resource_metadata="http://127.0.0.1:{server.url.split(":")[2].split("/")[0]}/.well-known/oauth-protected-resource/mcp"', challenge
+    metadata = httpx.get(challenge.split('"')[1]).json()
+    assert metadata["resource"] == resource and metadata["authorization_servers"] == [issuer.url], metadata
+
+    big = "return 'w'.repeat(300000)"
+    async with Client(as_user(server, issuer, "alice"), mode="2026-07-28") as alice:
+        ran = structured(await alice.call_tool("call_tool_chain", {"code": "return await fake.echo({text: 'as alice'})"}))
+        assert ran["result"] is not None, ran
+        stored = structured(await alice.call_tool("call_tool_chain", {"code": big}))
+        assert stored["output"]["stored"], stored
+        pieces = await read_output_whole(alice, stored["execution_id"])
+        assert "".join(pieces).count("w") == 300000
+    async with Client(as_user(server, issuer, "bob"), mode="2026-07-28") as bob:
+        # Same profile, another user: alice's output is not there for bob.
+        other = await bob.call_tool("read_output", {"execution_id": stored["execution_id"]})
+        assert other.is_error, other.content
+
+
+async def test_a_valid_token_no_rule_admits_is_forbidden_with_the_reason(deployment):
+    issuer, server, resource = deployment
+    token = issuer.client_token("mallory", resource)
+    answer = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                        headers={"authorization": f"Bearer {token}"})
+    assert answer.status_code == 403, answer.text
+    assert "no rule" in answer.json()["error"]["message"], answer.text
+    # Alice's token works on the same route.
+    answer = initialize(server, issuer.client_token("alice", resource))
+    assert answer.status_code == 200, answer.text
+
+
+def refused_quickly(server, token: str, expect: tuple[int, ...] = (401,), within: float = 8.0) -> dict:
+    started = time.monotonic()
+    answer = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                        headers={"authorization": f"Bearer {token}"}, timeout=30)
+    took = time.monotonic() - started
+    assert answer.status_code in expect, (answer.status_code, answer.text[:300])
+    assert took < within, took
+    assert len(answer.content) < 2000, len(answer.content)
+    return answer.json() if answer.content else {}
+
+
+def initialize(server, token: str) -> httpx.Response:
+    return httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        headers={"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"})
+
+
+def still_answers(server, issuer: Issuer, resource: str):
+    assert httpx.get(server.url.replace("/mcp", "/healthz")).status_code == 200
+    ok = initialize(server, issuer.client_token("alice", resource))
+    assert ok.status_code == 200, ok.text
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def test_hostile_tokens_are_refused_with_the_reason_and_an_audit_line(deployment, tmp_path):
+    issuer, server, resource = deployment
+    now = int(time.time())
+    claims = {"iss": issuer.url, "sub": "alice", "aud": resource, "exp": now + 300, "iat": now, "groups": ["eng"]}
+    # A valid token made the same way passes, so each refusal below is the case's own doing.
+    assert initialize(server, issuer.sign(claims)).status_code == 200
+    attacker_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    attacker_public = attacker_key.public_key().public_numbers()
+    attacker = KeyServer(lambda path: (200, json.dumps({"keys": [{"kty": "RSA", "kid": "evil", "use": "sig",
+                                                                  "n": b64(attacker_public.n), "e": b64(attacker_public.e)}]}).encode(), 0))
+    attacker_pem = attacker_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                              serialization.NoEncryption())
+    deep = json.dumps(claims)[:-1] + ', "deep": ' + "[" * 5000 + "]" * 5000 + "}"
+    rss_before = rss_kib(server.proc.pid)
+    cases = {
+        "alg none": (jwt.encode(claims, None, algorithm="none"), "not a signed JWT"),
+        "HS256 with the issuer's public key": (hs256(claims, issuer.public_pem, {"kid": issuer.kid}), "algorithm"),
+        "an unknown kid": (issuer.sign(claims, {"kid": "no-such-kid"}), "kid"),
+        "a jku and kid of the attacker's keys": (
+            jwt.encode(claims, attacker_pem, algorithm="RS256", headers={"kid": "evil", "jku": attacker.url + "/jwks"}), "kid"),
+        "a wrong issuer": (issuer.sign({**claims, "iss": "http://127.0.0.1:1/evil"}), "not one [auth.oauth] trusts"),
+        "another resource's token": (issuer.client_token("alice", "http://127.0.0.1:1/other"), "another resource"),
+        "a forged audience": (issuer.sign({**claims, "aud": "http://127.0.0.1:1/other"}), "another resource"),
+        "expired": (issuer.sign({**claims, "exp": now - 3600}), "expired"),
+        "not yet valid": (issuer.sign({**claims, "nbf": now + 3600}), "not valid yet"),
+        "a 64 KiB token": (issuer.sign({**claims, "pad": "a" * 65536}), "over the 16 KiB"),
+        "deeply nested claims": (issuer.sign_raw(deep.encode()), "claims"),
+        "no sub": (issuer.sign({k: v for k, v in claims.items() if k != "sub"}), "sub"),
+    }
+    for name, (token, says) in cases.items():
+        answer = refused_quickly(server, token)
+        assert says in answer["error"]["message"], (name, answer)
+    assert attacker.hits == 0, "a token named where to fetch keys, and sandgate went"
+    # A 1 MB token is refused before it is read as one (the header limit).
+    refused_quickly(server, issuer.sign({**claims, "pad": "a" * 1_000_000}), expect=(401, 431))
+    # Claims that try to widen a rule: valid tokens, no rule admits them.
+    for groups in ["eng builder", ["eng*"], [["eng"]], {"eng": True}, ["ENG"], "eng\u0000"]:
+        answer = refused_quickly(server, issuer.sign({**claims, "groups": groups}), expect=(403,))
+        assert "no rule" in answer["error"]["message"], (groups, answer)
+    refused_quickly(server, issuer.sign({**{k: v for k, v in claims.items() if k != "groups"}, "groups.eng": "eng"}),
+                    expect=(403,))
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    refusals = [a for a in audit if a.get("decision") == "deny" and a.get("kind") == "http"]
+    assert len(refusals) >= len(cases) + 7, len(refusals)
+    assert rss_kib(server.proc.pid) - rss_before < 50 * 1024
+    still_answers(server, issuer, resource)
+    attacker.shutdown()
+
+
+@pytest.mark.parametrize("fault", ["slow", "huge", "garbage"])
+async def test_a_faulty_key_endpoint_refuses_tokens_and_the_gateway_still_answers(tmp_path, fault):
+    answers = {
+        "slow": lambda path: (200, b'{"keys": []}', 30),
+        "huge": lambda path: (200, b'{"keys": [' + b'{"kty": "RSA"},' * 400_000 + b'{}]}', 0),
+        "garbage": lambda path: (200, b'\x00\xff<html>not json', 0),
+    }
+    keys = KeyServer(answers[fault])
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    issuer = Issuer(tmp_path, [resource])
+    server = OneProcess(gateway_config(tmp_path, port, issuer.url, jwks_uri=keys.url + "/jwks"),
+                        listen=f"127.0.0.1:{port}")
+    try:
+        now = int(time.time())
+        token = issuer.sign({"iss": issuer.url, "sub": "alice", "aud": resource, "exp": now + 300, "groups": ["eng"]})
+        rss_before = rss_kib(server.proc.pid)
+        answer = refused_quickly(server, token, within=8.0)
+        assert "keys could not be read" in answer["error"]["message"], answer
+        # A second token meanwhile does not fetch again (at most once per 10 s).
+        hits = keys.hits
+        refused_quickly(server, token, within=8.0)
+        assert keys.hits == hits
+        assert rss_kib(server.proc.pid) - rss_before < 50 * 1024
+        assert httpx.get(server.url.replace("/mcp", "/healthz")).status_code == 200
+    finally:
+        server.close()
+        issuer.close()
+        keys.shutdown()
