@@ -81,12 +81,18 @@ impl Refusal {
 /// its next request opens a new one).
 pub const MAX_REMEMBERED_USERS: usize = 100_000;
 
+/// The most tokens whose check is remembered (see [`Verifier::verify`]).
+pub const MAX_CACHED_TOKENS: usize = 10_000;
+
 /// Checks access tokens against the configured issuers.
 pub struct Verifier {
     settings: OAuthSettings,
     issuers: Vec<IssuerKeys>,
     /// Each user's latest token expiry, by identity digest.
     expiries: std::sync::Mutex<std::collections::HashMap<[u8; 32], u64>>,
+    /// Tokens checked already, by their SHA-256, until they expire: a client sends one token
+    /// for minutes, and its signature need not be checked on every request.
+    checked: std::sync::Mutex<std::collections::HashMap<[u8; 32], Identity>>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -111,6 +117,7 @@ impl Verifier {
             settings,
             issuers,
             expiries: Default::default(),
+            checked: Default::default(),
         })
     }
 
@@ -163,8 +170,38 @@ impl Verifier {
         parts == 3
     }
 
-    /// Who `token` proves, or why it proves no one.
+    /// Who `token` proves, or why it proves no one. A token that passed is remembered (by its
+    /// SHA-256, at most [`MAX_CACHED_TOKENS`]) until it expires, and passes again without its
+    /// signature being checked; a refused one is checked again each time.
     pub async fn verify(&self, token: &str) -> Result<Identity, Refusal> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = now_seconds();
+        if let Some(identity) = self
+            .checked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&digest)
+            .filter(|i| i.expires_at + self.settings.leeway.as_secs() > now)
+        {
+            return Ok(identity.clone());
+        }
+        let identity = self.check(token).await?;
+        let mut checked = self
+            .checked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if checked.len() >= MAX_CACHED_TOKENS {
+            checked.retain(|_, i| i.expires_at > now);
+            if checked.len() >= MAX_CACHED_TOKENS {
+                checked.clear();
+            }
+        }
+        checked.insert(digest, identity.clone());
+        Ok(identity)
+    }
+
+    /// [`Verifier::verify`] without the cache.
+    async fn check(&self, token: &str) -> Result<Identity, Refusal> {
         let invalid = |why: String| Refusal::Invalid(why);
         if token.len() > MAX_TOKEN_BYTES {
             return Err(invalid(format!(
