@@ -6,6 +6,7 @@ instead (tests that look inside the one process, at its pid, RSS or signals, do 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -48,10 +49,19 @@ def free_base_port() -> int:
     raise RuntimeError("no free ports for a cluster")
 
 
-def with_shared_store(config: Path) -> Path:
-    """A copy of `config` whose store is the shared PostgreSQL one (from the environment)."""
+def with_shared_store(config: Path, url: str, ca: str) -> Path:
+    """`config`, changed in place to keep its store in PostgreSQL at `url`: the test's own
+    `sandgate` commands (the CLI) then read the cluster's store, and a test that rewrites its
+    config is heard by every replica. A JSON config gets it in its `sandgate` object."""
     text = config.read_text()
-    store = '[store]\nbackend = "postgres"\nurl = "${DATABASE_URL}"\nca_file = "${DATABASE_CA}"\n'
+    if config.suffix == ".json":
+        root = json.loads(text)
+        extra = root.setdefault("sandgate", {})
+        extra["store"] = {k: v for k, v in extra.get("store", {}).items() if k not in ("path", "backend", "url", "ca_file")}
+        extra["store"].update({"backend": "postgres", "url": url, **({"ca_file": ca} if ca else {})})
+        config.write_text(json.dumps(root, indent=2))
+        return config
+    store = f'[store]\nbackend = "postgres"\nurl = {json.dumps(url)}\n' + (f'ca_file = {json.dumps(ca)}\n' if ca else "")
     if "[store]" in text:
         # The SQLite file's path has no place beside PostgreSQL, and the engine is the one above.
         head, _, rest = text.partition("[store]\n")
@@ -61,9 +71,8 @@ def with_shared_store(config: Path) -> Path:
         text = head + store + section + ("\n" + bracket + after if bracket else "")
     else:
         text += "\n" + store
-    copy = config.parent / ("cluster-" + config.name)
-    copy.write_text(text)
-    return copy
+    config.write_text(text)
+    return config
 
 
 def cluster_command(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -82,11 +91,45 @@ def start_cluster(directory: Path, config: Path, port: int, env: dict) -> str:
     return started.stdout.strip().splitlines()[-1]
 
 
+def rss_kib(pid: int, field_name: str = "VmRSS") -> int:
+    """A process's resident memory (or another `/proc/PID/status` field) in KiB; 0 once gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0
+
+
 class Served:
-    """What a test talks to over HTTP: its `url`, and the `token` that lets it in."""
+    """What a test talks to over HTTP: its `url`, the `token` that lets it in, the `config` it
+    serves, and its gateway processes (one, or a cluster's replicas)."""
 
     url: str | None
     token: str | None
+    config: Path
+
+    def pids(self) -> list[int]:
+        raise NotImplementedError
+
+    def rss_kib(self, field_name: str = "VmRSS") -> int:
+        """The largest resident memory (or `field_name`) of its gateway processes, in KiB."""
+        return max((rss_kib(pid, field_name) for pid in self.pids()), default=0)
+
+    def signal(self, number: int):
+        """Sends signal `number` to every gateway process."""
+        for pid in self.pids():
+            os.kill(pid, number)
+
+    def logged(self, text: str) -> bool:
+        """Whether every gateway process has logged a line holding `text` (a reload, say)."""
+        return any(text in line for line in self.log)
+
+    def running(self) -> bool:
+        """Whether every gateway process still runs."""
+        return all(rss_kib(pid) > 0 for pid in self.pids())
 
     @property
     def headers(self) -> dict:
@@ -105,12 +148,14 @@ class ClusterServer(Served):
             pytest.skip(f"a cluster takes no extra serve arguments ({' '.join(extra_args)})")
         self.dir = Path(config).parent / f"cluster-{secrets.token_hex(3)}"
         self.port = free_base_port()
-        env = {**os.environ, "DATABASE_URL": fresh_database("cluster"),
-               "DATABASE_CA": os.environ.get("SANDGATE_TEST_DATABASE_CA", "")}
-        env["SANDGATE_BIN"] = os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))
+        env = {**os.environ, "SANDGATE_BIN": os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))}
         if state_home is not None:
             env["SANDGATE_CLUSTER_STATE"] = str(state_home)
-        self.url = start_cluster(self.dir, with_shared_store(Path(config)), self.port, env)
+        # The test server's PostgreSQL, named to the cluster too, so it starts none of its own.
+        env["DATABASE_URL"] = fresh_database("cluster")
+        env["DATABASE_CA"] = os.environ.get("SANDGATE_TEST_DATABASE_CA", "")
+        self.config = with_shared_store(Path(config), env["DATABASE_URL"], env["DATABASE_CA"])
+        self.url = start_cluster(self.dir, self.config, self.port, env)
         self.token = token
         if self.token is None:
             generated = GENERATED_TOKEN.search((self.dir / "replica-1.log").read_text())
@@ -118,12 +163,18 @@ class ClusterServer(Served):
 
     @property
     def log(self) -> list[str]:
-        lines: list[str] = []
-        for n in (1, 2, 3):
-            path = self.dir / f"replica-{n}.log"
-            if path.exists():
-                lines += path.read_text().splitlines(keepends=True)
-        return lines
+        return [line for n in (1, 2, 3) for line in self.replica_log(n)]
+
+    def logged(self, text: str) -> bool:
+        return all(any(text in line for line in self.replica_log(n)) for n in (1, 2, 3))
+
+    def replica_log(self, n: int) -> list[str]:
+        path = self.dir / f"replica-{n}.log"
+        return path.read_text().splitlines(keepends=True) if path.exists() else []
+
+    def pids(self) -> list[int]:
+        return [int((self.dir / f"replica-{n}.pid").read_text()) for n in (1, 2, 3)
+                if (self.dir / f"replica-{n}.pid").exists()]
 
     def replica_url(self, n: int) -> str:
         return f"http://127.0.0.1:{self.port + n}/mcp"

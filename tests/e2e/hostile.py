@@ -23,6 +23,7 @@ from typing import Callable
 
 from mcp import Client, StdioServerParameters
 
+from cluster import rss_kib  # noqa: F401 (the tests import it from here)
 from conftest import SANDGATE, reference_servers, write_config
 
 # The response to any execution is at most max_output_size plus this (docs/call_tool_chain.md).
@@ -59,17 +60,6 @@ class Case:
     def limit_chars(self) -> int:
         budget = self.extra.get("max_output_size", DEFAULT_MAX_OUTPUT)
         return self.max_response if self.max_response is not None else budget + RESPONSE_SLACK
-
-
-def rss_kib(pid: int, field_name: str = "VmRSS") -> int:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith(field_name + ":"):
-                    return int(line.split()[1])
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        pass
-    return 0
 
 
 def children(pid: int) -> list[int]:

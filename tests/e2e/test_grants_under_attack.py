@@ -64,7 +64,7 @@ class World:
         return self.server.url.removesuffix("/mcp")
 
     def rss_mib(self) -> float:
-        return rss_kib(self.server.proc.pid) / 1024
+        return self.server.rss_kib() / 1024
 
     def audit_lines(self) -> list[dict]:
         if not self.audit.exists():
@@ -403,7 +403,7 @@ async def test_a_rotated_token_ends_its_console_and_mcp_sessions(world):
     rotated = "rotating-token-" + "2" * 40
     w.config.write_text(w.config.read_text().replace(ROTATING_TOKEN, rotated))
     deadline = time.monotonic() + 15
-    while not any("HTTP tokens replaced" in line for line in w.server.log):
+    while not w.server.logged("HTTP tokens replaced"):
         assert time.monotonic() < deadline, "the config was not reloaded"
         await anyio.sleep(0.2)
     assert raw(w, "GET", "/ui/api/me", cookie=cookie).status_code == 401, "the console session outlived its token"

@@ -158,13 +158,6 @@ def still_answers(server, issuer: Issuer, resource: str):
     assert ok.status_code == 200, ok.text
 
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
 async def test_hostile_tokens_are_refused_with_the_reason_and_an_audit_line(deployment, tmp_path):
     issuer, server, resource = deployment
     now = int(time.time())
@@ -178,7 +171,7 @@ async def test_hostile_tokens_are_refused_with_the_reason_and_an_audit_line(depl
     attacker_pem = attacker_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                               serialization.NoEncryption())
     deep = json.dumps(claims)[:-1] + ', "deep": ' + "[" * 5000 + "]" * 5000 + "}"
-    rss_before = rss_kib(server.proc.pid)
+    rss_before = server.rss_kib()
     cases = {
         "alg none": (jwt.encode(claims, None, algorithm="none"), "not a signed JWT"),
         "HS256 with the issuer's public key": (hs256(claims, issuer.public_pem, {"kid": issuer.kid}), "algorithm"),
@@ -209,7 +202,7 @@ async def test_hostile_tokens_are_refused_with_the_reason_and_an_audit_line(depl
     audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     refusals = [a for a in audit if a.get("decision") == "deny" and a.get("kind") == "http"]
     assert len(refusals) >= len(cases) + 7, len(refusals)
-    assert rss_kib(server.proc.pid) - rss_before < 50 * 1024
+    assert server.rss_kib() - rss_before < 50 * 1024
     still_answers(server, issuer, resource)
     attacker.shutdown()
 
@@ -230,14 +223,14 @@ async def test_a_faulty_key_endpoint_refuses_tokens_and_the_gateway_still_answer
     try:
         now = int(time.time())
         token = issuer.sign({"iss": issuer.url, "sub": "alice", "aud": resource, "exp": now + 300, "groups": ["eng"]})
-        rss_before = rss_kib(server.proc.pid)
+        rss_before = server.rss_kib()
         answer = refused_quickly(server, token, within=8.0)
         assert "keys could not be read" in answer["error"]["message"], answer
         # A second token meanwhile does not fetch again (at most once per 10 s).
         hits = keys.hits
         refused_quickly(server, token, within=8.0)
         assert keys.hits == hits
-        assert rss_kib(server.proc.pid) - rss_before < 50 * 1024
+        assert server.rss_kib() - rss_before < 50 * 1024
         assert httpx.get(server.url.replace("/mcp", "/healthz")).status_code == 200
     finally:
         server.close()

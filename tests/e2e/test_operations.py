@@ -11,7 +11,7 @@ import pytest
 
 from mcp import Client, StdioServerParameters
 
-from conftest import NODE_MODULES, REPO, SANDGATE, connect, structured, text_of, write_config
+from conftest import NODE_MODULES, REPO, SANDGATE, connect, one_process_only, structured, text_of, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -87,6 +87,7 @@ async def tool_names(client) -> set[str]:
     return {r["name"] for r in found["results"]}
 
 
+@one_process_only("it follows backend processes by pid, and each replica runs its own (a reload across replicas is tested by the token and profile reloads)")
 async def test_a_served_config_is_reloaded_when_it_changes(tmp_path):
     """Item 3: editing the served file adds the new backend's tools (the real memory server),
     takes a removed backend's away, restarts only the entry that changed, and tells the client
@@ -131,9 +132,9 @@ async def test_a_served_config_is_reloaded_when_it_changes(tmp_path):
             assert await pid("keep") == keep_pid, "a config that does not load changes nothing"
 
             config.write_text(text)
-            server.proc.send_signal(signal.SIGHUP)
+            server.signal(signal.SIGHUP)
             await until(lambda: has_log(server, "SIGHUP: reloading"), 10, "the SIGHUP reload")
-            assert server.proc.poll() is None, "SIGHUP does not stop sandgate"
+            assert server.running(), "SIGHUP does not stop sandgate"
             assert await pid("keep") == keep_pid
     finally:
         server.close()
@@ -244,7 +245,7 @@ async def has_tools(client, wanted: set[str]) -> bool:
 
 
 async def has_log(server, text: str) -> bool:
-    return any(text in line for line in server.log)
+    return server.logged(text)
 
 
 @pytest.mark.parametrize("record_arguments", [False, True])
@@ -329,6 +330,7 @@ def http_get(server, path: str, token: str | None = "server") -> Answer:
         return Answer(error.code, error.read().decode(), {k.lower(): v for k, v in error.headers.items()})
 
 
+@one_process_only("/readyz and /metrics describe the replica that answers, and HAProxy sends each request to another")
 async def test_health_readiness_and_metrics(tmp_path):
     """`/healthz` answers at once and needs no token; `/readyz` says 503 while a backend is on
     its first connection attempt and 200 after; `/metrics` counts executions by tier and
@@ -561,7 +563,6 @@ async def test_a_flood_of_backend_progress_is_thinned(tmp_path):
     the call answers, and the gateway answers the next call."""
     import sys
     from conftest import FAKE_BACKEND, HttpServer
-    from hostile import rss_kib
 
     config = write_config(tmp_path, "toml", {"fake": {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}})
     server = HttpServer(config)
@@ -573,13 +574,13 @@ async def test_a_flood_of_backend_progress_is_thinned(tmp_path):
     try:
         async with Client(server.target(), mode="legacy") as client:
             await until(lambda: has_fake(client), 20, "the fake backend")
-            before = rss_kib(server.proc.pid)
+            before = server.rss_kib()
             started = time.monotonic()
             done = structured(await client.call_tool(
                 "call_tool_chain", {"code": {"tool": "fake.progress_flood", "arguments": {"n": 50_000}}},
                 progress_callback=on_progress))
             took = time.monotonic() - started
-            peak = rss_kib(server.proc.pid, "VmHWM")
+            peak = server.rss_kib("VmHWM")
             assert done["result"] == "sent 50000", done
             assert took < 20, took
             assert len(heard) <= took / 0.05 + 5, (len(heard), took)

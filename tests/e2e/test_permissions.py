@@ -358,7 +358,7 @@ async def test_what_a_profile_grants_works(world):
         import subprocess
 
         from conftest import SANDGATE
-        config = Path(w.server.proc.args[3])
+        config = w.server.config
         for _ in range(50):
             shown = subprocess.run([SANDGATE, "executions", "show", data["execution_id"], "--config", str(config), "--json"],
                                    capture_output=True, text=True)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from conftest import HttpServer, assert_one_cancelled_soon, execution_records, reference_servers, write_config
-from rawhttp import Conn, rss_mib
+from rawhttp import Conn
 
 DIRECT_LOG = "answered without rmcp's per-request service"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -159,7 +159,7 @@ def test_a_burst_of_clients_that_vanish_mid_call_leaves_the_gateway_answering(tm
         port = port_of(server)
         conn = Conn(port)
         assert call(conn, server, "call_tool_chain", {"code": "return 1"}).status == 200
-        baseline = rss_mib(server.proc.pid)
+        baseline = server.rss_kib() / 1024
         code = "await new Promise(r => setTimeout(r, 20000)); return 1"
         started = time.time()
         sockets = [send_and_leave(port, server, code) for _ in range(200)]
@@ -176,7 +176,7 @@ def test_a_burst_of_clients_that_vanish_mid_call_leaves_the_gateway_answering(tm
         assert time.time() - started < 25
         reply = call(conn, server, "call_tool_chain", {"code": "return 2"})
         assert reply.status == 200 and len(reply.body) < 10_000, reply
-        grown = rss_mib(server.proc.pid) - baseline
+        grown = server.rss_kib() / 1024 - baseline
         assert grown < 64, f"the gateway grew {grown:.0f} MiB"
         conn.close()
     finally:

@@ -431,10 +431,11 @@ profile = "narrow"
 token = "users-token-0123456789abcdef"
 profile = "users"
 ''')
-    add(config, EXAMPLES / "sum_numbers.ts")
-    add(config, write(tmp_path, "twice.ts", "export const meta = { description: 'sums twice', input: { type: 'object' }, capabilities: { tools: ['user.sum_numbers'] } };\nexport default async function (input: any, ctx: any) {\n  const a = await ctx.tools.user.sum_numbers({ xs: [1, 2] });\n  return a.data.total * 2;\n}\n"))
     server = HttpServer(config)
     try:
+        # Added while it serves: the gateway (every replica of a cluster) takes them from its store.
+        add(server.config, EXAMPLES / "sum_numbers.ts")
+        add(server.config, write(tmp_path, "twice.ts", "export const meta = { description: 'sums twice', input: { type: 'object' }, capabilities: { tools: ['user.sum_numbers'] } };\nexport default async function (input: any, ctx: any) {\n  const a = await ctx.tools.user.sum_numbers({ xs: [1, 2] });\n  return a.data.total * 2;\n}\n"))
         async def as_profile(token: str):
             return Client(server.target({"Authorization": f"Bearer {token}"}), mode="legacy", read_timeout_seconds=60)
 
