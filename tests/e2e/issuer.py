@@ -29,6 +29,8 @@ USERS = {
     "alice": {"secret": "alice-" + secrets.token_hex(8), "claims": {"groups": ["eng"]}},
     "bob": {"secret": "bob-" + secrets.token_hex(8), "claims": {"groups": ["eng"]}},
     "mallory": {"secret": "mallory-" + secrets.token_hex(8), "claims": {"groups": ["sales"]}},
+    # The gateway itself, when it asks the issuer about opaque tokens.
+    "gateway": {"secret": "gateway-" + secrets.token_hex(8), "claims": {}},
 }
 
 
@@ -41,7 +43,7 @@ class Issuer:
     """oidc-provider on loopback, with a signing key this test holds too (to make tokens the
     issuer's key signs but the issuer would never issue: expired, for another audience...)."""
 
-    def __init__(self, tmp: Path, resources: list[str]):
+    def __init__(self, tmp: Path, resources: list[str], opaque: tuple[str, ...] = ()):
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.kid = "k-" + secrets.token_hex(4)
         numbers = self.key.private_numbers()
@@ -52,7 +54,7 @@ class Issuer:
         settings = tmp / "provider.json"
         settings.write_text(json.dumps({
             "signing_key": jwk,
-            "resources": {r: {"scope": "sandgate"} for r in resources},
+            "resources": {r: {"scope": "sandgate", "format": "opaque" if r in opaque else "jwt"} for r in resources},
             "clients": [{"id": name, "secret": u["secret"], "claims": u["claims"]} for name, u in USERS.items()],
         }))
         self.proc = subprocess.Popen(["node", str(PROVIDER), str(settings)], stdout=subprocess.PIPE,
@@ -72,6 +74,12 @@ class Issuer:
     def sign_raw(self, payload: bytes) -> str:
         """A token whose claims are `payload` as it is (JSON Python could not write, say)."""
         return jwt.api_jws.PyJWS().encode(payload, self.pem, algorithm="RS256", headers={"kid": self.kid})
+
+    def revoke(self, token: str, user: str):
+        """Revokes `token`, as the client `user` it was issued to."""
+        answer = httpx.post(f"{self.url}/token/revocation", data={"token": token},
+                            auth=(user, USERS[user]["secret"]), timeout=10)
+        assert answer.status_code == 200, answer.text
 
     def client_token(self, user: str, resource: str) -> str:
         answer = httpx.post(f"{self.url}/token", data={"grant_type": "client_credentials", "resource": resource,

@@ -33,10 +33,12 @@ from issuer import USERS, Issuer, KeyServer, b64, hs256
 
 pytestmark = pytest.mark.anyio
 
-def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = None) -> Path:
+def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = None, introspect: bool = False) -> Path:
     resource = f"http://127.0.0.1:{port}/mcp"
     config = tmp / "sandgate.toml"
     jwks = f'jwks_uri = "{jwks_uri}"' if jwks_uri else ""
+    if introspect:
+        jwks += '\nintrospection = { client_id = "gateway", client_secret = "${SANDGATE_TEST_INTROSPECTION_SECRET}" }' 
     config.write_text(f"""
 {fake_backend_toml()}
 [profiles.builder]
@@ -236,3 +238,47 @@ async def test_a_faulty_key_endpoint_refuses_tokens_and_the_gateway_still_answer
         server.close()
         issuer.close()
         keys.shutdown()
+
+
+async def test_an_opaque_token_is_asked_about_at_its_issuer(tmp_path, monkeypatch):
+    """RFC 7662: an opaque token (oidc-provider's own format) is active, for this gateway, and
+    maps to a profile only if the issuer says so; what it says is kept for a minute at most."""
+    monkeypatch.setenv("SANDGATE_TEST_INTROSPECTION_SECRET", USERS["gateway"]["secret"])
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    other = "http://127.0.0.1:1/other"
+    issuer = Issuer(tmp_path, [resource, other], opaque=(resource, other))
+    server = OneProcess(gateway_config(tmp_path, port, issuer.url, introspect=True), listen=f"127.0.0.1:{port}")
+    try:
+        alice = issuer.client_token("alice", resource)
+        assert alice.count(".") == 0, "the issuer made an opaque token"
+        assert initialize(server, alice).status_code == 200
+        assert "not active" in refused_quickly(server, "made-up-" + "x" * 40)["error"]["message"]
+        assert "another resource" in refused_quickly(server, issuer.client_token("alice", other))["error"]["message"]
+        refused_quickly(server, issuer.client_token("mallory", resource), expect=(403,))
+        revoked = issuer.client_token("bob", resource)
+        issuer.revoke(revoked, "bob")
+        assert "not active" in refused_quickly(server, revoked)["error"]["message"]
+        # A flood of made-up tokens: each is asked about (at most 8 at once), none gets in, and
+        # the gateway still answers.
+        rss_before = server.rss_kib()
+        async with httpx.AsyncClient(timeout=30) as client:
+            async def one(i: int):
+                return await client.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                         headers={"authorization": f"Bearer flood-{i}-{'y' * 30}"})
+            started = time.monotonic()
+            import anyio
+            answers = []
+
+            async def record(i: int):
+                answers.append(await one(i))
+            async with anyio.create_task_group() as group:
+                for i in range(200):
+                    group.start_soon(record, i)
+        assert all(a.status_code == 401 for a in answers), {a.status_code for a in answers}
+        assert time.monotonic() - started < 30
+        assert server.rss_kib() - rss_before < 50 * 1024
+        still_answers(server, issuer, resource)
+    finally:
+        server.close()
+        issuer.close()

@@ -4,7 +4,7 @@
 //
 //   node oidc_provider.mjs SETTINGS.json
 //
-// SETTINGS: {"signing_key": <private JWK>, "resources": {"<url>": {"scope": "..."}},
+// SETTINGS: {"signing_key": <private JWK>, "resources": {"<url>": {"scope": "...", "format": "jwt" | "opaque"}},
 //            "clients": [{"id", "secret", "claims": {...}}]}
 // Prints one JSON line, {"issuer": "http://127.0.0.1:PORT"}, once it listens.
 
@@ -33,6 +33,7 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
+    revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => Object.keys(settings.resources)[0],
@@ -40,13 +41,14 @@ const provider = new Provider(issuer, {
       getResourceServerInfo: (ctx, resource) => {
         const known = settings.resources[resource];
         if (!known) throw new errors.InvalidTarget();
-        return {
+        const info = {
           scope: known.scope ?? "sandgate",
           audience: resource,
           accessTokenTTL: known.ttl ?? 300,
-          accessTokenFormat: "jwt",
-          jwt: { sign: { alg: settings.signing_key.alg ?? "RS256" } },
+          accessTokenFormat: known.format ?? "jwt",
         };
+        if (info.accessTokenFormat === "jwt") info.jwt = { sign: { alg: settings.signing_key.alg ?? "RS256" } };
+        return info;
       },
     },
   },

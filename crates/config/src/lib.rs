@@ -33,6 +33,8 @@ pub use model::{
 };
 pub use parse::{Format, load_file, parse_str};
 pub use secret::Secret;
-pub use sections::auth::{ACCEPTED_ALGORITHMS, AuthConfig, OAuthConfig, OAuthIssuer, OAuthRule};
+pub use sections::auth::{
+    ACCEPTED_ALGORITHMS, AuthConfig, OAuthConfig, OAuthIntrospection, OAuthIssuer, OAuthRule,
+};
 pub use servers::STORED_TOOLS_BACKEND;
 pub use telemetry::TelemetryConfig;

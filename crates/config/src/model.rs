@@ -244,6 +244,19 @@ impl Config {
                 })?
                 .into();
         }
+        if let Some(oauth) = &mut config.auth.oauth {
+            for (i, issuer) in oauth.issuers.iter_mut().enumerate() {
+                if let Some(how) = &mut issuer.introspection {
+                    how.client_secret =
+                        Secret::from(interpolate(how.client_secret.expose(), lookup).map_err(
+                            |var| ConfigError::MissingSecret {
+                                key: format!("auth.oauth.issuers[{i}].introspection.client_secret"),
+                                var,
+                            },
+                        )?);
+                }
+            }
+        }
         for token in &mut config.http.tokens {
             if let TokenSecret::Plain(text) = &mut token.secret {
                 let key = format!("http.tokens ({})", token.id);

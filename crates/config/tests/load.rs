@@ -499,3 +499,71 @@ fn a_drain_is_off_by_default_and_bounded() {
     let long = parse_str("[http]\ndrain = \"10m\"\n", Format::Toml, "t").expect_err("too long");
     assert!(long.to_string().contains("http.drain"), "{long}");
 }
+
+#[test]
+fn auth_oauth_names_issuers_rules_and_an_introspection_secret_from_the_environment() {
+    let text = r#"
+[profiles.builder]
+tools = ["*"]
+
+[auth.oauth]
+resource = "https://gw.example/mcp"
+
+[[auth.oauth.issuers]]
+issuer = "https://idp.example"
+algorithms = ["ES256"]
+introspection = { client_id = "gw", client_secret = "${INTROSPECTION_SECRET}" }
+
+[[auth.oauth.rules]]
+claim = "groups"
+value = "eng"
+profile = "builder"
+"#;
+    let cfg = parse_str(text, Format::Toml, "t").expect("loads");
+    let oauth = cfg.auth.oauth.as_ref().expect("oauth");
+    assert_eq!(
+        oauth.issuers[0].audience, "https://gw.example/mcp",
+        "the audience defaults to the resource"
+    );
+    assert_eq!(oauth.rules[0].profile, "builder");
+    let unset = cfg
+        .resolved(&|_| None)
+        .expect_err("the secret's variable is not set");
+    assert!(
+        unset.to_string().contains("INTROSPECTION_SECRET"),
+        "{unset}"
+    );
+    let resolved = cfg
+        .resolved(&|v| (v == "INTROSPECTION_SECRET").then(|| "s3cret".to_string()))
+        .expect("resolves");
+    let how = resolved.auth.oauth.expect("oauth").issuers[0]
+        .introspection
+        .clone()
+        .expect("introspection");
+    assert_eq!(how.client_secret.expose(), "s3cret");
+    assert!(
+        !format!("{how:?}").contains("s3cret"),
+        "the secret never prints"
+    );
+    for (bad, says) in [
+        (
+            text.replace("\"ES256\"", "\"HS256\""),
+            "shared-secret HS* and none are refused",
+        ),
+        (
+            text.replace("profile = \"builder\"", "profile = \"nobody\""),
+            "which is not a profile",
+        ),
+        (
+            text.replace("resource = \"https://gw.example/mcp\"\n", ""),
+            "auth.oauth.resource",
+        ),
+        (
+            text.replace("[auth.oauth]\n", "[auth.oauth]\nleeway = \"10m\"\n"),
+            "at most 5 minutes",
+        ),
+    ] {
+        let error = toml_err(&bad);
+        assert!(error.contains(says), "{error}");
+    }
+}

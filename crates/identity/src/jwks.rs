@@ -1,4 +1,4 @@
-//! An issuer's signing keys, from the issuer only.
+//! An issuer's signing keys (and its other endpoints), from the issuer only.
 //!
 //! The keys' address comes from the config (`jwks_uri`) or from the issuer's own metadata
 //! (`/.well-known/openid-configuration`, then RFC 8414's `oauth-authorization-server`), whose
@@ -36,6 +36,8 @@ pub(crate) struct IssuerKeys {
     held: RwLock<Held>,
     /// One fetch at a time; the others wait for its keys.
     fetching: Mutex<()>,
+    /// The issuer's metadata, once read.
+    metadata: Mutex<Option<Value>>,
 }
 
 #[derive(Default)]
@@ -60,6 +62,7 @@ impl IssuerKeys {
             http,
             held: RwLock::default(),
             fetching: Mutex::new(()),
+            metadata: Mutex::new(None),
         })
     }
 
@@ -122,7 +125,7 @@ impl IssuerKeys {
     async fn fetch(&self) -> Result<Vec<(Option<String>, DecodingKey)>, IdentityError> {
         let uri = match &self.settings.jwks_uri {
             Some(uri) => uri.clone(),
-            None => self.discover().await?,
+            None => self.endpoint("jwks_uri").await?,
         };
         let document = self.get(&uri).await?;
         let set: JwkSet = serde_json::from_value(document)
@@ -140,8 +143,30 @@ impl IssuerKeys {
         Ok(keys)
     }
 
-    /// The issuer's `jwks_uri`, from its own metadata.
-    async fn discover(&self) -> Result<String, IdentityError> {
+    /// The issuer's endpoint `name` (`jwks_uri`, `introspection_endpoint`), from its own
+    /// metadata, which must name this issuer and put the endpoint on the issuer's origin.
+    pub(crate) async fn endpoint(&self, name: &str) -> Result<String, IdentityError> {
+        let root = origin(&self.settings.issuer);
+        let metadata = self.metadata().await?;
+        let Some(found) = metadata.get(name).and_then(Value::as_str) else {
+            return Err(self.failed(format!("the issuer's metadata has no {name}")));
+        };
+        if origin(found) != root {
+            return Err(self.failed(format!(
+                "the metadata's {name} {} is not on the issuer's origin; set {name} in the config if that is intended",
+                cut(found)
+            )));
+        }
+        Ok(found.to_string())
+    }
+
+    /// The issuer's metadata (`/.well-known/openid-configuration`, then RFC 8414's
+    /// `oauth-authorization-server`), read once it is found.
+    async fn metadata(&self) -> Result<Value, IdentityError> {
+        let mut held = self.metadata.lock().await;
+        if let Some(metadata) = held.as_ref() {
+            return Ok(metadata.clone());
+        }
         let issuer = self.settings.issuer.trim_end_matches('/');
         let root = origin(issuer);
         let path = &issuer[root.len()..];
@@ -165,29 +190,50 @@ impl IssuerKeys {
                     metadata.get("issuer").map_or("none".into(), |i| cut(&i.to_string()))
                 )));
             }
-            let Some(jwks) = metadata.get("jwks_uri").and_then(Value::as_str) else {
-                return Err(self.failed(format!("the metadata at {url} has no jwks_uri")));
-            };
-            if origin(jwks) != root {
-                return Err(self.failed(format!(
-                    "the metadata's jwks_uri {} is not on the issuer's origin; set jwks_uri in the config if that is intended",
-                    cut(jwks)
-                )));
-            }
-            return Ok(jwks.to_string());
+            *held = Some(metadata.clone());
+            return Ok(metadata);
         }
         Err(last.unwrap_or_else(|| self.failed("no metadata".into())))
     }
 
+    /// The JSON answer to a form POSTed to `url` with HTTP Basic client authentication,
+    /// bounded as a GET is.
+    pub(crate) async fn post_form(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+        client: (&str, &str),
+    ) -> Result<Value, IdentityError> {
+        let response = self
+            .http
+            .post(url)
+            .basic_auth(client.0, Some(client.1))
+            .header("accept", "application/json")
+            .form(form)
+            .send()
+            .await
+            .map_err(|e| self.failed(format!("{url}: {e}")))?;
+        self.read_json(url, response).await
+    }
+
     /// A JSON document at `url`, bounded in time and size.
     async fn get(&self, url: &str) -> Result<Value, IdentityError> {
-        let mut response = self
+        let response = self
             .http
             .get(url)
             .header("accept", "application/json")
             .send()
             .await
             .map_err(|e| self.failed(format!("{url}: {e}")))?;
+        self.read_json(url, response).await
+    }
+
+    /// A response's JSON body, if it succeeded and is at most [`MAX_DOCUMENT_BYTES`].
+    async fn read_json(
+        &self,
+        url: &str,
+        mut response: reqwest::Response,
+    ) -> Result<Value, IdentityError> {
         if !response.status().is_success() {
             return Err(self.failed(format!("{url} answered {}", response.status())));
         }

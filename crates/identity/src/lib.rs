@@ -11,8 +11,10 @@
 //!
 //! What the rest of the gateway sees is an [`Identity`] or a [`Refusal`] that says why, with the
 //! HTTP status it deserves: 401 for a token that proves nothing, 403 for a valid token no rule
-//! admits.
+//! admits. An opaque token (not a JWT) is asked about at its issuer's introspection endpoint
+//! (RFC 7662), when the config says how.
 
+mod introspect;
 mod jwks;
 pub mod metadata;
 mod rules;
@@ -21,7 +23,8 @@ mod verify;
 
 pub use rules::ClaimRule;
 pub use settings::{
-    DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IssuerSettings, OAuthSettings, parse_algorithm,
+    DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IntrospectionSettings, IssuerSettings, OAuthSettings,
+    parse_algorithm,
 };
 pub use verify::{Identity, Refusal, Verifier};
 

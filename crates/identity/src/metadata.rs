@@ -55,6 +55,7 @@ mod tests {
                 audience: "https://gw.example:8443/mcp".into(),
                 algorithms: vec![],
                 jwks_uri: None,
+                introspection: None,
             }],
             rules: vec![],
             leeway: DEFAULT_LEEWAY,

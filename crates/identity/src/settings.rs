@@ -37,6 +37,29 @@ pub struct IssuerSettings {
     /// Where its keys are, when its metadata should not be asked, or names keys on another
     /// origin (which discovery refuses).
     pub jwks_uri: Option<String>,
+    /// How to ask it about opaque tokens (RFC 7662), if at all.
+    pub introspection: Option<IntrospectionSettings>,
+}
+
+/// Asking an issuer about a token it made (RFC 7662).
+#[derive(Clone, PartialEq)]
+pub struct IntrospectionSettings {
+    /// The endpoint, when the issuer's metadata should not be asked.
+    pub endpoint: Option<String>,
+    /// The client sandgate authenticates as.
+    pub client_id: String,
+    /// Its secret (never printed).
+    pub client_secret: String,
+}
+
+impl std::fmt::Debug for IntrospectionSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntrospectionSettings")
+            .field("endpoint", &self.endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<hidden>")
+            .finish()
+    }
 }
 
 /// All of `[auth.oauth]`.
@@ -65,6 +88,13 @@ impl OAuthSettings {
             check_url("issuer", &issuer.issuer)?;
             if let Some(jwks) = &issuer.jwks_uri {
                 check_url("jwks_uri", jwks)?;
+            }
+            if let Some(endpoint) = issuer
+                .introspection
+                .as_ref()
+                .and_then(|i| i.endpoint.as_ref())
+            {
+                check_url("introspection endpoint", endpoint)?;
             }
             if issuer.audience.is_empty() {
                 return Err(IdentityError::Settings(format!(
@@ -138,6 +168,7 @@ mod tests {
                 audience: "https://gw.example/mcp".into(),
                 algorithms: DEFAULT_ALGORITHMS.to_vec(),
                 jwks_uri: Some("https://idp.example/realms/x/certs".into()),
+                introspection: None,
             }],
             rules: vec![],
             leeway: DEFAULT_LEEWAY,

@@ -83,6 +83,8 @@ pub const MAX_REMEMBERED_USERS: usize = 100_000;
 
 /// The most tokens whose check is remembered (see [`Verifier::verify`]).
 pub const MAX_CACHED_TOKENS: usize = 10_000;
+/// How long an issuer's word on an opaque token is taken without asking again.
+pub const OPAQUE_CACHE_SECONDS: u64 = 60;
 
 /// Checks access tokens against the configured issuers.
 pub struct Verifier {
@@ -92,7 +94,9 @@ pub struct Verifier {
     expiries: std::sync::Mutex<std::collections::HashMap<[u8; 32], u64>>,
     /// Tokens checked already, by their SHA-256, until they expire: a client sends one token
     /// for minutes, and its signature need not be checked on every request.
-    checked: std::sync::Mutex<std::collections::HashMap<[u8; 32], Identity>>,
+    checked: std::sync::Mutex<std::collections::HashMap<[u8; 32], (Identity, u64)>>,
+    /// Turns to ask an issuer about an opaque token.
+    introspecting: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -107,6 +111,17 @@ impl Verifier {
     /// A verifier for `settings` (checked here); keys are fetched when first needed.
     pub fn new(settings: OAuthSettings) -> Result<Verifier, IdentityError> {
         settings.check()?;
+        if settings
+            .issuers
+            .iter()
+            .filter(|i| i.introspection.is_some())
+            .count()
+            > 1
+        {
+            return Err(IdentityError::Settings(
+                "names more than one issuer with introspection: an opaque token does not say whose it is, and would be shown to each; keep it on one".into(),
+            ));
+        }
         let issuers = settings
             .issuers
             .iter()
@@ -118,6 +133,7 @@ impl Verifier {
             issuers,
             expiries: Default::default(),
             checked: Default::default(),
+            introspecting: tokio::sync::Semaphore::new(crate::introspect::MAX_IN_FLIGHT),
         })
     }
 
@@ -155,6 +171,14 @@ impl Verifier {
         &self.settings
     }
 
+    /// Whether an issuer is set to introspect opaque tokens.
+    pub fn introspects(&self) -> bool {
+        self.settings
+            .issuers
+            .iter()
+            .any(|i| i.introspection.is_some())
+    }
+
     /// Whether `token` has a JWT's form (three base64url parts): static tokens never do.
     pub fn looks_like_jwt(token: &str) -> bool {
         let mut parts = 0;
@@ -181,9 +205,9 @@ impl Verifier {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&digest)
-            .filter(|i| i.expires_at + self.settings.leeway.as_secs() > now)
+            .filter(|(_, until)| *until > now)
         {
-            return Ok(identity.clone());
+            return Ok(identity.0.clone());
         }
         let identity = self.check(token).await?;
         let mut checked = self
@@ -191,12 +215,19 @@ impl Verifier {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if checked.len() >= MAX_CACHED_TOKENS {
-            checked.retain(|_, i| i.expires_at > now);
+            checked.retain(|_, (_, until)| *until > now);
             if checked.len() >= MAX_CACHED_TOKENS {
                 checked.clear();
             }
         }
-        checked.insert(digest, identity.clone());
+        // A JWT until it expires; what an issuer said of an opaque token, for a minute at most
+        // (so a revocation there is heard within it).
+        let until = if Verifier::looks_like_jwt(token) {
+            identity.expires_at + self.settings.leeway.as_secs()
+        } else {
+            identity.expires_at.min(now + OPAQUE_CACHE_SECONDS)
+        };
+        checked.insert(digest, (identity.clone(), until));
         Ok(identity)
     }
 
@@ -209,6 +240,9 @@ impl Verifier {
                 token.len(),
                 MAX_TOKEN_BYTES / 1024
             )));
+        }
+        if !Verifier::looks_like_jwt(token) {
+            return self.check_opaque(token).await;
         }
         let header = decode_header(token).map_err(|e| {
             invalid(format!(
@@ -238,7 +272,40 @@ impl Verifier {
         validation.set_audience(&[&settings.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let data = decode::<Value>(token, &key, &validation).map_err(|e| invalid(explain(&e)))?;
-        let claims = data.claims;
+        self.identity(&settings.issuer, &data.claims)
+    }
+
+    /// An opaque token, asked about at the one issuer that may introspect.
+    async fn check_opaque(&self, token: &str) -> Result<Identity, Refusal> {
+        let Some((keys, how)) = self
+            .issuers
+            .iter()
+            .find_map(|k| k.settings().introspection.as_ref().map(|how| (k, how)))
+        else {
+            return Err(Refusal::Invalid(
+                "the token is not a JWT, and no issuer in [auth.oauth] is set to introspect opaque tokens".into(),
+            ));
+        };
+        let _turn = self
+            .introspecting
+            .acquire()
+            .await
+            .map_err(|_| Refusal::Invalid("the gateway is shutting down".into()))?;
+        let claims = crate::introspect::introspect(
+            keys,
+            how,
+            &keys.settings().audience,
+            token,
+            now_seconds(),
+            self.settings.leeway.as_secs(),
+        )
+        .await?;
+        self.identity(&keys.settings().issuer, &claims)
+    }
+
+    /// The identity `claims` (checked already) give, with its profile from the rules.
+    fn identity(&self, issuer: &str, claims: &Value) -> Result<Identity, Refusal> {
+        let invalid = |why: String| Refusal::Invalid(why);
         let subject = match claims.get("sub").and_then(Value::as_str) {
             Some(sub) if !sub.is_empty() && sub.len() <= MAX_SUBJECT_BYTES => sub.to_string(),
             _ => {
@@ -248,15 +315,15 @@ impl Verifier {
             }
         };
         let expires_at = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
-        let Some(profile) = profile_for(&self.settings.rules, &claims) else {
+        let Some(profile) = profile_for(&self.settings.rules, claims) else {
             return Err(Refusal::NoProfile(format!(
                 "the token of {} at {} is valid, and no rule in [[auth.oauth.rules]] gives it a profile (deny by default): add a rule for one of its claims",
                 cut(&subject),
-                settings.issuer
+                issuer
             )));
         };
         let identity = Identity {
-            issuer: settings.issuer.clone(),
+            issuer: issuer.to_string(),
             subject,
             profile: profile.to_string(),
             expires_at,
@@ -314,5 +381,58 @@ fn explain(error: &jsonwebtoken::errors::Error) -> String {
             "the token's claims are not JSON sandgate reads (at most 128 levels deep): {e}"
         ),
         other => format!("the token does not verify: {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::{
+        DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IntrospectionSettings, IssuerSettings,
+    };
+
+    fn issuer(url: &str, introspect: bool) -> IssuerSettings {
+        IssuerSettings {
+            issuer: url.into(),
+            audience: "https://gw.example/mcp".into(),
+            algorithms: DEFAULT_ALGORITHMS.to_vec(),
+            jwks_uri: None,
+            introspection: introspect.then(|| IntrospectionSettings {
+                endpoint: None,
+                client_id: "gw".into(),
+                client_secret: "secret".into(),
+            }),
+        }
+    }
+
+    fn settings(issuers: Vec<IssuerSettings>) -> OAuthSettings {
+        OAuthSettings {
+            resource: "https://gw.example/mcp".into(),
+            issuers,
+            rules: vec![],
+            leeway: DEFAULT_LEEWAY,
+        }
+    }
+
+    #[test]
+    fn one_issuer_at_most_may_introspect() {
+        let one = settings(vec![
+            issuer("https://a.example", true),
+            issuer("https://b.example", false),
+        ]);
+        assert!(Verifier::new(one).is_ok());
+        let two = settings(vec![
+            issuer("https://a.example", true),
+            issuer("https://b.example", true),
+        ]);
+        assert!(Verifier::new(two).is_err());
+    }
+
+    #[test]
+    fn the_jwt_form_is_three_base64url_parts() {
+        assert!(Verifier::looks_like_jwt("eyJh.eyJi.c2ln"));
+        for not in ["opaque-token", "a.b", "a.b.c.d", "a.b.c d", "a+b.c.d"] {
+            assert!(!Verifier::looks_like_jwt(not), "{not}");
+        }
     }
 }

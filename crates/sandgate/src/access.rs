@@ -106,6 +106,13 @@ fn oauth_verifier(
                 audience: issuer.audience.clone(),
                 algorithms,
                 jwks_uri: issuer.jwks_uri.clone(),
+                introspection: issuer.introspection.as_ref().map(|how| {
+                    sandgate_identity::IntrospectionSettings {
+                        endpoint: how.endpoint.clone(),
+                        client_id: how.client_id.clone(),
+                        client_secret: how.client_secret.expose().to_string(),
+                    }
+                }),
             })
         })
         .collect::<anyhow::Result<_>>()?;

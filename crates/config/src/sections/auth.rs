@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::ConfigError;
+use crate::secret::Secret;
 use crate::walker::{Walker, duration, opt_string, string_list};
 
 /// Signing algorithms an issuer may be limited to. Shared-secret ones (`HS*`) and `none` are
@@ -45,6 +46,19 @@ pub struct OAuthIssuer {
     pub algorithms: Vec<String>,
     /// Where its keys are, instead of its metadata's `jwks_uri`.
     pub jwks_uri: Option<String>,
+    /// How to ask it about opaque tokens (RFC 7662).
+    pub introspection: Option<OAuthIntrospection>,
+}
+
+/// `[auth.oauth.issuers.introspection]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OAuthIntrospection {
+    /// The endpoint, instead of the issuer's metadata's `introspection_endpoint`.
+    pub endpoint: Option<String>,
+    /// The client sandgate authenticates as.
+    pub client_id: String,
+    /// Its secret, usually `"${VAR}"`.
+    pub client_secret: Secret,
 }
 
 /// One `[[auth.oauth.rules]]`.
@@ -96,7 +110,13 @@ impl Walker<'_> {
             self.check_keys(
                 key,
                 table,
-                &["issuer", "audience", "algorithms", "jwks_uri"],
+                &[
+                    "issuer",
+                    "audience",
+                    "algorithms",
+                    "jwks_uri",
+                    "introspection",
+                ],
                 &[],
             )?;
             let issuer = opt_string(self, &format!("{key}.issuer"), table.get("issuer"))?
@@ -126,6 +146,12 @@ impl Walker<'_> {
                     .unwrap_or_else(|| resource.clone()),
                 algorithms,
                 jwks_uri: opt_string(self, &format!("{key}.jwks_uri"), table.get("jwks_uri"))?,
+                introspection: match table.get("introspection") {
+                    None => None,
+                    Some(value) => {
+                        Some(self.introspection(&format!("{key}.introspection"), value)?)
+                    }
+                },
                 issuer,
             })
         })?;
@@ -162,6 +188,29 @@ impl Walker<'_> {
                 rules,
                 leeway,
             }),
+        })
+    }
+
+    fn introspection(&self, key: &str, value: &Value) -> Result<OAuthIntrospection, ConfigError> {
+        let table = self.table(key, value)?;
+        self.check_keys(key, table, &["endpoint", "client_id", "client_secret"], &[])?;
+        let field = |name: &str, fix: &str| -> Result<String, ConfigError> {
+            opt_string(self, &format!("{key}.{name}"), table.get(name))?
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| {
+                    self.invalid(&format!("{key}.{name}"), "is missing".to_string(), fix)
+                })
+        };
+        Ok(OAuthIntrospection {
+            endpoint: opt_string(self, &format!("{key}.endpoint"), table.get("endpoint"))?,
+            client_id: field(
+                "client_id",
+                "the client id sandgate has at the issuer, to ask about tokens",
+            )?,
+            client_secret: Secret::from(field(
+                "client_secret",
+                "write client_secret = \"${INTROSPECTION_SECRET}\" (from the environment)",
+            )?),
         })
     }
 

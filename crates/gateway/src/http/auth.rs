@@ -145,7 +145,9 @@ pub(crate) async fn require_token(
             digest: found.digest,
             user: None,
         },
-        (None, Some(verifier)) if sandgate_identity::Verifier::looks_like_jwt(token) => {
+        (None, Some(verifier))
+            if sandgate_identity::Verifier::looks_like_jwt(token) || verifier.introspects() =>
+        {
             match verifier.verify(token).await {
                 Ok(identity) => Authenticated {
                     profile: identity.profile.clone(),
