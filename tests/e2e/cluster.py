@@ -144,11 +144,10 @@ class Served:
 
 class ClusterServer(Served):
     def __init__(self, config: Path, extra_args=(), token: str | None = None, state_home: Path | None = None):
-        if extra_args:
-            pytest.skip(f"a cluster takes no extra serve arguments ({' '.join(extra_args)})")
         self.dir = Path(config).parent / f"cluster-{secrets.token_hex(3)}"
         self.port = free_base_port()
-        env = {**os.environ, "SANDGATE_BIN": os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate"))}
+        env = {**os.environ, "SANDGATE_BIN": os.environ.get("SANDGATE_BIN", str(REPO / "target" / "debug" / "sandgate")),
+               "SANDGATE_SERVE_ARGS": " ".join(extra_args)}
         if state_home is not None:
             env["SANDGATE_CLUSTER_STATE"] = str(state_home)
         # The test server's PostgreSQL, named to the cluster too, so it starts none of its own.

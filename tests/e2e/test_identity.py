@@ -33,7 +33,8 @@ from issuer import USERS, Issuer, KeyServer, b64, hs256
 
 pytestmark = pytest.mark.anyio
 
-def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = None, introspect: bool = False) -> Path:
+def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = None, introspect: bool = False,
+                   per_minute: int | None = None) -> Path:
     resource = f"http://127.0.0.1:{port}/mcp"
     config = tmp / "sandgate.toml"
     jwks = f'jwks_uri = "{jwks_uri}"' if jwks_uri else ""
@@ -43,6 +44,7 @@ def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = Non
 {fake_backend_toml()}
 [profiles.builder]
 tools = ["*"]
+{f"limits = {{ executions_per_minute = {per_minute} }}" if per_minute else ""}
 
 [auth.oauth]
 resource = "{resource}"
@@ -279,6 +281,27 @@ async def test_an_opaque_token_is_asked_about_at_its_issuer(tmp_path, monkeypatc
         assert time.monotonic() - started < 30
         assert server.rss_kib() - rss_before < 50 * 1024
         still_answers(server, issuer, resource)
+    finally:
+        server.close()
+        issuer.close()
+
+
+async def test_each_user_has_the_profiles_rate_to_itself(tmp_path):
+    """`limits.executions_per_minute` of a profile counts each user an identity provider
+    proved on its own: one busy user does not slow another of the same profile."""
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    issuer = Issuer(tmp_path, [resource])
+    server = OneProcess(gateway_config(tmp_path, port, issuer.url, per_minute=2), listen=f"127.0.0.1:{port}")
+    try:
+        async def runs(user: str, n: int) -> list:
+            async with Client(as_user(server, issuer, user), mode="2026-07-28") as client:
+                return [await client.call_tool("call_tool_chain", {"code": "return 1"}) for _ in range(n)]
+        alice = await runs("alice", 3)
+        assert [r.is_error for r in alice] == [False, False, True], [r.content for r in alice]
+        assert "each user of profile `builder`" in alice[2].content[0].text, alice[2].content
+        bob = await runs("bob", 2)
+        assert not any(r.is_error for r in bob), [r.content for r in bob]
     finally:
         server.close()
         issuer.close()

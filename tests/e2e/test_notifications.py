@@ -8,7 +8,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import FAKE_BACKEND, SANDGATE, HttpServer, structured, write_config
+from conftest import FAKE_BACKEND, SANDGATE, HttpServer, one_process_only, structured, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -51,6 +51,7 @@ async def test_legacy_sessions_get_tools_list_changed(tmp_path, transport):
             server.close()
 
 
+@one_process_only("each replica's backend adds its tool 3 s after that replica starts, and the replicas start one after another")
 async def test_stateless_listen_streams_tools_list_changed(tmp_path):
     config = growing_config(tmp_path)
     server = HttpServer(config)

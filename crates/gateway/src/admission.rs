@@ -19,10 +19,21 @@ pub(crate) struct Rates {
     starts: BTreeMap<String, VecDeque<Instant>>,
 }
 
+/// The most callers counted at once in the process; past it, those with no start in the last
+/// minute are forgotten (each user of an identity provider is counted on its own).
+const MAX_COUNTED: usize = 10_000;
+
 impl Rates {
-    /// Counts a start now, or says when the next one is allowed.
-    fn admit(&mut self, profile: &str, per_minute: u32, now: Instant) -> Result<(), Duration> {
-        let starts = self.starts.entry(profile.to_string()).or_default();
+    /// Counts a start of `key` now, or says when the next one is allowed.
+    fn admit(&mut self, key: &str, per_minute: u32, now: Instant) -> Result<(), Duration> {
+        if self.starts.len() >= MAX_COUNTED && !self.starts.contains_key(key) {
+            self.starts.retain(|_, starts| {
+                starts
+                    .back()
+                    .is_some_and(|t| now.duration_since(*t) < WINDOW)
+            });
+        }
+        let starts = self.starts.entry(key.to_string()).or_default();
         while starts
             .front()
             .is_some_and(|t| now.duration_since(*t) >= WINDOW)
@@ -55,25 +66,35 @@ impl Admission {
     }
 
     /// Admits one execution of `profile` (across replicas when `store` is shared), or says
-    /// why not and when to retry.
+    /// why not and when to retry. A `user` an identity provider proved has the profile's rate
+    /// to itself; everyone else of the profile shares one.
     pub(crate) async fn admit_execution(
         &self,
         profile: &Profile,
+        user: Option<&str>,
         store: Option<&StoreHandle>,
     ) -> Result<(), String> {
         let Some(per_minute) = profile.limits.executions_per_minute else {
             return Ok(());
         };
+        let who = if user.is_some() {
+            "each user of profile"
+        } else {
+            "profile"
+        };
         let busy = |wait: Duration| {
             format!(
-                "busy: profile `{}` may start {per_minute} executions a minute ({}.limits.executions_per_minute in {}), and has. Retry in {:.1} s.",
+                "busy: {who} `{}` may start {per_minute} executions a minute ({}.limits.executions_per_minute in {}), and has. Retry in {:.1} s.",
                 profile.name,
                 profile.key,
                 profile.file,
                 wait.as_secs_f64()
             )
         };
-        let key = format!("executions:{}", profile.name);
+        let key = match user {
+            Some(user) => format!("executions:{}:user:{user}", profile.name),
+            None => format!("executions:{}", profile.name),
+        };
         if let Some(shared) = store.filter(|s| s.is_shared()) {
             match shared.admit_shared(&key, per_minute).await {
                 Some(Ok(Admitted::Yes)) => return Ok(()),
@@ -103,7 +124,7 @@ impl Admission {
         self.rates
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .admit(&profile.name, per_minute, Instant::now())
+            .admit(&key, per_minute, Instant::now())
             .map_err(busy)
     }
 }

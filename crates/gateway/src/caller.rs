@@ -58,6 +58,9 @@ pub struct Caller {
     pub access: Access,
     /// The token that proved it, if any (for the audit log).
     pub token_id: Option<String>,
+    /// The user an identity provider proved, by 128 bits of its digest (hex): what it stores
+    /// and its rate are its own.
+    pub user: Option<String>,
     /// The trace it acts in: the W3C context its request carried in `_meta`, then the span of
     /// its execution (see `telemetry::traces`).
     pub trace: opentelemetry::Context,
@@ -87,17 +90,16 @@ impl Caller {
     ) -> Caller {
         let authenticated = parts.extensions.get::<Authenticated>();
         let profile = authenticated.map_or("default", |a| a.profile.as_str());
+        let user: Option<String> = authenticated
+            .and_then(|a| a.user)
+            .map(|digest| digest[..16].iter().map(|b| format!("{b:02x}")).collect());
         Caller {
-            owner: match (
-                parts.headers.get("mcp-session-id"),
-                authenticated.and_then(|a| a.user),
-            ) {
+            owner: match (parts.headers.get("mcp-session-id"), &user) {
                 (Some(session), _) => Owner::Session(fnv_hex(session.as_bytes())),
-                (None, Some(user)) => {
-                    Owner::User(user[..16].iter().map(|b| format!("{b:02x}")).collect())
-                }
+                (None, Some(user)) => Owner::User(user.clone()),
                 (None, None) => Owner::Stateless,
             },
+            user,
             access: Access::new(profiles.get(profile)),
             token_id: authenticated.map(|a| a.token_id.clone()),
             trace,
@@ -110,6 +112,7 @@ impl Caller {
             owner: Owner::Local,
             access: Access::new(profiles.get("default")),
             token_id: None,
+            user: None,
             trace: opentelemetry::Context::new(),
         }
     }
@@ -197,6 +200,7 @@ mod tests {
             owner,
             access: Access::new(Arc::new(p)),
             token_id: None,
+            user: None,
             trace: opentelemetry::Context::new(),
         }
     }

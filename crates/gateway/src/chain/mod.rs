@@ -127,7 +127,11 @@ pub async fn call_tool_chain(
     }
     if let Err(message) = gateway
         .admission()
-        .admit_execution(caller.access.profile(), runtime.store.as_ref())
+        .admit_execution(
+            caller.access.profile(),
+            caller.user.as_deref(),
+            runtime.store.as_ref(),
+        )
         .await
     {
         return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);

@@ -42,6 +42,7 @@ fn caller(console: &Console, user: &ConsoleUser) -> Caller {
         owner: Owner::Session(fnv_hex(format!("console:{}", user.session).as_bytes())),
         access: Access::new(console.gateway.profile(&user.profile)),
         token_id: user.token_id.clone(),
+        user: None,
         trace: opentelemetry::Context::new(),
     }
 }

@@ -93,6 +93,7 @@ pub(crate) async fn prepare<'a>(
         owner: knock.caller.owner.clone(),
         access: access.clone(),
         token_id: knock.caller.token_id.clone(),
+        user: knock.caller.user.clone(),
         trace: knock.caller.trace.clone(),
     };
     let mut inner = Knock::new(caller, knock.execution_id.clone());
