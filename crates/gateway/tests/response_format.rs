@@ -63,6 +63,7 @@ fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> C
             "sandgate.toml",
         ))),
         token_id: None,
+        user: None,
         trace: opentelemetry::Context::new(),
     };
     let request = Request {

@@ -89,6 +89,7 @@ pub fn caller(gateway: &Gateway, profile: &str) -> Caller {
         owner: Owner::Local,
         access: Access::new(gateway.profile(profile)),
         token_id: None,
+        user: None,
         trace: opentelemetry::Context::new(),
     }
 }
