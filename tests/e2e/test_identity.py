@@ -65,16 +65,29 @@ path = "{tmp / 'audit.jsonl'}"
 
 
 @pytest.fixture
-def deployment(tmp_path):
+def issuers():
+    """Starts issuers for a test, and stops every one after it, whatever happened."""
+    made: list[Issuer] = []
+
+    def start(tmp: Path, resources: list[str], **options) -> Issuer:
+        made.append(Issuer(tmp, resources, **options))
+        return made[-1]
+
+    yield start
+    for issuer in made:
+        issuer.close()
+
+
+@pytest.fixture
+def deployment(tmp_path, issuers):
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
-    issuer = Issuer(tmp_path, [resource, "http://127.0.0.1:1/other"])
+    issuer = issuers(tmp_path, [resource, "http://127.0.0.1:1/other"])
     server = OneProcess(gateway_config(tmp_path, port, issuer.url), listen=f"127.0.0.1:{port}")
     try:
         yield issuer, server, resource
     finally:
         server.close()
-        issuer.close()
 
 
 class Memory:
@@ -212,7 +225,7 @@ async def test_hostile_tokens_are_refused_with_the_reason_and_an_audit_line(depl
 
 
 @pytest.mark.parametrize("fault", ["slow", "huge", "garbage"])
-async def test_a_faulty_key_endpoint_refuses_tokens_and_the_gateway_still_answers(tmp_path, fault):
+async def test_a_faulty_key_endpoint_refuses_tokens_and_the_gateway_still_answers(tmp_path, fault, issuers):
     answers = {
         "slow": lambda path: (200, b'{"keys": []}', 30),
         "huge": lambda path: (200, b'{"keys": [' + b'{"kty": "RSA"},' * 400_000 + b'{}]}', 0),
@@ -221,7 +234,7 @@ async def test_a_faulty_key_endpoint_refuses_tokens_and_the_gateway_still_answer
     keys = KeyServer(answers[fault])
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
-    issuer = Issuer(tmp_path, [resource])
+    issuer = issuers(tmp_path, [resource])
     server = OneProcess(gateway_config(tmp_path, port, issuer.url, jwks_uri=keys.url + "/jwks"),
                         listen=f"127.0.0.1:{port}")
     try:
@@ -238,18 +251,17 @@ async def test_a_faulty_key_endpoint_refuses_tokens_and_the_gateway_still_answer
         assert httpx.get(server.url.replace("/mcp", "/healthz")).status_code == 200
     finally:
         server.close()
-        issuer.close()
         keys.shutdown()
 
 
-async def test_an_opaque_token_is_asked_about_at_its_issuer(tmp_path, monkeypatch):
+async def test_an_opaque_token_is_asked_about_at_its_issuer(tmp_path, monkeypatch, issuers):
     """RFC 7662: an opaque token (oidc-provider's own format) is active, for this gateway, and
     maps to a profile only if the issuer says so; what it says is kept for a minute at most."""
     monkeypatch.setenv("SANDGATE_TEST_INTROSPECTION_SECRET", USERS["gateway"]["secret"])
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
     other = "http://127.0.0.1:1/other"
-    issuer = Issuer(tmp_path, [resource, other], opaque=(resource, other))
+    issuer = issuers(tmp_path, [resource, other], opaque=(resource, other))
     server = OneProcess(gateway_config(tmp_path, port, issuer.url, introspect=True), listen=f"127.0.0.1:{port}")
     try:
         alice = issuer.client_token("alice", resource)
@@ -283,15 +295,14 @@ async def test_an_opaque_token_is_asked_about_at_its_issuer(tmp_path, monkeypatc
         still_answers(server, issuer, resource)
     finally:
         server.close()
-        issuer.close()
 
 
-async def test_each_user_has_the_profiles_rate_to_itself(tmp_path):
+async def test_each_user_has_the_profiles_rate_to_itself(tmp_path, issuers):
     """`limits.executions_per_minute` of a profile counts each user an identity provider
     proved on its own: one busy user does not slow another of the same profile."""
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
-    issuer = Issuer(tmp_path, [resource])
+    issuer = issuers(tmp_path, [resource])
     server = OneProcess(gateway_config(tmp_path, port, issuer.url, per_minute=2), listen=f"127.0.0.1:{port}")
     try:
         async def runs(user: str, n: int) -> list:
@@ -304,4 +315,3 @@ async def test_each_user_has_the_profiles_rate_to_itself(tmp_path):
         assert not any(r.is_error for r in bob), [r.content for r in bob]
     finally:
         server.close()
-        issuer.close()
