@@ -21,15 +21,19 @@ pub struct ClaimRule {
 }
 
 impl ClaimRule {
-    /// Whether `claims` holds this rule's value.
+    /// Whether `claims` holds this rule's value. The claim is a key of its own first (Auth0's
+    /// namespaced `https://example.com/roles` holds dots), then a dotted path.
     pub fn matches(&self, claims: &Value) -> bool {
-        let mut at = claims;
-        for part in self.claim.split('.') {
-            match at.get(part) {
-                Some(next) => at = next,
-                None => return false,
+        let found = claims.get(&self.claim).or_else(|| {
+            let mut at = claims;
+            for part in self.claim.split('.') {
+                at = at.get(part)?;
             }
-        }
+            Some(at)
+        });
+        let Some(at) = found else {
+            return false;
+        };
         let words = matches!(self.claim.as_str(), "scope" | "scp");
         match at {
             Value::String(text) if words => text.split(' ').any(|w| w == self.value),
