@@ -34,6 +34,9 @@ SEED = int(os.environ.get("SANDGATE_FAULTS_SEED", secrets.randbelow(1_000_000)))
 # What PostgreSQL's absence may still touch after it is back: the pool's broken connections
 # are found and replaced, held records are written.
 SETTLE = 3.0
+# How long HAProxy may take to see a frozen replica and stop sending to it: two failed checks a
+# second apart (`inter 1s fall 2`), each waiting up to the 2-s connect timeout.
+DETECTION = 4.0
 
 
 def said_clearly(detail: str) -> bool:
@@ -49,11 +52,12 @@ def why_allowed(op: Op, faults) -> str | None:
             return "its stream was on a replica that was killed or paused"
         if fault.kind == "kill" and op.start <= fault.start + 0.1 and op.end >= fault.start - 0.1:
             return "in flight when a replica was killed"
-        # A connection the paused replica had accepted but not yet read: on resume its 10-s
-        # header deadline has passed, and it is closed unanswered (a known limit, see
-        # docs/config.md). A request it had read finishes.
+        # A request sent to the paused replica before HAProxy's checks took it out (the kernel
+        # still accepts connections for a frozen process): on resume its 10-s header deadline
+        # has passed, and it is closed unanswered (a known limit, see docs/config.md). A
+        # request it had read finishes.
         if (fault.kind == "pause" and op.outcome == "unknown" and "disconnected" in op.detail
-                and op.start <= fault.start + 0.1 and op.end >= fault.start):
+                and fault.start - 0.1 <= op.start <= fault.start + DETECTION and op.end >= fault.start):
             return "accepted by a replica as it was paused, closed unread when it resumed"
         if fault.kind.startswith("pg-") and op.start <= fault.end + SETTLE and op.end >= fault.start and said_clearly(op.detail):
             return "needed PostgreSQL while it was away, and said so"
