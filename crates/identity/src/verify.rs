@@ -28,22 +28,22 @@ pub struct Identity {
     pub profile: String,
     /// When the token stops being valid (seconds since the epoch).
     pub expires_at: u64,
+    /// The digest of `issuer` and `subject` (computed once, when the token is checked).
+    pub digest: [u8; 32],
+}
+
+/// A stable digest of `iss` and `sub`: what a user's sessions and outputs are bound to. A new
+/// token of the same user (a refresh) is the same identity.
+fn digest_of(issuer: &str, subject: &str) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"oauth\0");
+    hasher.update(issuer.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(subject.as_bytes());
+    hasher.finalize().into()
 }
 
 impl Identity {
-    /// A stable digest of `iss` and `sub`: what its sessions and outputs are bound to. A new
-    /// token of the same user (a refresh) is the same identity.
-    pub fn digest(&self) -> [u8; 32] {
-        let mut hasher = Sha256::new();
-        hasher.update(b"oauth\0");
-        hasher.update(self.issuer.as_bytes());
-        hasher.update(b"\0");
-        hasher.update(self.subject.as_bytes());
-        let mut out = [0u8; 32];
-        out.copy_from_slice(&hasher.finalize());
-        out
-    }
-
     /// How logs and the audit name it: the subject at its issuer.
     pub fn name(&self) -> String {
         format!("{} at {}", self.subject, self.issuer)
@@ -156,13 +156,13 @@ impl Verifier {
             .expiries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if expiries.len() >= MAX_REMEMBERED_USERS && !expiries.contains_key(&identity.digest()) {
+        if expiries.len() >= MAX_REMEMBERED_USERS && !expiries.contains_key(&identity.digest) {
             expiries.retain(|_, &mut exp| exp > now);
             if expiries.len() >= MAX_REMEMBERED_USERS {
                 return;
             }
         }
-        let slot = expiries.entry(identity.digest()).or_insert(0);
+        let slot = expiries.entry(identity.digest).or_insert(0);
         *slot = (*slot).max(identity.expires_at);
     }
 
@@ -323,6 +323,7 @@ impl Verifier {
             )));
         };
         let identity = Identity {
+            digest: digest_of(issuer, &subject),
             issuer: issuer.to_string(),
             subject,
             profile: profile.to_string(),

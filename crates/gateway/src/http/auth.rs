@@ -152,8 +152,8 @@ pub(crate) async fn require_token(
                 Ok(identity) => Authenticated {
                     profile: identity.profile.clone(),
                     token_id: identity.name(),
-                    digest: identity.digest(),
-                    user: Some(identity.digest()),
+                    digest: identity.digest,
+                    user: Some(identity.digest),
                 },
                 Err(refusal) => {
                     let status =
