@@ -268,3 +268,42 @@ def test_an_unknown_method_says_what_is_supported(tmp_path):
         assert not [line for line in g.log if " ERROR " in line], [line for line in g.log if " ERROR " in line][:3]
     finally:
         g.close()
+
+
+def test_an_answer_given_before_the_body_was_read_says_the_connection_closes(tmp_path):
+    """A refused token is answered before its body is read; hyper then closes the connection.
+    The answer must say `Connection: close`, or a keep-alive client sends its next request on a
+    closed connection and gets no answer at all (the identity tests' flood of made-up tokens
+    met this in CI). A request whose body was read keeps its connection."""
+    config = write_config(tmp_path, "toml", {})
+    token = "t-" + "k" * 40
+    with open(config, "a") as f:
+        f.write(f'\n[[http.tokens]]\ntoken = "{token}"\nprofile = "default"\n\n[profiles.default]\ntools = ["*"]\n')
+    g = HttpGateway(config)
+    try:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+        for bearer, status in (("wrong-" + "x" * 40, 401), (None, 401)):
+            conn = Conn(g.port)
+            head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{g.port}\r\nContent-Type: application/json\r\n"
+                    f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n")
+            if bearer:
+                head += f"Authorization: Bearer {bearer}\r\n"
+            # The headers alone: the refusal comes before the body is sent.
+            conn.send_raw((head + "\r\n").encode())
+            reply = conn.read_reply()
+            assert reply.status == status, reply
+            assert reply.headers.get("connection", "").lower() == "close", reply.headers
+            assert len(reply.body) < 2000
+            conn.close()
+        # The right token, body read: the same connection answers again, and is not closed.
+        conn = Conn(g.port)
+        for i in range(3):
+            reply = conn.request({"jsonrpc": "2.0", "id": i, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}},
+                headers=[("Authorization", f"Bearer {token}")])
+            assert reply.status == 200, reply
+            assert reply.headers.get("connection", "").lower() != "close", reply.headers
+        conn.close()
+        assert g.rss_mib() < 200
+    finally:
+        g.close()

@@ -34,12 +34,14 @@ from issuer import USERS, Issuer, KeyServer, b64, hs256
 pytestmark = pytest.mark.anyio
 
 def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = None, introspect: bool = False,
-                   per_minute: int | None = None) -> Path:
+                   per_minute: int | None = None, introspection_endpoint: str | None = None) -> Path:
     resource = f"http://127.0.0.1:{port}/mcp"
     config = tmp / "sandgate.toml"
     jwks = f'jwks_uri = "{jwks_uri}"' if jwks_uri else ""
     if introspect:
-        jwks += '\nintrospection = { client_id = "gateway", client_secret = "${SANDGATE_TEST_INTROSPECTION_SECRET}" }' 
+        endpoint = f'endpoint = "{introspection_endpoint}", ' if introspection_endpoint else ""
+        jwks += ('\nintrospection = { ' + endpoint +
+                 'client_id = "gateway", client_secret = "${SANDGATE_TEST_INTROSPECTION_SECRET}" }')
     config.write_text(f"""
 {fake_backend_toml()}
 [profiles.builder]
@@ -295,6 +297,57 @@ async def test_an_opaque_token_is_asked_about_at_its_issuer(tmp_path, monkeypatc
         still_answers(server, issuer, resource)
     finally:
         server.close()
+
+
+def test_a_hostile_introspection_endpoint_lets_no_token_in_and_breaks_nothing(tmp_path, monkeypatch, issuers):
+    """Fault injection: the introspection endpoint answers what no issuer should (an exp at
+    the end of time, `active` as a string, another audience, a huge or deep body, garbage, a
+    stall). Each token is refused or admitted as the answer deserves, quickly, and the gateway
+    keeps answering in bounded memory."""
+    monkeypatch.setenv("SANDGATE_TEST_INTROSPECTION_SECRET", "s3cret")
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    now = int(time.time())
+    good = {"active": True, "sub": "alice", "aud": resource, "exp": now + 300, "groups": ["eng"]}
+    answers = {
+        "end-of-time": (200, json.dumps({**good, "exp": 2**64 - 1, "nbf": 2**64 - 1}).encode(), 0),
+        "active-string": (200, json.dumps({**good, "active": "true"}).encode(), 0),
+        "other-audience": (200, json.dumps({**good, "aud": "http://127.0.0.1:1/other"}).encode(), 0),
+        "no-exp": (200, json.dumps({k: v for k, v in good.items() if k != "exp"}).encode(), 0),
+        "huge": (200, b'{"active": true, "pad": "' + b"a" * 2_000_000 + b'"}', 0),
+        "deep": (200, b'{"active": true, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 0),
+        "garbage": (200, b"\x00\xff<html>", 0),
+        "error": (500, b"{}", 0),
+        "stall": (200, json.dumps(good).encode(), 30),
+        "good": (200, json.dumps(good).encode(), 0),
+    }
+    endpoint = KeyServer(lambda path: answers[path.rsplit("/", 1)[-1]])
+    issuer = issuers(tmp_path, [resource])
+    config = gateway_config(tmp_path, port, issuer.url, introspect=True,
+                            introspection_endpoint=endpoint.url + "/introspect/CASE")
+    servers = []
+    try:
+        rss_most = 0
+        for case, expect in [("end-of-time", 401), ("active-string", 401), ("other-audience", 401),
+                             ("no-exp", 401), ("huge", 401), ("deep", 401), ("garbage", 401),
+                             ("error", 401), ("stall", 401), ("good", 200)]:
+            config.write_text(config.read_text().replace("/introspect/" + (servers[-1][0] if servers else "CASE"),
+                                                         "/introspect/" + case))
+            server = OneProcess(config, listen=f"127.0.0.1:{port}")
+            servers.append((case, server))
+            started = time.monotonic()
+            answer = initialize(server, "opaque-" + case + "-" + "z" * 30)
+            assert answer.status_code == expect, (case, answer.status_code, answer.text[:300])
+            assert time.monotonic() - started < 8, case
+            assert len(answer.content) < 4000, case
+            rss_most = max(rss_most, server.rss_kib())
+            assert httpx.get(server.url.replace("/mcp", "/healthz")).status_code == 200, case
+            server.close()
+        assert rss_most < 200 * 1024, rss_most
+    finally:
+        for _, server in servers:
+            server.close()
+        endpoint.shutdown()
 
 
 async def test_each_user_has_the_profiles_rate_to_itself(tmp_path, issuers):

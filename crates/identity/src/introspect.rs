@@ -72,7 +72,7 @@ pub(crate) async fn introspect(
         ));
     }
     match answer.get("exp").and_then(Value::as_u64) {
-        Some(exp) if exp + leeway > now => {}
+        Some(exp) if exp.saturating_add(leeway) > now => {}
         Some(_) => {
             return Err(Refusal::Invalid(
                 "the token has expired: get a new one".into(),
@@ -85,7 +85,7 @@ pub(crate) async fn introspect(
         }
     }
     if let Some(nbf) = answer.get("nbf").and_then(Value::as_u64)
-        && nbf > now + leeway
+        && nbf > now.saturating_add(leeway)
     {
         return Err(Refusal::Invalid("the token is not valid yet (nbf)".into()));
     }

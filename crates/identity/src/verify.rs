@@ -225,7 +225,9 @@ impl Verifier {
         let until = if Verifier::looks_like_jwt(token) {
             identity.expires_at + self.settings.leeway.as_secs()
         } else {
-            identity.expires_at.min(now + OPAQUE_CACHE_SECONDS)
+            identity
+                .expires_at
+                .min(now.saturating_add(OPAQUE_CACHE_SECONDS))
         };
         checked.insert(digest, (identity.clone(), until));
         Ok(identity)

@@ -5,7 +5,8 @@
 //! whose `Host` is not an allowed name (DNS rebinding) or whose `Origin` is not an allowed
 //! browser origin (`front`). Clients are untrusted:
 //! connections are capped and timed (`accept`), every request is checked before rmcp sees it
-//! (`guard`), and sessions are capped and expire when idle. Every request needs a bearer
+//! (`guard`), and sessions are capped and expire when idle. A response given before its
+//! request's body was read closes its connection, and says so (`unread`). Every request needs a bearer
 //! token unless auth is off (`auth`), except the health probes (`probes`).
 
 mod accept;
@@ -15,6 +16,7 @@ mod front;
 mod guard;
 mod probes;
 mod restore;
+mod unread;
 
 pub use auth::{HttpAuthOptions, HttpTokens, KnownToken, sha256};
 
@@ -178,7 +180,8 @@ pub async fn serve_http(
         .layer(axum::middleware::from_fn_with_state(
             trimmed_gateway.clone(),
             probes::close_while_draining,
-        ));
+        ))
+        .layer(axum::middleware::from_fn(unread::close_if_unread));
     tokio::spawn(trim_after_sessions_expire(
         trimmed_gateway,
         options.auth.clone(),
