@@ -36,5 +36,8 @@ pub use secret::Secret;
 pub use sections::auth::{
     ACCEPTED_ALGORITHMS, AuthConfig, OAuthConfig, OAuthIntrospection, OAuthIssuer, OAuthRule,
 };
+pub use sections::credentials::{
+    CredentialsConfig, DEFAULT_MAX_USERS, DEFAULT_USER_IDLE, PerUser, UserSecret,
+};
 pub use servers::STORED_TOOLS_BACKEND;
 pub use telemetry::TelemetryConfig;

@@ -99,6 +99,8 @@ pub struct Config {
     pub telemetry: crate::telemetry::TelemetryConfig,
     /// Identity providers whose access tokens are accepted (`[auth]`).
     pub auth: crate::sections::auth::AuthConfig,
+    /// Where users' own backend secrets are sealed (`[credentials]`).
+    pub credentials: crate::sections::credentials::CredentialsConfig,
 }
 
 /// Settings of stored tools.
@@ -256,6 +258,14 @@ impl Config {
                         )?);
                 }
             }
+        }
+        if let Some(key) = &mut config.credentials.key {
+            *key = Secret::from(interpolate(key.expose(), lookup).map_err(|var| {
+                ConfigError::MissingSecret {
+                    key: "credentials.key".into(),
+                    var,
+                }
+            })?);
         }
         for token in &mut config.http.tokens {
             if let TokenSecret::Plain(text) = &mut token.secret {
@@ -416,6 +426,8 @@ pub struct BackendConfig {
     pub env_file: Option<PathBuf>,
     /// Which of its tools are exposed.
     pub tools: sandgate_policy::Grant,
+    /// One connection per user, and what of the user's it carries (`per_user`).
+    pub per_user: Option<crate::sections::credentials::PerUser>,
 }
 
 /// How sandgate reaches a backend.

@@ -109,6 +109,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "stored_tools",
     "telemetry",
     "auth",
+    "credentials",
 ];
 /// Top-level keys of a JSON config sandgate reads: the servers (`mcpServers`, or VS Code's
 /// `servers`), its own `sandgate` object, and VS Code's `inputs` (prompted values sandgate
@@ -125,6 +126,7 @@ impl Walker<'_> {
         if let Some(servers) = root.get("servers") {
             config.backends = self.backends("servers", servers)?;
         }
+        self.check_per_user(&config, "servers")?;
         Ok(config)
     }
 
@@ -166,7 +168,40 @@ impl Walker<'_> {
             config = self.settings("sandgate.", extra)?;
         }
         config.backends = self.backends(key, servers)?;
+        self.check_per_user(&config, key)?;
         Ok(config)
+    }
+
+    /// A backend that carries a user's stored secret needs `[credentials]`, and one that
+    /// exchanges tokens needs `[auth.oauth]`.
+    fn check_per_user(&self, config: &Config, servers: &str) -> Result<(), ConfigError> {
+        use crate::sections::credentials::UserSecret;
+        for backend in &config.backends {
+            let Some(per_user) = &backend.per_user else {
+                continue;
+            };
+            let key = format!("{servers}.{}", backend.name);
+            match &per_user.secret {
+                UserSecret::Header { .. } | UserSecret::Env { .. }
+                    if !config.credentials.configured() =>
+                {
+                    return Err(self.invalid(
+                        &format!("{key}.user_secret"),
+                        "needs a key to seal users' secrets with, and [credentials] names none",
+                        "add [credentials] with key = \"${SANDGATE_CREDENTIAL_KEY}\" (32 random bytes in base64: `openssl rand -base64 32`)",
+                    ));
+                }
+                UserSecret::TokenExchange { .. } if config.auth.oauth.is_none() => {
+                    return Err(self.invalid(
+                        &format!("{key}.token_exchange"),
+                        "exchanges the caller's access token, and [auth.oauth] accepts none",
+                        "configure [auth.oauth] with the issuer that exchanges tokens, or use user_secret",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The gateway-wide sections of `table` (see [`SETTINGS_KEYS`]); `prefix` is how keys are
@@ -184,6 +219,8 @@ impl Walker<'_> {
             self.stored_tools_section(&key("stored_tools"), table.get("stored_tools"))?;
         config.telemetry = self.telemetry_section(&key("telemetry"), table.get("telemetry"))?;
         config.auth = self.auth_section(table.get("auth"))?;
+        config.credentials =
+            self.credentials_section(&key("credentials"), table.get("credentials"))?;
         self.check_access(&config.profiles, &config.http.tokens)?;
         if let Some(oauth) = &config.auth.oauth {
             self.check_rule_profiles(&config.profiles, &oauth.rules)?;

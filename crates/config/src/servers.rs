@@ -193,7 +193,12 @@ impl Walker<'_> {
 
     fn backend(&self, path: &str, name: &str, value: &Value) -> Result<BackendConfig, ConfigError> {
         let table = self.table(path, value)?;
-        self.check_keys(path, table, BACKEND_KEYS, FOREIGN_BACKEND_KEYS)?;
+        let known: Vec<&str> = BACKEND_KEYS
+            .iter()
+            .chain(crate::sections::credentials::PER_USER_KEYS)
+            .copied()
+            .collect();
+        self.check_keys(path, table, &known, FOREIGN_BACKEND_KEYS)?;
         let key = |k: &str| format!("{path}.{k}");
         let command = opt_string(self, &key("command"), table.get("command"))?;
         // Gemini CLI names a streamable HTTP server's endpoint `httpUrl`.
@@ -340,7 +345,9 @@ impl Walker<'_> {
             )?,
             max_schema_depth: number("max_schema_depth", defaults.max_schema_depth, 2..=100)?,
         };
+        let per_user = self.per_user(path, table, matches!(transport, Transport::Stdio { .. }))?;
         Ok(BackendConfig {
+            per_user,
             skipped: skipped.clone(),
             env_file,
             name: name.to_string(),

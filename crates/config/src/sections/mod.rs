@@ -5,6 +5,7 @@
 //! own.
 
 pub mod auth;
+pub mod credentials;
 mod gateway;
 mod http;
 mod output;
