@@ -79,6 +79,9 @@ pub enum StoreError {
         /// What.
         what: &'static str,
     },
+    /// What was asked to be kept is not allowed (too large, too many).
+    #[error("{0}")]
+    Invalid(String),
     /// PostgreSQL cannot be reached now.
     #[error(
         "the store (PostgreSQL) cannot be reached: {0}. Check that the server is up and [store] url; the request may be retried"

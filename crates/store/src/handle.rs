@@ -17,8 +17,8 @@ use crate::postgres::{Admitted, PgStore};
 use crate::sqlite_queue::SqliteQueue;
 use crate::tools::Changer;
 use crate::{
-    ExecutionRecord, OutputSlice, RecordFilter, Retention, Stats, Store, StoreError, StoredTool,
-    ToolVersion,
+    CredentialEntry, ExecutionRecord, OutputSlice, RecordFilter, Retention, Stats, Store,
+    StoreError, StoredTool, ToolVersion,
 };
 
 /// A cheap, cloneable handle to the store.
@@ -342,6 +342,45 @@ impl StoreHandle {
     /// CLI, another replica): read it, and read the stored tools again only when it moved.
     pub async fn change_mark(&self) -> Result<i64, StoreError> {
         dispatch!(self, |s| s.data_version(), |p| p.change_mark())
+    }
+}
+
+impl StoreHandle {
+    /// Keeps `sealed` as `owner`'s credential for `backend`, in place of any before.
+    pub async fn put_credential(
+        &self,
+        owner: &str,
+        backend: &str,
+        sealed: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        let (owner, backend) = (owner.to_string(), backend.to_string());
+        dispatch!(self, |s| s.put_credential(&owner, &backend, &sealed), |p| p
+            .put_credential(&owner, &backend, &sealed))
+    }
+
+    /// `owner`'s sealed credential for `backend`, if it has one.
+    pub async fn credential(
+        &self,
+        owner: &str,
+        backend: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let (owner, backend) = (owner.to_string(), backend.to_string());
+        dispatch!(self, |s| s.credential(&owner, &backend), |p| p
+            .credential(&owner, &backend))
+    }
+
+    /// Removes `owner`'s credential for `backend`; whether there was one.
+    pub async fn remove_credential(&self, owner: &str, backend: &str) -> Result<bool, StoreError> {
+        let (owner, backend) = (owner.to_string(), backend.to_string());
+        dispatch!(self, |s| s.remove_credential(&owner, &backend), |p| p
+            .remove_credential(&owner, &backend))
+    }
+
+    /// The backends `owner` has a credential for.
+    pub async fn credentials_of(&self, owner: &str) -> Result<Vec<CredentialEntry>, StoreError> {
+        let owner = owner.to_string();
+        dispatch!(self, |s| s.credentials_of(&owner), |p| p
+            .credentials_of(&owner))
     }
 }
 

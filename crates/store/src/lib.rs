@@ -12,6 +12,7 @@
 //! for the engine and hands back a [`Commit`] for an output. A read sees every record sent
 //! before it through the same handle.
 
+mod credentials;
 mod error;
 mod handle;
 pub mod migrate;
@@ -21,6 +22,7 @@ mod records;
 mod sqlite_queue;
 mod tools;
 
+pub use credentials::{CredentialEntry, MAX_CREDENTIALS_PER_OWNER, MAX_SEALED_BYTES};
 pub use error::StoreError;
 pub use handle::{Commit, StoreHandle};
 pub use outputs::{OutputSlice, slice};

@@ -77,6 +77,17 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE executions ADD COLUMN error_line INTEGER;",
     // 8: records by their code, so pruning asks only about the codes of the records it drops.
     "CREATE INDEX executions_by_code ON executions(code_hash);",
+    // 9: users' own backend secrets, sealed (the store never holds a key), one per owner and
+    // backend; and the user an identity provider proved, on each record it ran.
+    "CREATE TABLE credentials (
+        owner TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        sealed BLOB NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (owner, backend)
+    );
+    ALTER TABLE executions ADD COLUMN user_id TEXT;
+    CREATE INDEX executions_by_user ON executions(user_id, started_at_ms);",
 ];
 
 /// The schema version this build writes.

@@ -35,6 +35,10 @@ pub struct ExecutionRecord {
     pub error_kind: Option<String>,
     /// The profile it ran under.
     pub profile: String,
+    /// The user an identity provider proved that ran it (128 bits of its digest, in hex):
+    /// such a user sees only its own records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// The calls, in order.
     pub call_rows: Vec<CallRow>,
     /// The response's text as the model was shown it (the shaped result, logs and error), cut
@@ -60,6 +64,8 @@ pub const KEEP_SHOWN: u64 = 1000;
 pub struct RecordFilter {
     /// Only this profile's.
     pub profile: Option<String>,
+    /// Only this user's (see [`ExecutionRecord::user`]).
+    pub user: Option<String>,
     /// Only with this status (`ok`, `error`, `cancelled`).
     pub status: Option<String>,
     /// Only of this tier.
@@ -175,7 +181,7 @@ impl Store {
     /// The most recent executions, newest first.
     pub fn list(&self, limit: usize) -> Result<Vec<ExecutionRecord>, StoreError> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile
+            "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, user_id
              FROM executions ORDER BY started_at_ms DESC, rowid DESC LIMIT ?1",
         )?;
         let rows = statement.query_map([limit as i64], row_to_record)?;
@@ -189,10 +195,11 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<ExecutionRecord>, StoreError> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile
+            "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, user_id
              FROM executions
              WHERE (?1 IS NULL OR profile = ?1) AND (?2 IS NULL OR status = ?2)
                AND (?3 IS NULL OR tier = ?3) AND (?4 IS NULL OR started_at_ms >= ?4)
+               AND (?6 IS NULL OR user_id = ?6)
              ORDER BY started_at_ms DESC, rowid DESC LIMIT ?5",
         )?;
         let rows = statement.query_map(
@@ -201,7 +208,8 @@ impl Store {
                 filter.status,
                 filter.tier,
                 filter.since_ms,
-                limit as i64
+                limit as i64,
+                filter.user
             ],
             row_to_record,
         )?;
@@ -226,7 +234,7 @@ impl Store {
         let mut record = self
             .conn
             .query_row(
-                "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile
+                "SELECT id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, user_id
                  FROM executions WHERE id = ?1",
                 [id],
                 row_to_record,
@@ -309,8 +317,8 @@ impl Store {
 
 fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result<(), StoreError> {
     tx.prepare_cached(
-        "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, shown, error_line)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        "INSERT OR REPLACE INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, shown, error_line, user_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
             record.id,
@@ -326,6 +334,7 @@ fn insert_record(tx: &rusqlite::Transaction, record: &ExecutionRecord) -> Result
             record.profile,
             record.shown.as_deref().map(cut_shown),
             record.error_line,
+            record.user,
         ])?;
     if let Some(code) = &record.code {
         tx.prepare_cached("INSERT OR IGNORE INTO codes (hash, code) VALUES (?1, ?2)")?
@@ -432,6 +441,7 @@ fn row_to_record(row: &rusqlite::Row) -> rusqlite::Result<ExecutionRecord> {
         returned_bytes: row.get::<_, i64>(8)? as u64,
         error_kind: row.get(9)?,
         profile: row.get(10)?,
+        user: row.get(11)?,
         code: None,
         call_rows: Vec::new(),
         shown: None,

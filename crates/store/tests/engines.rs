@@ -16,46 +16,10 @@ use std::time::Duration;
 
 mod common;
 
-use common::{postgres_url, test_ca, two_replicas};
+use common::{engines, postgres_url, test_ca, two_replicas};
 use sandgate_store::{
     CallRow, ExecutionRecord, RecordFilter, Retention, Store, StoreError, StoreHandle,
 };
-
-/// A store on one engine, with two handles on it.
-struct Engine {
-    name: &'static str,
-    one: StoreHandle,
-    other: StoreHandle,
-    _dir: Option<tempfile::TempDir>,
-}
-
-async fn engines(test: &str, retention: Retention) -> Vec<Engine> {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("store.db");
-    let sqlite = Engine {
-        name: "sqlite",
-        one: StoreHandle::spawn(Store::open(&path, retention).expect("opens")).expect("spawns"),
-        other: StoreHandle::spawn(Store::open(&path, retention).expect("opens")).expect("spawns"),
-        _dir: Some(dir),
-    };
-    let mut all = vec![sqlite];
-    if let Some(url) = postgres_url(test).await {
-        let ca = test_ca();
-        let one = StoreHandle::postgres(&url, ca.as_deref(), retention)
-            .await
-            .expect("connects");
-        let other = StoreHandle::postgres(&url, ca.as_deref(), retention)
-            .await
-            .expect("connects");
-        all.push(Engine {
-            name: "postgres",
-            one,
-            other,
-            _dir: None,
-        });
-    }
-    all
-}
 
 fn record(id: &str, at: i64, profile: &str, status: &str) -> ExecutionRecord {
     ExecutionRecord {
@@ -71,6 +35,7 @@ fn record(id: &str, at: i64, profile: &str, status: &str) -> ExecutionRecord {
         returned_bytes: 1000,
         error_kind: (status != "ok").then(|| "timeout".into()),
         profile: profile.into(),
+        user: None,
         call_rows: vec![
             CallRow {
                 backend: "memory".into(),
@@ -763,4 +728,42 @@ async fn a_change_on_one_replica_is_announced_to_the_others() {
         .await
         .expect("the other replica hears of the change")
         .expect("the listener lives");
+}
+
+#[tokio::test]
+async fn a_users_records_are_found_by_its_id_and_no_other_users_are() {
+    for e in engines("record_users", Retention::default()).await {
+        for (id, user) in [("u1", Some("aa")), ("u2", Some("bb")), ("u3", None)] {
+            let mut r = record(id, 1_000, "builder", "ok");
+            r.user = user.map(str::to_string);
+            e.one.record(r);
+        }
+        let of = |user: &str| RecordFilter {
+            user: Some(user.to_string()),
+            ..RecordFilter::default()
+        };
+        let ids = |records: Vec<ExecutionRecord>| {
+            records
+                .into_iter()
+                .map(|r| (r.id, r.user))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(e.one.list_matching(of("aa"), 10).await.expect("listed")),
+            [("u1".to_string(), Some("aa".to_string()))],
+            "{}",
+            e.name
+        );
+        assert!(
+            ids(e.one.list_matching(of("cc"), 10).await.expect("listed")).is_empty(),
+            "{}",
+            e.name
+        );
+        assert_eq!(
+            e.one.get("u2").await.expect("read").user.as_deref(),
+            Some("bb"),
+            "{}",
+            e.name
+        );
+    }
 }

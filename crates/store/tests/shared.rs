@@ -162,6 +162,7 @@ fn record(id: &str, status: &str, duration_ms: f64) -> ExecutionRecord {
         returned_bytes: 0,
         error_kind: None,
         profile: "alice".into(),
+        user: None,
         call_rows: vec![],
         shown: None,
         error_line: None,

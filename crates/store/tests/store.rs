@@ -23,6 +23,7 @@ fn record(id: &str, tier: &str, ms: f64, status: &str) -> ExecutionRecord {
         returned_bytes: 1000,
         error_kind: (status != "ok").then(|| "timeout".into()),
         profile: "default".into(),
+        user: None,
         call_rows: vec![CallRow {
             backend: "memory".into(),
             tool: "read_graph".into(),
@@ -318,6 +319,7 @@ fn records_are_listed_by_filter_and_keep_what_the_model_was_shown() {
             status: status.map(str::to_string),
             tier: tier.map(str::to_string),
             since_ms: None,
+            user: None,
         }
     };
     assert_eq!(ids(&by(Some("reader"), None, None)), ["x3", "x4"]);

@@ -195,7 +195,7 @@ pub async fn call_tool_chain(
                 started_at_ms,
                 tier,
                 &args.code,
-                caller.profile(),
+                caller,
             ));
         }
     }

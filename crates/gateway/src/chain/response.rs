@@ -454,7 +454,7 @@ pub(super) fn running_record(
     started_at_ms: i64,
     tier: super::Tier,
     code: &str,
-    profile: &str,
+    caller: &crate::caller::Caller,
 ) -> ExecutionRecord {
     ExecutionRecord {
         id: id.to_string(),
@@ -468,7 +468,8 @@ pub(super) fn running_record(
         output_bytes: 0,
         returned_bytes: 0,
         error_kind: None,
-        profile: profile.to_string(),
+        profile: caller.profile().to_string(),
+        user: caller.user.clone(),
         call_rows: Vec::new(),
         shown: None,
         error_line: None,
@@ -495,6 +496,7 @@ fn record(
         returned_bytes: returned_bytes as u64,
         error_kind: outcome.error.as_ref().map(|e| e.kind.as_str().to_string()),
         profile: request.caller.profile().to_string(),
+        user: request.caller.user.clone(),
         call_rows: call_rows(&outcome.calls, catalog),
         shown: None,
         error_line: outcome.error.as_ref().and_then(|e| e.line),

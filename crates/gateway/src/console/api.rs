@@ -189,6 +189,7 @@ pub(crate) async fn executions(
         status: query.status.filter(|s| !s.is_empty()),
         tier: query.tier.filter(|t| !t.is_empty()),
         since_ms: query.since_ms,
+        ..RecordFilter::default()
     };
     let limit = query.limit.unwrap_or(100).clamp(1, MAX_LISTED);
     match store.list_matching(filter, limit).await {

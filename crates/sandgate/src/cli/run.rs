@@ -130,6 +130,7 @@ async fn record(
         returned_bytes: output_bytes,
         error_kind: result.error.as_ref().map(|e| e.kind.as_str().to_string()),
         profile: "default".into(),
+        user: None,
         call_rows: sandgate_gateway::chain::response::call_rows(&result.trace, catalog),
         shown: Some(render(result)),
         error_line: result.error.as_ref().and_then(|e| e.line),

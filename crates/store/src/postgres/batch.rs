@@ -30,13 +30,13 @@ impl PgStore {
         let tx = client.transaction().await?;
         let insert = tx
             .prepare_cached(
-                "INSERT INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, shown, error_line)
-                 SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::int8[], $8::int8[], $9::int8[], $10::text[], $11::text[], $12::text[], $13::int8[])
+                "INSERT INTO executions (id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, shown, error_line, user_id)
+                 SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::int8[], $8::int8[], $9::int8[], $10::text[], $11::text[], $12::text[], $13::int8[], $14::text[])
                  ON CONFLICT (id) DO UPDATE SET started_at_ms = excluded.started_at_ms, tier = excluded.tier,
                    code_hash = excluded.code_hash, duration_ms = excluded.duration_ms, status = excluded.status,
                    calls = excluded.calls, output_bytes = excluded.output_bytes, returned_bytes = excluded.returned_bytes,
                    error_kind = excluded.error_kind, profile = excluded.profile, shown = excluded.shown,
-                   error_line = excluded.error_line",
+                   error_line = excluded.error_line, user_id = excluded.user_id",
             )
             .await?;
         let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
@@ -59,6 +59,7 @@ impl PgStore {
             .iter()
             .map(|r| r.error_line.map(i64::from))
             .collect();
+        let users: Vec<Option<&str>> = records.iter().map(|r| r.user.as_deref()).collect();
         tx.execute(
             &insert,
             &[
@@ -75,6 +76,7 @@ impl PgStore {
                 &profiles,
                 &shown,
                 &error_lines,
+                &users,
             ],
         )
         .await?;

@@ -7,6 +7,7 @@
 //! commit.
 
 mod batch;
+mod credentials;
 mod listen;
 mod outputs;
 mod rates;

@@ -18,7 +18,7 @@ const COALESCE: Duration = Duration::from_millis(5);
 /// Records written between two prunes.
 const PRUNE_EVERY: u64 = 100;
 
-const RECORD_COLUMNS: &str = "id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile";
+const RECORD_COLUMNS: &str = "id, started_at_ms, tier, code_hash, duration_ms, status, calls, output_bytes, returned_bytes, error_kind, profile, user_id";
 
 /// Records kept for a later attempt while PostgreSQL cannot be reached; past it the oldest
 /// go, and the loss is logged.
@@ -147,6 +147,7 @@ impl PgStore {
             "SELECT {RECORD_COLUMNS} FROM executions
              WHERE ($1::text IS NULL OR profile = $1) AND ($2::text IS NULL OR status = $2)
                AND ($3::text IS NULL OR tier = $3) AND ($4::bigint IS NULL OR started_at_ms >= $4)
+               AND ($6::text IS NULL OR user_id = $6)
              ORDER BY started_at_ms DESC, seq DESC LIMIT $5"
         );
         let rows = client
@@ -158,6 +159,7 @@ impl PgStore {
                     &filter.tier,
                     &filter.since_ms,
                     &(limit as i64),
+                    &filter.user,
                 ],
             )
             .await?;
@@ -195,11 +197,11 @@ impl PgStore {
             .await?
             .ok_or_else(|| StoreError::NoExecution { id: id.to_string() })?;
         let mut record = row_to_record(&row)?;
-        record.shown = row.try_get(11)?;
+        record.shown = row.try_get(12)?;
         record.error_line = row
-            .try_get::<_, Option<i64>>(12)?
+            .try_get::<_, Option<i64>>(13)?
             .and_then(|line| u32::try_from(line).ok());
-        record.code = row.try_get(13)?;
+        record.code = row.try_get(14)?;
         let calls = client
             .query(
                 "SELECT backend, tool, duration_ms, ok, changed_state, args_bytes, result_bytes, started_ms, error, arguments
@@ -352,6 +354,7 @@ fn row_to_record(row: &Row) -> Result<ExecutionRecord, StoreError> {
         returned_bytes: row.try_get::<_, i64>(8)?.max(0) as u64,
         error_kind: row.try_get(9)?,
         profile: row.try_get(10)?,
+        user: row.try_get(11)?,
         code: None,
         call_rows: Vec::new(),
         shown: None,

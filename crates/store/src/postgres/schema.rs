@@ -104,6 +104,17 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, id)
     );
     CREATE INDEX shared_sessions_by_expiry ON shared_sessions(expires_at);",
+    // 4: users' own backend secrets, sealed, one per owner and backend; and the user an
+    // identity provider proved, on each record it ran (as the SQLite store's version 9).
+    "CREATE TABLE credentials (
+        owner TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        sealed BYTEA NOT NULL,
+        updated_at_ms BIGINT NOT NULL,
+        PRIMARY KEY (owner, backend)
+    );
+    ALTER TABLE executions ADD COLUMN user_id TEXT;
+    CREATE INDEX executions_by_user ON executions(user_id, started_at_ms);",
 ];
 
 /// The schema version this build writes.
@@ -152,11 +163,14 @@ pub async fn migrate(client: &mut Client) -> Result<(), StoreError> {
 }
 
 /// Two replicas creating the version table at once: one of them gets a unique violation on
-/// the catalog, and the table is there all the same.
+/// the catalog (or a duplicate table, or a duplicate row type), and the table is there all the
+/// same.
 fn already_created(error: tokio_postgres::Error) -> Result<(), StoreError> {
     match error.code() {
         Some(code) if *code == tokio_postgres::error::SqlState::UNIQUE_VIOLATION => Ok(()),
         Some(code) if *code == tokio_postgres::error::SqlState::DUPLICATE_TABLE => Ok(()),
+        // The table's row type, created with it, can be the one that collides.
+        Some(code) if *code == tokio_postgres::error::SqlState::DUPLICATE_OBJECT => Ok(()),
         _ => Err(error.into()),
     }
 }

@@ -65,3 +65,45 @@ pub async fn two_replicas(
     let other = connect().await.expect("connects");
     Some((one, other))
 }
+
+/// A store on one engine, with two handles on it.
+pub struct Engine {
+    pub name: &'static str,
+    pub one: sandgate_store::StoreHandle,
+    pub other: sandgate_store::StoreHandle,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub async fn engines(test: &str, retention: sandgate_store::Retention) -> Vec<Engine> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    let sqlite = Engine {
+        name: "sqlite",
+        one: sandgate_store::StoreHandle::spawn(
+            sandgate_store::Store::open(&path, retention).expect("opens"),
+        )
+        .expect("spawns"),
+        other: sandgate_store::StoreHandle::spawn(
+            sandgate_store::Store::open(&path, retention).expect("opens"),
+        )
+        .expect("spawns"),
+        _dir: Some(dir),
+    };
+    let mut all = vec![sqlite];
+    if let Some(url) = postgres_url(test).await {
+        let ca = test_ca();
+        let one = sandgate_store::StoreHandle::postgres(&url, ca.as_deref(), retention)
+            .await
+            .expect("connects");
+        let other = sandgate_store::StoreHandle::postgres(&url, ca.as_deref(), retention)
+            .await
+            .expect("connects");
+        all.push(Engine {
+            name: "postgres",
+            one,
+            other,
+            _dir: None,
+        });
+    }
+    all
+}
