@@ -92,7 +92,7 @@ impl Caller {
         let profile = authenticated.map_or("default", |a| a.profile.as_str());
         let user: Option<String> = authenticated
             .and_then(|a| a.user)
-            .map(|digest| digest[..16].iter().map(|b| format!("{b:02x}")).collect());
+            .map(|digest| sandgate_identity::user_id_of(&digest));
         Caller {
             owner: match (parts.headers.get("mcp-session-id"), &user) {
                 (Some(session), _) => Owner::Session(fnv_hex(session.as_bytes())),

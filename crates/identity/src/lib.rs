@@ -13,12 +13,16 @@
 //! HTTP status it deserves: 401 for a token that proves nothing, 403 for a valid token no rule
 //! admits. An opaque token (not a JWT) is asked about at its issuer's introspection endpoint
 //! (RFC 7662), when the config says how.
+//!
+//! A user's own secret for a backend is sealed by a [`Vault`] (AES-256-GCM, under a key the
+//! operator keeps outside the config) before the store keeps it.
 
 mod introspect;
 mod jwks;
 pub mod metadata;
 mod rules;
 mod settings;
+mod vault;
 mod verify;
 
 pub use rules::ClaimRule;
@@ -26,7 +30,8 @@ pub use settings::{
     DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IntrospectionSettings, IssuerSettings, OAuthSettings,
     parse_algorithm,
 };
-pub use verify::{Identity, Refusal, Verifier};
+pub use vault::{MAX_SECRET_BYTES, Vault};
+pub use verify::{Identity, Refusal, Verifier, user_id, user_id_of};
 
 /// What can go wrong in this crate outside a token's own check (which is a [`Refusal`]).
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +39,12 @@ pub enum IdentityError {
     /// The settings cannot work.
     #[error("[auth.oauth] {0}")]
     Settings(String),
+    /// The `[credentials]` key cannot be used.
+    #[error("the [credentials] key {0}")]
+    Key(String),
+    /// A user's secret cannot be sealed or opened.
+    #[error("{0}")]
+    Credential(String),
     /// An issuer's metadata or keys could not be read.
     #[error("the keys of issuer {issuer} could not be read: {message}")]
     Keys {

@@ -43,6 +43,17 @@ fn digest_of(issuer: &str, subject: &str) -> [u8; 32] {
     hasher.finalize().into()
 }
 
+/// The id a user goes by in records, stored outputs and credentials: 128 bits of its digest,
+/// in hex (the user does not choose it, so no one can aim at another's).
+pub fn user_id_of(digest: &[u8; 32]) -> String {
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The id (see [`user_id_of`]) of `subject` at `issuer`, as the operator names a user.
+pub fn user_id(issuer: &str, subject: &str) -> String {
+    user_id_of(&digest_of(issuer, subject))
+}
+
 impl Identity {
     /// How logs and the audit name it: the subject at its issuer.
     pub fn name(&self) -> String {
