@@ -19,8 +19,13 @@ from pathlib import Path
 
 import httpx2 as httpx
 import jwt
+import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import NODE_MODULES
 
@@ -29,6 +34,8 @@ USERS = {
     "alice": {"secret": "alice-" + secrets.token_hex(8), "claims": {"groups": ["eng"]}},
     "bob": {"secret": "bob-" + secrets.token_hex(8), "claims": {"groups": ["eng"]}},
     "mallory": {"secret": "mallory-" + secrets.token_hex(8), "claims": {"groups": ["sales"]}},
+    # In the group, with no credentials of her own (the per-user backend tests).
+    "carol": {"secret": "carol-" + secrets.token_hex(8), "claims": {"groups": ["eng"]}},
     # The gateway itself, when it asks the issuer about opaque tokens.
     "gateway": {"secret": "gateway-" + secrets.token_hex(8), "claims": {}},
 }
@@ -143,3 +150,43 @@ class KeyServer(http.server.ThreadingHTTPServer):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class Memory:
+    """Token storage for the SDK's OAuth client."""
+
+    def __init__(self):
+        self.tokens = None
+        self.client = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens):
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client
+
+    async def set_client_info(self, info):
+        self.client = info
+
+
+def as_user(server, issuer: Issuer, user: str):
+    provider = ClientCredentialsOAuthProvider(server_url=server.url, storage=Memory(), client_id=user,
+                                              client_secret=USERS[user]["secret"], scope="sandgate", issuer=issuer.url)
+    return streamable_http_client(server.url, http_client=create_mcp_http_client(auth=provider))
+
+
+@pytest.fixture
+def issuers():
+    """Starts issuers for a test, and stops every one after it, whatever happened."""
+    made: list[Issuer] = []
+
+    def start(tmp: Path, resources: list[str], **options) -> Issuer:
+        made.append(Issuer(tmp, resources, **options))
+        return made[-1]
+
+    yield start
+    for issuer in made:
+        issuer.close()

@@ -45,9 +45,17 @@ pub struct GatewayBuilder {
     startup_wait: Option<Duration>,
     expose_stored: bool,
     rate_limit_fallback: sandgate_config::RateLimitFallback,
+    credentials: Option<Arc<crate::credentials::Credentials>>,
 }
 
 impl GatewayBuilder {
+    /// Where users' own backend credentials are kept (`[credentials]`): without it, a backend
+    /// that takes a user's stored secret tells its callers none can be kept here.
+    pub fn credentials(mut self, credentials: crate::credentials::Credentials) -> Self {
+        self.credentials = Some(Arc::new(credentials));
+        self
+    }
+
     /// The profiles callers act under (see `Config::access_profiles`); `default` is added
     /// when they have none. Without this call, only `default`.
     pub fn profiles(mut self, profiles: Vec<Profile>) -> Self {
@@ -106,6 +114,7 @@ impl GatewayBuilder {
                 host,
                 self.audit,
                 metrics.clone(),
+                self.credentials,
             ),
             backends: self.backends,
             catalogs,
@@ -203,6 +212,7 @@ impl Gateway {
             startup_wait: None,
             expose_stored: false,
             rate_limit_fallback: Default::default(),
+            credentials: None,
         }
     }
 
@@ -440,10 +450,24 @@ impl Gateway {
 
     /// The metrics in the Prometheus text format.
     pub fn metrics_text(&self) -> String {
+        let statuses = self.backends.statuses();
+        let open = self.backends.user_connections();
+        let user_connections = statuses
+            .iter()
+            .filter(|s| self.backends.per_user(&s.name).is_some())
+            .map(|s| {
+                let n = open
+                    .iter()
+                    .find(|(b, _)| *b == s.name)
+                    .map_or(0, |(_, n)| *n);
+                (s.name.clone(), n)
+            })
+            .collect();
         telemetry::render(
             &self.metrics,
             &Gauges {
-                statuses: self.backends.statuses(),
+                user_connections,
+                statuses,
                 running: self.running.load(Ordering::SeqCst),
                 sandbox: self.chain().map(|c| &c.sandbox),
                 uptime_secs: self.uptime_secs(),

@@ -15,6 +15,7 @@ mod admission;
 mod audit;
 mod caller;
 mod clients;
+pub mod credentials;
 mod error;
 mod notice;
 mod profiles;

@@ -145,18 +145,25 @@ mod tests {
 
     #[test]
     fn a_sealed_secret_opens_only_for_its_owner_and_backend_under_its_key() {
-        let sealed = vault().seal("user:aa", "notes", "ghp_alice").expect("sealed");
+        let sealed = vault()
+            .seal("user:aa", "notes", "ghp_alice")
+            .expect("sealed");
         assert!(
             !sealed.windows(9).any(|w| w == b"ghp_alice"),
             "the secret is not in the sealed bytes"
         );
         assert_eq!(
-            vault().open("user:aa", "notes", &sealed).expect("opens").expose(),
+            vault()
+                .open("user:aa", "notes", &sealed)
+                .expect("opens")
+                .expose(),
             "ghp_alice"
         );
         assert_ne!(
             sealed,
-            vault().seal("user:aa", "notes", "ghp_alice").expect("sealed"),
+            vault()
+                .seal("user:aa", "notes", "ghp_alice")
+                .expect("sealed"),
             "a fresh nonce each time"
         );
         for (owner, backend) in [("user:bb", "notes"), ("user:aa", "other")] {
@@ -164,8 +171,13 @@ mod tests {
             assert!(refused.to_string().contains("does not open"), "{refused}");
         }
         let other_key = Vault::from_key_text(&"ab".repeat(32)).expect("a hex key");
-        let refused = other_key.open("user:aa", "notes", &sealed).expect_err("refused");
-        assert!(refused.to_string().contains("another [credentials] key"), "{refused}");
+        let refused = other_key
+            .open("user:aa", "notes", &sealed)
+            .expect_err("refused");
+        assert!(
+            refused.to_string().contains("another [credentials] key"),
+            "{refused}"
+        );
         let mut flipped = sealed.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 1;
@@ -180,6 +192,10 @@ mod tests {
             assert!(error.to_string().contains("openssl rand"), "{error}");
         }
         assert!(vault().seal("o", "b", "").is_err());
-        assert!(vault().seal("o", "b", &"x".repeat(MAX_SECRET_BYTES + 1)).is_err());
+        assert!(
+            vault()
+                .seal("o", "b", &"x".repeat(MAX_SECRET_BYTES + 1))
+                .is_err()
+        );
     }
 }

@@ -214,7 +214,17 @@ pub async fn build_gateway(
     calls: ManagerCalls,
     runtime: ChainRuntime,
 ) -> anyhow::Result<Arc<Gateway>> {
-    Ok(Gateway::builder(manager, Box::new(calls))
+    let credentials = match (vault(config)?, runtime.store.clone()) {
+        (Some(vault), Some(store)) => Some(sandgate_gateway::credentials::Credentials::new(
+            vault, store,
+        )),
+        _ => None,
+    };
+    let mut builder = Gateway::builder(manager, Box::new(calls));
+    if let Some(credentials) = credentials {
+        builder = builder.credentials(credentials);
+    }
+    Ok(builder
         .profiles(config.access_profiles())
         .audit(crate::access::audit_log(config)?)
         .chain(runtime)
@@ -223,6 +233,26 @@ pub async fn build_gateway(
         .rate_limit_fallback(config.store.rate_limit_when_unreachable)
         .build()
         .await)
+}
+
+/// The vault that seals users' secrets, when `[credentials]` names a key: from the
+/// environment (already resolved into the config) or from `key_file`.
+pub fn vault(config: &Config) -> anyhow::Result<Option<Arc<sandgate_identity::Vault>>> {
+    let credentials = &config.credentials;
+    let text = match (&credentials.key, &credentials.key_file) {
+        (Some(key), _) => key.expose().to_string(),
+        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "reading [credentials] key_file {}: make it with `openssl rand -base64 32 > {}` and chmod 600",
+                path.display(),
+                path.display()
+            )
+        })?,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(Arc::new(sandgate_identity::Vault::from_key_text(
+        &text,
+    )?)))
 }
 
 /// How many bytes of its calls' arguments an execution's record keeps: none unless

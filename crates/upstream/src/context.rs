@@ -19,6 +19,9 @@ pub struct CallContext {
     /// its own progress token). A receiver that does not keep up misses some (they are never
     /// waited for).
     pub progress: Option<mpsc::Sender<BackendProgress>>,
+    /// Who the call is for, on a backend that serves each user on a connection of its own
+    /// (`per_user`); ignored by other backends.
+    pub user: Option<crate::UserConnection>,
 }
 
 /// One progress notification a backend sent for a call.

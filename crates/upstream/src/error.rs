@@ -42,6 +42,16 @@ pub enum UpstreamError {
         /// Whether another attempt is scheduled (it is restarting).
         retrying: bool,
     },
+    /// A per-user backend did not accept the connection made with the caller's own credential.
+    #[error(
+        "backend `{backend}` did not accept the connection made with your own credential: {reason}. If the credential is wrong or expired, set it again (in the console, or `sandgate credentials set {backend}`)"
+    )]
+    UserConnectionRefused {
+        /// The backend.
+        backend: String,
+        /// What the connection attempt met.
+        reason: String,
+    },
     /// The tool is not among the backend's exposed tools.
     #[error(
         "backend `{backend}` has no tool `{tool}` (or the config's allow/deny filter hides it). Use search_tools to find the right name."

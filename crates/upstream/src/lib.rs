@@ -17,6 +17,7 @@ mod escapees;
 mod frames;
 mod listing;
 mod manager;
+mod per_user;
 mod reload;
 mod seam;
 mod stderr;
@@ -32,6 +33,7 @@ pub use listing::ToolProblem;
 pub use manager::{
     BackendManager, INHERITED_ENV, ManagerCalls, ManagerOptions, RestartPolicy, UpstreamEvent,
 };
+pub use per_user::UserConnection;
 pub use reload::Reloaded;
 pub use rmcp::model::CallToolResult;
 pub use seam::{BackendCalls, Backends};

@@ -75,6 +75,22 @@ impl PendingWrite {
 }
 
 impl Shared {
+    /// A `Shared` whose reports go nowhere, with the same options but no tool cache: what
+    /// users' own connections (`per_user`) report into, so nothing of them reaches the catalog.
+    fn silent(options: &ManagerOptions) -> Arc<Shared> {
+        let (events, _) = broadcast::channel(1);
+        Arc::new(Shared {
+            options: ManagerOptions {
+                cache: None,
+                ..options.clone()
+            },
+            events,
+            known_tools: Mutex::default(),
+            cache_writer: None,
+            generation: Default::default(),
+        })
+    }
+
     /// Marks that `backend`'s live tools are about to change: call before publishing them, so
     /// that whoever sees the new tools also sees a newer generation.
     pub(crate) fn tools_changing(&self, backend: &crate::backend::Backend) {
@@ -184,6 +200,8 @@ pub struct BackendManager {
     pub(crate) supervisors: Mutex<BTreeMap<String, Supervised>>,
     /// Held while a reload runs, so two reloads never interleave.
     pub(crate) reloading: tokio::sync::Mutex<()>,
+    /// Each user's own connection to each per-user backend.
+    users: crate::per_user::UserConnections,
 }
 
 /// A running supervisor and how to stop just it.
@@ -231,6 +249,7 @@ impl BackendManager {
             .cache
             .clone()
             .map(|cache| Arc::new(CacheWriter::new(cache)));
+        let silent = Shared::silent(&options);
         let shared = Arc::new(Shared {
             options,
             events,
@@ -254,10 +273,12 @@ impl BackendManager {
         let manager = Arc::new(BackendManager {
             backends: RwLock::new(Arc::new(backends)),
             shared,
-            shutdown,
             supervisors: Mutex::new(supervisors),
             reloading: tokio::sync::Mutex::new(()),
+            users: crate::per_user::UserConnections::new(silent, shutdown.clone()),
+            shutdown,
         });
+        tokio::spawn(close_idle_user_connections(Arc::downgrade(&manager)));
         (manager.clone(), ManagerCalls::of(manager))
     }
 
@@ -387,7 +408,26 @@ impl BackendManager {
                 known: backends.keys().cloned().collect::<Vec<_>>().join(", "),
             });
         };
-        target.call(tool, arguments, context).await
+        match &target.config.per_user {
+            None => target.call(tool, arguments, context).await,
+            Some(per_user) => {
+                let Some(user) = context.user.clone() else {
+                    return Err(UpstreamError::Unavailable {
+                        backend: backend.clone(),
+                        reason: "it serves each user on a connection of their own, and this call names no user".into(),
+                        retrying: false,
+                    });
+                };
+                self.users
+                    .call(target, per_user, &user, tool, arguments, context)
+                    .await
+            }
+        }
+    }
+
+    /// How many users' own connections each per-user backend has open.
+    pub fn user_connections(&self) -> Vec<(String, usize)> {
+        self.users.counts()
     }
 
     /// The most JSON bytes one call's arguments may have for `backend` (its
@@ -423,13 +463,39 @@ impl BackendManager {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        let tasks = supervisors.into_values().map(|s| s.task);
+        let tasks = supervisors
+            .into_values()
+            .map(|s| s.task)
+            .chain(self.users.stop_all());
         let ended = tokio::time::timeout(within * 2 / 3, futures::future::join_all(tasks))
             .await
             .is_ok();
         // Ended supervisors change the known tools no more: this write is the last.
         let _ = tokio::time::timeout(within / 3, self.shared.save_known()).await;
         ended
+    }
+}
+
+/// Closes users' idle connections every second, until the manager is gone.
+async fn close_idle_user_connections(manager: std::sync::Weak<BackendManager>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(manager) = manager.upgrade() else {
+            return;
+        };
+        if manager.shutdown.is_cancelled() {
+            return;
+        }
+        let backends = manager.backends();
+        manager.users.close_idle(&|name| {
+            backends
+                .get(name)
+                .filter(|b| b.config.enabled)
+                .and_then(|b| b.config.per_user.as_ref())
+                .map(|p| p.idle_timeout)
+        });
     }
 }
 

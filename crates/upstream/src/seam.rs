@@ -46,6 +46,14 @@ pub trait Backends: Send + Sync + Debug {
     fn largest_argument_bytes(&self) -> usize;
     /// Stops every backend, waiting at most `within`; whether all ended in time.
     fn stop(&self, within: Duration) -> BoxFuture<'_, bool>;
+    /// How `backend` serves each user on a connection of its own, if it does (`per_user`).
+    fn per_user(&self, _backend: &str) -> Option<sandgate_config::PerUser> {
+        None
+    }
+    /// How many users' own connections each per-user backend has open, by name.
+    fn user_connections(&self) -> Vec<(String, usize)> {
+        Vec::new()
+    }
 }
 
 /// Calling a backend tool: the one thing [`Backends`] cannot do.
@@ -113,5 +121,15 @@ impl Backends for BackendManager {
 
     fn stop(&self, within: Duration) -> BoxFuture<'_, bool> {
         Box::pin(BackendManager::stop(self, within))
+    }
+
+    fn per_user(&self, backend: &str) -> Option<sandgate_config::PerUser> {
+        self.backends()
+            .get(backend)
+            .and_then(|b| b.config.per_user.clone())
+    }
+
+    fn user_connections(&self) -> Vec<(String, usize)> {
+        BackendManager::user_connections(self)
     }
 }

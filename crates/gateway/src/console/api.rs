@@ -37,7 +37,7 @@ fn text_of(result: &rmcp::model::CallToolResult) -> String {
 
 /// The caller a console session acts as: its profile, and an owner of its own for what its
 /// playground runs store.
-fn caller(console: &Console, user: &ConsoleUser) -> Caller {
+pub(super) fn caller(console: &Console, user: &ConsoleUser) -> Caller {
     Caller {
         owner: Owner::Session(fnv_hex(format!("console:{}", user.session).as_bytes())),
         access: Access::new(console.gateway.profile(&user.profile)),

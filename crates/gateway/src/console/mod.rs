@@ -10,6 +10,7 @@
 //! origin. A profile sees its own executions and tools; an admin profile sees everything.
 
 mod api;
+mod credentials;
 mod logins;
 mod reply;
 mod session;
@@ -46,6 +47,12 @@ pub(crate) fn router(console: Console) -> Router {
         .route("/ui/api/run", post(api::run))
         .route("/ui/api/stats", get(api::stats))
         .route("/ui/api/events", get(api::events))
+        .route(
+            "/ui/api/credentials",
+            get(credentials::list)
+                .put(credentials::set)
+                .delete(credentials::remove),
+        )
         .route("/ui/logout", post(session::logout))
         .layer(axum::middleware::from_fn_with_state(
             console.clone(),

@@ -104,6 +104,8 @@ pub struct Door {
     host: Arc<Host>,
     audit: AuditLog,
     metrics: Arc<Metrics>,
+    /// Users' own credentials, for backends that serve each user on its own connection.
+    credentials: Option<Arc<crate::credentials::Credentials>>,
 }
 
 impl Door {
@@ -115,6 +117,7 @@ impl Door {
         host: Host,
         audit: AuditLog,
         metrics: Arc<Metrics>,
+        credentials: Option<Arc<crate::credentials::Credentials>>,
     ) -> Door {
         Door {
             calls,
@@ -122,7 +125,13 @@ impl Door {
             host: Arc::new(host),
             audit,
             metrics,
+            credentials,
         }
+    }
+
+    /// Users' own credentials, when this gateway keeps them.
+    pub(crate) fn credentials(&self) -> Option<&Arc<crate::credentials::Credentials>> {
+        self.credentials.as_ref()
     }
 
     /// Where decisions are written.
@@ -219,6 +228,21 @@ impl Door {
             return stored.run_stored(knock, &call.tool, arguments).await;
         }
         let arguments = Some(arguments);
+        // A backend that serves each user on a connection of its own gets who this is, and
+        // the user's own secret; the secret goes nowhere else.
+        let user = match self.backends.per_user(&call.backend) {
+            None => None,
+            Some(per_user) => Some(
+                crate::credentials::connection_for(
+                    self.credentials.as_deref(),
+                    &knock.caller,
+                    &call.backend,
+                    &per_user,
+                )
+                .await
+                .map_err(|e| CallFailure::new(FailureKind::Failed, e.to_string()))?,
+            ),
+        };
         let (progress, forwarding) = match knock.progress.clone() {
             Some(sink) => {
                 let (notices, forwarding) = forward_progress(sink, call.qualified());
@@ -230,6 +254,7 @@ impl Door {
             limit,
             trace: traces::to_meta(trace),
             progress,
+            user,
         };
         let result = self.calls.call(&authorized, arguments, context).await;
         // The call's notices reach the client before the call is reported finished.

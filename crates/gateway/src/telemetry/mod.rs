@@ -32,6 +32,9 @@ pub(crate) struct Gauges<'a> {
     pub sandbox: Option<&'a sandgate_sandbox::Sandbox>,
     /// Seconds since start.
     pub uptime_secs: u64,
+    /// Each per-user backend's open users' connections, by name (none when no backend is
+    /// per-user).
+    pub user_connections: Vec<(String, usize)>,
 }
 
 /// The metrics in the Prometheus text format: `metrics`' counters, then `gauges`.
@@ -78,6 +81,21 @@ pub(crate) fn render(metrics: &Metrics, gauges: &Gauges<'_>) -> String {
                 "{name}{{backend=\"{}\"}} {}",
                 escape(&s.name),
                 value(s)
+            );
+        }
+    }
+    if !gauges.user_connections.is_empty() {
+        family(
+            &mut out,
+            "sandgate_backend_user_connections",
+            "gauge",
+            "Users' own connections (processes, for stdio) open to each per-user backend.",
+        );
+        for (backend, open) in &gauges.user_connections {
+            let _ = writeln!(
+                out,
+                "sandgate_backend_user_connections{{backend=\"{}\"}} {open}",
+                escape(backend)
             );
         }
     }

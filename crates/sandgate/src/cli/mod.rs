@@ -1,8 +1,9 @@
-//! Command-line interface: `serve`, `run`, `check`, `tools`, `executions`, `migrate`,
-//! `status`.
+//! Command-line interface: `serve`, `run`, `check`, `tools`, `executions`, `credentials`,
+//! `migrate`, `status`.
 
 mod args;
 mod check;
+mod credentials;
 mod executions;
 mod reload;
 mod run;
@@ -49,6 +50,12 @@ pub enum Command {
         #[command(subcommand)]
         command: executions::ExecutionsCommand,
     },
+    /// Keep users' own secrets for per-user backends (sealed with the [credentials] key).
+    Credentials {
+        /// Which credentials command.
+        #[command(subcommand)]
+        command: credentials::CredentialsCommand,
+    },
     /// Bring the store's schema to this version and exit: for a deployment job that runs
     /// before replicas start (they migrate by themselves too, one at a time).
     Migrate(ConfigArg),
@@ -66,6 +73,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => check::run(args, true).await,
         Command::Tools { command } => tools::run(command).await,
         Command::Executions { command } => executions::run(command).await,
+        Command::Credentials { command } => credentials::run(command).await,
         Command::Migrate(args) => {
             let config = crate::setup::load_config(args.config.as_deref())?;
             let store = crate::setup::store_handle(&config).await?;

@@ -162,7 +162,7 @@ function route() {
   for (const link of document.querySelectorAll("#nav a")) {
     link.classList.toggle("active", link.dataset.page === page);
   }
-  const pages = { backends: backendsPage, tools: toolsPage, executions: executionsPage, playground: playgroundPage, stats: statsPage };
+  const pages = { backends: backendsPage, tools: toolsPage, executions: executionsPage, playground: playgroundPage, stats: statsPage, credentials: credentialsPage };
   if (page === "executions" && arg) return executionPage(decodeURIComponent(arg));
   (pages[page] || backendsPage)();
 }
@@ -416,4 +416,52 @@ async function statsPage() {
   } catch (error) {
     main.append(failure(error));
   }
+}
+
+// --- credentials ---------------------------------------------------------------------------
+
+// A secret goes in once; the gateway never sends it back, so the page only says whether one is
+// kept.
+async function credentialsPage() {
+  show(el("h2", {}, "Credentials"), el("p", { class: "muted" }, "Loading…"));
+  let data;
+  try {
+    data = await api("/ui/api/credentials");
+  } catch (error) {
+    main.append(failure(error));
+    return;
+  }
+  const intro = el("p", { class: "muted" }, data.kept
+    ? "Your own secret for each backend that takes one. It is sealed before it is stored, sent only to that backend, and never shown again."
+    : "This gateway keeps no credentials ([credentials] names no key).");
+  const rows = data.backends.map((b) => {
+    const secret = el("input", { type: "password", autocomplete: "off", placeholder: "new secret", "data-secret": b.backend });
+    const message = el("span", { class: "muted", "data-message": b.backend });
+    const save = el("button", { "data-save": b.backend, on: { click: async () => {
+      try {
+        await api("/ui/api/credentials?backend=" + encodeURIComponent(b.backend), {
+          method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ secret: secret.value }) });
+        secret.value = "";
+        credentialsPage();
+      } catch (error) {
+        message.textContent = String(error.message || error);
+      }
+    } } }, "Save");
+    const forget = b.set ? el("button", { class: "plain", "data-remove": b.backend, on: { click: async () => {
+      try {
+        await api("/ui/api/credentials?backend=" + encodeURIComponent(b.backend), { method: "DELETE" });
+        credentialsPage();
+      } catch (error) {
+        message.textContent = String(error.message || error);
+      }
+    } } }, "Remove") : null;
+    return el("tr", { "data-backend": b.backend },
+      el("td", { class: "name" }, b.backend),
+      el("td", {}, b.goes_in),
+      el("td", { "data-state": b.backend }, b.set ? "kept since " + when(b.updated_at_ms) : "none"),
+      el("td", {}, secret, save, forget, message));
+  });
+  show(el("h2", {}, "Credentials"), intro, el("table", { id: "credentials" },
+    el("thead", {}, el("tr", {}, ["Backend", "Sent in", "Yours", "Set"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, ...rows)));
 }

@@ -1,0 +1,215 @@
+//! Each user's own credential for a backend: whose it is, where it is kept, and what a call to
+//! a per-user backend carries.
+//!
+//! A credential belongs to an owner: the user an identity provider proved (`user:<id>`), a
+//! static token of the config (`token:<name>`), or the local user of stdio (`local`). Its
+//! secret is sealed by the [`Vault`] before the store keeps it, and opened only on its way to
+//! the backend, in the call's context; it never reaches a script, a result, a log or the
+//! model. Opened secrets are kept in memory for a few seconds, so a script's many calls do not
+//! each read the store; a secret set or removed through this gateway is seen at once, one set
+//! elsewhere (the CLI, another replica) within [`FRESH_FOR`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use sandgate_config::{PerUser, Secret, UserSecret};
+use sandgate_identity::Vault;
+use sandgate_store::{CredentialEntry, StoreHandle};
+use sandgate_upstream::UserConnection;
+
+use crate::caller::{Caller, Owner};
+
+/// How long an opened secret (or its absence) is used before the store is read again.
+pub const FRESH_FOR: Duration = Duration::from_secs(5);
+/// The most opened secrets kept in memory at once.
+const MAX_REMEMBERED: usize = 10_000;
+
+/// Why a call to a per-user backend cannot carry its user's credential.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialError {
+    /// The user has none for this backend.
+    #[error(
+        "backend `{backend}` is reached with each user's own credential, and none is kept for {who}. Add yours in the console (/ui, Credentials), or have the operator run: printf %s \"$SECRET\" | sandgate credentials set {backend} {owner_args}"
+    )]
+    Missing {
+        /// The backend.
+        backend: String,
+        /// The user, in words.
+        who: String,
+        /// The CLI's arguments that name this user.
+        owner_args: String,
+    },
+    /// The credential could not be read or opened.
+    #[error("your credential for backend `{backend}` cannot be used: {why}")]
+    Unusable {
+        /// The backend.
+        backend: String,
+        /// Why.
+        why: String,
+    },
+    /// No credential can be kept here.
+    #[error("this gateway keeps no credentials: [credentials] names no key, or there is no store")]
+    NotKept,
+}
+
+/// Who owns a credential, as the store keys it.
+pub fn owner_of(caller: &Caller) -> String {
+    match (&caller.user, &caller.token_id, &caller.owner) {
+        (Some(user), _, _) => format!("user:{user}"),
+        (None, Some(token), _) => format!("token:{token}"),
+        (None, None, Owner::Local) => "local".to_string(),
+        (None, None, _) => "anonymous".to_string(),
+    }
+}
+
+/// The CLI arguments that name `owner` (see [`owner_of`]).
+pub fn owner_args(owner: &str) -> String {
+    match owner.split_once(':') {
+        Some(("user", id)) => format!("--user-id {id}"),
+        Some(("token", name)) => format!("--token {name}"),
+        _ => "--local".to_string(),
+    }
+}
+
+/// Opened secrets (or their absence) by owner and backend, with when they were read.
+type Opened = HashMap<(String, String), (Option<Secret>, Instant)>;
+
+/// Users' credentials: sealed in the store, opened for calls.
+pub struct Credentials {
+    vault: Arc<Vault>,
+    store: StoreHandle,
+    opened: Mutex<Opened>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// Credentials sealed by `vault` and kept in `store`.
+    pub fn new(vault: Arc<Vault>, store: StoreHandle) -> Credentials {
+        Credentials {
+            vault,
+            store,
+            opened: Mutex::default(),
+        }
+    }
+
+    /// Keeps `secret` as `owner`'s credential for `backend`.
+    pub async fn set(&self, owner: &str, backend: &str, secret: &str) -> Result<(), String> {
+        let sealed = self
+            .vault
+            .seal(owner, backend, secret)
+            .map_err(|e| e.to_string())?;
+        self.store
+            .put_credential(owner, backend, sealed)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.forget(owner, backend);
+        Ok(())
+    }
+
+    /// Removes `owner`'s credential for `backend`; whether there was one.
+    pub async fn remove(&self, owner: &str, backend: &str) -> Result<bool, String> {
+        let removed = self
+            .store
+            .remove_credential(owner, backend)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.forget(owner, backend);
+        Ok(removed)
+    }
+
+    /// The backends `owner` has a credential for (never the secrets).
+    pub async fn list(&self, owner: &str) -> Result<Vec<CredentialEntry>, String> {
+        self.store
+            .credentials_of(owner)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// `owner`'s secret for `backend`, if it has one.
+    async fn secret(&self, owner: &str, backend: &str) -> Result<Option<Secret>, String> {
+        let key = (owner.to_string(), backend.to_string());
+        if let Some((secret, at)) = self.lock().get(&key)
+            && at.elapsed() < FRESH_FOR
+        {
+            return Ok(secret.clone());
+        }
+        let sealed = self
+            .store
+            .credential(owner, backend)
+            .await
+            .map_err(|e| e.to_string())?;
+        let secret = match sealed {
+            Some(sealed) => Some(
+                self.vault
+                    .open(owner, backend, &sealed)
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let mut opened = self.lock();
+        if opened.len() >= MAX_REMEMBERED {
+            opened.clear();
+        }
+        opened.insert(key, (secret.clone(), Instant::now()));
+        Ok(secret)
+    }
+
+    fn forget(&self, owner: &str, backend: &str) {
+        self.lock()
+            .remove(&(owner.to_string(), backend.to_string()));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Opened> {
+        self.opened.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a call by `caller` to per-user `backend` carries: the caller's id, and its secret when
+/// the backend takes one (`credentials` is where stored secrets are; `None` keeps none).
+pub async fn connection_for(
+    credentials: Option<&Credentials>,
+    caller: &Caller,
+    backend: &str,
+    per_user: &PerUser,
+) -> Result<UserConnection, CredentialError> {
+    let owner = owner_of(caller);
+    let secret = match &per_user.secret {
+        UserSecret::None => None,
+        UserSecret::Header { .. } | UserSecret::Env { .. } => {
+            let credentials = credentials.ok_or(CredentialError::NotKept)?;
+            let secret = credentials.secret(&owner, backend).await.map_err(|why| {
+                CredentialError::Unusable {
+                    backend: backend.to_string(),
+                    why,
+                }
+            })?;
+            Some(secret.ok_or_else(|| CredentialError::Missing {
+                backend: backend.to_string(),
+                who: who(caller),
+                owner_args: owner_args(&owner),
+            })?)
+        }
+        UserSecret::TokenExchange { .. } => {
+            return Err(CredentialError::Unusable {
+                backend: backend.to_string(),
+                why: "token exchange is not available in this build".into(),
+            });
+        }
+    };
+    Ok(UserConnection { owner, secret })
+}
+
+/// The caller, in words for an error it reads.
+fn who(caller: &Caller) -> String {
+    match (&caller.user, &caller.token_id) {
+        (Some(user), _) => format!("you (user {user})"),
+        (None, Some(token)) => format!("token `{token}`"),
+        (None, None) => "the local user".to_string(),
+    }
+}
