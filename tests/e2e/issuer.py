@@ -50,7 +50,8 @@ class Issuer:
     """oidc-provider on loopback, with a signing key this test holds too (to make tokens the
     issuer's key signs but the issuer would never issue: expired, for another audience...)."""
 
-    def __init__(self, tmp: Path, resources: list[str], opaque: tuple[str, ...] = ()):
+    def __init__(self, tmp: Path, resources: list[str], opaque: tuple[str, ...] = (),
+                 exchangers: tuple[str, ...] = ()):
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.kid = "k-" + secrets.token_hex(4)
         numbers = self.key.private_numbers()
@@ -63,6 +64,7 @@ class Issuer:
             "signing_key": jwk,
             "resources": {r: {"scope": "sandgate", "format": "opaque" if r in opaque else "jwt"} for r in resources},
             "clients": [{"id": name, "secret": u["secret"], "claims": u["claims"]} for name, u in USERS.items()],
+            "exchangers": list(exchangers),
         }))
         self.proc = subprocess.Popen(["node", str(PROVIDER), str(settings)], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
@@ -94,6 +96,10 @@ class Issuer:
                             auth=(user, USERS[user]["secret"]), timeout=10)
         assert answer.status_code == 200, answer.text
         return answer.json()["access_token"]
+
+    def exchanges(self) -> int:
+        """How many token exchanges the issuer has answered."""
+        return httpx.get(f"{self.url}/test/exchanges", timeout=10).json()["exchanges"]
 
     def close(self):
         self.proc.terminate()

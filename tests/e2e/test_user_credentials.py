@@ -308,3 +308,86 @@ path = "{tmp_path / 'store.db'}"
     finally:
         server.close()
         backend.kill()
+
+
+@pytest.mark.anyio
+async def test_each_user_reaches_a_backend_with_a_token_their_issuer_exchanged(tmp_path, monkeypatch, issuers):
+    """RFC 8693: the gateway presents the caller's own token at the caller's issuer and gets one
+    for the backend's audience; the backend (which checks the issuer's signature and its own
+    audience) sees each user as themselves. The caller's token never reaches the backend, an
+    exchanged token is kept until it expires (one exchange for many calls), and a caller with
+    no access token of an issuer gets an error that says why."""
+    monkeypatch.setenv("SANDGATE_TEST_EXCHANGE_SECRET", USERS["gateway"]["secret"])
+    port, backend_port = free_port(), free_port()
+    gateway_resource = f"http://127.0.0.1:{port}/mcp"
+    backend_resource = f"http://127.0.0.1:{backend_port}/mcp"
+    issuer = issuers(tmp_path, [gateway_resource, backend_resource], exchangers=("gateway",))
+    service = "tok-service-" + "s" * 20
+    backend = subprocess.Popen([sys.executable, str(WHOAMI), "http", str(backend_port)],
+                               env={**os.environ, "WHOAMI_TOKENS": service, "WHOAMI_ISSUER": issuer.url,
+                                    "WHOAMI_AUDIENCE": backend_resource},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path = tmp_path / "sandgate.toml"
+    path.write_text(f"""
+[servers.notes]
+url = "{backend_resource}"
+headers = {{ Authorization = "Bearer {service}" }}
+token_exchange = {{ audience = "{backend_resource}" }}
+
+[profiles.builder]
+tools = ["*"]
+
+[[http.tokens]]
+token = "{ADMIN_TOKEN}"
+profile = "builder"
+name = "static-user"
+
+[auth.oauth]
+resource = "{gateway_resource}"
+
+[[auth.oauth.issuers]]
+issuer = "{issuer.url}"
+token_exchange = {{ client_id = "gateway", client_secret = "${{SANDGATE_TEST_EXCHANGE_SECRET}}" }}
+
+[[auth.oauth.rules]]
+claim = "groups"
+value = "eng"
+profile = "builder"
+""")
+    server = None
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.post(backend_resource, json={}, timeout=1).status_code == 401:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the whoami server did not start"
+            time.sleep(0.1)
+        server = OneProcess(path, listen=f"127.0.0.1:{port}")
+        before = issuer.exchanges()
+        alice_token = issuer.client_token("alice", gateway_resource)
+        seen = {}
+        for user in ["alice", "bob"]:
+            async with Client(as_user(server, issuer, user), mode="2026-07-28") as client:
+                for _ in range(3):
+                    result = await client.call_tool("call_tool_chain", {"code": "return await notes.whoami()"})
+                    seen.setdefault(user, []).append(structured(result)["result"])
+        assert {s["subject"] for s in seen["alice"]} == {"alice"}, seen
+        assert {s["subject"] for s in seen["bob"]} == {"bob"}, seen
+        assert seen["alice"][0]["credential"] != seen["bob"][0]["credential"]
+        assert digest(service) not in {s["credential"] for v in seen.values() for s in v}
+        assert digest(alice_token) not in {s["credential"] for s in seen["alice"]}, "the caller's own token went upstream"
+        # One exchange per user and token: the rest were kept.
+        assert issuer.exchanges() - before == 2, issuer.exchanges() - before
+        # A static token has no token of an issuer to exchange.
+        headers = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+        async with Client(server.target(headers), mode="2026-07-28") as client:
+            result = await client.call_tool("call_tool_chain", {"code": "return await notes.whoami()"})
+            assert result.is_error and "no access token of an [auth.oauth] issuer" in result.content[0].text, result.content
+        assert httpx.get(server.url.replace("/mcp", "/healthz")).status_code == 200
+    finally:
+        if server:
+            server.close()
+        backend.kill()

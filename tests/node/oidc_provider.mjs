@@ -5,24 +5,48 @@
 //   node oidc_provider.mjs SETTINGS.json
 //
 // SETTINGS: {"signing_key": <private JWK>, "resources": {"<url>": {"scope": "...", "format": "jwt" | "opaque"}},
-//            "clients": [{"id", "secret", "claims": {...}}]}
+//            "clients": [{"id", "secret", "claims": {...}}], "exchangers": ["<client id>", ...]}
 // Prints one JSON line, {"issuer": "http://127.0.0.1:PORT"}, once it listens.
+//
+// Token exchange: a client named in "exchangers" may present another client's access token
+// (a JWT this provider signed, for any of its resources) and get one for another resource,
+// whose subject is the same client (with its claims). GET /test/exchanges says how many
+// exchanges it has answered, so a test can see a gateway keep the tokens it got.
 
 import { readFileSync } from "node:fs";
 import http from "node:http";
+import { importJWK, jwtVerify } from "jose";
 import Provider, { errors } from "oidc-provider";
+
+const EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token";
 
 const settings = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
 const claimsOf = Object.fromEntries(settings.clients.map((c) => [c.id, c.claims ?? {}]));
+const exchangers = new Set(settings.exchangers ?? []);
+let exchanges = 0;
+
+function resourceInfo(resource) {
+  const known = settings.resources[resource];
+  if (!known) throw new errors.InvalidTarget();
+  const info = {
+    scope: known.scope ?? "sandgate",
+    audience: resource,
+    accessTokenTTL: known.ttl ?? 300,
+    accessTokenFormat: known.format ?? "jwt",
+  };
+  if (info.accessTokenFormat === "jwt") info.jwt = { sign: { alg: settings.signing_key.alg ?? "RS256" } };
+  return info;
+}
 
 const provider = new Provider(issuer, {
   clients: settings.clients.map((c) => ({
     client_id: c.id,
     client_secret: c.secret,
-    grant_types: ["client_credentials"],
+    grant_types: exchangers.has(c.id) ? ["client_credentials", EXCHANGE] : ["client_credentials"],
     redirect_uris: [],
     response_types: [],
     token_endpoint_auth_method: "client_secret_basic",
@@ -38,22 +62,48 @@ const provider = new Provider(issuer, {
       enabled: true,
       defaultResource: () => Object.keys(settings.resources)[0],
       useGrantedResource: () => true,
-      getResourceServerInfo: (ctx, resource) => {
-        const known = settings.resources[resource];
-        if (!known) throw new errors.InvalidTarget();
-        const info = {
-          scope: known.scope ?? "sandgate",
-          audience: resource,
-          accessTokenTTL: known.ttl ?? 300,
-          accessTokenFormat: known.format ?? "jwt",
-        };
-        if (info.accessTokenFormat === "jwt") info.jwt = { sign: { alg: settings.signing_key.alg ?? "RS256" } };
-        return info;
-      },
+      getResourceServerInfo: (ctx, resource) => resourceInfo(resource),
     },
   },
   extraTokenClaims: (ctx, token) => claimsOf[token.clientId] ?? {},
 });
 provider.proxy = false;
-server.on("request", provider.callback());
+
+const { d, p, q, dp, dq, qi, ...publicJwk } = settings.signing_key;
+const verifyKey = await importJWK(publicJwk, settings.signing_key.alg ?? "RS256");
+provider.registerGrantType(EXCHANGE, async (ctx) => {
+  const { subject_token, subject_token_type, audience, resource, scope } = ctx.oidc.params;
+  if (subject_token_type !== ACCESS_TOKEN) throw new errors.InvalidRequest("subject_token_type must be an access token");
+  let subject;
+  try {
+    ({ payload: subject } = await jwtVerify(subject_token, verifyKey, { issuer }));
+  } catch (error) {
+    throw new errors.InvalidGrant("subject_token is not a valid access token of this issuer");
+  }
+  const target = resource ?? audience;
+  const info = resourceInfo(target);
+  const client = await provider.Client.find(subject.client_id ?? subject.sub);
+  if (!client) throw new errors.InvalidGrant("subject_token names no known client");
+  const token = new provider.ClientCredentials({ client, scope: scope ?? info.scope });
+  token.resourceServer = new provider.ResourceServer(target, info);
+  const value = await token.save();
+  exchanges += 1;
+  ctx.body = {
+    access_token: value,
+    issued_token_type: ACCESS_TOKEN,
+    token_type: "Bearer",
+    expires_in: token.expiration,
+    scope: token.scope,
+  };
+}, ["subject_token", "subject_token_type", "audience", "resource", "scope", "requested_token_type"]);
+
+const callback = provider.callback();
+server.on("request", (req, res) => {
+  if (req.url === "/test/exchanges") {
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ exchanges }));
+    return;
+  }
+  callback(req, res);
+});
 process.stdout.write(JSON.stringify({ issuer }) + "\n");

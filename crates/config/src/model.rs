@@ -248,14 +248,19 @@ impl Config {
         }
         if let Some(oauth) = &mut config.auth.oauth {
             for (i, issuer) in oauth.issuers.iter_mut().enumerate() {
-                if let Some(how) = &mut issuer.introspection {
-                    how.client_secret =
-                        Secret::from(interpolate(how.client_secret.expose(), lookup).map_err(
-                            |var| ConfigError::MissingSecret {
-                                key: format!("auth.oauth.issuers[{i}].introspection.client_secret"),
-                                var,
-                            },
-                        )?);
+                for (part, client) in [
+                    ("introspection", &mut issuer.introspection),
+                    ("token_exchange", &mut issuer.token_exchange),
+                ] {
+                    if let Some(how) = client {
+                        how.client_secret =
+                            Secret::from(interpolate(how.client_secret.expose(), lookup).map_err(
+                                |var| ConfigError::MissingSecret {
+                                    key: format!("auth.oauth.issuers[{i}].{part}.client_secret"),
+                                    var,
+                                },
+                            )?);
+                    }
                 }
             }
         }

@@ -191,11 +191,15 @@ impl Walker<'_> {
                         "add [credentials] with key = \"${SANDGATE_CREDENTIAL_KEY}\" (32 random bytes in base64: `openssl rand -base64 32`)",
                     ));
                 }
-                UserSecret::TokenExchange { .. } if config.auth.oauth.is_none() => {
+                UserSecret::TokenExchange { .. }
+                    if !config.auth.oauth.as_ref().is_some_and(|oauth| {
+                        oauth.issuers.iter().any(|i| i.token_exchange.is_some())
+                    }) =>
+                {
                     return Err(self.invalid(
                         &format!("{key}.token_exchange"),
-                        "exchanges the caller's access token, and [auth.oauth] accepts none",
-                        "configure [auth.oauth] with the issuer that exchanges tokens, or use user_secret",
+                        "exchanges the caller's access token, and no issuer of [auth.oauth] says how",
+                        "give the issuer token_exchange = { client_id = \"sandgate\", client_secret = \"${EXCHANGE_SECRET}\" } in [[auth.oauth.issuers]], or use user_secret",
                     ));
                 }
                 _ => {}

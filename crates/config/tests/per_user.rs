@@ -111,7 +111,7 @@ fn each_mistake_names_its_key_and_the_fix() {
         ),
         (
             "[servers.n]\nurl = \"http://127.0.0.1:9/mcp\"\ntoken_exchange = { audience = \"a\" }\n",
-            "[auth.oauth]",
+            "no issuer of [auth.oauth] says how",
         ),
         (
             "[servers.n]\ncommand = \"x\"\ntoken_exchange = { audience = \"a\" }\n",
@@ -126,6 +126,18 @@ fn each_mistake_names_its_key_and_the_fix() {
         let error = refused(text);
         assert!(error.contains(says), "{text}\n=> {error}");
     }
+}
+
+#[test]
+fn a_token_exchange_backend_loads_beside_an_issuer_that_exchanges() {
+    let text = "[auth.oauth]\nresource = \"http://127.0.0.1:8931/mcp\"\n[[auth.oauth.issuers]]\nissuer = \"http://127.0.0.1:9\"\ntoken_exchange = { client_id = \"gw\", client_secret = \"${X}\" }\n[profiles.default]\ntools = [\"*\"]\n[[auth.oauth.rules]]\nclaim = \"g\"\nvalue = \"v\"\nprofile = \"default\"\n[servers.n]\nurl = \"http://127.0.0.1:9/mcp\"\ntoken_exchange = { audience = \"http://127.0.0.1:9/mcp\", scope = \"notes\" }\n";
+    assert_eq!(
+        per_user(text).expect("per user").secret,
+        UserSecret::TokenExchange {
+            audience: "http://127.0.0.1:9/mcp".into(),
+            scope: Some("notes".into())
+        }
+    );
 }
 
 #[test]

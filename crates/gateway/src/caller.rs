@@ -33,6 +33,18 @@ pub struct Authenticated {
     /// The user an access token proved (`iss` plus `sub`, digested): what it stores is its
     /// own, not its profile's.
     pub user: Option<[u8; 32]>,
+    /// That user's token and its issuer, for a token exchange (never sent on itself).
+    pub grant: Option<std::sync::Arc<UserGrant>>,
+}
+
+/// The access token a user proved themselves with, and the issuer that made it: what a token
+/// exchange (RFC 8693) presents for a backend's token. It is never sent to a backend itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserGrant {
+    /// The issuer that made the token.
+    pub issuer: String,
+    /// The token (masked when printed).
+    pub token: sandgate_config::Secret,
 }
 
 /// The owner of what an execution stores.
@@ -61,6 +73,8 @@ pub struct Caller {
     /// The user an identity provider proved, by 128 bits of its digest (hex): what it stores
     /// and its rate are its own.
     pub user: Option<String>,
+    /// That user's token and its issuer, for a token exchange.
+    pub grant: Option<std::sync::Arc<UserGrant>>,
     /// The trace it acts in: the W3C context its request carried in `_meta`, then the span of
     /// its execution (see `telemetry::traces`).
     pub trace: opentelemetry::Context,
@@ -100,6 +114,7 @@ impl Caller {
                 (None, None) => Owner::Stateless,
             },
             user,
+            grant: authenticated.and_then(|a| a.grant.clone()),
             access: Access::new(profiles.get(profile)),
             token_id: authenticated.map(|a| a.token_id.clone()),
             trace,
@@ -113,6 +128,7 @@ impl Caller {
             access: Access::new(profiles.get("default")),
             token_id: None,
             user: None,
+            grant: None,
             trace: opentelemetry::Context::new(),
         }
     }
@@ -201,6 +217,7 @@ mod tests {
             access: Access::new(Arc::new(p)),
             token_id: None,
             user: None,
+            grant: None,
             trace: opentelemetry::Context::new(),
         }
     }

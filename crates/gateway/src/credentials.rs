@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use sandgate_config::{PerUser, Secret, UserSecret};
-use sandgate_identity::Vault;
+use sandgate_identity::{Exchanger, Vault};
 use sandgate_store::{CredentialEntry, StoreHandle};
 use sandgate_upstream::UserConnection;
 
@@ -48,8 +48,18 @@ pub enum CredentialError {
         /// Why.
         why: String,
     },
+    /// The backend takes a token exchanged for the caller's, and the caller has none.
+    #[error(
+        "backend `{backend}` is reached with a token your identity provider exchanges for yours, and this request carries no access token of an [auth.oauth] issuer (a static token or the local user has none to exchange); connect with an access token from your identity provider"
+    )]
+    NoGrant {
+        /// The backend.
+        backend: String,
+    },
     /// No credential can be kept here.
-    #[error("this gateway keeps no credentials: [credentials] names no key, or there is no store")]
+    #[error(
+        "this gateway keeps no such credentials: [credentials] names no key (for stored secrets), or no [[auth.oauth.issuers]] has token_exchange (for exchanged tokens)"
+    )]
     NotKept,
 }
 
@@ -75,10 +85,13 @@ pub fn owner_args(owner: &str) -> String {
 /// Opened secrets (or their absence) by owner and backend, with when they were read.
 type Opened = HashMap<(String, String), (Option<Secret>, Instant)>;
 
-/// Users' credentials: sealed in the store, opened for calls.
+/// Users' credentials: secrets sealed in the store and opened for calls, and tokens the
+/// callers' issuers exchange for backends'.
 pub struct Credentials {
-    vault: Arc<Vault>,
-    store: StoreHandle,
+    /// Where stored secrets are sealed and kept, when `[credentials]` names a key.
+    stored: Option<(Arc<Vault>, StoreHandle)>,
+    /// What exchanges callers' tokens, when an issuer allows it.
+    exchanger: Option<Arc<Exchanger>>,
     opened: Mutex<Opened>,
 }
 
@@ -89,22 +102,38 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Credentials sealed by `vault` and kept in `store`.
-    pub fn new(vault: Arc<Vault>, store: StoreHandle) -> Credentials {
+    /// Secrets sealed by `vault` and kept in `store`, when given, and tokens exchanged by
+    /// `exchanger`, when given.
+    pub fn new(
+        stored: Option<(Arc<Vault>, StoreHandle)>,
+        exchanger: Option<Arc<Exchanger>>,
+    ) -> Credentials {
         Credentials {
-            vault,
-            store,
+            stored,
+            exchanger,
             opened: Mutex::default(),
         }
     }
 
+    /// Where stored secrets are, or why there are none.
+    fn stored(&self) -> Result<&(Arc<Vault>, StoreHandle), String> {
+        self.stored
+            .as_ref()
+            .ok_or_else(|| CredentialError::NotKept.to_string())
+    }
+
+    /// Whether users' own secrets can be kept here.
+    pub fn keeps_secrets(&self) -> bool {
+        self.stored.is_some()
+    }
+
     /// Keeps `secret` as `owner`'s credential for `backend`.
     pub async fn set(&self, owner: &str, backend: &str, secret: &str) -> Result<(), String> {
-        let sealed = self
-            .vault
+        let (vault, store) = self.stored()?;
+        let sealed = vault
             .seal(owner, backend, secret)
             .map_err(|e| e.to_string())?;
-        self.store
+        store
             .put_credential(owner, backend, sealed)
             .await
             .map_err(|e| e.to_string())?;
@@ -115,7 +144,8 @@ impl Credentials {
     /// Removes `owner`'s credential for `backend`; whether there was one.
     pub async fn remove(&self, owner: &str, backend: &str) -> Result<bool, String> {
         let removed = self
-            .store
+            .stored()?
+            .1
             .remove_credential(owner, backend)
             .await
             .map_err(|e| e.to_string())?;
@@ -125,7 +155,8 @@ impl Credentials {
 
     /// The backends `owner` has a credential for (never the secrets).
     pub async fn list(&self, owner: &str) -> Result<Vec<CredentialEntry>, String> {
-        self.store
+        self.stored()?
+            .1
             .credentials_of(owner)
             .await
             .map_err(|e| e.to_string())
@@ -139,14 +170,14 @@ impl Credentials {
         {
             return Ok(secret.clone());
         }
-        let sealed = self
-            .store
+        let (vault, store) = self.stored()?;
+        let sealed = store
             .credential(owner, backend)
             .await
             .map_err(|e| e.to_string())?;
         let secret = match sealed {
             Some(sealed) => Some(
-                self.vault
+                vault
                     .open(owner, backend, &sealed)
                     .map_err(|e| e.to_string())?,
             ),
@@ -195,11 +226,28 @@ pub async fn connection_for(
                 owner_args: owner_args(&owner),
             })?)
         }
-        UserSecret::TokenExchange { .. } => {
-            return Err(CredentialError::Unusable {
-                backend: backend.to_string(),
-                why: "token exchange is not available in this build".into(),
-            });
+        UserSecret::TokenExchange { audience, scope } => {
+            let exchanger = credentials
+                .and_then(|c| c.exchanger.as_ref())
+                .ok_or(CredentialError::NotKept)?;
+            let Some(grant) = &caller.grant else {
+                return Err(CredentialError::NoGrant {
+                    backend: backend.to_string(),
+                });
+            };
+            let token = exchanger
+                .exchange(
+                    &grant.issuer,
+                    grant.token.expose(),
+                    audience,
+                    scope.as_deref(),
+                )
+                .await
+                .map_err(|e| CredentialError::Unusable {
+                    backend: backend.to_string(),
+                    why: e.to_string(),
+                })?;
+            Some(token)
         }
     };
     Ok(UserConnection { owner, secret })

@@ -64,6 +64,7 @@ fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> C
         ))),
         token_id: None,
         user: None,
+        grant: None,
         trace: opentelemetry::Context::new(),
     };
     let request = Request {

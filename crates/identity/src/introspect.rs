@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use crate::jwks::{IssuerKeys, cut};
-use crate::settings::IntrospectionSettings;
+use crate::settings::IssuerClient;
 use crate::verify::Refusal;
 
 /// The most introspection requests in flight at once.
@@ -20,7 +20,7 @@ pub const MAX_IN_FLIGHT: usize = 8;
 /// The claims the issuer gives `token`, once they show it is active and for `audience`.
 pub(crate) async fn introspect(
     keys: &IssuerKeys,
-    settings: &IntrospectionSettings,
+    settings: &IssuerClient,
     audience: &str,
     token: &str,
     now: u64,

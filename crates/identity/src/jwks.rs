@@ -234,9 +234,7 @@ impl IssuerKeys {
         url: &str,
         mut response: reqwest::Response,
     ) -> Result<Value, IdentityError> {
-        if !response.status().is_success() {
-            return Err(self.failed(format!("{url} answered {}", response.status())));
-        }
+        let status = response.status();
         let mut body = Vec::new();
         while let Some(chunk) = response
             .chunk()
@@ -251,7 +249,24 @@ impl IssuerKeys {
             }
             body.extend_from_slice(&chunk);
         }
-        serde_json::from_slice(&body).map_err(|e| self.failed(format!("{url} is not JSON: {e}")))
+        let parsed = serde_json::from_slice::<Value>(&body);
+        if !status.is_success() {
+            // An OAuth error says what went wrong (RFC 6749 5.2): pass on its words, cut.
+            let said = parsed
+                .ok()
+                .and_then(|error| {
+                    let code = error.get("error")?.as_str()?.to_string();
+                    let description = error
+                        .get("error_description")
+                        .and_then(Value::as_str)
+                        .map(|d| format!(": {}", cut(d)))
+                        .unwrap_or_default();
+                    Some(format!(" ({}{description})", cut(&code)))
+                })
+                .unwrap_or_default();
+            return Err(self.failed(format!("{url} answered {status}{said}")));
+        }
+        parsed.map_err(|e| self.failed(format!("{url} is not JSON: {e}")))
     }
 
     fn failed(&self, message: String) -> IdentityError {

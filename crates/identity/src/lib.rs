@@ -17,6 +17,7 @@
 //! A user's own secret for a backend is sealed by a [`Vault`] (AES-256-GCM, under a key the
 //! operator keeps outside the config) before the store keeps it.
 
+mod exchange;
 mod introspect;
 mod jwks;
 pub mod metadata;
@@ -25,9 +26,10 @@ mod settings;
 mod vault;
 mod verify;
 
+pub use exchange::Exchanger;
 pub use rules::ClaimRule;
 pub use settings::{
-    DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IntrospectionSettings, IssuerSettings, OAuthSettings,
+    DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IssuerClient, IssuerSettings, OAuthSettings,
     parse_algorithm,
 };
 pub use vault::{MAX_SECRET_BYTES, Vault};
@@ -39,6 +41,9 @@ pub enum IdentityError {
     /// The settings cannot work.
     #[error("[auth.oauth] {0}")]
     Settings(String),
+    /// A caller's token could not be exchanged for a backend's.
+    #[error("token exchange: {0}")]
+    Exchange(String),
     /// The `[credentials]` key cannot be used.
     #[error("the [credentials] key {0}")]
     Key(String),

@@ -56,6 +56,7 @@ mod tests {
                 algorithms: vec![],
                 jwks_uri: None,
                 introspection: None,
+                token_exchange: None,
             }],
             rules: vec![],
             leeway: DEFAULT_LEEWAY,

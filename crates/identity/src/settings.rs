@@ -38,12 +38,15 @@ pub struct IssuerSettings {
     /// origin (which discovery refuses).
     pub jwks_uri: Option<String>,
     /// How to ask it about opaque tokens (RFC 7662), if at all.
-    pub introspection: Option<IntrospectionSettings>,
+    pub introspection: Option<IssuerClient>,
+    /// How to exchange callers' tokens at it for backends' (RFC 8693), if at all.
+    pub token_exchange: Option<IssuerClient>,
 }
 
-/// Asking an issuer about a token it made (RFC 7662).
+/// How sandgate authenticates at an issuer, and where: to ask about a token it made (RFC
+/// 7662), or to exchange one (RFC 8693).
 #[derive(Clone, PartialEq)]
-pub struct IntrospectionSettings {
+pub struct IssuerClient {
     /// The endpoint, when the issuer's metadata should not be asked.
     pub endpoint: Option<String>,
     /// The client sandgate authenticates as.
@@ -52,9 +55,9 @@ pub struct IntrospectionSettings {
     pub client_secret: String,
 }
 
-impl std::fmt::Debug for IntrospectionSettings {
+impl std::fmt::Debug for IssuerClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IntrospectionSettings")
+        f.debug_struct("IssuerClient")
             .field("endpoint", &self.endpoint)
             .field("client_id", &self.client_id)
             .field("client_secret", &"<hidden>")
@@ -169,6 +172,7 @@ mod tests {
                 algorithms: DEFAULT_ALGORITHMS.to_vec(),
                 jwks_uri: Some("https://idp.example/realms/x/certs".into()),
                 introspection: None,
+                token_exchange: None,
             }],
             rules: vec![],
             leeway: DEFAULT_LEEWAY,

@@ -401,9 +401,7 @@ fn explain(error: &jsonwebtoken::errors::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::{
-        DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IntrospectionSettings, IssuerSettings,
-    };
+    use crate::settings::{DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IssuerClient, IssuerSettings};
 
     fn issuer(url: &str, introspect: bool) -> IssuerSettings {
         IssuerSettings {
@@ -411,11 +409,12 @@ mod tests {
             audience: "https://gw.example/mcp".into(),
             algorithms: DEFAULT_ALGORITHMS.to_vec(),
             jwks_uri: None,
-            introspection: introspect.then(|| IntrospectionSettings {
+            introspection: introspect.then(|| IssuerClient {
                 endpoint: None,
                 client_id: "gw".into(),
                 client_secret: "secret".into(),
             }),
+            token_exchange: None,
         }
     }
 

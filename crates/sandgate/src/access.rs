@@ -81,10 +81,40 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
     ))
 }
 
+/// How sandgate authenticates at an issuer, in the identity crate's words.
+fn issuer_client(how: &sandgate_config::OAuthClient) -> sandgate_identity::IssuerClient {
+    sandgate_identity::IssuerClient {
+        endpoint: how.endpoint.clone(),
+        client_id: how.client_id.clone(),
+        client_secret: how.client_secret.expose().to_string(),
+    }
+}
+
 /// The access-token check of `[auth.oauth]`, if configured.
 fn oauth_verifier(
     config: &Config,
 ) -> anyhow::Result<Option<std::sync::Arc<sandgate_identity::Verifier>>> {
+    let Some(settings) = oauth_settings(config)? else {
+        return Ok(None);
+    };
+    Ok(Some(std::sync::Arc::new(sandgate_identity::Verifier::new(
+        settings,
+    )?)))
+}
+
+/// What exchanges callers' tokens for per-user backends', when an issuer of `[auth.oauth]`
+/// allows it.
+pub fn token_exchanger(
+    config: &Config,
+) -> anyhow::Result<Option<std::sync::Arc<sandgate_identity::Exchanger>>> {
+    let Some(settings) = oauth_settings(config)? else {
+        return Ok(None);
+    };
+    Ok(sandgate_identity::Exchanger::new(&settings.issuers)?.map(std::sync::Arc::new))
+}
+
+/// `[auth.oauth]` in the identity crate's words, if configured.
+fn oauth_settings(config: &Config) -> anyhow::Result<Option<sandgate_identity::OAuthSettings>> {
     let Some(oauth) = &config.auth.oauth else {
         return Ok(None);
     };
@@ -106,13 +136,8 @@ fn oauth_verifier(
                 audience: issuer.audience.clone(),
                 algorithms,
                 jwks_uri: issuer.jwks_uri.clone(),
-                introspection: issuer.introspection.as_ref().map(|how| {
-                    sandgate_identity::IntrospectionSettings {
-                        endpoint: how.endpoint.clone(),
-                        client_id: how.client_id.clone(),
-                        client_secret: how.client_secret.expose().to_string(),
-                    }
-                }),
+                introspection: issuer.introspection.as_ref().map(issuer_client),
+                token_exchange: issuer.token_exchange.as_ref().map(issuer_client),
             })
         })
         .collect::<anyhow::Result<_>>()?;
@@ -130,9 +155,7 @@ fn oauth_verifier(
             .collect(),
         leeway: oauth.leeway,
     };
-    Ok(Some(std::sync::Arc::new(sandgate_identity::Verifier::new(
-        settings,
-    )?)))
+    Ok(Some(settings))
 }
 
 /// What to tell the user about the generated token once the listener is bound.

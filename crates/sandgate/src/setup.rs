@@ -214,12 +214,10 @@ pub async fn build_gateway(
     calls: ManagerCalls,
     runtime: ChainRuntime,
 ) -> anyhow::Result<Arc<Gateway>> {
-    let credentials = match (vault(config)?, runtime.store.clone()) {
-        (Some(vault), Some(store)) => Some(sandgate_gateway::credentials::Credentials::new(
-            vault, store,
-        )),
-        _ => None,
-    };
+    let stored = vault(config)?.zip(runtime.store.clone());
+    let exchanger = crate::access::token_exchanger(config)?;
+    let credentials = (stored.is_some() || exchanger.is_some())
+        .then(|| sandgate_gateway::credentials::Credentials::new(stored, exchanger));
     let mut builder = Gateway::builder(manager, Box::new(calls));
     if let Some(credentials) = credentials {
         builder = builder.credentials(credentials);

@@ -47,12 +47,14 @@ pub struct OAuthIssuer {
     /// Where its keys are, instead of its metadata's `jwks_uri`.
     pub jwks_uri: Option<String>,
     /// How to ask it about opaque tokens (RFC 7662).
-    pub introspection: Option<OAuthIntrospection>,
+    pub introspection: Option<OAuthClient>,
+    /// How to exchange a caller's token at it for one a backend accepts (RFC 8693).
+    pub token_exchange: Option<OAuthClient>,
 }
 
-/// `[auth.oauth.issuers.introspection]`.
+/// How sandgate authenticates at an issuer, and where (`introspection`, `token_exchange`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct OAuthIntrospection {
+pub struct OAuthClient {
     /// The endpoint, instead of the issuer's metadata's `introspection_endpoint`.
     pub endpoint: Option<String>,
     /// The client sandgate authenticates as.
@@ -116,6 +118,7 @@ impl Walker<'_> {
                     "algorithms",
                     "jwks_uri",
                     "introspection",
+                    "token_exchange",
                 ],
                 &[],
             )?;
@@ -148,9 +151,19 @@ impl Walker<'_> {
                 jwks_uri: opt_string(self, &format!("{key}.jwks_uri"), table.get("jwks_uri"))?,
                 introspection: match table.get("introspection") {
                     None => None,
-                    Some(value) => {
-                        Some(self.introspection(&format!("{key}.introspection"), value)?)
-                    }
+                    Some(value) => Some(self.issuer_client(
+                        &format!("{key}.introspection"),
+                        value,
+                        "INTROSPECTION_SECRET",
+                    )?),
+                },
+                token_exchange: match table.get("token_exchange") {
+                    None => None,
+                    Some(value) => Some(self.issuer_client(
+                        &format!("{key}.token_exchange"),
+                        value,
+                        "EXCHANGE_SECRET",
+                    )?),
                 },
                 issuer,
             })
@@ -191,7 +204,12 @@ impl Walker<'_> {
         })
     }
 
-    fn introspection(&self, key: &str, value: &Value) -> Result<OAuthIntrospection, ConfigError> {
+    fn issuer_client(
+        &self,
+        key: &str,
+        value: &Value,
+        secret_var: &str,
+    ) -> Result<OAuthClient, ConfigError> {
         let table = self.table(key, value)?;
         self.check_keys(key, table, &["endpoint", "client_id", "client_secret"], &[])?;
         let field = |name: &str, fix: &str| -> Result<String, ConfigError> {
@@ -201,15 +219,15 @@ impl Walker<'_> {
                     self.invalid(&format!("{key}.{name}"), "is missing".to_string(), fix)
                 })
         };
-        Ok(OAuthIntrospection {
+        Ok(OAuthClient {
             endpoint: opt_string(self, &format!("{key}.endpoint"), table.get("endpoint"))?,
             client_id: field(
                 "client_id",
-                "the client id sandgate has at the issuer, to ask about tokens",
+                "the client id sandgate has at the issuer, to ask about or exchange tokens",
             )?,
             client_secret: Secret::from(field(
                 "client_secret",
-                "write client_secret = \"${INTROSPECTION_SECRET}\" (from the environment)",
+                &format!("write client_secret = \"${{{secret_var}}}\" (from the environment)"),
             )?),
         })
     }

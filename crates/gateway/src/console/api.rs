@@ -43,6 +43,7 @@ pub(super) fn caller(console: &Console, user: &ConsoleUser) -> Caller {
         access: Access::new(console.gateway.profile(&user.profile)),
         token_id: user.token_id.clone(),
         user: None,
+        grant: None,
         trace: opentelemetry::Context::new(),
     }
 }

@@ -47,7 +47,12 @@ pub(crate) async fn list(
     State(console): State<Console>,
     Extension(user): Extension<ConsoleUser>,
 ) -> Response {
-    let Some(credentials) = console.gateway.door().credentials() else {
+    let Some(credentials) = console
+        .gateway
+        .door()
+        .credentials()
+        .filter(|c| c.keeps_secrets())
+    else {
         return json(&json!({"kept": false, "backends": []}));
     };
     let owner = owner_of(&caller(&console, &user));

@@ -144,6 +144,7 @@ pub(crate) async fn require_token(
             token_id: found.id.clone(),
             digest: found.digest,
             user: None,
+            grant: None,
         },
         (None, Some(verifier))
             if sandgate_identity::Verifier::looks_like_jwt(token) || verifier.introspects() =>
@@ -154,6 +155,10 @@ pub(crate) async fn require_token(
                     token_id: identity.name(),
                     digest: identity.digest,
                     user: Some(identity.digest),
+                    grant: Some(std::sync::Arc::new(crate::caller::UserGrant {
+                        issuer: identity.issuer.clone(),
+                        token: sandgate_config::Secret::new(token),
+                    })),
                 },
                 Err(refusal) => {
                     let status =

@@ -94,6 +94,7 @@ pub(crate) async fn prepare<'a>(
         access: access.clone(),
         token_id: knock.caller.token_id.clone(),
         user: knock.caller.user.clone(),
+        grant: knock.caller.grant.clone(),
         trace: knock.caller.trace.clone(),
     };
     let mut inner = Knock::new(caller, knock.execution_id.clone());

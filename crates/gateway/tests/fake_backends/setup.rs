@@ -90,6 +90,7 @@ pub fn caller(gateway: &Gateway, profile: &str) -> Caller {
         access: Access::new(gateway.profile(profile)),
         token_id: None,
         user: None,
+        grant: None,
         trace: opentelemetry::Context::new(),
     }
 }

@@ -170,5 +170,5 @@ async fn open(config: &ConfigArg) -> anyhow::Result<(Credentials, sandgate_confi
     let vault = crate::setup::vault(&config)?
         .context("the config has no [credentials] section: add one with key = \"${SANDGATE_CREDENTIAL_KEY}\" (docs/config.md)")?;
     let store = crate::setup::store_handle(&config).await?;
-    Ok((Credentials::new(vault, store), config))
+    Ok((Credentials::new(Some((vault, store)), None), config))
 }
