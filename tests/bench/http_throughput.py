@@ -39,6 +39,8 @@ LOADS = {
     "script": {"code": "return await everything.echo({message: 'k'});", "force_sandbox": True},
 }
 CALL = {"name": "call_tool_chain", "arguments": LOADS[os.environ.get("LOAD", "tier1")]}
+# What every answer must hold to count (another harness that sends another call sets its own).
+EXPECT = b"Echo: k"
 TICKS = os.sysconf("SC_CLK_TCK")
 # Requests carry a bearer token, so the token check is measured as a deployment pays it
 # (`tests/bench/identity.py` sends an access token instead, through this same module).
@@ -105,7 +107,7 @@ async def client(port: int, era: str, until: float, latencies: list, errors: lis
             params["_meta"] = META
         started = time.monotonic()
         status, body, _ = await request(reader, writer, port, {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}, headers)
-        if status != 200 or b"Echo: k" not in body:
+        if status != 200 or EXPECT not in body:
             errors.append(f"{status} {body[:120]!r}")
             continue
         latencies.append(time.monotonic() - started)

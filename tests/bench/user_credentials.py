@@ -12,7 +12,9 @@ costs once cached (target for the exchange: ≤ 20 µs).
 
     .venv/bin/python tests/bench/user_credentials.py target/release/sandgate [seconds] [clients...]
 
-ROUNDS (default 3) alternating rounds."""
+ROUNDS (default 3) alternating rounds. With CRITERION=1 it then runs the criterion benchmark of
+the kept exchange against the same issuer (`cargo bench -p sandgate-identity --bench
+credentials`), which measures that path alone."""
 
 from __future__ import annotations
 
@@ -88,15 +90,17 @@ profile = "default"
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     time.sleep(3)
     http_throughput.TOKEN = issuer.client_token("alice", resource)
+    http_throughput.EXPECT = b"credential"
     try:
         for backend_name in ["shared", "stored", "exchanged"]:
             # Each way works before it is measured (and its first, uncached call is out of the way).
             answer = httpx.post(f"http://127.0.0.1:{port}/mcp", timeout=30, headers={
                 "authorization": f"Bearer {http_throughput.TOKEN}", "accept": "application/json, text/event-stream",
-                "mcp-protocol-version": "2026-07-28"}, json={
+                "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "call_tool_chain"}, json={
                 "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-                    "name": "call_tool_chain", "arguments": {"code": json.dumps({"tool": f"{backend_name}.whoami"})}}})
-            assert '\\"credential\\"' in answer.text or '"credential"' in answer.text, answer.text[:500]
+                    "name": "call_tool_chain", "_meta": http_throughput.META,
+                    "arguments": {"code": json.dumps({"tool": f"{backend_name}.whoami"})}}})
+            assert "credential" in answer.text and "isError\":true" not in answer.text, answer.text[:500]
         for round_ in range(1, int(os.environ.get("ROUNDS", "3")) + 1):
             for backend_name in ["shared", "stored", "exchanged"]:
                 http_throughput.CALL = {"name": "call_tool_chain", "arguments": {
@@ -105,6 +109,13 @@ profile = "default"
                     line = http_throughput.measure(port, "2026-07-28", clients, seconds, proc.pid)
                     print(f"[{backend_name}, round {round_}] {line}", flush=True)
         print(f"exchanges answered by the issuer: {issuer.exchanges()}")
+        if os.environ.get("CRITERION") == "1":
+            subprocess.run(["cargo", "bench", "-p", "sandgate-identity", "--bench", "credentials"], check=True,
+                           cwd=Path(__file__).resolve().parents[2],
+                           env={**os.environ, "SANDGATE_BENCH_ISSUER": issuer.url,
+                                "SANDGATE_BENCH_SUBJECT_TOKEN": http_throughput.TOKEN,
+                                "SANDGATE_BENCH_AUDIENCE": backend_resource,
+                                "SANDGATE_BENCH_EXCHANGE_SECRET": USERS["gateway"]["secret"]})
     finally:
         proc.terminate()
         proc.wait()

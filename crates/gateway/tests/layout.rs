@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("audit.rs", 1),
     ("caller.rs", 1),
     ("clients.rs", 1),
+    ("credentials.rs", 1),
     ("error.rs", 1),
     ("notice.rs", 1),
     ("profiles.rs", 1),
