@@ -34,7 +34,7 @@ pub use model::{
 pub use parse::{Format, load_file, parse_str};
 pub use secret::Secret;
 pub use sections::auth::{
-    ACCEPTED_ALGORITHMS, AuthConfig, OAuthClient, OAuthConfig, OAuthIssuer, OAuthRule,
+    ACCEPTED_ALGORITHMS, AuthConfig, OAuthClient, OAuthConfig, OAuthConsole, OAuthIssuer, OAuthRule,
 };
 pub use sections::credentials::{
     CredentialsConfig, DEFAULT_MAX_USERS, DEFAULT_USER_IDLE, PerUser, UserSecret,

@@ -247,6 +247,18 @@ impl Config {
                 .into();
         }
         if let Some(oauth) = &mut config.auth.oauth {
+            if let Some(secret) = oauth
+                .console
+                .as_mut()
+                .and_then(|c| c.client_secret.as_mut())
+            {
+                *secret = Secret::from(interpolate(secret.expose(), lookup).map_err(|var| {
+                    ConfigError::MissingSecret {
+                        key: "auth.oauth.console.client_secret".into(),
+                        var,
+                    }
+                })?);
+            }
             for (i, issuer) in oauth.issuers.iter_mut().enumerate() {
                 for (part, client) in [
                     ("introspection", &mut issuer.introspection),

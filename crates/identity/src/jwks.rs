@@ -216,6 +216,24 @@ impl IssuerKeys {
         self.read_json(url, response).await
     }
 
+    /// The JSON answer to a form POSTed to `url` by a public client (its `client_id` in the
+    /// form, no secret), bounded as a GET is.
+    pub(crate) async fn post_form_public(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+    ) -> Result<Value, IdentityError> {
+        let response = self
+            .http
+            .post(url)
+            .header("accept", "application/json")
+            .form(form)
+            .send()
+            .await
+            .map_err(|e| self.failed(format!("{url}: {e}")))?;
+        self.read_json(url, response).await
+    }
+
     /// A JSON document at `url`, bounded in time and size.
     async fn get(&self, url: &str) -> Result<Value, IdentityError> {
         let response = self

@@ -20,6 +20,7 @@
 mod exchange;
 mod introspect;
 mod jwks;
+mod login;
 pub mod metadata;
 mod rules;
 mod settings;
@@ -27,6 +28,7 @@ mod vault;
 mod verify;
 
 pub use exchange::Exchanger;
+pub use login::{ConsoleLogin, LoginSettings, PendingLogin};
 pub use rules::ClaimRule;
 pub use settings::{
     DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IssuerClient, IssuerSettings, OAuthSettings,
@@ -41,6 +43,9 @@ pub enum IdentityError {
     /// The settings cannot work.
     #[error("[auth.oauth] {0}")]
     Settings(String),
+    /// The console's login through the issuer failed.
+    #[error("console login: {0}")]
+    Login(String),
     /// A caller's token could not be exchanged for a backend's.
     #[error("token exchange: {0}")]
     Exchange(String),

@@ -33,6 +33,22 @@ pub struct OAuthConfig {
     pub rules: Vec<OAuthRule>,
     /// How far `exp` and `nbf` may be off.
     pub leeway: Duration,
+    /// How the web console logs in through an issuer, if it does.
+    pub console: Option<OAuthConsole>,
+}
+
+/// `[auth.oauth.console]`: the console's login through an issuer (authorization code with
+/// PKCE).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OAuthConsole {
+    /// The issuer (one of `issuers`; default the first).
+    pub issuer: String,
+    /// The console's client id at the issuer.
+    pub client_id: String,
+    /// Its secret, for a confidential client (`"${VAR}"`); a public client has none.
+    pub client_secret: Option<Secret>,
+    /// The scope asked for (default `openid`).
+    pub scope: String,
 }
 
 /// One `[[auth.oauth.issuers]]`.
@@ -88,7 +104,7 @@ impl Walker<'_> {
         self.check_keys(
             "auth.oauth",
             oauth,
-            &["resource", "issuers", "rules", "leeway"],
+            &["resource", "issuers", "rules", "leeway", "console"],
             &[],
         )?;
         let resource = opt_string(self, "auth.oauth.resource", oauth.get("resource"))?
@@ -194,13 +210,68 @@ impl Walker<'_> {
                 profile: field("profile")?,
             })
         })?;
+        let console = match oauth.get("console") {
+            None => None,
+            Some(value) => Some(self.console_login(value, &issuers)?),
+        };
         Ok(AuthConfig {
             oauth: Some(OAuthConfig {
                 resource,
                 issuers,
                 rules,
                 leeway,
+                console,
             }),
+        })
+    }
+
+    fn console_login(
+        &self,
+        value: &Value,
+        issuers: &[OAuthIssuer],
+    ) -> Result<OAuthConsole, ConfigError> {
+        let key = "auth.oauth.console";
+        let table = self.table(key, value)?;
+        self.check_keys(
+            key,
+            table,
+            &["issuer", "client_id", "client_secret", "scope"],
+            &[],
+        )?;
+        let issuer = match opt_string(self, &format!("{key}.issuer"), table.get("issuer"))? {
+            Some(issuer) if issuers.iter().any(|i| i.issuer == issuer) => issuer,
+            Some(issuer) => {
+                return Err(self.invalid(
+                    &format!("{key}.issuer"),
+                    format!("is {issuer:?}, not one of [[auth.oauth.issuers]]"),
+                    "name one of the issuers exactly, or leave it out for the first",
+                ));
+            }
+            None => issuers
+                .first()
+                .map(|i| i.issuer.clone())
+                .unwrap_or_default(),
+        };
+        let client_id = opt_string(self, &format!("{key}.client_id"), table.get("client_id"))?
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| {
+                self.invalid(
+                    &format!("{key}.client_id"),
+                    "is missing".to_string(),
+                    "register the console at the issuer (redirect URI: the gateway's origin + /ui/oauth/callback) and give its client id",
+                )
+            })?;
+        Ok(OAuthConsole {
+            issuer,
+            client_id,
+            client_secret: opt_string(
+                self,
+                &format!("{key}.client_secret"),
+                table.get("client_secret"),
+            )?
+            .map(Secret::from),
+            scope: opt_string(self, &format!("{key}.scope"), table.get("scope"))?
+                .unwrap_or_else(|| "openid".to_string()),
         })
     }
 
