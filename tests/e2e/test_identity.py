@@ -176,6 +176,12 @@ async def test_hostile_tokens_are_refused_with_the_reason_and_an_audit_line(depl
         assert "no rule" in answer["error"]["message"], (groups, answer)
     refused_quickly(server, issuer.sign({**{k: v for k, v in claims.items() if k != "groups"}, "groups.eng": "eng"}),
                     expect=(403,))
+    # A token the issuer's key signed with an expiry at the end of time: valid, and nothing
+    # that adds the leeway to it overflows (the session sweep reads it every 2 s).
+    forever = initialize(server, issuer.sign({**claims, "exp": 2**64 - 1}))
+    assert forever.status_code == 200, forever.text
+    time.sleep(3)
+    assert initialize(server, issuer.sign({**claims, "exp": 2**64 - 1})).status_code == 200
     audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     refusals = [a for a in audit if a.get("decision") == "deny" and a.get("kind") == "http"]
     assert len(refusals) >= len(cases) + 7, len(refusals)

@@ -158,7 +158,7 @@ impl Verifier {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         expiries
             .get(digest)
-            .is_some_and(|&exp| exp + self.settings.leeway.as_secs() > now)
+            .is_some_and(|&exp| exp.saturating_add(self.settings.leeway.as_secs()) > now)
     }
 
     fn remember(&self, identity: &Identity) {
@@ -234,7 +234,9 @@ impl Verifier {
         // A JWT until it expires; what an issuer said of an opaque token, for a minute at most
         // (so a revocation there is heard within it).
         let until = if Verifier::looks_like_jwt(token) {
-            identity.expires_at + self.settings.leeway.as_secs()
+            identity
+                .expires_at
+                .saturating_add(self.settings.leeway.as_secs())
         } else {
             identity
                 .expires_at
