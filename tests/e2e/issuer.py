@@ -51,7 +51,7 @@ class Issuer:
     issuer's key signs but the issuer would never issue: expired, for another audience...)."""
 
     def __init__(self, tmp: Path, resources: list[str], opaque: tuple[str, ...] = (),
-                 exchangers: tuple[str, ...] = ()):
+                 exchangers: tuple[str, ...] = (), console_redirect: str | None = None):
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.kid = "k-" + secrets.token_hex(4)
         numbers = self.key.private_numbers()
@@ -65,6 +65,7 @@ class Issuer:
             "resources": {r: {"scope": "sandgate", "format": "opaque" if r in opaque else "jwt"} for r in resources},
             "clients": [{"id": name, "secret": u["secret"], "claims": u["claims"]} for name, u in USERS.items()],
             "exchangers": list(exchangers),
+            "console_redirect": console_redirect,
         }))
         self.proc = subprocess.Popen(["node", str(PROVIDER), str(settings)], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)

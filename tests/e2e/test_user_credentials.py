@@ -391,3 +391,89 @@ profile = "builder"
         if server:
             server.close()
         backend.kill()
+
+
+def test_the_console_logs_in_through_the_identity_provider_and_shows_each_user_their_own(tmp_path, issuers):
+    """In Chromium: the console's login page sends the browser to oidc-provider (authorization
+    code with PKCE), alice signs in and consents, and comes back logged in as herself, with
+    the profile her claims give. Her executions are hers: bob's (same profile, run over MCP)
+    are neither listed nor readable by id. A callback with a state this browser never made,
+    or a code from nowhere, is refused with the reason."""
+    from test_console import browser, console_url, open_page
+
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    issuer = issuers(tmp_path, [resource], console_redirect=f"http://127.0.0.1:{port}/ui/oauth/callback")
+    path = tmp_path / "sandgate.toml"
+    path.write_text(f"""
+[profiles.builder]
+tools = ["*"]
+
+[auth.oauth]
+resource = "{resource}"
+console = {{ client_id = "console", scope = "openid sandgate" }}
+
+[[auth.oauth.issuers]]
+issuer = "{issuer.url}"
+
+[[auth.oauth.rules]]
+claim = "groups"
+value = "eng"
+profile = "builder"
+
+[store]
+path = "{tmp_path / 'store.db'}"
+
+[audit]
+path = "{tmp_path / 'audit.jsonl'}"
+""")
+    server = OneProcess(path, listen=f"127.0.0.1:{port}")
+    try:
+        async def run_as(user: str, code: str):
+            async with Client(as_user(server, issuer, user), mode="2026-07-28") as client:
+                return await client.call_tool("call_tool_chain", {"code": code})
+
+        bobs = structured(anyio.run(run_as, "bob", "return 'bob was here'"))["execution_id"]
+        alices = structured(anyio.run(run_as, "alice", "return 'alice was here'"))["execution_id"]
+        with browser() as chromium:
+            page = open_page(chromium, server)
+            page.goto(console_url(server))
+            page.click("#oauth-login")
+            # oidc-provider's own login and consent pages.
+            page.wait_for_selector("input[name=login]")
+            assert page.url.startswith(issuer.url), page.url
+            page.fill("input[name=login]", "alice")
+            page.fill("input[name=password]", "anything")
+            page.click("button[type=submit]")
+            page.wait_for_selector("button[type=submit]:has-text('Continue')")
+            page.click("button[type=submit]:has-text('Continue')")
+            page.wait_for_selector("#profile")
+            assert page.url.startswith(console_url(server)), page.url
+            assert page.inner_text("#profile") == "builder"
+            assert "user " in page.inner_text("#user")
+            page.goto(console_url(server) + "#/executions")
+            page.wait_for_selector(f"[data-execution=\"{alices}\"]", timeout=10_000)
+            assert bobs not in page.content(), "bob's execution is not alice's to see"
+            cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+            session = f"sandgate_console={cookies['sandgate_console']}"
+            api = console_url(server) + "/api/execution"
+            assert httpx.get(api, params={"id": alices}, headers={"cookie": session}).status_code == 200
+            theirs = httpx.get(api, params={"id": bobs}, headers={"cookie": session})
+            assert theirs.status_code == 404 and "bob was here" not in theirs.text
+        # A callback this browser did not start, and one with a made-up state, are refused.
+        stray = httpx.get(console_url(server) + "/oauth/callback", params={"code": "x", "state": "y"})
+        assert stray.status_code == 400 and "started no login" in stray.text, stray.text
+        started = httpx.get(console_url(server) + "/oauth/start")
+        assert started.status_code == 302 and started.headers["location"].startswith(issuer.url)
+        assert "code_challenge_method=S256" in started.headers["location"]
+        pending = started.headers["set-cookie"].split(";")[0]
+        forged = httpx.get(console_url(server) + "/oauth/callback", params={"code": "x", "state": "forged"},
+                           headers={"cookie": pending})
+        assert forged.status_code == 400 and "does not match" in forged.text, forged.text
+        state = pending.split("=", 1)[1].split(".")[0]
+        made_up = httpx.get(console_url(server) + "/oauth/callback", params={"code": "made-up", "state": state},
+                            headers={"cookie": pending}, timeout=15)
+        assert made_up.status_code == 401 and "could not be redeemed" in made_up.text, made_up.text
+        assert httpx.get(server.url.replace("/mcp", "/healthz")).status_code == 200
+    finally:
+        server.close()

@@ -8,6 +8,10 @@
 //            "clients": [{"id", "secret", "claims": {...}}], "exchangers": ["<client id>", ...]}
 // Prints one JSON line, {"issuer": "http://127.0.0.1:PORT"}, once it listens.
 //
+// A console: with "console_redirect" set, a public client "console" (authorization code with
+// PKCE) may log users in at that redirect URI, through the provider's own development login
+// and consent pages (any login name is a user; the user "alice" gets alice's claims).
+//
 // Token exchange: a client named in "exchangers" may present another client's access token
 // (a JWT this provider signed, for any of its resources) and get one for another resource,
 // whose subject is the same client (with its claims). GET /test/exchanges says how many
@@ -42,6 +46,14 @@ function resourceInfo(resource) {
   return info;
 }
 
+const consoleClient = settings.console_redirect ? [{
+  client_id: "console",
+  grant_types: ["authorization_code"],
+  redirect_uris: [settings.console_redirect],
+  response_types: ["code"],
+  token_endpoint_auth_method: "none",
+}] : [];
+
 const provider = new Provider(issuer, {
   clients: settings.clients.map((c) => ({
     client_id: c.id,
@@ -50,11 +62,12 @@ const provider = new Provider(issuer, {
     redirect_uris: [],
     response_types: [],
     token_endpoint_auth_method: "client_secret_basic",
-  })),
+  })).concat(consoleClient),
+  findAccount: (ctx, id) => ({ accountId: id, claims: () => ({ sub: id, ...(claimsOf[id] ?? {}) }) }),
   jwks: { keys: [settings.signing_key] },
   scopes: ["openid", "sandgate"],
   features: {
-    devInteractions: { enabled: false },
+    devInteractions: { enabled: Boolean(settings.console_redirect) },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
@@ -65,7 +78,7 @@ const provider = new Provider(issuer, {
       getResourceServerInfo: (ctx, resource) => resourceInfo(resource),
     },
   },
-  extraTokenClaims: (ctx, token) => claimsOf[token.clientId] ?? {},
+  extraTokenClaims: (ctx, token) => claimsOf[token.accountId ?? token.clientId] ?? {},
 });
 provider.proxy = false;
 

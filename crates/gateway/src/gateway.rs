@@ -177,6 +177,9 @@ pub struct FinishedExecution {
     pub id: String,
     /// The profile it ran under.
     pub profile: String,
+    /// The user an identity provider proved that ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// The tier it took.
     pub tier: &'static str,
     /// `ok`, `error` or `cancelled`.

@@ -11,7 +11,8 @@
 //! what every call of a script after its first costs.
 
 #![allow(clippy::expect_used)]
-#![allow(missing_docs)] // criterion_group! generates undocumented functions
+#![allow(missing_docs)]
+// criterion_group! generates undocumented functions
 // Where the benchmark's issuer is comes from the environment.
 #![allow(clippy::disallowed_methods)]
 

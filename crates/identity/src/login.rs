@@ -102,7 +102,11 @@ impl ConsoleLogin {
     }
 
     /// The access token `code` is redeemed for, with the verifier of the login it ends.
-    pub async fn redeem(&self, code: &str, pending: &PendingLogin) -> Result<String, IdentityError> {
+    pub async fn redeem(
+        &self,
+        code: &str,
+        pending: &PendingLogin,
+    ) -> Result<String, IdentityError> {
         let endpoint = self.keys.endpoint("token_endpoint").await?;
         let mut form = vec![
             ("grant_type", "authorization_code"),

@@ -26,6 +26,7 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
         return Ok((HttpAuthOptions::default(), Notice::None));
     }
     let oauth = oauth_verifier(config)?;
+    let console_login = console_login(config)?;
     let mut tokens: Vec<KnownToken> = config
         .http
         .tokens
@@ -48,6 +49,7 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
                 required: true,
                 tokens,
                 oauth,
+                console_login,
             },
             Notice::None,
         ));
@@ -67,6 +69,7 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
                 required: true,
                 tokens,
                 oauth,
+                console_login,
             },
             notice,
         ));
@@ -76,6 +79,7 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
             required: true,
             tokens,
             oauth,
+            console_login,
         },
         Notice::None,
     ))
@@ -100,6 +104,48 @@ fn oauth_verifier(
     Ok(Some(std::sync::Arc::new(sandgate_identity::Verifier::new(
         settings,
     )?)))
+}
+
+/// The console's login through an issuer (`[auth.oauth.console]`), if configured: the
+/// issuer sends the browser back to the origin of `resource`, at `/ui/oauth/callback`.
+fn console_login(
+    config: &Config,
+) -> anyhow::Result<Option<std::sync::Arc<sandgate_identity::ConsoleLogin>>> {
+    let (Some(settings), Some(console)) = (
+        oauth_settings(config)?,
+        config.auth.oauth.as_ref().and_then(|o| o.console.as_ref()),
+    ) else {
+        return Ok(None);
+    };
+    let issuer = settings
+        .issuers
+        .iter()
+        .find(|i| i.issuer == console.issuer)
+        .cloned()
+        .context("[auth.oauth.console] names an issuer [[auth.oauth.issuers]] does not have")?;
+    let origin = match settings.resource.find("://") {
+        Some(at) => {
+            let rest = &settings.resource[at + 3..];
+            let end = rest
+                .find('/')
+                .map_or(settings.resource.len(), |i| at + 3 + i);
+            &settings.resource[..end]
+        }
+        None => settings.resource.as_str(),
+    };
+    Ok(Some(std::sync::Arc::new(
+        sandgate_identity::ConsoleLogin::new(sandgate_identity::LoginSettings {
+            issuer,
+            client_id: console.client_id.clone(),
+            client_secret: console
+                .client_secret
+                .as_ref()
+                .map(|s| s.expose().to_string()),
+            scope: console.scope.clone(),
+            resource: settings.resource.clone(),
+            redirect_uri: format!("{origin}/ui/oauth/callback"),
+        })?,
+    )))
 }
 
 /// What exchanges callers' tokens for per-user backends', when an issuer of `[auth.oauth]`

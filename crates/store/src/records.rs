@@ -64,8 +64,9 @@ pub const KEEP_SHOWN: u64 = 1000;
 pub struct RecordFilter {
     /// Only this profile's.
     pub profile: Option<String>,
-    /// Only this user's (see [`ExecutionRecord::user`]).
-    pub user: Option<String>,
+    /// Only this user's (see [`ExecutionRecord::user`]): `Some(None)` for records no user
+    /// of an identity provider ran.
+    pub user: Option<Option<String>>,
     /// Only with this status (`ok`, `error`, `cancelled`).
     pub status: Option<String>,
     /// Only of this tier.
@@ -199,7 +200,7 @@ impl Store {
              FROM executions
              WHERE (?1 IS NULL OR profile = ?1) AND (?2 IS NULL OR status = ?2)
                AND (?3 IS NULL OR tier = ?3) AND (?4 IS NULL OR started_at_ms >= ?4)
-               AND (?6 IS NULL OR user_id = ?6)
+               AND (?6 = 0 OR user_id IS ?7)
              ORDER BY started_at_ms DESC, rowid DESC LIMIT ?5",
         )?;
         let rows = statement.query_map(
@@ -209,7 +210,8 @@ impl Store {
                 filter.tier,
                 filter.since_ms,
                 limit as i64,
-                filter.user
+                filter.user.is_some(),
+                filter.user.clone().flatten()
             ],
             row_to_record,
         )?;

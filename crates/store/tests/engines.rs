@@ -739,7 +739,7 @@ async fn a_users_records_are_found_by_its_id_and_no_other_users_are() {
             e.one.record(r);
         }
         let of = |user: &str| RecordFilter {
-            user: Some(user.to_string()),
+            user: Some(Some(user.to_string())),
             ..RecordFilter::default()
         };
         let ids = |records: Vec<ExecutionRecord>| {
@@ -757,6 +757,16 @@ async fn a_users_records_are_found_by_its_id_and_no_other_users_are() {
         assert!(
             ids(e.one.list_matching(of("cc"), 10).await.expect("listed")).is_empty(),
             "{}",
+            e.name
+        );
+        let without = RecordFilter {
+            user: Some(None),
+            ..RecordFilter::default()
+        };
+        assert_eq!(
+            ids(e.one.list_matching(without, 10).await.expect("listed")),
+            [("u3".to_string(), None)],
+            "{}: records no user ran",
             e.name
         );
         assert_eq!(

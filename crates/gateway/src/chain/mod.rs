@@ -288,6 +288,7 @@ pub async fn call_tool_chain(
     gateway.execution_finished(FinishedExecution {
         id: id.clone(),
         profile: caller.profile().to_string(),
+        user: caller.user.clone(),
         tier: outcome.tier.as_str(),
         status,
         duration_ms: outcome.duration_ms,

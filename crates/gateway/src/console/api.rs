@@ -42,7 +42,7 @@ pub(super) fn caller(console: &Console, user: &ConsoleUser) -> Caller {
         owner: Owner::Session(fnv_hex(format!("console:{}", user.session).as_bytes())),
         access: Access::new(console.gateway.profile(&user.profile)),
         token_id: user.token_id.clone(),
-        user: None,
+        user: user.user.clone(),
         grant: None,
         trace: opentelemetry::Context::new(),
     }
@@ -50,6 +50,13 @@ pub(super) fn caller(console: &Console, user: &ConsoleUser) -> Caller {
 
 fn is_admin(console: &Console, user: &ConsoleUser) -> bool {
     console.gateway.profile(&user.profile).admin
+}
+
+/// Whether `user` sees an execution `by` ran under `profile`: an admin sees every one; anyone
+/// else, those of its profile run by itself (a user an identity provider proved owns its
+/// executions; a token's login sees those no such user ran).
+fn sees(admin: bool, user: &ConsoleUser, profile: &str, by: Option<&str>) -> bool {
+    admin || (profile == user.profile && by == user.user.as_deref())
 }
 
 /// `GET /ui/api/me`.
@@ -67,6 +74,7 @@ pub(crate) async fn me(
         "profile": user.profile,
         "admin": admin,
         "login": console.auth().required,
+        "user": user.user,
         "config_problem": config_problem,
     }))
 }
@@ -180,17 +188,18 @@ pub(crate) async fn executions(
     let Some(store) = console.gateway.chain_store() else {
         return json(&json!({"executions": []}));
     };
-    let profile = if is_admin(&console, &user) {
+    let admin = is_admin(&console, &user);
+    let profile = if admin {
         query.profile.filter(|p| !p.is_empty())
     } else {
         Some(user.profile.clone())
     };
     let filter = RecordFilter {
         profile,
+        user: (!admin).then(|| user.user.clone()),
         status: query.status.filter(|s| !s.is_empty()),
         tier: query.tier.filter(|t| !t.is_empty()),
         since_ms: query.since_ms,
-        ..RecordFilter::default()
     };
     let limit = query.limit.unwrap_or(100).clamp(1, MAX_LISTED);
     match store.list_matching(filter, limit).await {
@@ -217,7 +226,16 @@ pub(crate) async fn execution(
         return problem(StatusCode::NOT_FOUND, "this gateway keeps no records");
     };
     let record = match store.get(&query.id).await {
-        Ok(record) if record.profile == user.profile || is_admin(&console, &user) => record,
+        Ok(record)
+            if sees(
+                is_admin(&console, &user),
+                &user,
+                &record.profile,
+                record.user.as_deref(),
+            ) =>
+        {
+            record
+        }
         _ => return problem(StatusCode::NOT_FOUND, "no such execution for this profile"),
     };
     let caller = caller(&console, &user);
@@ -374,7 +392,7 @@ pub(crate) async fn events(
                     continue;
                 }
                 done = finished.next() => match done {
-                    Some(Some((profile, done))) if admin || profile == user.profile => {
+                    Some(Some((profile, by, done))) if sees(admin, &user, &profile, by.as_deref()) => {
                         Event::default().event("execution").data(done.to_string())
                     }
                     Some(_) => continue,
@@ -419,6 +437,8 @@ struct SharedFinishes {
     store: sandgate_store::StoreHandle,
     /// `None` for an admin (every profile).
     profile: Option<String>,
+    /// `None` for an admin; else the user whose executions it shows (see `sees`).
+    user: Option<Option<String>>,
     /// Executions already shown (or there before the stream opened), oldest first.
     shown: std::collections::VecDeque<String>,
     known: std::collections::HashSet<String>,
@@ -428,6 +448,9 @@ struct SharedFinishes {
     opened_at_ms: i64,
     polled_at: Option<tokio::time::Instant>,
 }
+
+/// A finished execution as a stream reads it: its profile, the user that ran it, its JSON.
+type Finished = (String, Option<String>, Value);
 
 /// How many finished executions a stream remembers having shown (more than a poll can read).
 const SHOWN_REMEMBERED: usize = 2 * SHARED_POLL_LIMIT;
@@ -440,11 +463,12 @@ const SHARED_POLL_BACK_MS: i64 = 60 * 60 * 1000;
 impl SharedFinishes {
     /// The next finished execution: from what the last read found, or from a new read a
     /// second later.
-    async fn next(&mut self) -> Option<Option<(String, Value)>> {
+    async fn next(&mut self) -> Option<Option<Finished>> {
         loop {
             if let Some(done) = self.ready.pop_front() {
                 let profile = done["profile"].as_str().unwrap_or_default().to_string();
-                return Some(Some((profile, done)));
+                let by = done["user"].as_str().map(str::to_string);
+                return Some(Some((profile, by, done)));
             }
             // A deadline, not a fresh wait: the stream's other events cancel this future and
             // call again, and the store is still read once a second.
@@ -454,6 +478,7 @@ impl SharedFinishes {
             self.polled_at = Some(tokio::time::Instant::now());
             let filter = RecordFilter {
                 profile: self.profile.clone(),
+                user: self.user.clone(),
                 since_ms: Some(sandgate_store::now_ms() - SHARED_POLL_BACK_MS),
                 ..RecordFilter::default()
             };
@@ -477,6 +502,7 @@ impl SharedFinishes {
                     self.ready.push_back(json!({
                         "id": record.id,
                         "profile": record.profile,
+                        "user": record.user,
                         "tier": record.tier,
                         "status": record.status,
                         "duration_ms": record.duration_ms,
@@ -500,6 +526,7 @@ impl Finishes {
             Some(store) => Finishes::Shared(SharedFinishes {
                 store,
                 profile: (!admin).then(|| user.profile.clone()),
+                user: (!admin).then(|| user.user.clone()),
                 shown: Default::default(),
                 known: Default::default(),
                 ready: Default::default(),
@@ -510,13 +537,13 @@ impl Finishes {
         }
     }
 
-    /// The next finished execution (its profile and its JSON), `Some(None)` for a gap, `None`
-    /// once no more can come.
-    async fn next(&mut self) -> Option<Option<(String, Value)>> {
+    /// The next finished execution (its profile, its user and its JSON), `Some(None)` for a
+    /// gap, `None` once no more can come.
+    async fn next(&mut self) -> Option<Option<Finished>> {
         use tokio::sync::broadcast::error::RecvError;
         match self {
             Finishes::Local(rx) => match rx.recv().await {
-                Ok(done) => Some(Some((done.profile.clone(), json!(done)))),
+                Ok(done) => Some(Some((done.profile.clone(), done.user.clone(), json!(done)))),
                 Err(RecvError::Lagged(_)) => Some(None),
                 Err(RecvError::Closed) => None,
             },

@@ -24,6 +24,8 @@ struct Login {
     /// to another, is another token).
     digest: [u8; 32],
     started: Instant,
+    /// How long it lasts (a login through the identity provider: no longer than its token).
+    lifetime: Duration,
 }
 
 /// The open console logins.
@@ -41,14 +43,18 @@ impl Logins {
         }
     }
 
-    /// A new login for `profile`'s token `token_id` (by its `digest`): its random id, or why
-    /// there is none.
+    /// A new login for `profile`'s token `token_id` (by its `digest`), of `user` when an
+    /// identity provider proved one, for `lifetime` at most: its random id, or why there is
+    /// none.
     pub(crate) async fn start(
         &self,
         profile: String,
         token_id: String,
         digest: [u8; 32],
+        user: Option<String>,
+        lifetime: Duration,
     ) -> Result<String, String> {
+        let lifetime = lifetime.min(LIFETIME);
         let mut id_bytes = [0u8; 32];
         // No randomness: refuse rather than hand out a guessable id.
         getrandom::fill(&mut id_bytes).map_err(|_| "no randomness for a session id".to_string())?;
@@ -61,17 +67,24 @@ impl Logins {
                     digest,
                     &profile,
                     Some(&token_id),
-                    LIFETIME,
+                    lifetime,
                 )
                 .await
                 .map_err(|e| e.to_string())?;
+            // The user a login through the identity provider is for rides in its state.
+            if let Some(user) = &user {
+                store
+                    .set_session_state(SessionKind::Console, &id, user, lifetime)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
             return Ok(id);
         }
         let mut open = self
             .local
             .lock()
             .map_err(|_| "the logins are unusable".to_string())?;
-        open.retain(|_, s| s.started.elapsed() < LIFETIME);
+        open.retain(|_, s| s.started.elapsed() < s.lifetime);
         if open.len() >= MAX_LOGINS
             && let Some(oldest) = open
                 .iter()
@@ -87,9 +100,11 @@ impl Logins {
                     profile,
                     token_id: Some(token_id),
                     session: id.clone(),
+                    user,
                 },
                 digest,
                 started: Instant::now(),
+                lifetime,
             },
         );
         Ok(id)
@@ -109,12 +124,13 @@ impl Logins {
                 profile: found.profile?,
                 token_id: found.token_id,
                 session: id.to_string(),
+                user: found.state,
             };
             return Some((user, found.owner?));
         }
         let open = self.local.lock().ok()?;
         let login = open.get(id)?;
-        (login.started.elapsed() < LIFETIME).then(|| (login.user.clone(), login.digest))
+        (login.started.elapsed() < login.lifetime).then(|| (login.user.clone(), login.digest))
     }
 
     /// Ends login `id` (everywhere, on a shared store).

@@ -12,6 +12,7 @@
 mod api;
 mod credentials;
 mod logins;
+mod oauth;
 mod reply;
 mod session;
 
@@ -64,6 +65,9 @@ pub(crate) fn router(console: Console) -> Router {
         .route("/ui/app.js", get(script))
         .route("/ui/app.css", get(style))
         .route("/ui/login", post(session::login))
+        .route("/ui/login-options", get(oauth::options))
+        .route("/ui/oauth/start", get(oauth::start))
+        .route("/ui/oauth/callback", get(oauth::callback))
         .merge(api)
         .layer(axum::middleware::from_fn_with_state(
             console.clone(),

@@ -3,6 +3,7 @@
 //! sent back. Sessions are capped and expire; where they are kept is `logins`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -46,6 +47,9 @@ pub(crate) struct ConsoleUser {
     pub token_id: Option<String>,
     /// The session's id (stored outputs of its playground runs are keyed by it).
     pub session: String,
+    /// The user an identity provider proved, for a login through it (see
+    /// `sandgate_identity::user_id_of`): its records and credentials are its own.
+    pub user: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -85,7 +89,13 @@ pub(crate) async fn login(
     };
     let id = match console
         .sessions
-        .start(known.profile.clone(), known.id.clone(), known.digest)
+        .start(
+            known.profile.clone(),
+            known.id.clone(),
+            known.digest,
+            None,
+            LIFETIME,
+        )
         .await
     {
         Ok(id) => id,
@@ -96,15 +106,20 @@ pub(crate) async fn login(
             );
         }
     };
+    let mut response = json(&serde_json::json!({"profile": known.profile}));
+    set_session_cookie(&mut response, &id, LIFETIME);
+    response
+}
+
+/// Puts the cookie of session `id` on `response`.
+pub(crate) fn set_session_cookie(response: &mut Response, id: &str, lifetime: Duration) {
     let cookie = format!(
         "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}",
-        LIFETIME.as_secs()
+        lifetime.as_secs()
     );
-    let mut response = json(&serde_json::json!({"profile": known.profile}));
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
-    response
 }
 
 /// `POST /ui/logout`: ends the session.
@@ -122,12 +137,17 @@ pub(crate) async fn logout(State(console): State<Console>, request: Request) -> 
 
 /// The user of the session `id`, while it lives: not expired, and its very token still
 /// accepted for its profile (one a reload took out, or rotated under the same name, ends it).
+/// A login through the identity provider lasts no longer than the token it got, and ends if
+/// the config stops accepting the provider's tokens.
 async fn live_user(console: &Console, auth: &HttpAuthOptions, id: &str) -> Option<ConsoleUser> {
     let (user, digest) = console.sessions.find(id).await?;
-    let still_known = auth
-        .tokens
-        .iter()
-        .any(|t| t.digest == digest && t.profile == user.profile);
+    let still_known = match &user.user {
+        Some(_) => auth.oauth.is_some(),
+        None => auth
+            .tokens
+            .iter()
+            .any(|t| t.digest == digest && t.profile == user.profile),
+    };
     if !still_known {
         console.sessions.end(id).await;
     }
@@ -161,6 +181,7 @@ pub(crate) async fn require_session(
             profile: "default".into(),
             token_id: None,
             session: "open".into(),
+            user: None,
         })
     };
     let Some(user) = user else {

@@ -59,6 +59,8 @@ pub struct HttpAuthOptions {
     pub tokens: Vec<KnownToken>,
     /// Access tokens of the configured issuers (`[auth.oauth]`), beside the tokens.
     pub oauth: Option<Arc<sandgate_identity::Verifier>>,
+    /// The console's login through an issuer (`[auth.oauth.console]`).
+    pub console_login: Option<Arc<sandgate_identity::ConsoleLogin>>,
 }
 
 impl HttpAuthOptions {
@@ -284,6 +286,7 @@ mod tests {
         HttpAuthOptions {
             required: true,
             oauth: None,
+            console_login: None,
             tokens: vec![
                 KnownToken::from_secret("reader-token-0123456789", "reader", "research"),
                 KnownToken::from_secret("writer-token-0123456789", "writer", "ci"),

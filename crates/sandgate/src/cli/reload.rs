@@ -136,6 +136,7 @@ impl Follower {
                     // (whose sessions live while their tokens do).
                     if !oauth_changed {
                         auth.oauth = tokens.current().oauth.clone();
+                        auth.console_login = tokens.current().console_login.clone();
                     }
                     let count = auth.tokens.len();
                     tokens.replace(auth);

@@ -147,7 +147,7 @@ impl PgStore {
             "SELECT {RECORD_COLUMNS} FROM executions
              WHERE ($1::text IS NULL OR profile = $1) AND ($2::text IS NULL OR status = $2)
                AND ($3::text IS NULL OR tier = $3) AND ($4::bigint IS NULL OR started_at_ms >= $4)
-               AND ($6::text IS NULL OR user_id = $6)
+               AND (NOT $6::bool OR user_id IS NOT DISTINCT FROM $7::text)
              ORDER BY started_at_ms DESC, seq DESC LIMIT $5"
         );
         let rows = client
@@ -159,7 +159,8 @@ impl PgStore {
                     &filter.tier,
                     &filter.since_ms,
                     &(limit as i64),
-                    &filter.user,
+                    &filter.user.is_some(),
+                    &filter.user.clone().flatten(),
                 ],
             )
             .await?;

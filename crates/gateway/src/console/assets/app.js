@@ -89,12 +89,24 @@ function loginPage() {
   document.getElementById("who").textContent = "";
   const token = el("input", { type: "password", id: "token", placeholder: "bearer token", autocomplete: "off" });
   const message = el("p", { class: "error-text", id: "login-error" });
+  const provider = el("p", { id: "oauth-login-place" });
   const form = el("form", { class: "login", id: "login" },
     el("h2", {}, "Log in"),
+    provider,
     el("p", { class: "muted" }, "Enter a token from [[http.tokens]], or the one sandgate printed at its first start. It becomes a session cookie; the token is not kept."),
     token,
     el("button", { type: "submit", id: "login-button" }, "Log in"),
     message);
+  // A link, not a script: the browser goes to the identity provider and comes back.
+  fetch("/ui/login-options", { credentials: "same-origin" })
+    .then((r) => r.json())
+    .then((options) => {
+      if (options.issuer) {
+        provider.replaceChildren(el("a", { href: "/ui/oauth/start", id: "oauth-login", class: "button" }, "Log in with your identity provider"),
+          el("span", { class: "muted" }, " (" + options.issuer + ")"));
+      }
+    })
+    .catch(() => {});
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     // Not through api(): its answer to a 401 is to draw this page again, which would leave
@@ -128,7 +140,7 @@ async function start() {
     return;
   }
   const who = document.getElementById("who");
-  who.replaceChildren("profile ", el("strong", { id: "profile" }, me.profile), me.admin ? " (admin)" : "");
+  who.replaceChildren(me.user ? el("span", { id: "user" }, "user " + me.user + " · ") : "", "profile ", el("strong", { id: "profile" }, me.profile), me.admin ? " (admin)" : "");
   const banner = document.getElementById("config-problem");
   if (banner) banner.remove();
   if (me.config_problem) {
