@@ -31,7 +31,8 @@ from issuer import USERS, Issuer, KeyServer, as_user, b64, hs256, issuers  # noq
 pytestmark = pytest.mark.anyio
 
 def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = None, introspect: bool = False,
-                   per_minute: int | None = None, introspection_endpoint: str | None = None) -> Path:
+                   per_minute: int | None = None, introspection_endpoint: str | None = None,
+                   register: bool = False) -> Path:
     resource = f"http://127.0.0.1:{port}/mcp"
     config = tmp / "sandgate.toml"
     jwks = f'jwks_uri = "{jwks_uri}"' if jwks_uri else ""
@@ -44,6 +45,7 @@ def gateway_config(tmp: Path, port: int, issuer: str, jwks_uri: str | None = Non
 [profiles.builder]
 tools = ["*"]
 {f"limits = {{ executions_per_minute = {per_minute} }}" if per_minute else ""}
+{"register_tools = true" if register else ""}
 
 [auth.oauth]
 resource = "{resource}"
@@ -331,5 +333,49 @@ async def test_each_user_has_the_profiles_rate_to_itself(tmp_path, issuers):
         assert "each user of profile `builder`" in alice[2].content[0].text, alice[2].content
         bob = await runs("bob", 2)
         assert not any(r.is_error for r in bob), [r.content for r in bob]
+    finally:
+        server.close()
+
+
+TOOL = """export const meta = {
+  description: "Says who wrote it",
+  input: { type: "object", properties: {} },
+  capabilities: { tools: [], net: [], fs: [], env: [] },
+};
+export default async function () { return "WHO"; }
+"""
+
+
+async def test_a_stored_tool_a_user_registers_is_theirs_to_change(tmp_path, issuers):
+    """A stored tool registered by a user an identity provider proved belongs to that user:
+    another user of the same profile may call it (the profile's library), but neither update
+    nor remove it; the owner may."""
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    issuer = issuers(tmp_path, [resource])
+    server = OneProcess(gateway_config(tmp_path, port, issuer.url, register=True), listen=f"127.0.0.1:{port}")
+    try:
+        async def as_(user: str, tool: str, arguments: dict):
+            async with Client(as_user(server, issuer, user), mode="2026-07-28") as client:
+                return await client.call_tool(tool, arguments)
+
+        made = await as_("alice", "register_tool", {"name": "signed", "code": TOOL.replace("WHO", "alice")})
+        assert not made.is_error, made.content
+        taken = await as_("bob", "register_tool", {"name": "signed", "code": TOOL.replace("WHO", "bob")})
+        assert taken.is_error and "belongs to `builder@user:" in taken.content[0].text, taken.content
+        removed = await as_("bob", "remove_tool", {"name": "signed"})
+        assert removed.is_error and "belongs to" in removed.content[0].text, removed.content
+        deadline = time.monotonic() + 10
+        while True:
+            ran = await as_("bob", "call_tool_chain", {"code": "return (await user.signed({})).data"})
+            if not ran.is_error:
+                break
+            assert time.monotonic() < deadline, ran.content
+            time.sleep(0.3)
+        assert structured(ran)["result"] == "alice", "bob calls alice's tool, unchanged"
+        again = await as_("alice", "register_tool", {"name": "signed", "code": TOOL.replace("WHO", "alice v2")})
+        assert not again.is_error and "version 2" in again.content[0].text, again.content
+        gone = await as_("alice", "remove_tool", {"name": "signed"})
+        assert not gone.is_error, gone.content
     finally:
         server.close()

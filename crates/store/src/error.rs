@@ -55,7 +55,7 @@ pub enum StoreError {
     },
     /// A profile tried to change a stored tool another profile registered.
     #[error(
-        "user.{name} belongs to profile `{owner}`: only that profile may update it (and only it, or an admin profile, remove it). Register yours under another name"
+        "user.{name} belongs to `{owner}` (a profile, or one user of a profile): only its owner may update it (and only it, or an admin profile, remove it). Register yours under another name"
     )]
     OwnedByOther {
         /// The tool's name.

@@ -109,7 +109,7 @@ async fn register(
         )
     })?;
     let store = store_of(gateway)?;
-    let owner = caller.profile().to_string();
+    let owner = crate::stored::owner_of(caller);
     let warnings = registration.warnings.clone();
     let version = store
         .put_tool(
@@ -131,7 +131,11 @@ async fn register(
 async fn remove(gateway: &Arc<Gateway>, caller: &Caller, name: &str) -> Result<String, String> {
     let store = store_of(gateway)?;
     store
-        .remove_tool(name, caller.profile(), caller.access.profile().admin)
+        .remove_tool(
+            name,
+            &crate::stored::owner_of(caller),
+            caller.access.profile().admin,
+        )
         .await
         .map_err(|e| e.to_string())?;
     reload(gateway, &store).await;

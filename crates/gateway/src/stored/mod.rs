@@ -8,6 +8,9 @@
 //! - `run.rs` calls one: input validated before any code runs, the sandbox in tool mode, the
 //!   result normalised (`{ok: true, data}`) and checked against `meta.output`.
 //!
+//! A tool a user an identity provider proved registers is that user's (`owner_of`): only they
+//! may update it, within their profile's grants.
+//!
 //! The gateway keeps the current version of every tool in memory (with its compiled schemas)
 //! and reloads them when the store changes, whoever changed it (the CLI is another process).
 
@@ -19,3 +22,23 @@ pub(crate) mod run;
 pub use loaded::{BACKEND, Loaded, MAX_DEPTH, Tools, load};
 pub use meta::{Declared, Meta};
 pub use register::{MAX_TOOL_BYTES, Registration, bad_name, check};
+
+/// What separates a profile from a user in an owner (`builder@user:<id>`).
+const USER_OWNER: &str = "@user:";
+
+/// Who owns a stored tool `caller` registers: its profile, or, for a user an identity provider
+/// proved, that user within its profile (`builder@user:<id>`). Only the owner may update it;
+/// it runs within the owner's profile's grants.
+pub(crate) fn owner_of(caller: &crate::caller::Caller) -> String {
+    match &caller.user {
+        Some(user) => format!("{}{USER_OWNER}{user}", caller.profile()),
+        None => caller.profile().to_string(),
+    }
+}
+
+/// The profile whose grants a tool owned by `owner` runs within.
+pub(crate) fn profile_of_owner(owner: &str) -> &str {
+    owner
+        .split_once(USER_OWNER)
+        .map_or(owner, |(profile, _)| profile)
+}

@@ -73,7 +73,8 @@ pub(crate) async fn prepare<'a>(
             "stored tools need the sandbox, which is not running".into(),
         ));
     };
-    let owner = sandgate_policy::Access::new(gateway.profile(&tool.stored.owner));
+    let owner =
+        sandgate_policy::Access::new(gateway.profile(super::profile_of_owner(&tool.stored.owner)));
     // Wait for the cold backends the tool declares (a call that arrives first thing, as a
     // plain MCP tool, would otherwise find them absent).
     let declared = &tool.meta.capabilities.tools;
