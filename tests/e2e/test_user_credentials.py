@@ -36,9 +36,11 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()[:16]
 
 
-def whoami_http(port: int, tokens: list[str]) -> subprocess.Popen:
+def whoami_http(port: int, tokens: list[str], env: dict | None = None) -> subprocess.Popen:
+    """The whoami server on `port`, accepting `tokens` (and what `env` adds: WHOAMI_ISSUER and
+    WHOAMI_AUDIENCE for exchanged tokens), once it answers."""
     server = subprocess.Popen([sys.executable, str(WHOAMI), "http", str(port)],
-                              env={**os.environ, "WHOAMI_TOKENS": ",".join(tokens)},
+                              env={**os.environ, "WHOAMI_TOKENS": ",".join(tokens), **(env or {})},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -323,10 +325,7 @@ async def test_each_user_reaches_a_backend_with_a_token_their_issuer_exchanged(t
     backend_resource = f"http://127.0.0.1:{backend_port}/mcp"
     issuer = issuers(tmp_path, [gateway_resource, backend_resource], exchangers=("gateway",))
     service = "tok-service-" + "s" * 20
-    backend = subprocess.Popen([sys.executable, str(WHOAMI), "http", str(backend_port)],
-                               env={**os.environ, "WHOAMI_TOKENS": service, "WHOAMI_ISSUER": issuer.url,
-                                    "WHOAMI_AUDIENCE": backend_resource},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    backend = whoami_http(backend_port, [service], {"WHOAMI_ISSUER": issuer.url, "WHOAMI_AUDIENCE": backend_resource})
     path = tmp_path / "sandgate.toml"
     path.write_text(f"""
 [servers.notes]
@@ -356,15 +355,6 @@ profile = "builder"
 """)
     server = None
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.post(backend_resource, json={}, timeout=1).status_code == 401:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the whoami server did not start"
-            time.sleep(0.1)
         server = OneProcess(path, listen=f"127.0.0.1:{port}")
         before = issuer.exchanges()
         alice_token = issuer.client_token("alice", gateway_resource)

@@ -121,7 +121,11 @@ impl Exchanger {
             form.push(("scope", scope));
         }
         let answer = keys
-            .post_form(&endpoint, &form, (&client.client_id, &client.client_secret))
+            .post_form(
+                &endpoint,
+                &form,
+                Some((&client.client_id, &client.client_secret)),
+            )
             .await
             .map_err(|e| {
                 IdentityError::Exchange(format!("the issuer refused the exchange: {e}"))

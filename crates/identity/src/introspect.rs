@@ -43,7 +43,7 @@ pub(crate) async fn introspect(
         .post_form(
             &endpoint,
             &[("token", token), ("token_type_hint", "access_token")],
-            (&settings.client_id, &settings.client_secret),
+            Some((&settings.client_id, &settings.client_secret)),
         )
         .await
         .map_err(unreadable)?;

@@ -196,38 +196,24 @@ impl IssuerKeys {
         Err(last.unwrap_or_else(|| self.failed("no metadata".into())))
     }
 
-    /// The JSON answer to a form POSTed to `url` with HTTP Basic client authentication,
-    /// bounded as a GET is.
+    /// The JSON answer to a form POSTed to `url`, bounded as a GET is: by a confidential
+    /// client (`client` is its id and secret, sent with HTTP Basic), or by a public one (`None`:
+    /// its `client_id` is in the form).
     pub(crate) async fn post_form(
         &self,
         url: &str,
         form: &[(&str, &str)],
-        client: (&str, &str),
+        client: Option<(&str, &str)>,
     ) -> Result<Value, IdentityError> {
-        let response = self
-            .http
-            .post(url)
-            .basic_auth(client.0, Some(client.1))
-            .header("accept", "application/json")
-            .form(form)
-            .send()
-            .await
-            .map_err(|e| self.failed(format!("{url}: {e}")))?;
-        self.read_json(url, response).await
-    }
-
-    /// The JSON answer to a form POSTed to `url` by a public client (its `client_id` in the
-    /// form, no secret), bounded as a GET is.
-    pub(crate) async fn post_form_public(
-        &self,
-        url: &str,
-        form: &[(&str, &str)],
-    ) -> Result<Value, IdentityError> {
-        let response = self
+        let mut request = self
             .http
             .post(url)
             .header("accept", "application/json")
-            .form(form)
+            .form(form);
+        if let Some((id, secret)) = client {
+            request = request.basic_auth(id, Some(secret));
+        }
+        let response = request
             .send()
             .await
             .map_err(|e| self.failed(format!("{url}: {e}")))?;

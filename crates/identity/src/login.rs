@@ -115,18 +115,18 @@ impl ConsoleLogin {
             ("code_verifier", pending.verifier.as_str()),
             ("resource", self.settings.resource.as_str()),
         ];
-        let answer = match &self.settings.client_secret {
-            Some(secret) => {
-                self.keys
-                    .post_form(&endpoint, &form, (&self.settings.client_id, secret))
-                    .await
-            }
+        let client = match &self.settings.client_secret {
+            Some(secret) => Some((self.settings.client_id.as_str(), secret.as_str())),
             None => {
                 form.push(("client_id", self.settings.client_id.as_str()));
-                self.keys.post_form_public(&endpoint, &form).await
+                None
             }
-        }
-        .map_err(|e| IdentityError::Login(format!("the code could not be redeemed: {e}")))?;
+        };
+        let answer = self
+            .keys
+            .post_form(&endpoint, &form, client)
+            .await
+            .map_err(|e| IdentityError::Login(format!("the code could not be redeemed: {e}")))?;
         match answer.get("access_token").and_then(Value::as_str) {
             Some(token) if !token.is_empty() => Ok(token.to_string()),
             _ => Err(IdentityError::Login(format!(

@@ -313,8 +313,7 @@ impl HttpBody for Watched {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let next = Pin::new(&mut self.inner).poll_frame(cx);
-        // hyper stops polling once the body says it has ended, so that counts as finished too.
-        if matches!(next, Poll::Ready(None)) || self.inner.is_end_stream() {
+        if super::unread::ended(&next, &self.inner) {
             self.finished = true;
         }
         next

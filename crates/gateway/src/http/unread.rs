@@ -47,6 +47,12 @@ pub(crate) async fn close_if_unread(request: Request, next: Next) -> Response {
     response
 }
 
+/// Whether a body has ended, after `polled` was its latest frame: it said so, or it says it
+/// has nothing more (hyper stops polling a body then, so that counts as ended too).
+pub(super) fn ended(polled: &Poll<Option<Result<Frame<Bytes>, axum::Error>>>, body: &Body) -> bool {
+    matches!(polled, Poll::Ready(None)) || body.is_end_stream()
+}
+
 /// A request body that notes when it has been read to its end.
 struct Watched {
     inner: Body,
@@ -62,7 +68,7 @@ impl HttpBody for Watched {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+        if ended(&polled, &self.inner) {
             self.finished.store(true, Ordering::Release);
         }
         polled
