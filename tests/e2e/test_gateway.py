@@ -24,7 +24,8 @@ async def test_meta_tools_answer_correctly(tmp_path, transport, fmt, mode):
         if mode == "legacy":
             assert client.server_info.name == "sandgate"
         tools = await client.list_tools()
-        assert {t.name for t in tools.tools} == {"search_tools", "tool_info", "list_tools_meta", "call_tool_chain", "read_output"}
+        assert {t.name for t in tools.tools} == {"search_tools", "tool_info", "list_tools_meta", "call_tool_chain", "read_output",
+                                                 "wait_execution"}
 
         found = structured(await client.call_tool("search_tools", {"query": "sum two numbers"}))
         assert found["results"][0]["name"] == "everything.get-sum", found

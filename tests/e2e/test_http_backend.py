@@ -31,7 +31,8 @@ async def test_a_streamable_http_backend_on_2026_07_28(tmp_path):
             status = json.loads((await client.read_resource("sandgate://backend/inner")).contents[0].text)
             assert status["state"] == "ready" and status["transport"] == "http", status
             assert status["protocol_version"] == "2026-07-28", status
-            assert sorted(status["tools"]) == ["call_tool_chain", "list_tools_meta", "read_output", "search_tools", "tool_info"]
+            assert sorted(status["tools"]) == ["call_tool_chain", "list_tools_meta", "read_output", "search_tools", "tool_info",
+                                               "wait_execution"]
     finally:
         inner.close()
 

@@ -26,6 +26,8 @@ pub struct ExecutionBridge {
     knock: Arc<Knock>,
     /// The longest any single call may take (the execution's own deadline still applies).
     call_limit: Option<Duration>,
+    /// Where a detached execution shows its logs and calls so far.
+    detached: Option<Arc<crate::detached::Detached>>,
 }
 
 impl ExecutionBridge {
@@ -35,7 +37,17 @@ impl ExecutionBridge {
             gateway,
             knock: Arc::new(knock),
             call_limit,
+            detached: None,
         }
+    }
+
+    /// Shows each log line and finished call to `detached` as they happen.
+    pub(crate) fn with_detached(
+        mut self,
+        detached: Option<Arc<crate::detached::Detached>>,
+    ) -> Self {
+        self.detached = detached;
+        self
     }
 
     /// Reports each finished call, and the backends' own progress, to `progress`.
@@ -117,16 +129,26 @@ impl Bridge for ExecutionBridge {
         let (gateway, knock) = (self.gateway.clone(), self.knock.clone());
         let limit = self.call_limit;
         let progress = self.knock.progress.clone();
+        let detached = self.detached.clone();
         let started = std::time::Instant::now();
         Box::pin(async move {
             let result = call_tool(&gateway, &knock, call, args, limit).await;
+            let ok = matches!(&result, Ok(answer) if !answer.is_error);
+            let millis = started.elapsed().as_secs_f64() * 1000.0;
+            if let Some(detached) = &detached {
+                detached.call_finished(&qualified, ok, millis);
+            }
             if let Some(progress) = &progress {
-                let ok = matches!(&result, Ok(answer) if !answer.is_error);
-                let millis = started.elapsed().as_secs_f64() * 1000.0;
                 progress.call_finished(&qualified, ok, millis).await;
             }
             result
         })
+    }
+
+    fn logged(&self, line: &sandgate_sandbox::LogLine) {
+        if let Some(detached) = &self.detached {
+            detached.logged(line);
+        }
     }
 
     fn call_host(

@@ -133,6 +133,7 @@ impl GatewayBuilder {
             draining: AtomicBool::new(false),
             trimming: AtomicBool::new(false),
             stored_seen: tokio::sync::Mutex::default(),
+            detached: Default::default(),
         });
         gateway.follow_backends();
         gateway.watch_stored_tools().await;
@@ -168,6 +169,8 @@ pub struct Gateway {
     trimming: AtomicBool,
     /// What the stored tools were at the last read (see `catch_up_stored_tools`).
     stored_seen: tokio::sync::Mutex<StoredSeen>,
+    /// Executions that run on after their first answer (`yield_after_ms`).
+    detached: crate::detached::DetachedExecutions,
 }
 
 /// An execution that just finished, as the console's live list shows it.
@@ -246,6 +249,11 @@ impl Gateway {
     /// The backends, to read (their tools, states and events); calling them is the door's.
     pub fn backends(&self) -> &Arc<dyn Backends> {
         &self.backends
+    }
+
+    /// Executions that run on after their first answer.
+    pub(crate) fn detached(&self) -> &crate::detached::DetachedExecutions {
+        &self.detached
     }
 
     /// The one door to backends and host capabilities.

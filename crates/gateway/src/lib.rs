@@ -16,6 +16,7 @@ mod audit;
 mod caller;
 mod clients;
 pub mod credentials;
+mod detached;
 mod error;
 mod notice;
 mod profiles;

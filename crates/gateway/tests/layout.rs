@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("caller.rs", 1),
     ("clients.rs", 1),
     ("credentials.rs", 1),
+    ("detached.rs", 1),
     ("error.rs", 1),
     ("notice.rs", 1),
     ("profiles.rs", 1),

@@ -6,13 +6,14 @@
 //! exactly once, and every tier honours the caller's timeout and the output limits.
 
 pub(crate) mod bounds;
+pub(crate) mod detach;
 pub(crate) mod read;
 pub mod response;
 pub mod route;
 pub(crate) mod ungranted;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rmcp::model::CallToolResult;
 use sandgate_sandbox::direct::{self, call_failure, check_output_limit, map_tool_result};
@@ -51,6 +52,9 @@ pub struct ChainArgs {
     pub force_sandbox: Option<bool>,
     /// Narrow the caller's profile to these tool patterns for this execution (never widens).
     pub allow_tools: Option<Vec<String>>,
+    /// Answer after this many milliseconds even if the code still runs: with its id and what
+    /// it did so far; it runs on, and `wait_execution` waits for it (see `detach`).
+    pub yield_after_ms: Option<u64>,
 }
 
 /// `code` as text: a string as it is, a JSON object (a tier-1 call) as its JSON text.
@@ -96,6 +100,46 @@ pub async fn call_tool_chain(
     progress: Option<ProgressSink>,
     cancel: &Cancellation,
 ) -> CallToolResult {
+    match args.yield_after_ms {
+        Some(after) => {
+            let (gateway_of_run, caller_of_run) = (gateway.clone(), caller.clone());
+            let after = Duration::from_millis(after);
+            detach::yielding(gateway, caller, after, cancel, move |detached, id| {
+                Box::pin(async move {
+                    let cancellation = detached.cancellation();
+                    let progress = None;
+                    run(
+                        &gateway_of_run,
+                        &caller_of_run,
+                        args,
+                        progress,
+                        &cancellation,
+                        id,
+                        Some(detached),
+                    )
+                    .await
+                })
+            })
+            .await
+        }
+        None => {
+            let id = sandgate_store::new_execution_id();
+            run(gateway, caller, args, progress, cancel, id, None).await
+        }
+    }
+}
+
+/// Runs execution `id` of `call_tool_chain`; a detached one also shows what it does to
+/// `detached` as it goes.
+async fn run(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    args: ChainArgs,
+    progress: Option<ProgressSink>,
+    cancel: &Cancellation,
+    id: String,
+    detached: Option<Arc<crate::detached::Detached>>,
+) -> CallToolResult {
     let _running = gateway.execution_started();
     let cancelled = async {
         tokio::select! {
@@ -104,7 +148,6 @@ pub async fn call_tool_chain(
         }
     };
     let started = Instant::now();
-    let id = sandgate_store::new_execution_id();
     let started_at_ms = sandgate_store::now_ms();
     if let Some(Err(message)) = args
         .intent
@@ -180,7 +223,9 @@ pub async fn call_tool_chain(
         Route::Call { .. } => progress.map(ProgressSink::for_single_call),
         _ => progress,
     };
-    let bridge = ExecutionBridge::new(gateway.clone(), knock.clone(), None).with_progress(progress);
+    let bridge = ExecutionBridge::new(gateway.clone(), knock.clone(), None)
+        .with_progress(progress)
+        .with_detached(detached);
     // On a shared store the execution is on record from its start: a replica that dies
     // leaves a `running` record behind, not silence.
     if let Some(store) = runtime.store.as_ref().filter(|s| s.is_shared()) {

@@ -40,6 +40,7 @@ pub const META_TOOLS: &[&str] = &[
     "list_tools_meta",
     "call_tool_chain",
     "read_output",
+    "wait_execution",
 ];
 
 /// What `call_tool_chain` tells the model about itself.
@@ -47,7 +48,9 @@ const CHAIN_DESCRIPTION: &str = "Run tools. `code` is TypeScript in which every 
 (`await memory.read_graph({})`; names with dashes become underscores, originals stay reachable as globalThis[\"my-server\"][\"get-sum\"]). \
 Loop, branch, fan out with Promise.all, catch ToolError, and `return` only what you need; console.log output comes back too. \
 A single call can also be sent as JSON: {\"tool\": \"backend.tool\", \"arguments\": {...}}. No require or import. \
-Large results are shortened (with `intent`, to the parts about it) and kept whole: read_output reads any part.";
+Large results are shortened (with `intent`, to the parts about it) and kept whole: read_output reads any part. \
+For code that may run long (clients often give up after a minute), pass yield_after_ms (e.g. 20000): if it still runs then, \
+the answer is its execution_id with status \"running\" and the logs and calls so far, and it keeps running; call wait_execution to get its result.";
 
 /// Tool definitions for `tools/list`, as `caller` sees them. The search description names the
 /// backends it can reach, so a client that rereads the list after `list_changed` learns what
@@ -112,7 +115,8 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
                 "max_output_size": {"type": "integer", "minimum": 1, "description": "Characters of result to return (default 20000); the rest is kept for read_output"},
                 "intent": {"type": "string", "description": "What you are looking for; a large text result keeps the paragraphs about it"},
                 "force_sandbox": {"type": "boolean", "description": "Run in the sandbox even when a shortcut would give the same result (debugging)"},
-                "allow_tools": {"type": "array", "items": {"type": "string"}, "description": "Narrow this execution to tools matching these backend.tool patterns (e.g. [\"memory.read_*\"]): drop write tools before running code that handles untrusted input. It never widens what your profile allows"}
+                "allow_tools": {"type": "array", "items": {"type": "string"}, "description": "Narrow this execution to tools matching these backend.tool patterns (e.g. [\"memory.read_*\"]): drop write tools before running code that handles untrusted input. It never widens what your profile allows"},
+                "yield_after_ms": {"type": "integer", "minimum": 0, "description": "Answer after this many milliseconds even if the code still runs (it runs on; wait_execution gets its result). The code's own time limit still applies"}
             }, "required": ["code"], "additionalProperties": false}),
         ),
         tool(
@@ -124,6 +128,15 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
                 "offset": {"type": "integer", "minimum": 0, "description": "First byte to read (default 0)"},
                 "length": {"type": "integer", "minimum": 1, "description": "Bytes to read (default and maximum 20000)"},
                 "json_path": {"type": "string", "description": "Read only the value at this path of a JSON result, e.g. $.items[3].name"}
+            }, "required": ["execution_id"], "additionalProperties": false}),
+        ),
+        tool(
+            "wait_execution",
+            "Wait for an execution that call_tool_chain answered as \"running\" (it was given yield_after_ms): returns its result, exactly as call_tool_chain would have, once it finishes, or, if it still runs after timeout_ms, its logs and calls so far again (call again to keep waiting). cancel: true stops it.",
+            json!({"type": "object", "properties": {
+                "execution_id": {"type": "string", "description": "execution_id from the running answer"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": chain::detach::MAX_WAIT_MS, "description": "How long to wait (default 25000)"},
+                "cancel": {"type": "boolean", "description": "Stop the execution instead of waiting for it"}
             }, "required": ["execution_id"], "additionalProperties": false}),
         ),
     ];
@@ -148,6 +161,17 @@ pub(crate) async fn run_chain(
 ) -> Result<CallToolResult, String> {
     let args = parse::<ChainArgs>("call_tool_chain", args)?;
     Ok(chain::call_tool_chain(gateway, caller, args, progress, cancel).await)
+}
+
+/// `wait_execution`.
+pub(crate) async fn wait_execution(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    args: Value,
+    cancel: &Cancellation,
+) -> Result<CallToolResult, String> {
+    let args = parse("wait_execution", args)?;
+    chain::detach::wait_execution(gateway, caller, args, cancel).await
 }
 
 /// `read_output`.

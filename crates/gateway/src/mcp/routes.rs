@@ -61,9 +61,12 @@ answer!(chain, |g, c, a, p, cancel| meta_tools::run_chain(
 answer!(read_output, |g, c, a, _, _| meta_tools::read_output(
     g, c, a
 ));
+answer!(wait, |g, c, a, _, cancel| meta_tools::wait_execution(
+    g, c, a, cancel
+));
 
 /// Every meta-tool, in listing order.
-pub(crate) const TOOLS: [ToolRoute; 5] = [
+pub(crate) const TOOLS: [ToolRoute; 6] = [
     ToolRoute {
         name: "search_tools",
         call: search,
@@ -83,6 +86,10 @@ pub(crate) const TOOLS: [ToolRoute; 5] = [
     ToolRoute {
         name: "read_output",
         call: read_output,
+    },
+    ToolRoute {
+        name: "wait_execution",
+        call: wait,
     },
 ];
 

@@ -327,7 +327,9 @@ pub(crate) async fn drive(
                 // even from a worker that does not (the tail and markers aside).
                 held_log_bytes += message.len() + LOG_LINE_OVERHEAD_BYTES;
                 if logs.len() < log_lines_held && held_log_bytes <= log_bytes_held {
-                    logs.push(LogLine { level, message });
+                    let line = LogLine { level, message };
+                    bridge.logged(&line);
+                    logs.push(line);
                 }
             }
             WorkerFrame::Done { outcome, stats, .. } => {

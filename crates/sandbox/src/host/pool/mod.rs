@@ -84,6 +84,9 @@ pub trait Bridge: Send + Sync + 'static {
         let message = format!("host function `{name}` is not implemented");
         Box::pin(async move { Err(CallFailure::new(FailureKind::Internal, message)) })
     }
+    /// Sees a console line as the code writes it (the result holds them all at the end): for
+    /// whoever shows a running execution's logs so far. It must not block.
+    fn logged(&self, _line: &crate::LogLine) {}
 }
 
 /// How the pool runs workers.

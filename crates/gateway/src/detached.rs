@@ -1,0 +1,220 @@
+//! Executions that run on after their first answer: `call_tool_chain` with `yield_after_ms`.
+//!
+//! Many MCP clients give up on a call after about a minute, and a script that crawls or waits
+//! on a slow API runs longer. With `yield_after_ms`, an execution still running then is
+//! answered with its id, its status (`running`), the logs and calls so far, and keeps running
+//! here, detached from the request: `wait_execution` waits for it again (and again), returns
+//! its result when it is done (the very answer the call would have given), or cancels it.
+//!
+//! Only the caller that started an execution may wait on it or cancel it: its entry is found
+//! by the id and the caller's own key for it (the key its stored output has), so another
+//! caller's id names nothing. What is shown of a running execution is bounded
+//! ([`MAX_LOG_LINES`], [`MAX_LOG_BYTES`], [`MAX_CALLS`]); at most [`MAX_DETACHED`] are held at
+//! once; a finished one is kept [`KEEP_FINISHED`] for its waiter, and after that its record and
+//! stored output remain.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolResult;
+use sandgate_sandbox::LogLine;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::Cancellation;
+
+/// The most executions held (running, or finished and waiting for their waiter).
+pub const MAX_DETACHED: usize = 10_000;
+/// How long a finished execution's answer is kept for `wait_execution`.
+pub const KEEP_FINISHED: Duration = Duration::from_secs(15 * 60);
+/// The most console lines shown of a running execution (its last ones).
+pub const MAX_LOG_LINES: usize = 200;
+/// The most bytes of console lines shown of a running execution.
+pub const MAX_LOG_BYTES: usize = 64 * 1024;
+/// The most calls shown of a running execution (its last ones).
+pub const MAX_CALLS: usize = 200;
+
+/// One detached execution.
+pub struct Detached {
+    id: String,
+    /// The caller's key for it: only the same caller finds it.
+    owner: String,
+    started: Instant,
+    cancel: CancellationToken,
+    live: Mutex<Live>,
+    done: watch::Sender<Option<Arc<CallToolResult>>>,
+}
+
+/// What a running execution has done so far.
+#[derive(Default)]
+struct Live {
+    logs: std::collections::VecDeque<LogLine>,
+    log_bytes: usize,
+    logs_dropped: usize,
+    calls: std::collections::VecDeque<Value>,
+    calls_total: usize,
+    finished_at: Option<Instant>,
+}
+
+impl std::fmt::Debug for Detached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detached")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Detached {
+    /// How the execution is cancelled: by `wait_execution`, never by a client going away.
+    pub fn cancellation(&self) -> Cancellation {
+        Cancellation::new(self.cancel.clone())
+    }
+
+    /// Stops the execution where it stands.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Notes a console line as the code writes it.
+    pub fn logged(&self, line: &LogLine) {
+        let mut live = self.lock();
+        live.log_bytes += line.message.len();
+        live.logs.push_back(line.clone());
+        while live.logs.len() > MAX_LOG_LINES || live.log_bytes > MAX_LOG_BYTES {
+            match live.logs.pop_front() {
+                Some(old) => {
+                    live.log_bytes -= old.message.len();
+                    live.logs_dropped += 1;
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Notes a finished call.
+    pub fn call_finished(&self, tool: &str, ok: bool, millis: f64) {
+        let mut live = self.lock();
+        live.calls_total += 1;
+        live.calls.push_back(
+            json!({"tool": tool, "ok": ok, "duration_ms": (millis * 10.0).round() / 10.0}),
+        );
+        if live.calls.len() > MAX_CALLS {
+            live.calls.pop_front();
+        }
+    }
+
+    /// The execution's answer: it is done.
+    pub fn finish(&self, answer: CallToolResult) {
+        self.lock().finished_at = Some(Instant::now());
+        self.done.send_replace(Some(Arc::new(answer)));
+    }
+
+    /// Its answer, once it is done, waiting at most `within`.
+    pub async fn wait(&self, within: Duration) -> Option<Arc<CallToolResult>> {
+        let mut done = self.done.subscribe();
+        let waited = tokio::time::timeout(within, done.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(answer)) => answer.clone(),
+            _ => self.done.borrow().clone(),
+        }
+    }
+
+    /// The answer for a client while it still runs: its id, `running`, and what it did so far.
+    pub fn running_answer(&self) -> CallToolResult {
+        let live = self.lock();
+        let elapsed_ms = self.started.elapsed().as_millis() as u64;
+        let logs: Vec<Value> = live
+            .logs
+            .iter()
+            .map(|l| json!({"level": l.level, "message": l.message}))
+            .collect();
+        let calls: Vec<Value> = live.calls.iter().cloned().collect();
+        let text = format!(
+            "Still running after {:.1} s (execution {}): {} call{} finished so far{}. Call wait_execution({{\"execution_id\": \"{}\"}}) to wait for its result (again, if it is still running then), or wait_execution({{\"execution_id\": \"{}\", \"cancel\": true}}) to stop it.",
+            elapsed_ms as f64 / 1000.0,
+            self.id,
+            live.calls_total,
+            if live.calls_total == 1 { "" } else { "s" },
+            if logs.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} log line{} (below)",
+                    logs.len(),
+                    if logs.len() == 1 { "" } else { "s" }
+                )
+            },
+            self.id,
+            self.id
+        );
+        let mut shown = text;
+        for line in &live.logs {
+            shown.push_str(&format!("\n[{}] {}", line.level, line.message));
+        }
+        let mut result = CallToolResult::success(vec![rmcp::model::ContentBlock::text(shown)]);
+        result.structured_content = Some(json!({
+            "execution_id": self.id,
+            "status": "running",
+            "elapsed_ms": elapsed_ms,
+            "logs": logs,
+            "logs_dropped": live.logs_dropped,
+            "calls": calls,
+            "calls_finished": live.calls_total,
+        }));
+        result
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Every detached execution, by id.
+#[derive(Debug, Default)]
+pub struct DetachedExecutions {
+    held: Mutex<HashMap<String, Arc<Detached>>>,
+}
+
+impl DetachedExecutions {
+    /// Holds execution `id` of the caller whose key for it is `owner`; refused when
+    /// [`MAX_DETACHED`] are held.
+    pub fn begin(&self, id: &str, owner: String) -> Result<Arc<Detached>, String> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.len() >= MAX_DETACHED {
+            held.retain(|_, d| {
+                d.lock()
+                    .finished_at
+                    .is_none_or(|at| at.elapsed() < KEEP_FINISHED)
+            });
+        }
+        if held.len() >= MAX_DETACHED {
+            return Err(format!(
+                "this gateway already holds {MAX_DETACHED} executions that run on after their answer; wait for some with wait_execution, or run without yield_after_ms"
+            ));
+        }
+        let detached = Arc::new(Detached {
+            id: id.to_string(),
+            owner,
+            started: Instant::now(),
+            cancel: CancellationToken::new(),
+            live: Mutex::default(),
+            done: watch::Sender::new(None),
+        });
+        held.insert(id.to_string(), detached.clone());
+        Ok(detached)
+    }
+
+    /// Execution `id`, if the caller whose key for it is `owner` started it and it is still
+    /// held.
+    pub fn find(&self, id: &str, owner: &str) -> Option<Arc<Detached>> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.retain(|_, d| {
+            d.lock()
+                .finished_at
+                .is_none_or(|at| at.elapsed() < KEEP_FINISHED)
+        });
+        held.get(id).filter(|d| d.owner == owner).cloned()
+    }
+}

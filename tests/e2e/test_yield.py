@@ -1,0 +1,110 @@
+"""Scripts that outlive their first answer (issue 30, clients without tasks): `call_tool_chain`
+with `yield_after_ms` answers with the execution's id, `running`, and the logs and calls so
+far; `wait_execution` waits again, returns the very answer the call would have given (same
+result, same record), or cancels it. Over stdio (2025-11-25) and HTTP (2026-07-28), with the
+fake backend's `slow` tool as the slow API."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mcp import Client
+
+from conftest import HttpServer, connect, execution_records, fake_backend_toml, structured, text_of
+
+pytestmark = pytest.mark.anyio
+
+SCRIPT = """console.log("started");
+for (let i = 0; i < 4; i++) {
+  await fake.slow({ ms: 400 });
+  console.log("step " + i);
+}
+return { done: true, steps: 4 };"""
+
+FOREVER = """let i = 0;
+while (true) { await fake.slow({ ms: 100 }); i++; }"""
+
+
+def config(tmp_path):
+    path = tmp_path / "sandgate.toml"
+    path.write_text(fake_backend_toml() + f'\n[store]\npath = "{tmp_path / "store.db"}"\n')
+    return path
+
+
+def same_answer(a, b):
+    """Two answers to one script, alike but for the execution's own id and times."""
+    def strip(result):
+        data = dict(result.structured_content or {})
+        for key in ("execution_id", "duration_ms", "calls"):
+            data.pop(key, None)
+        return data
+    return strip(a) == strip(b) and a.is_error == b.is_error
+
+
+@pytest.mark.parametrize("transport,mode", [("stdio", "legacy"), ("http", "2026-07-28")])
+async def test_a_yielded_script_is_waited_for_and_answers_as_it_would_have(tmp_path, transport, mode):
+    path = config(tmp_path)
+    async with connect(transport, path, mode) as client:
+        whole = await client.call_tool("call_tool_chain", {"code": SCRIPT})
+        assert structured(whole)["result"] == {"done": True, "steps": 4}
+        started = time.monotonic()
+        first = await client.call_tool("call_tool_chain", {"code": SCRIPT, "yield_after_ms": 600})
+        assert time.monotonic() - started < 1.5, "the answer came at the yield, not at the end"
+        running = structured(first)
+        assert running["status"] == "running", running
+        assert [line["message"] for line in running["logs"]][:1] == ["started"], running
+        assert running["calls_finished"] >= 1 and running["calls"][0]["tool"] == "fake.slow", running
+        assert "wait_execution" in text_of(first)
+        execution = running["execution_id"]
+        again = structured(await client.call_tool("wait_execution", {"execution_id": execution, "timeout_ms": 100}))
+        assert again["status"] == "running" and again["calls_finished"] >= running["calls_finished"], again
+        done = await client.call_tool("wait_execution", {"execution_id": execution, "timeout_ms": 10_000})
+        assert same_answer(done, whole), (done.structured_content, whole.structured_content)
+        assert structured(done)["execution_id"] == execution
+        # The same record as a call that was waited for whole.
+        records = {r["id"]: r for r in execution_records(path)}
+        ours, theirs = records[execution], records[structured(whole)["execution_id"]]
+        assert (ours["status"], ours["calls"], ours["tier"]) == (theirs["status"], theirs["calls"], theirs["tier"]) == ("ok", 4, "sandbox")
+        # Once done, waiting again gives the same answer at once.
+        started = time.monotonic()
+        later = await client.call_tool("wait_execution", {"execution_id": execution})
+        assert time.monotonic() - started < 1 and same_answer(later, whole)
+
+
+@pytest.mark.parametrize("transport,mode", [("stdio", "legacy"), ("http", "2026-07-28")])
+async def test_a_yielded_script_is_cancelled_and_starts_no_call_after(tmp_path, transport, mode):
+    path = config(tmp_path)
+    async with connect(transport, path, mode) as client:
+        first = structured(await client.call_tool("call_tool_chain", {"code": FOREVER, "yield_after_ms": 300}))
+        execution = first["execution_id"]
+        stopped = await client.call_tool("wait_execution", {"execution_id": execution, "cancel": True})
+        assert stopped.is_error and "cancelled" in text_of(stopped), text_of(stopped)
+        time.sleep(1)
+        record = {r["id"]: r for r in execution_records(path)}[execution]
+        assert record["status"] == "cancelled", record
+        calls_then = record["calls"]
+        time.sleep(1)
+        assert {r["id"]: r for r in execution_records(path)}[execution]["calls"] == calls_then
+
+
+async def test_another_caller_cannot_wait_on_or_cancel_an_execution(tmp_path):
+    path = config(tmp_path)
+    server = HttpServer(path)
+    try:
+        async with Client(server.target(), mode="legacy") as owner:
+            first = structured(await owner.call_tool("call_tool_chain", {"code": SCRIPT, "yield_after_ms": 100}))
+            execution = first["execution_id"]
+            # Another session (another caller) and a made-up id get the same answer: nothing.
+            async with Client(server.target(), mode="legacy") as other:
+                for asked in (execution, "ex-made-up-" + "0" * 32):
+                    for arguments in ({"execution_id": asked}, {"execution_id": asked, "cancel": True}):
+                        refused = await other.call_tool("wait_execution", arguments)
+                        assert refused.is_error and "no execution" in text_of(refused), text_of(refused)
+            bad = await owner.call_tool("wait_execution", {"execution_id": execution, "timeout_ms": "soon"})
+            assert bad.is_error and "invalid arguments" in text_of(bad)
+            done = await owner.call_tool("wait_execution", {"execution_id": execution, "timeout_ms": 10_000})
+            assert structured(done)["result"] == {"done": True, "steps": 4}, "the other caller changed nothing"
+    finally:
+        server.close()
