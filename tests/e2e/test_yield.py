@@ -12,9 +12,10 @@ import pytest
 
 from mcp import Client
 
-from conftest import HttpServer, connect, execution_records, fake_backend_toml, structured, text_of
+from conftest import HttpServer, connect, execution_records, fake_backend_toml, one_process_only, structured, text_of
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, one_process_only(
+    "a detached execution lives on the replica that runs it; behind a balancer without stickiness, wait_execution may reach another (docs/call_tool_chain.md)")]
 
 SCRIPT = """console.log("started");
 for (let i = 0; i < 4; i++) {
