@@ -218,3 +218,70 @@ impl DetachedExecutions {
         held.get(id).filter(|d| d.owner == owner).cloned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_running_execution_shows_is_bounded_to_its_latest() {
+        let held = DetachedExecutions::default();
+        let detached = held.begin("ex-1", "owner".into()).expect("held");
+        for i in 0..1000 {
+            detached.logged(&LogLine {
+                level: "log".into(),
+                message: format!("line {i} {}", "x".repeat(500)),
+            });
+            detached.call_finished("fake.slow", i % 2 == 0, 1.0);
+        }
+        let answer = detached.running_answer();
+        let shown = answer.structured_content.expect("structured");
+        let logs = shown["logs"].as_array().expect("logs");
+        let bytes: usize = logs
+            .iter()
+            .map(|l| l["message"].as_str().unwrap_or_default().len())
+            .sum();
+        assert!(
+            logs.len() <= MAX_LOG_LINES && bytes <= MAX_LOG_BYTES,
+            "{} {bytes}",
+            logs.len()
+        );
+        assert!(
+            logs.last()
+                .and_then(|l| l["message"].as_str())
+                .is_some_and(|m| m.starts_with("line 999 "))
+        );
+        assert_eq!(shown["logs_dropped"], 1000 - logs.len());
+        assert_eq!(shown["calls"].as_array().map(Vec::len), Some(MAX_CALLS));
+        assert_eq!(shown["calls_finished"], 1000);
+    }
+
+    #[test]
+    fn only_its_owner_finds_it_and_no_more_than_the_cap_are_held() {
+        let held = DetachedExecutions::default();
+        held.begin("ex-mine", "mine".into()).expect("held");
+        assert!(held.find("ex-mine", "mine").is_some());
+        assert!(held.find("ex-mine", "theirs").is_none());
+        assert!(held.find("ex-other", "mine").is_none());
+        for i in 1..MAX_DETACHED {
+            held.begin(&format!("ex-{i}"), "mine".into()).expect("held");
+        }
+        let refused = held
+            .begin("ex-one-more", "mine".into())
+            .expect_err("over the cap");
+        assert!(refused.contains("wait_execution"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn a_finished_execution_answers_its_waiter_at_once() {
+        let held = DetachedExecutions::default();
+        let detached = held.begin("ex-1", "o".into()).expect("held");
+        assert!(detached.wait(Duration::from_millis(10)).await.is_none());
+        detached.finish(CallToolResult::success(vec![
+            rmcp::model::ContentBlock::text("done"),
+        ]));
+        let started = Instant::now();
+        assert!(detached.wait(Duration::from_secs(10)).await.is_some());
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+}
