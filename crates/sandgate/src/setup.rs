@@ -73,7 +73,12 @@ impl tracing::field::Visit for MessageText {
 
 /// Finds, loads and resolves the config.
 pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
-    let path = match explicit {
+    load_config_from(&config_path(explicit)?)
+}
+
+/// The config file to read: `explicit`, or the first of [`DEFAULT_CONFIGS`] here.
+pub fn config_path(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    Ok(match explicit {
         Some(path) => path.to_path_buf(),
         None => match DEFAULT_CONFIGS
             .iter()
@@ -86,8 +91,12 @@ pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
                 DEFAULT_CONFIGS.join(", ")
             ),
         },
-    };
-    let config = sandgate_config::load_file(&path)?;
+    })
+}
+
+/// Loads and resolves the config at `path`.
+pub fn load_config_from(path: &Path) -> anyhow::Result<Config> {
+    let config = sandgate_config::load_file(path)?;
     let mut config = config.resolved(&|name| std::env::var(name).ok())?;
     crate::selfguard::skip_own_entries(&mut config);
     for backend in &config.backends {

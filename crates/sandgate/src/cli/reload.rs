@@ -30,10 +30,12 @@ const POLL: Duration = Duration::from_secs(1);
 /// being written (truncated, then filled) is not loaded half-written.
 const SETTLE: Duration = Duration::from_millis(150);
 
-/// Follows `config`'s file until `shutdown`. Returns what SIGHUP pokes to reload at once;
-/// `None` when the config did not come from a file.
+/// Follows `config`'s file until `shutdown`, from `loaded`, its fingerprint when it was read
+/// (so a change made while the gateway started is seen). Returns what SIGHUP pokes to reload
+/// at once; `None` when the config did not come from a file.
 pub fn follow(
     config: Config,
+    loaded: Option<u64>,
     running: Running,
     http_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
@@ -41,7 +43,7 @@ pub fn follow(
     let path = config.source.clone()?;
     let now = Arc::new(Notify::new());
     let mut follower = Follower {
-        seen: fingerprint(&path),
+        seen: loaded,
         path,
         running: config,
         gateway: running.gateway,
@@ -215,7 +217,7 @@ fn sections_needing_restart(running: &Config, loaded: &Config) -> Vec<&'static s
 
 /// A hash of the file's bytes, or `None` when it cannot be read or is empty (in the middle of
 /// being replaced or written, say: an empty config would stop every backend).
-fn fingerprint(path: &std::path::Path) -> Option<u64> {
+pub fn fingerprint(path: &std::path::Path) -> Option<u64> {
     let bytes = std::fs::read(path).ok().filter(|b| !b.is_empty())?;
     let mut hasher = DefaultHasher::new();
     bytes.hash(&mut hasher);

@@ -36,7 +36,11 @@ fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let config = setup::load_config(args.config.config.as_deref())?;
+    // What the file held when it was read: a change made while the gateway starts (before it
+    // follows the file) is then a change, not the starting point.
+    let path = setup::config_path(args.config.config.as_deref())?;
+    let loaded = super::reload::fingerprint(&path);
+    let config = setup::load_config_from(&path)?;
     let http_addr = match &args.http {
         Some(text) => Some(parse_addr(text)?),
         None => config.http.listen,
@@ -95,6 +99,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut signals = Signals::install()?;
     signals.reload = super::reload::follow(
         config.clone(),
+        loaded,
         super::reload::Running {
             gateway: gateway.clone(),
             manager,
