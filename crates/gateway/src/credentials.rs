@@ -63,12 +63,26 @@ pub enum CredentialError {
     NotKept,
 }
 
+/// The owner of the local user's credentials (stdio, or HTTP with auth off).
+pub const LOCAL_OWNER: &str = "local";
+
+/// The owner of the credentials of the user an identity provider proved with id `user` (see
+/// `sandgate_identity::user_id`).
+pub fn user_owner(user: &str) -> String {
+    format!("user:{user}")
+}
+
+/// The owner of the credentials of static token `name`.
+pub fn token_owner(name: &str) -> String {
+    format!("token:{name}")
+}
+
 /// Who owns a credential, as the store keys it.
 pub fn owner_of(caller: &Caller) -> String {
     match (&caller.user, &caller.token_id, &caller.owner) {
-        (Some(user), _, _) => format!("user:{user}"),
-        (None, Some(token), _) => format!("token:{token}"),
-        (None, None, Owner::Local) => "local".to_string(),
+        (Some(user), _, _) => user_owner(user),
+        (None, Some(token), _) => token_owner(token),
+        (None, None, Owner::Local) => LOCAL_OWNER.to_string(),
         (None, None, _) => "anonymous".to_string(),
     }
 }

@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 use crate::IdentityError;
 use crate::jwks::{IssuerKeys, cut};
 use crate::settings::IssuerSettings;
+use crate::verify::now_seconds;
 
 /// The grant type of RFC 8693.
 const GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -182,10 +183,4 @@ fn kept_key(subject_token: &str, audience: &str, scope: Option<&str>) -> [u8; 32
     hasher.update(b"\0");
     hasher.update(scope.unwrap_or("").as_bytes());
     hasher.finalize().into()
-}
-
-fn now_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

@@ -55,6 +55,11 @@ pub fn user_id(issuer: &str, subject: &str) -> String {
 }
 
 impl Identity {
+    /// How long its token stays valid from now (at least a second).
+    pub fn lifetime(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.expires_at.saturating_sub(now_seconds()).max(1))
+    }
+
     /// How logs and the audit name it: the subject at its issuer.
     pub fn name(&self) -> String {
         format!("{} at {}", self.subject, self.issuer)
@@ -349,7 +354,8 @@ impl Verifier {
     }
 }
 
-fn now_seconds() -> u64 {
+/// Seconds since the epoch, as token times are written.
+pub(crate) fn now_seconds() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -255,25 +255,23 @@ fn for_user(base: &BackendConfig, per_user: &PerUser, secret: Option<&Secret>) -
     let Some(secret) = secret else {
         return config;
     };
-    match (&per_user.secret, &mut config.transport) {
+    let header = match (&per_user.secret, &mut config.transport) {
         (UserSecret::Env { name }, Transport::Stdio { .. }) => {
             config.env.insert(name.clone(), secret.clone());
+            return config;
         }
-        (UserSecret::Header { name, format }, Transport::Http { headers, .. }) => {
-            headers.retain(|configured, _| !configured.eq_ignore_ascii_case(name));
-            headers.insert(
-                name.clone(),
-                Secret::new(format.replace("{secret}", secret.expose())),
-            );
+        (UserSecret::Header { name, format }, Transport::Http { .. }) => {
+            (name.as_str(), format.replace("{secret}", secret.expose()))
         }
-        (UserSecret::TokenExchange { .. }, Transport::Http { headers, .. }) => {
-            headers.retain(|configured, _| !configured.eq_ignore_ascii_case("authorization"));
-            headers.insert(
-                "Authorization".into(),
-                Secret::new(format!("Bearer {}", secret.expose())),
-            );
+        (UserSecret::TokenExchange { .. }, Transport::Http { .. }) => {
+            ("Authorization", format!("Bearer {}", secret.expose()))
         }
-        _ => {}
+        _ => return config,
+    };
+    if let Transport::Http { headers, .. } = &mut config.transport {
+        // The user's value replaces the config's own, whatever case the config wrote it in.
+        headers.retain(|configured, _| !configured.eq_ignore_ascii_case(header.0));
+        headers.insert(header.0.to_string(), Secret::new(header.1));
     }
     config
 }

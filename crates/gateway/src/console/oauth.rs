@@ -16,7 +16,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
-use super::session::{Console, set_session_cookie};
+use super::session::{Console, cookie, set_session_cookie};
 use crate::audit::{Decision, Subject};
 
 /// The cookie that carries a login on its way.
@@ -126,8 +126,7 @@ pub(crate) async fn callback(
             return refusal(&console, status, refusal_of.reason());
         }
     };
-    let lifetime =
-        std::time::Duration::from_secs(identity.expires_at.saturating_sub(now_seconds()).max(1));
+    let lifetime = identity.lifetime();
     let session = match console
         .sessions
         .start(
@@ -166,14 +165,7 @@ pub(crate) async fn callback(
 
 /// The login this browser started, from its cookie.
 fn pending_login(headers: &http::HeaderMap) -> Option<sandgate_identity::PendingLogin> {
-    let value = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == PENDING)
-        .map(|(_, value)| value)?;
+    let value = cookie(headers, PENDING)?;
     let (state, verifier) = value.split_once('.')?;
     (!state.is_empty() && !verifier.is_empty()).then(|| sandgate_identity::PendingLogin {
         state: state.to_string(),
@@ -204,10 +196,4 @@ fn refusal(console: &Console, status: StatusCode, why: &str) -> Response {
 /// At most 200 characters of what another party said.
 fn cut(text: &str) -> String {
     text.chars().take(200).collect()
-}
-
-fn now_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

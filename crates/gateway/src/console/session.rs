@@ -196,13 +196,18 @@ pub(crate) async fn require_session(
 
 /// The session id a request's cookie carries.
 fn session_id(headers: &http::HeaderMap) -> Option<String> {
+    cookie(headers, COOKIE).map(str::to_string)
+}
+
+/// The value of the cookie `name` a request carries, if not empty.
+pub(crate) fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.to_string())
+        .find(|(found, _)| *found == name)
+        .map(|(_, value)| value)
         .filter(|v| !v.is_empty())
 }

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use sandgate_gateway::credentials::Credentials;
+use sandgate_gateway::credentials::{self, Credentials};
 
 use super::ConfigArg;
 
@@ -38,21 +38,20 @@ impl OwnerArgs {
             let [issuer, subject] = user.as_slice() else {
                 bail!("--user takes the issuer and the subject");
             };
-            return Ok(format!(
-                "user:{}",
-                sandgate_identity::user_id(issuer, subject)
-            ));
+            return Ok(credentials::user_owner(&sandgate_identity::user_id(
+                issuer, subject,
+            )));
         }
         if let Some(id) = &self.user_id {
             if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
                 bail!("--user-id is the 32 hex digits an error or a record names a user by");
             }
-            return Ok(format!("user:{}", id.to_ascii_lowercase()));
+            return Ok(credentials::user_owner(&id.to_ascii_lowercase()));
         }
         if let Some(token) = &self.token {
-            return Ok(format!("token:{token}"));
+            return Ok(credentials::token_owner(token));
         }
-        Ok("local".to_string())
+        Ok(credentials::LOCAL_OWNER.to_string())
     }
 }
 
