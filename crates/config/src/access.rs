@@ -23,6 +23,7 @@ const PROFILE_KEYS: &[&str] = &[
     "limits",
     "admin",
     "register_tools",
+    "approve",
 ];
 const LIMIT_KEYS: &[&str] = &["timeout_ms", "max_calls", "executions_per_minute"];
 const FS_KEYS: &[&str] = &["path", "write"];
@@ -169,6 +170,7 @@ impl Walker<'_> {
             register_tools: opt_bool(self, &sub("register_tools"), table.get("register_tools"))?
                 .unwrap_or(false),
             implicit: false,
+            approve: patterns("approve")?,
         })
     }
 

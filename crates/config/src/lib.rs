@@ -33,6 +33,9 @@ pub use model::{
 };
 pub use parse::{Format, load_file, parse_str};
 pub use secret::Secret;
+pub use sections::approvals::{
+    ApprovalsConfig, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_WAITING, DEFAULT_MAX_WAITING_PER_CALLER,
+};
 pub use sections::auth::{
     ACCEPTED_ALGORITHMS, AuthConfig, OAuthClient, OAuthConfig, OAuthConsole, OAuthIssuer, OAuthRule,
 };

@@ -101,6 +101,8 @@ pub struct Config {
     pub auth: crate::sections::auth::AuthConfig,
     /// Where users' own backend secrets are sealed (`[credentials]`).
     pub credentials: crate::sections::credentials::CredentialsConfig,
+    /// How calls that need a person's approval wait (`[approvals]`).
+    pub approvals: crate::sections::approvals::ApprovalsConfig,
 }
 
 /// Settings of stored tools.
@@ -445,6 +447,9 @@ pub struct BackendConfig {
     pub tools: sandgate_policy::Grant,
     /// One connection per user, and what of the user's it carries (`per_user`).
     pub per_user: Option<crate::sections::credentials::PerUser>,
+    /// Its tools a person must approve before a call runs, as `backend.tool` patterns
+    /// (`approve`, written over the backend's tool names).
+    pub approve: Vec<String>,
 }
 
 /// How sandgate reaches a backend.

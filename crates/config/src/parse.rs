@@ -110,6 +110,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "telemetry",
     "auth",
     "credentials",
+    "approvals",
 ];
 /// Top-level keys of a JSON config sandgate reads: the servers (`mcpServers`, or VS Code's
 /// `servers`), its own `sandgate` object, and VS Code's `inputs` (prompted values sandgate
@@ -225,6 +226,7 @@ impl Walker<'_> {
         config.auth = self.auth_section(table.get("auth"))?;
         config.credentials =
             self.credentials_section(&key("credentials"), table.get("credentials"))?;
+        config.approvals = self.approvals_section(&key("approvals"), table.get("approvals"))?;
         self.check_access(&config.profiles, &config.http.tokens)?;
         if let Some(oauth) = &config.auth.oauth {
             self.check_rule_profiles(&config.profiles, &oauth.rules)?;

@@ -42,6 +42,7 @@ const BACKEND_KEYS: &[&str] = &[
     "disabled",
     "allow_tools",
     "deny_tools",
+    "approve",
 ];
 /// Keys other MCP clients put in `mcpServers` entries. They mean nothing to sandgate, and
 /// refusing them would stop users from pointing sandgate at the file they already have.
@@ -346,8 +347,13 @@ impl Walker<'_> {
             max_schema_depth: number("max_schema_depth", defaults.max_schema_depth, 2..=100)?,
         };
         let per_user = self.per_user(path, table, matches!(transport, Transport::Stdio { .. }))?;
+        let approve = string_list(self, &key("approve"), table.get("approve"))?
+            .iter()
+            .map(|pattern| format!("{name}.{pattern}"))
+            .collect();
         Ok(BackendConfig {
             per_user,
+            approve,
             skipped: skipped.clone(),
             env_file,
             name: name.to_string(),

@@ -34,6 +34,8 @@ pub enum Subject {
     Http,
     /// Reading a stored output.
     Output,
+    /// A person's approval of a call: asked, and how it was answered.
+    Approval,
 }
 
 impl Subject {
@@ -45,6 +47,7 @@ impl Subject {
             Subject::Env => "env",
             Subject::Http => "http",
             Subject::Output => "output",
+            Subject::Approval => "approval",
         }
     }
 }
@@ -68,6 +71,8 @@ pub struct Decision<'a> {
     pub rule: &'a str,
     /// The call's arguments (written only with `arguments = true`).
     pub arguments: Option<&'a str>,
+    /// Not decided yet: a person was asked (`decision: "ask"`).
+    pub asked: bool,
 }
 
 /// The audit log's sender; cheap to share. A disabled log ignores every decision.
@@ -153,7 +158,11 @@ impl AuditLog {
             "execution_id": decision.execution_id,
             "kind": decision.subject.as_str(),
             "target": decision.target,
-            "decision": if decision.allowed { "allow" } else { "deny" },
+            "decision": match (decision.asked, decision.allowed) {
+                (true, _) => "ask",
+                (false, true) => "allow",
+                (false, false) => "deny",
+            },
             "rule": decision.rule,
         });
         if inner.arguments
@@ -178,20 +187,25 @@ fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
-/// UTC time as RFC 3339 with milliseconds, without a date crate.
+/// UTC time now as RFC 3339 with milliseconds.
 fn now_rfc3339() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = now.as_secs();
+    rfc3339(u64::try_from(now.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `ms` since the epoch as RFC 3339 UTC with milliseconds, without a date crate.
+pub(crate) fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
     let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days as i64);
+    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
         rest / 3600,
         rest % 3600 / 60,
         rest % 60,
-        now.subsec_millis()
+        ms % 1000
     )
 }
 
@@ -247,6 +261,7 @@ mod tests {
             allowed: true,
             rule: "profiles.reader.tools: memory.read_*",
             arguments: None,
+            asked: false,
         };
         // Far more than the pipe and the queue hold: every call returns (a blocking one would
         // hang this test), and what did not fit is counted as dropped.
@@ -285,6 +300,7 @@ mod tests {
                 allowed: false,
                 rule: "it matches none of profiles.reader.tools (memory.read_*)",
                 arguments: Some("{\"secret\":\"s3cret\"}"),
+                asked: false,
             });
             // Each log's own thread writes its line; wait for it, so the lines keep their order.
             lines_written(&path, i + 1);

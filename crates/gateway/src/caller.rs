@@ -61,6 +61,41 @@ pub enum Owner {
     User(String),
 }
 
+/// How the person behind a request's client can be asked something (an approval): what the
+/// client declared it can do, in its request's era.
+#[derive(Debug, Clone, Default)]
+pub enum Reach {
+    /// The client declared no elicitation: nobody can be asked.
+    #[default]
+    Nobody,
+    /// A session (2025-11-25) whose client declared elicitation: asked with
+    /// `elicitation/create` while the request waits.
+    Session(rmcp::Peer<RoleServer>),
+    /// A stateless request (2026-07-28) whose client declared elicitation: asked by answering
+    /// with an input-required result, which the client's retry answers.
+    Retry,
+}
+
+impl Reach {
+    /// How the client of the request in `context` can be asked.
+    pub fn of(context: &RequestContext<RoleServer>) -> Reach {
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.elicitation.is_some());
+        if !declared {
+            return Reach::Nobody;
+        }
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
+        if stateless {
+            Reach::Retry
+        } else {
+            Reach::Session(context.peer.clone())
+        }
+    }
+}
+
 /// One request's caller.
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -78,6 +113,8 @@ pub struct Caller {
     /// The trace it acts in: the W3C context its request carried in `_meta`, then the span of
     /// its execution (see `telemetry::traces`).
     pub trace: opentelemetry::Context,
+    /// How a person behind its client can be asked.
+    pub reach: Reach,
 }
 
 impl Caller {
@@ -87,12 +124,16 @@ impl Caller {
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
         );
-        match context.extensions.get::<http::request::Parts>() {
+        let caller = match context.extensions.get::<http::request::Parts>() {
             Some(parts) => Caller::of_http(profiles, parts, trace),
             None => Caller {
                 trace,
                 ..Caller::local(profiles)
             },
+        };
+        Caller {
+            reach: Reach::of(context),
+            ..caller
         }
     }
 
@@ -118,6 +159,7 @@ impl Caller {
             access: Access::new(profiles.get(profile)),
             token_id: authenticated.map(|a| a.token_id.clone()),
             trace,
+            reach: Reach::Nobody,
         }
     }
 
@@ -130,6 +172,7 @@ impl Caller {
             user: None,
             grant: None,
             trace: opentelemetry::Context::new(),
+            reach: Reach::Nobody,
         }
     }
 
@@ -219,6 +262,7 @@ mod tests {
             user: None,
             grant: None,
             trace: opentelemetry::Context::new(),
+            reach: Reach::Nobody,
         }
     }
 

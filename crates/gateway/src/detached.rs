@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::approvals::Inbox;
 use crate::runtime::Cancellation;
 
 /// The most executions held (running, or finished and waiting for their waiter).
@@ -42,9 +43,15 @@ pub struct Detached {
     /// The caller's key for it: only the same caller finds it.
     owner: String,
     started: Instant,
+    started_at_ms: u64,
+    finished_at_ms: std::sync::atomic::AtomicU64,
     cancel: CancellationToken,
+    /// Set when its owner stopped it (`wait_execution` with `cancel`, `tasks/cancel`).
+    stopped: std::sync::atomic::AtomicBool,
     live: Mutex<Live>,
     done: watch::Sender<Option<Arc<CallToolResult>>>,
+    /// What it asks a person, for whoever waits on it.
+    inbox: Arc<Inbox>,
 }
 
 /// What a running execution has done so far.
@@ -74,7 +81,74 @@ impl Detached {
 
     /// Stops the execution where it stands.
     pub fn cancel(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.cancel.cancel();
+    }
+
+    /// Whether its owner stopped it.
+    pub fn was_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Its id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// When it started, as ms since the epoch.
+    pub fn started_at_ms(&self) -> u64 {
+        self.started_at_ms
+    }
+
+    /// When it finished (ms since the epoch), if it has.
+    pub fn finished_at_ms(&self) -> Option<u64> {
+        match self
+            .finished_at_ms
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => None,
+            at => Some(at),
+        }
+    }
+
+    /// What it has done so far, in one line: time, calls, and its last console line.
+    pub fn summary(&self) -> String {
+        let live = self.lock();
+        let last = live
+            .logs
+            .back()
+            .map(|l| format!("; last log: {}", crate::approvals::bounded(&l.message, 200)))
+            .unwrap_or_default();
+        format!(
+            "running {:.1} s: {} call{} finished{last}",
+            self.started.elapsed().as_secs_f64(),
+            live.calls_total,
+            if live.calls_total == 1 { "" } else { "s" }
+        )
+    }
+
+    /// When it finished, if it has.
+    pub fn finished(&self) -> Option<Arc<CallToolResult>> {
+        self.done.borrow().clone()
+    }
+
+    /// The questions its calls wait on: whoever waits on it passes them on.
+    pub fn inbox(&self) -> &Arc<Inbox> {
+        &self.inbox
+    }
+
+    /// Waits at most `within` for it to finish or to ask a person something, whichever is
+    /// first: its answer, or `None` (see [`Detached::questions`] for what it asks).
+    pub async fn wait_or_question(&self, within: Duration) -> Option<Arc<CallToolResult>> {
+        let mut asking = self.inbox.subscribe();
+        if !self.inbox.questions().is_empty() {
+            return self.finished();
+        }
+        tokio::select! {
+            answer = self.wait(within) => answer,
+            _ = asking.changed() => self.finished(),
+        }
     }
 
     /// Notes a console line as the code writes it.
@@ -107,6 +181,10 @@ impl Detached {
 
     /// The execution's answer: it is done.
     pub fn finish(&self, answer: CallToolResult) {
+        self.finished_at_ms.store(
+            u64::try_from(sandgate_store::now_ms()).unwrap_or(0),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         self.lock().finished_at = Some(Instant::now());
         self.done.send_replace(Some(Arc::new(answer)));
     }
@@ -198,9 +276,13 @@ impl DetachedExecutions {
             id: id.to_string(),
             owner,
             started: Instant::now(),
+            started_at_ms: u64::try_from(sandgate_store::now_ms()).unwrap_or(0),
+            finished_at_ms: std::sync::atomic::AtomicU64::new(0),
             cancel: CancellationToken::new(),
+            stopped: std::sync::atomic::AtomicBool::new(false),
             live: Mutex::default(),
             done: watch::Sender::new(None),
+            inbox: Arc::default(),
         });
         held.insert(id.to_string(), detached.clone());
         Ok(detached)

@@ -46,9 +46,16 @@ pub struct GatewayBuilder {
     expose_stored: bool,
     rate_limit_fallback: sandgate_config::RateLimitFallback,
     credentials: Option<Arc<crate::credentials::Credentials>>,
+    approvals: sandgate_config::ApprovalsConfig,
 }
 
 impl GatewayBuilder {
+    /// How calls that need a person's approval wait (`[approvals]`; defaults without it).
+    pub fn approvals(mut self, approvals: sandgate_config::ApprovalsConfig) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
     /// Where users' own backend credentials are kept (`[credentials]`): without it, a backend
     /// that takes a user's stored secret tells its callers none can be kept here.
     pub fn credentials(mut self, credentials: crate::credentials::Credentials) -> Self {
@@ -115,6 +122,7 @@ impl GatewayBuilder {
                 self.audit,
                 metrics.clone(),
                 self.credentials,
+                crate::approvals::Approvals::new(self.approvals),
             ),
             backends: self.backends,
             catalogs,
@@ -219,6 +227,7 @@ impl Gateway {
             expose_stored: false,
             rate_limit_fallback: Default::default(),
             credentials: None,
+            approvals: Default::default(),
         }
     }
 

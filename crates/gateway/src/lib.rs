@@ -12,6 +12,7 @@
 // 1. the parts: who calls, what is audited, admitted, counted and told, the profiles, the
 //    views of the catalog, what executions run on, progress;
 mod admission;
+pub mod approvals;
 mod audit;
 mod caller;
 mod clients;

@@ -61,6 +61,15 @@ impl Cancellation {
         self
     }
 
+    /// Whether either token is cancelled now.
+    pub fn is_cancelled(&self) -> bool {
+        self.request.is_cancelled()
+            || self
+                .response_gone
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled)
+    }
+
     /// Completes when either token is cancelled.
     pub async fn cancelled(&self) {
         match &self.response_gone {

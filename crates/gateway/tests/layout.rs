@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 /// `src/`) listed here.
 const LAYERS: &[(&str, u8)] = &[
     ("admission.rs", 1),
+    ("approvals/", 1),
     ("audit.rs", 1),
     ("caller.rs", 1),
     ("clients.rs", 1),

@@ -66,6 +66,7 @@ fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> C
         user: None,
         grant: None,
         trace: opentelemetry::Context::new(),
+        reach: Default::default(),
     };
     let request = Request {
         id: "ex-test",

@@ -48,6 +48,9 @@ pub struct Profile {
     pub register_tools: bool,
     /// Not written in the config: the default made when no profile is configured.
     pub implicit: bool,
+    /// `backend.tool` patterns a person must approve before a call to them runs, even from a
+    /// script (`approve`); the backends' own `approve` lists apply as well.
+    pub approve: Vec<String>,
 }
 
 impl Profile {
@@ -67,6 +70,7 @@ impl Profile {
             admin: true,
             register_tools: false,
             implicit: true,
+            approve: vec![],
         }
     }
 
@@ -86,6 +90,7 @@ impl Profile {
             admin: false,
             register_tools: false,
             implicit: false,
+            approve: vec![],
         }
     }
 
@@ -280,6 +285,33 @@ impl Access {
         Ok(Authorized::new(call, rule))
     }
 
+    /// The rule that makes a person approve `call` before it runs, by any of the tool's
+    /// spellings: a pattern of this profile's `approve`, else one of `backend_rules` (the
+    /// backend's own `approve`, qualified, written at `backend_key`). `None`: no approval.
+    pub fn approval_rule(
+        &self,
+        call: &ToolCall,
+        backend_rules: &[String],
+        backend_key: &str,
+    ) -> Option<String> {
+        if self.profile.approve.is_empty() && backend_rules.is_empty() {
+            return None;
+        }
+        let spellings = call.name().spellings();
+        if let Some(rule) = self
+            .profile
+            .approve
+            .iter()
+            .find(|p| spellings.matched_by(p))
+        {
+            return Some(format!("{}.approve: {rule}", self.profile.key));
+        }
+        backend_rules
+            .iter()
+            .find(|p| spellings.matched_by(p))
+            .map(|rule| format!("{backend_key}.approve: {rule}"))
+    }
+
     /// Authorizes looking up the name `host` for a connection to `host:port`: only names an
     /// entry holds are ever resolved (DNS is a channel out).
     pub fn authorize_lookup(
@@ -383,7 +415,35 @@ mod tests {
             admin: false,
             register_tools: false,
             implicit: false,
+            approve: vec![],
         })
+    }
+
+    #[test]
+    fn an_approval_rule_matches_any_spelling_and_says_where_it_is_written() {
+        let mut profile = (*reader()).clone();
+        profile.approve = vec!["github.merge_*".into()];
+        let access = Access::new(Arc::new(profile));
+        let merge = ToolCall::new("github", "merge-pull-request")
+            .called_in_code("github", "merge_pull_request");
+        assert_eq!(
+            access
+                .approval_rule(&merge, &[], "servers.github")
+                .as_deref(),
+            Some("profiles.reader.approve: github.merge_*")
+        );
+        let delete = ToolCall::new("db", "delete_rows");
+        assert_eq!(access.approval_rule(&delete, &[], "servers.db"), None);
+        assert_eq!(
+            access
+                .approval_rule(&delete, &["db.delete_*".into()], "servers.db")
+                .as_deref(),
+            Some("servers.db.approve: db.delete_*")
+        );
+        assert_eq!(
+            Access::new(reader()).approval_rule(&merge, &[], "servers.github"),
+            None
+        );
     }
 
     #[test]

@@ -121,7 +121,7 @@ pub(crate) struct Spellings {
 }
 
 impl Spellings {
-    fn matched_by(&self, pattern: &str) -> bool {
+    pub(crate) fn matched_by(&self, pattern: &str) -> bool {
         glob_match(pattern, &self.first) || self.more.iter().any(|s| glob_match(pattern, s))
     }
 }

@@ -238,6 +238,7 @@ pub async fn build_gateway(
         .startup_wait(config.startup_wait)
         .expose_stored_tools(config.stored_tools.expose_as_mcp_tools)
         .rate_limit_fallback(config.store.rate_limit_when_unreachable)
+        .approvals(config.approvals)
         .build()
         .await)
 }

@@ -255,6 +255,12 @@ pub fn new_execution_id() -> String {
     format!("ex-{millis:x}-{:032x}", random_u128())
 }
 
+/// A new unguessable id: `prefix`, a dash, and 128 random bits in hex (a question waiting
+/// for approval, `ap-…`).
+pub fn new_random_id(prefix: &str) -> String {
+    format!("{prefix}-{:032x}", random_u128())
+}
+
 /// 128 random bits. The OS source does not fail on Linux; were it ever to, the hasher keys the
 /// standard library draws from the same source once per process stand in, mixed with a counter.
 fn random_u128() -> u128 {

@@ -54,6 +54,11 @@ pub trait Backends: Send + Sync + Debug {
     fn user_connections(&self) -> Vec<(String, usize)> {
         Vec::new()
     }
+    /// The backend's `approve` patterns (`backend.tool`): its tools a person must approve
+    /// before a call runs.
+    fn approval_patterns(&self, _backend: &str) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Calling a backend tool: the one thing [`Backends`] cannot do.
@@ -131,5 +136,12 @@ impl Backends for BackendManager {
 
     fn user_connections(&self) -> Vec<(String, usize)> {
         BackendManager::user_connections(self)
+    }
+
+    fn approval_patterns(&self, backend: &str) -> Vec<String> {
+        self.backends()
+            .get(backend)
+            .map(|b| b.config.approve.clone())
+            .unwrap_or_default()
     }
 }

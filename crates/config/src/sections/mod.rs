@@ -4,6 +4,7 @@
 //! backends (`servers`), the profiles and tokens (`access`) and telemetry have files of their
 //! own.
 
+pub mod approvals;
 pub mod auth;
 pub mod credentials;
 mod gateway;

@@ -47,17 +47,10 @@ pub(super) async fn yielding(
     cancel: &Cancellation,
     start: impl FnOnce(Arc<Detached>, String) -> BoxFuture<'static, CallToolResult>,
 ) -> CallToolResult {
-    let id = sandgate_store::new_execution_id();
-    let owner = caller.key(&id, Part::Output);
-    let detached = match gateway.detached().begin(&id, owner) {
+    let detached = match launch(gateway, caller, start) {
         Ok(detached) => detached,
         Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
     };
-    let running = start(detached.clone(), id);
-    let finishing = detached.clone();
-    tokio::spawn(async move {
-        finishing.finish(running.await);
-    });
     // The request's own cancel ends only this wait: the execution runs on, for wait_execution.
     let waited = tokio::select! {
         answer = detached.wait(after) => answer,
@@ -69,6 +62,37 @@ pub(super) async fn yielding(
     }
 }
 
+/// Starts an execution of `caller`'s detached from the request (`start` runs it, given its
+/// entry and id): its entry, already running; refused when too many are held.
+pub(crate) fn launch(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    start: impl FnOnce(Arc<Detached>, String) -> BoxFuture<'static, CallToolResult>,
+) -> Result<Arc<Detached>, String> {
+    let id = sandgate_store::new_execution_id();
+    let detached = gateway.detached().begin(&id, owner_key(caller, &id))?;
+    let running = start(detached.clone(), id);
+    let finishing = detached.clone();
+    tokio::spawn(async move {
+        finishing.finish(running.await);
+    });
+    Ok(detached)
+}
+
+/// `caller`'s key for its detached execution `id`: only the same caller finds it.
+pub(crate) fn owner_key(caller: &Caller, id: &str) -> String {
+    format!(
+        "{}#{}",
+        caller.key(id, Part::Output),
+        caller.token_id.as_deref().unwrap_or("")
+    )
+}
+
+/// The detached execution `id` of `caller`'s, if it is held.
+pub(crate) fn find(gateway: &Gateway, caller: &Caller, id: &str) -> Option<Arc<Detached>> {
+    gateway.detached().find(id, &owner_key(caller, id))
+}
+
 /// `wait_execution`: waits for a detached execution of `caller`'s, or cancels it.
 pub async fn wait_execution(
     gateway: &Arc<Gateway>,
@@ -77,8 +101,7 @@ pub async fn wait_execution(
     cancel: &Cancellation,
 ) -> Result<CallToolResult, String> {
     let id = args.execution_id.trim();
-    let key = caller.key(id, Part::Output);
-    let Some(detached) = gateway.detached().find(id, &key) else {
+    let Some(detached) = find(gateway, caller, id) else {
         return Err(format!(
             "no execution {id} runs on for you: only an execution you started with yield_after_ms can be waited for, and a finished one is kept {} minutes (its record and any stored output remain: read_output reads them)",
             crate::detached::KEEP_FINISHED.as_secs() / 60

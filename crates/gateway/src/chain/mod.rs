@@ -23,6 +23,7 @@ use sandgate_sandbox::{
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::approvals::Asking;
 use crate::bridge::ExecutionBridge;
 use crate::caller::Caller;
 use crate::door::{Knock, granted};
@@ -102,44 +103,102 @@ pub async fn call_tool_chain(
 ) -> CallToolResult {
     match args.yield_after_ms {
         Some(after) => {
-            let (gateway_of_run, caller_of_run) = (gateway.clone(), caller.clone());
             let after = Duration::from_millis(after);
-            detach::yielding(gateway, caller, after, cancel, move |detached, id| {
-                Box::pin(async move {
-                    let cancellation = detached.cancellation();
-                    let progress = None;
-                    run(
-                        &gateway_of_run,
-                        &caller_of_run,
-                        args,
-                        progress,
-                        &cancellation,
-                        id,
-                        Some(detached),
-                    )
-                    .await
-                })
-            })
-            .await
+            let start = starter(gateway, caller, args, Questions::AsReached);
+            detach::yielding(gateway, caller, after, cancel, start).await
         }
         None => {
             let id = sandgate_store::new_execution_id();
-            run(gateway, caller, args, progress, cancel, id, None).await
+            let asking = match &caller.reach {
+                crate::caller::Reach::Session(peer) => Asking::Session(peer.clone()),
+                _ => Asking::Nobody,
+            };
+            let seat = Seat {
+                id,
+                detached: None,
+                asking,
+            };
+            run(gateway, caller, args, progress, cancel, seat).await
         }
     }
 }
 
-/// Runs execution `id` of `call_tool_chain`; a detached one also shows what it does to
-/// `detached` as it goes.
+/// Where a detached execution's questions go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Questions {
+    /// As the request's client can be reached: a session's `elicitation/create`, else through
+    /// whoever waits on it (`wait_execution`, the console).
+    AsReached,
+    /// Through whoever waits on it: a task's `tasks/get`, or a 2026-07-28 client's retry.
+    ThroughWaiter,
+}
+
+/// Starts `call_tool_chain` for `caller` detached from the request (a task, or a call whose
+/// questions a 2026-07-28 client answers by retrying): its entry, already running.
+pub(crate) fn launch(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    args: ChainArgs,
+) -> Result<Arc<crate::detached::Detached>, String> {
+    let start = starter(gateway, caller, args, Questions::ThroughWaiter);
+    detach::launch(gateway, caller, start)
+}
+
+/// What runs a detached execution, given its entry and id.
+fn starter(
+    gateway: &Arc<Gateway>,
+    caller: &Caller,
+    args: ChainArgs,
+    questions: Questions,
+) -> impl FnOnce(
+    Arc<crate::detached::Detached>,
+    String,
+) -> futures::future::BoxFuture<'static, CallToolResult>
++ use<> {
+    let (gateway, caller) = (gateway.clone(), caller.clone());
+    move |detached, id| {
+        Box::pin(async move {
+            let cancellation = detached.cancellation();
+            let asking = match (&caller.reach, questions) {
+                (crate::caller::Reach::Nobody, _) => Asking::Nobody,
+                (crate::caller::Reach::Session(peer), Questions::AsReached) => {
+                    Asking::Session(peer.clone())
+                }
+                _ => Asking::Waiter(detached.inbox().clone()),
+            };
+            let seat = Seat {
+                id,
+                detached: Some(detached),
+                asking,
+            };
+            run(&gateway, &caller, args, None, &cancellation, seat).await
+        })
+    }
+}
+
+/// Where one execution sits: its id, its detached entry when it outlives its request, and how
+/// its calls ask a person for approval.
+struct Seat {
+    id: String,
+    detached: Option<Arc<crate::detached::Detached>>,
+    asking: Asking,
+}
+
+/// Runs execution `seat.id` of `call_tool_chain`; a detached one also shows what it does to
+/// its entry as it goes.
 async fn run(
     gateway: &Arc<Gateway>,
     caller: &Caller,
     args: ChainArgs,
     progress: Option<ProgressSink>,
     cancel: &Cancellation,
-    id: String,
-    detached: Option<Arc<crate::detached::Detached>>,
+    seat: Seat,
 ) -> CallToolResult {
+    let Seat {
+        id,
+        detached,
+        asking,
+    } = seat;
     let _running = gateway.execution_started();
     let cancelled = async {
         tokio::select! {
@@ -217,7 +276,8 @@ async fn run(
     let host_functions = Arc::new(granted(&caller.access));
     // The execution's span: the tool calls' parent, under the trace the request came in.
     caller.trace = traces::start_execution(&caller.trace, &id, caller.profile());
-    let knock = Knock::new(caller.clone(), id.clone());
+    let mut knock = Knock::new(caller.clone(), id.clone());
+    knock.asking = asking;
     let caller = &caller;
     let progress = match route {
         Route::Call { .. } => progress.map(ProgressSink::for_single_call),

@@ -45,6 +45,7 @@ pub(super) fn caller(console: &Console, user: &ConsoleUser) -> Caller {
         user: user.user.clone(),
         grant: None,
         trace: opentelemetry::Context::new(),
+        reach: crate::caller::Reach::Nobody,
     }
 }
 

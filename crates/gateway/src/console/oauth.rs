@@ -184,6 +184,7 @@ fn refusal(console: &Console, status: StatusCode, why: &str) -> Response {
         allowed: false,
         rule: why,
         arguments: None,
+        asked: false,
     });
     (
         status,

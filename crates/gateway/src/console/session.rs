@@ -80,6 +80,7 @@ pub(crate) async fn login(
                 allowed: false,
                 rule: why,
                 arguments: None,
+                asked: false,
             });
             return problem(
                 StatusCode::UNAUTHORIZED,

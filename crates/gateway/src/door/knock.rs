@@ -1,6 +1,7 @@
 //! Who knocks at the door: the caller, the execution it runs, the stored tools it runs inside
 //! (for the cycle and depth guard), and where its progress goes.
 
+use crate::approvals::Asking;
 use crate::caller::Caller;
 use crate::progress::ProgressSink;
 
@@ -17,6 +18,8 @@ pub struct Knock {
     /// Where the execution's progress goes, when its client asked for it: finished calls and
     /// the backends' own progress notices.
     pub progress: Option<ProgressSink>,
+    /// How a person is asked to approve a call that needs it.
+    pub asking: Asking,
 }
 
 impl Knock {
@@ -27,6 +30,7 @@ impl Knock {
             execution_id: execution_id.into(),
             within: Vec::new(),
             progress: None,
+            asking: Asking::Nobody,
         }
     }
 }

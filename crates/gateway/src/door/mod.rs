@@ -106,6 +106,8 @@ pub struct Door {
     metrics: Arc<Metrics>,
     /// Users' own credentials, for backends that serve each user on its own connection.
     credentials: Option<Arc<crate::credentials::Credentials>>,
+    /// The questions approval-gated calls wait on.
+    approvals: crate::approvals::Approvals,
 }
 
 impl Door {
@@ -118,6 +120,7 @@ impl Door {
         audit: AuditLog,
         metrics: Arc<Metrics>,
         credentials: Option<Arc<crate::credentials::Credentials>>,
+        approvals: crate::approvals::Approvals,
     ) -> Door {
         Door {
             calls,
@@ -126,7 +129,13 @@ impl Door {
             audit,
             metrics,
             credentials,
+            approvals,
         }
+    }
+
+    /// The questions approval-gated calls wait on.
+    pub fn approvals(&self) -> &crate::approvals::Approvals {
+        &self.approvals
     }
 
     /// Users' own credentials, when this gateway keeps them.
@@ -224,6 +233,8 @@ impl Door {
                 ));
             }
         };
+        // A call a person must approve waits here for the answer; no other path goes out.
+        self.approved(knock, call, &args).await?;
         if let Target::Stored = target {
             return stored.run_stored(knock, &call.tool, arguments).await;
         }
@@ -268,6 +279,72 @@ impl Door {
         Ok(ToolAnswer { json, is_error })
     }
 
+    /// Waits for a person's yes when a rule asks for one before `call` runs (see
+    /// `crate::approvals`): `Ok` at once when none does. The question and its answer are audit
+    /// lines.
+    async fn approved(
+        &self,
+        knock: &Knock,
+        call: &ToolCall,
+        args: &str,
+    ) -> Result<(), CallFailure> {
+        let backend_rules = self.backends.approval_patterns(&call.backend);
+        let Some(rule) = knock.caller.access.approval_rule(
+            call,
+            &backend_rules,
+            &format!("servers.{}", call.backend),
+        ) else {
+            return Ok(());
+        };
+        let target = call.qualified();
+        self.audit.record(&Decision {
+            profile: Some(knock.caller.profile()),
+            token_id: knock.caller.token_id.as_deref(),
+            execution_id: Some(knock.execution_id.as_str()),
+            subject: Subject::Approval,
+            target: &target,
+            allowed: false,
+            rule: &format!("asked: {rule}"),
+            arguments: Some(args),
+            asked: true,
+        });
+        let answer = self
+            .approvals
+            .ask(
+                &knock.asking,
+                &knock.caller,
+                &knock.execution_id,
+                &target,
+                args,
+                &rule,
+            )
+            .await;
+        match &answer {
+            Ok(crate::approvals::Verdict::Approved { by }) => {
+                self.record_line(
+                    knock,
+                    Subject::Approval,
+                    &target,
+                    true,
+                    &format!("approved by {by}: {rule}"),
+                    None,
+                );
+            }
+            Ok(crate::approvals::Verdict::Denied { .. }) => {}
+            Err(failure) => {
+                self.record_line(
+                    knock,
+                    Subject::Approval,
+                    &target,
+                    false,
+                    &failure.message,
+                    None,
+                );
+            }
+        }
+        answer.map(|_| ())
+    }
+
     /// Writes one decision to the audit log.
     pub(crate) fn record<T>(
         &self,
@@ -307,6 +384,7 @@ impl Door {
             allowed,
             rule,
             arguments,
+            asked: false,
         });
     }
 }

@@ -132,6 +132,7 @@ pub(crate) async fn require_token(
             allowed: false,
             rule: why,
             arguments: None,
+            asked: false,
         });
         refusal(&options, why, status)
     };

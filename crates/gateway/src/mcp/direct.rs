@@ -13,7 +13,8 @@
 //! checks it and answers as before. So it takes only requests rmcp would accept, and answers
 //! them as rmcp would: a session, another method, a progress token, a `_meta` key or a
 //! `params` key it does not know, a tool name outside `[A-Za-z0-9_.-]`, an `Accept` with
-//! parameters, an `Mcp-Param-*` header, or a header given twice all go the long way.
+//! parameters, an `Mcp-Param-*` header, a header given twice, or a client that declares
+//! elicitation or tasks (it may be asked, or given a task) all go the long way.
 
 use std::sync::Arc;
 
@@ -113,6 +114,11 @@ fn trace_of(meta: &RequestMetaObject) -> Option<opentelemetry::Context> {
             .missing_required_keys(&ProtocolVersion::V_2026_07_28)
             .is_empty()
         || (meta.contains_key(META_CLIENT) && meta.client_info().is_none())
+        // A client that can be asked, or takes tasks, is answered by the handler, which asks
+        // it (input-required results) or gives it a task.
+        || meta
+            .client_capabilities()
+            .is_some_and(|caps| caps.elicitation.is_some() || caps.supports_tasks())
     {
         return None;
     }

@@ -15,9 +15,10 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 
-use super::{meta_tools, resources, routes};
+use super::{asking, meta_tools, resources, routes, tasks};
 use crate::caller::Caller;
 use crate::gateway::Gateway;
 use crate::progress::progress_sink;
@@ -54,6 +55,7 @@ impl ServerHandler for SandgateServer {
             .enable_resources()
             .enable_resources_list_changed()
             .enable_logging()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("sandgate", env!("CARGO_PKG_VERSION")))
@@ -94,9 +96,26 @@ impl ServerHandler for SandgateServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let progress = progress_sink(context.peer.clone(), context.meta.get_progress_token());
         let caller = Caller::of(self.gateway.profiles(), &context);
         let cancel = cancellation(&context);
+        if request.name == "call_tool_chain" {
+            // A client that takes tasks gets one; a 2026-07-28 client that can be asked gets
+            // its questions as input-required results (and continues with its retry).
+            let tasks = context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
+            let answering = request.request_state.is_some() || request.input_responses.is_some();
+            if tasks && !answering {
+                let work = tasks::create(&self.gateway, &caller, request.arguments.clone());
+                if let Some(response) = contained("call_tool_chain", work).await? {
+                    return Ok(response);
+                }
+            } else if answering || matches!(caller.reach, crate::caller::Reach::Retry) {
+                let work = asking::call(&self.gateway, &caller, request, &cancel);
+                return contained("call_tool_chain", work).await;
+            }
+        }
+        let progress = progress_sink(context.peer.clone(), context.meta.get_progress_token());
         let call = ToolCall {
             name: &request.name,
             arguments: request.arguments,
@@ -105,6 +124,38 @@ impl ServerHandler for SandgateServer {
         answer_call(&self.gateway, &caller, call, &cancel)
             .await
             .map(Into::into)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let caller = Caller::of(self.gateway.profiles(), &context);
+        tasks::get(&self.gateway, &caller, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = Caller::of(self.gateway.profiles(), &context);
+        tasks::update(
+            &self.gateway,
+            &caller,
+            &request.task_id,
+            &request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = Caller::of(self.gateway.profiles(), &context);
+        tasks::cancel(&self.gateway, &caller, &request.task_id)
     }
 
     async fn get_prompt(
@@ -301,7 +352,7 @@ async fn contained<T>(
 }
 
 /// The methods this server answers, for the error a client gets for any other.
-const SUPPORTED_METHODS: &str = "initialize, ping, tools/list, tools/call, resources/list, resources/templates/list, resources/read, prompts/list, logging/setLevel and subscriptions/listen";
+const SUPPORTED_METHODS: &str = "initialize, ping, tools/list, tools/call, resources/list, resources/templates/list, resources/read, prompts/list, logging/setLevel, subscriptions/listen, and (to clients that declare the tasks extension) tasks/get, tasks/update and tasks/cancel";
 
 /// Why a method is refused, with what is supported instead (bounded: a method name comes
 /// from the client).

@@ -268,6 +268,8 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         admin: false,
         register_tools: false,
         implicit: false,
+        // The owner's approvals hold inside its tools: a stored tool is no way around them.
+        approve: profile.approve.clone(),
     }))
 }
 

@@ -89,6 +89,8 @@ pub(crate) async fn prepare<'a>(
         })
         .await;
     let access = super::register::tool_access(name, &tool.meta, &owner, &full.catalog);
+    // The caller's own approvals hold inside the tool as well as its owner's.
+    let access = with_approvals_of(access, knock.caller.access.profile());
     let view = gateway.catalogs().view_of(&access, &full);
     let caller = Caller {
         owner: knock.caller.owner.clone(),
@@ -97,6 +99,7 @@ pub(crate) async fn prepare<'a>(
         user: knock.caller.user.clone(),
         grant: knock.caller.grant.clone(),
         trace: knock.caller.trace.clone(),
+        reach: knock.caller.reach.clone(),
     };
     let mut inner = Knock::new(caller, knock.execution_id.clone());
     inner.within = knock
@@ -194,4 +197,18 @@ fn violations(schema: &jsonschema::Validator, value: &Value) -> Vec<String> {
             format!("at {path}: {e}")
         })
         .collect()
+}
+
+/// `access` with `caller`'s `approve` patterns added to its own: a stored tool is no way around
+/// its caller's approvals.
+fn with_approvals_of(
+    access: sandgate_policy::Access,
+    caller: &sandgate_policy::Profile,
+) -> sandgate_policy::Access {
+    if caller.approve.is_empty() {
+        return access;
+    }
+    let mut profile = (**access.profile()).clone();
+    profile.approve.extend(caller.approve.iter().cloned());
+    sandgate_policy::Access::new(Arc::new(profile))
 }

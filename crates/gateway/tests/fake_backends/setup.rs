@@ -92,6 +92,7 @@ pub fn caller(gateway: &Gateway, profile: &str) -> Caller {
         user: None,
         grant: None,
         trace: opentelemetry::Context::new(),
+        reach: Default::default(),
     }
 }
 

@@ -123,6 +123,7 @@ fn hint(
         ErrorKind::Memory => Some("The code used too much memory. Process data in smaller pieces and keep only the fields you need instead of building large arrays or strings.".into()),
         ErrorKind::Stack => Some("The call stack overflowed, usually from recursion without an end. Check the base case, or use a loop.".into()),
         ErrorKind::OutputLimit => Some("Return less: pick the fields you need (e.g. items.map(i => ({ id: i.id, title: i.title }))) or a count, not whole objects.".into()),
+        ErrorKind::ToolDenied if error.name == "ApprovalDenied" => Some("A person did not approve the call (they said no, did not answer in time, or this client cannot ask them); the message says which. The call did not run. Catch it to go on without it: try { ... } catch (e) { if (e instanceof ApprovalDenied) ... }.".into()),
         ErrorKind::ToolDenied => Some("The gateway's policy refused it; the message names the rule and where an operator changes it. Use what this caller is granted: search_tools lists its tools.".into()),
         ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool, cx.failed_condition),
         ErrorKind::Runtime => runtime_hint(error, cx, at).or_else(|| call_site(error, cx)),

@@ -159,16 +159,21 @@ pub enum FailureKind {
     /// A fault in the host.
     #[serde(rename = "internal")]
     Internal,
+    /// The call needs a person's approval, and it was not given (no, a timeout, or nobody
+    /// could be asked): the guest's `ApprovalDenied`.
+    #[serde(rename = "approval_denied")]
+    ApprovalDenied,
 }
 
 impl FailureKind {
-    const ALL: [FailureKind; 6] = [
+    const ALL: [FailureKind; 7] = [
         FailureKind::Denied,
         FailureKind::Failed,
         FailureKind::Timeout,
         FailureKind::Cancelled,
         FailureKind::Memory,
         FailureKind::Internal,
+        FailureKind::ApprovalDenied,
     ];
 
     /// The kind's name, as the guest's Error carries it in `kind`.
@@ -180,13 +185,14 @@ impl FailureKind {
             FailureKind::Cancelled => "cancelled",
             FailureKind::Memory => "memory",
             FailureKind::Internal => "internal",
+            FailureKind::ApprovalDenied => "approval_denied",
         }
     }
 
     /// The kind of failure an execution ends in when a call failed this way, uncaught.
     pub fn error_kind(self) -> ErrorKind {
         match self {
-            FailureKind::Denied => ErrorKind::ToolDenied,
+            FailureKind::Denied | FailureKind::ApprovalDenied => ErrorKind::ToolDenied,
             FailureKind::Failed => ErrorKind::ToolFailed,
             FailureKind::Timeout => ErrorKind::Timeout,
             FailureKind::Cancelled => ErrorKind::Cancelled,
@@ -205,6 +211,7 @@ impl FailureKind {
         match self {
             FailureKind::Denied => "ToolDeniedError",
             FailureKind::Timeout => "ToolTimeoutError",
+            FailureKind::ApprovalDenied => "ApprovalDenied",
             _ => "ToolCallError",
         }
     }

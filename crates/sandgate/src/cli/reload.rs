@@ -158,6 +158,10 @@ impl Follower {
                 .await;
             tracing::info!("config reloaded: profiles replaced");
         }
+        if self.running.approvals != config.approvals {
+            self.gateway.door().approvals().configure(config.approvals);
+            tracing::info!("config reloaded: [approvals] taken");
+        }
         let reloaded = self.manager.reload(&config).await;
         if let Some(wait) = config.startup_wait {
             self.gateway.set_startup_wait(wait);

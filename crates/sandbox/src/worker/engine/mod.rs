@@ -510,7 +510,7 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) 
     } else {
         // A call that failed, uncaught: the execution failed because of that call.
         call_kind.map(|kind| match kind {
-            FailureKind::Denied => ErrorKind::ToolDenied,
+            FailureKind::Denied | FailureKind::ApprovalDenied => ErrorKind::ToolDenied,
             FailureKind::Memory => ErrorKind::Memory,
             _ => ErrorKind::ToolFailed,
         })

@@ -501,6 +501,13 @@ pub(crate) fn error_object<'js>(
     let error: &Object = error.as_object();
     error.set("name", kind.error_name())?;
     error.set("kind", kind.as_str())?;
+    if kind == FailureKind::ApprovalDenied {
+        // An instance of the guest's own class, so `e instanceof ApprovalDenied` holds.
+        let class: Option<Object> = ctx.globals().get("ApprovalDenied").ok();
+        if let Some(prototype) = class.and_then(|c| c.get::<_, Object>("prototype").ok()) {
+            error.set_prototype(Some(&prototype))?;
+        }
+    }
     let site_stack = site
         .and_then(|site| site.into_object())
         .and_then(|site| site.get::<_, Option<String>>("stack").ok().flatten());

@@ -68,6 +68,15 @@ export default function (natives) {
     }
   }
   fixed(G, "ToolError", ToolError, false);
+  // A call that needs a person's approval and did not get it (no, a timeout, or nobody could
+  // be asked) rejects with one of these: the host makes it, and the code may catch it.
+  class ApprovalDenied extends Error {
+    constructor(message) {
+      super(message);
+      this.name = "ApprovalDenied";
+    }
+  }
+  fixed(G, "ApprovalDenied", ApprovalDenied, false);
 
   // Results and call arguments travel as JSON, where a Map or a Set would silently become
   // `{}`: they become an object of their entries and an array instead. Like any builtin

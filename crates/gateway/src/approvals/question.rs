@@ -1,0 +1,336 @@
+//! One question to a person: which call, under which rule, for which execution; what the
+//! person is shown of its arguments (bounded, with secrets masked); and the one answer it takes.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+
+use super::{AnswerSender, Verdict, expiry};
+use crate::caller::Caller;
+
+/// The most characters of a call's arguments a person is shown.
+pub const SHOWN_ARGUMENT_CHARS: usize = 2_000;
+/// The deepest nesting of arguments shown; deeper values show as `…`.
+const SHOWN_DEPTH: usize = 6;
+/// The most entries of one array or object shown.
+const SHOWN_ENTRIES: usize = 20;
+/// What a masked value shows.
+const MASK: &str = "•••";
+
+/// A question waiting for its answer.
+#[derive(Debug)]
+pub struct Question {
+    /// Its id (`ap-` and 128 random bits): how an answer names it.
+    pub id: String,
+    /// The execution whose call waits.
+    pub execution_id: String,
+    /// Who asked (see `owner_of`): who may answer it as its client.
+    pub owner: String,
+    /// The asker's profile.
+    pub profile: String,
+    /// The asker's user, when an identity provider proved one.
+    pub user: Option<String>,
+    /// The tool, `backend.tool`.
+    pub tool: String,
+    /// Its arguments as shown: bounded, secrets masked.
+    pub arguments: String,
+    /// The rule that asks for approval, and where it is written.
+    pub rule: String,
+    /// When it was asked (ms since the epoch).
+    pub asked_at_ms: u64,
+    expires: Instant,
+    answer: Mutex<Option<AnswerSender>>,
+}
+
+/// A question as the console lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionView {
+    /// Its id.
+    pub id: String,
+    /// The execution whose call waits.
+    pub execution_id: String,
+    /// The asker's profile.
+    pub profile: String,
+    /// The asker's user, if any.
+    pub user: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments as shown.
+    pub arguments: String,
+    /// The rule.
+    pub rule: String,
+    /// When it was asked (ms since the epoch).
+    pub asked_at_ms: u64,
+    /// Seconds until it is denied for want of an answer.
+    pub expires_in_s: u64,
+}
+
+impl Question {
+    /// A new question from `caller` (who owns it as `owner`), and where its answer arrives.
+    pub(super) fn new(
+        caller: &Caller,
+        owner: String,
+        execution_id: &str,
+        tool: &str,
+        arguments: &str,
+        rule: &str,
+        timeout: Duration,
+    ) -> (Question, oneshot::Receiver<Verdict>) {
+        let (send, receive) = oneshot::channel();
+        let question = Question {
+            id: sandgate_store::new_random_id("ap"),
+            execution_id: execution_id.to_string(),
+            owner,
+            profile: caller.profile().to_string(),
+            user: caller.user.clone(),
+            tool: tool.to_string(),
+            arguments: shown_arguments(arguments),
+            rule: rule.to_string(),
+            asked_at_ms: u64::try_from(sandgate_store::now_ms()).unwrap_or(0),
+            expires: expiry(timeout),
+            answer: Mutex::new(Some(send)),
+        };
+        (question, receive)
+    }
+
+    /// Whether its time is up.
+    pub fn expired(&self) -> bool {
+        Instant::now() >= self.expires
+    }
+
+    /// Whether it still waits for an answer: not answered, not expired.
+    pub fn is_open(&self) -> bool {
+        !self.expired()
+            && self
+                .answer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_some()
+    }
+
+    /// Gives it its answer; `false` when it had one already.
+    pub(super) fn resolve(&self, verdict: Verdict) -> bool {
+        let sender = self
+            .answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match sender {
+            Some(sender) => sender.send(verdict).is_ok(),
+            None => false,
+        }
+    }
+
+    /// What the console shows of it.
+    pub fn view(&self) -> QuestionView {
+        QuestionView {
+            id: self.id.clone(),
+            execution_id: self.execution_id.clone(),
+            profile: self.profile.clone(),
+            user: self.user.clone(),
+            tool: self.tool.clone(),
+            arguments: self.arguments.clone(),
+            rule: self.rule.clone(),
+            asked_at_ms: self.asked_at_ms,
+            expires_in_s: self
+                .expires
+                .saturating_duration_since(Instant::now())
+                .as_secs(),
+        }
+    }
+
+    /// What the person reads.
+    pub fn message(&self) -> String {
+        format!(
+            "Approve this call? A script (execution {}) wants to call `{}` with:\n{}\nIt needs your approval ({}). Accept to run it; decline to refuse it.",
+            self.execution_id, self.tool, self.arguments, self.rule
+        )
+    }
+
+    /// The `elicitation/create` request that asks it: a form with nothing to fill in, where
+    /// accept means yes.
+    pub fn elicitation(&self) -> ElicitRequestParams {
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: self.message(),
+            requested_schema: ElicitationSchema::new(Default::default()),
+        }
+    }
+
+    /// Sends it to a session's client with `elicitation/create`; the client's answer answers it.
+    pub(super) fn send_to_session(
+        self: &std::sync::Arc<Self>,
+        peer: rmcp::Peer<rmcp::RoleServer>,
+        timeout: Duration,
+    ) {
+        let question = self.clone();
+        tokio::spawn(async move {
+            let asked = peer
+                .create_elicitation_with_timeout(question.elicitation(), Some(timeout))
+                .await;
+            let verdict = match asked {
+                Ok(result) => verdict_of(result.action, result.content.as_ref()),
+                Err(error) => Verdict::Denied {
+                    by: "client".into(),
+                    why: format!(
+                        "the client could not ask: {}",
+                        bounded(&error.to_string(), 300)
+                    ),
+                },
+            };
+            question.resolve(verdict);
+        });
+    }
+}
+
+/// The verdict an elicitation's answer gives: accept is yes (unless its content says
+/// `approve: false`); decline and cancel are no.
+pub fn verdict_of(action: ElicitationAction, content: Option<&Value>) -> Verdict {
+    let by = "client".to_string();
+    match action {
+        ElicitationAction::Accept
+            if content
+                .and_then(|c| c.get("approve"))
+                .and_then(Value::as_bool)
+                != Some(false) =>
+        {
+            Verdict::Approved { by }
+        }
+        ElicitationAction::Accept => Verdict::Denied {
+            by,
+            why: "the person answered no".into(),
+        },
+        ElicitationAction::Decline => Verdict::Denied {
+            by,
+            why: "the person declined".into(),
+        },
+        _ => Verdict::Denied {
+            by,
+            why: "the person cancelled the question".into(),
+        },
+    }
+}
+
+/// A call's arguments as a person is shown them: secrets masked, nesting and entries bounded,
+/// at most [`SHOWN_ARGUMENT_CHARS`] characters.
+pub fn shown_arguments(arguments: &str) -> String {
+    let value: Value = serde_json::from_str(arguments)
+        .unwrap_or_else(|_| Value::String(bounded(arguments, SHOWN_ARGUMENT_CHARS)));
+    let masked = masked(&value, 0);
+    let text = serde_json::to_string_pretty(&masked).unwrap_or_default();
+    bounded(&text, SHOWN_ARGUMENT_CHARS)
+}
+
+/// `value` with secrets masked and its size bounded.
+fn masked(value: &Value, depth: usize) -> Value {
+    if depth >= SHOWN_DEPTH {
+        return Value::String("…".into());
+    }
+    match value {
+        Value::Object(map) => {
+            let mut shown = Map::new();
+            for (key, value) in map.iter().take(SHOWN_ENTRIES) {
+                let value = if secret_key(key) {
+                    Value::String(MASK.into())
+                } else {
+                    masked(value, depth + 1)
+                };
+                shown.insert(bounded(key, 100), value);
+            }
+            if map.len() > SHOWN_ENTRIES {
+                shown.insert(
+                    "…".into(),
+                    Value::String(format!("{} more keys", map.len() - SHOWN_ENTRIES)),
+                );
+            }
+            Value::Object(shown)
+        }
+        Value::Array(items) => {
+            let mut shown: Vec<Value> = items
+                .iter()
+                .take(SHOWN_ENTRIES)
+                .map(|v| masked(v, depth + 1))
+                .collect();
+            if items.len() > SHOWN_ENTRIES {
+                shown.push(Value::String(format!(
+                    "… {} more",
+                    items.len() - SHOWN_ENTRIES
+                )));
+            }
+            Value::Array(shown)
+        }
+        Value::String(text) if secret_value(text) => Value::String(MASK.into()),
+        Value::String(text) => Value::String(bounded(text, 500)),
+        other => other.clone(),
+    }
+}
+
+/// Whether a key names a secret.
+fn secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "apikey",
+        "api_key",
+        "api-key",
+        "authorization",
+        "cookie",
+        "credential",
+        "private_key",
+        "privatekey",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+/// Whether a value looks like a secret whatever its key: a credential scheme, a known token
+/// prefix, a JWT, or `name=value` where the name is a secret's.
+fn secret_value(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.starts_with("bearer ")
+        || lower.starts_with("basic ")
+        || lower.starts_with("eyj")
+        || [
+            "token=",
+            "token:",
+            "password=",
+            "passwd=",
+            "secret=",
+            "api_key=",
+            "apikey=",
+        ]
+        .iter()
+        .any(|assignment| lower.contains(assignment))
+        || [
+            "ghp_",
+            "gho_",
+            "ghs_",
+            "github_pat_",
+            "sk-",
+            "xoxb-",
+            "xoxp-",
+            "akia",
+        ]
+        .iter()
+        .any(|prefix| lower.starts_with(prefix))
+}
+
+/// `text`, cut to at most `max` characters with `…` when cut.
+pub(crate) fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((at, _)) => format!("{}…", &text[..at]),
+    }
+}
+
+/// An id from a client, as a message may show it.
+pub(super) fn shown_id(id: &str) -> String {
+    format!("{:?}", bounded(id, 80))
+}

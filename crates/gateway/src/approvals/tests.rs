@@ -1,0 +1,175 @@
+//! The questions' bounds, masks, owners and expiry.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sandgate_config::ApprovalsConfig;
+use sandgate_policy::{Access, Profile};
+
+use super::question::shown_arguments;
+use super::*;
+use crate::caller::{Caller, Owner, Reach};
+
+fn caller(owner: Owner, profile: &str) -> Caller {
+    let mut p = Profile::implicit_default("sandgate.toml");
+    p.name = profile.to_string();
+    Caller {
+        owner,
+        access: Access::new(Arc::new(p)),
+        token_id: None,
+        user: None,
+        grant: None,
+        trace: opentelemetry::Context::new(),
+        reach: Reach::Nobody,
+    }
+}
+
+fn settings(timeout_ms: u64, per_caller: usize) -> ApprovalsConfig {
+    ApprovalsConfig {
+        timeout: Duration::from_millis(timeout_ms),
+        max_waiting_per_caller: per_caller,
+        max_waiting: 1000,
+    }
+}
+
+#[test]
+fn arguments_are_shown_bounded_with_secrets_masked() {
+    let shown = shown_arguments(
+        r#"{"repo":"a/b","token":"s3cr3t-value","headers":{"Authorization":"abc"},"note":"Bearer xyz123","key2":"ghp_abcdef"}"#,
+    );
+    for secret in ["s3cr3t-value", "abc\"", "xyz123", "ghp_abcdef"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(shown.contains("a/b"), "{shown}");
+    let huge = format!(
+        r#"{{"text":"{}","list":[{}]}}"#,
+        "x".repeat(100_000),
+        "1,".repeat(5000) + "1"
+    );
+    assert!(shown_arguments(&huge).chars().count() <= question::SHOWN_ARGUMENT_CHARS + 1);
+    let deep = "[".repeat(100) + &"]".repeat(100);
+    assert!(shown_arguments(&deep).len() < 500);
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_be_asked_is_refused_at_once() {
+    let approvals = Approvals::new(settings(60_000, 4));
+    let refused = approvals
+        .ask(
+            &Asking::Nobody,
+            &caller(Owner::Local, "default"),
+            "ex-1",
+            "db.delete_rows",
+            "{}",
+            "profiles.default.approve: db.*",
+        )
+        .await
+        .expect_err("nobody");
+    assert_eq!(refused.kind, FailureKind::ApprovalDenied);
+    assert!(
+        refused.message.contains("elicitation"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(approvals.waiting_count(), 0);
+}
+
+#[tokio::test]
+async fn only_the_owner_or_the_console_answers_and_only_once() {
+    let approvals = Arc::new(Approvals::new(settings(60_000, 4)));
+    let inbox = Arc::new(Inbox::default());
+    let alice = caller(Owner::Session("a".into()), "ops");
+    let asking = Asking::Waiter(inbox.clone());
+    let waiting = {
+        let (approvals, alice, asking) = (approvals.clone(), alice.clone(), asking.clone());
+        tokio::spawn(async move {
+            approvals
+                .ask(&asking, &alice, "ex-1", "db.delete_rows", "{}", "rule")
+                .await
+        })
+    };
+    while inbox.questions().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let id = inbox.questions()[0].id.clone();
+    let bob = Answerer::Owner(owner_of(&caller(Owner::Session("b".into()), "ops")));
+    assert!(
+        approvals
+            .answer(&id, &bob, Verdict::Approved { by: "bob".into() })
+            .is_err()
+    );
+    let other_profile = Answerer::Console {
+        profile: "dev".into(),
+        user: None,
+        admin: false,
+    };
+    assert!(approvals.visible(&other_profile, 10).is_empty());
+    assert!(
+        approvals
+            .answer(&id, &other_profile, Verdict::Approved { by: "x".into() })
+            .is_err()
+    );
+    let owner = Answerer::Owner(owner_of(&alice));
+    assert_eq!(approvals.visible(&owner, 10).len(), 1);
+    approvals
+        .answer(
+            &id,
+            &owner,
+            Verdict::Approved {
+                by: "client".into(),
+            },
+        )
+        .expect("answered");
+    assert!(waiting.await.expect("joined").is_ok());
+    assert!(
+        approvals
+            .answer(
+                &id,
+                &owner,
+                Verdict::Approved {
+                    by: "client".into()
+                }
+            )
+            .is_err(),
+        "answered twice"
+    );
+    assert_eq!(approvals.waiting_count(), 0);
+    assert!(inbox.questions().is_empty());
+}
+
+#[tokio::test]
+async fn unanswered_questions_time_out_and_a_caller_has_a_cap() {
+    let approvals = Arc::new(Approvals::new(settings(200, 2)));
+    let alice = caller(Owner::Session("a".into()), "ops");
+    let asking = Asking::Waiter(Arc::new(Inbox::default()));
+    let mut asks = Vec::new();
+    for _ in 0..2 {
+        let (approvals, alice, asking) = (approvals.clone(), alice.clone(), asking.clone());
+        asks.push(tokio::spawn(async move {
+            approvals
+                .ask(&asking, &alice, "ex-1", "db.delete_rows", "{}", "rule")
+                .await
+        }));
+    }
+    while approvals.waiting_count() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let over = approvals
+        .ask(&asking, &alice, "ex-1", "db.delete_rows", "{}", "rule")
+        .await
+        .expect_err("over the cap");
+    assert!(
+        over.message.contains("max_waiting_per_caller"),
+        "{}",
+        over.message
+    );
+    for ask in asks {
+        let timed_out = ask.await.expect("joined").expect_err("timeout");
+        assert!(
+            timed_out.message.contains("nobody answered"),
+            "{}",
+            timed_out.message
+        );
+    }
+    assert_eq!(approvals.waiting_count(), 0);
+}
