@@ -113,6 +113,22 @@ def initialize(conn: Conn) -> str:
     return session
 
 
+def stateless_call(conn: Conn, token: str, name: str, arguments: dict | None, request_id=1,
+                   capabilities: dict | None = None, **params) -> Reply:
+    """A stateless 2026-07-28 `tools/call` of `name` with the standard headers; `capabilities`
+    are the client's (per request), and `params` are more of the request's params, as they are
+    (`requestState`, `inputResponses`)."""
+    body_params = {"name": name, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {}}, **params}
+    if arguments is not None:
+        body_params["arguments"] = arguments
+    body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": body_params}
+    headers = [("Authorization", f"Bearer {token}"), ("Mcp-Protocol-Version", "2026-07-28"),
+               ("Mcp-Method", "tools/call"), ("Mcp-Name", name)]
+    return conn.request(body, headers=headers)
+
+
 def chain(conn: Conn, session: str, request_id, code: str) -> Reply:
     return conn.request({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                          "params": {"name": "call_tool_chain", "arguments": {"code": code}}}, session)
