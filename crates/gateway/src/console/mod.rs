@@ -10,6 +10,7 @@
 //! origin. A profile sees its own executions and tools; an admin profile sees everything.
 
 mod api;
+mod approvals;
 mod credentials;
 mod logins;
 mod oauth;
@@ -53,6 +54,10 @@ pub(crate) fn router(console: Console) -> Router {
             get(credentials::list)
                 .put(credentials::set)
                 .delete(credentials::remove),
+        )
+        .route(
+            "/ui/api/approvals",
+            get(approvals::list).post(approvals::answer),
         )
         .route("/ui/logout", post(session::logout))
         .layer(axum::middleware::from_fn_with_state(

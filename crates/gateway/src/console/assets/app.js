@@ -174,7 +174,7 @@ function route() {
   for (const link of document.querySelectorAll("#nav a")) {
     link.classList.toggle("active", link.dataset.page === page);
   }
-  const pages = { backends: backendsPage, tools: toolsPage, executions: executionsPage, playground: playgroundPage, stats: statsPage, credentials: credentialsPage };
+  const pages = { backends: backendsPage, tools: toolsPage, executions: executionsPage, playground: playgroundPage, stats: statsPage, credentials: credentialsPage, approvals: approvalsPage };
   if (page === "executions" && arg) return executionPage(decodeURIComponent(arg));
   (pages[page] || backendsPage)();
 }
@@ -476,4 +476,50 @@ async function credentialsPage() {
   show(el("h2", {}, "Credentials"), intro, el("table", { id: "credentials" },
     el("thead", {}, el("tr", {}, ["Backend", "Sent in", "Yours", "Set"].map((h) => el("th", {}, h)))),
     el("tbody", {}, ...rows)));
+}
+
+// --- approvals -----------------------------------------------------------------------------
+
+// The calls that wait for a person's yes, oldest first; the answer reaches the waiting call at
+// once.
+async function approvalsPage() {
+  show(el("h2", {}, "Approvals"), el("p", { class: "muted" }, "Loading…"));
+  let data;
+  try {
+    data = await api("/ui/api/approvals");
+  } catch (error) {
+    main.append(failure(error));
+    return;
+  }
+  const answer = (q, approve, message) => async () => {
+    try {
+      await api("/ui/api/approvals?id=" + encodeURIComponent(q.id), {
+        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ approve }) });
+      approvalsPage();
+    } catch (error) {
+      message.textContent = String(error.message || error);
+    }
+  };
+  const rows = data.approvals.map((q) => {
+    const message = el("span", { class: "muted" });
+    return el("tr", { "data-approval": q.id },
+      el("td", { class: "name" }, q.tool),
+      el("td", {}, el("pre", { class: "arguments" }, q.arguments)),
+      el("td", {}, q.rule),
+      el("td", {}, q.profile + (q.user ? " (user " + q.user.slice(0, 8) + ")" : "")),
+      el("td", {}, q.execution_id),
+      el("td", {}, when(q.asked_at_ms) + ", " + q.expires_in_s + " s left"),
+      el("td", {},
+        el("button", { "data-approve": q.id, on: { click: answer(q, true, message) } }, "Approve"),
+        el("button", { class: "plain", "data-deny": q.id, on: { click: answer(q, false, message) } }, "Deny"),
+        message));
+  });
+  const intro = el("p", { class: "muted" }, rows.length
+    ? "Calls from scripts that wait for a person's approval. Approve runs the call; Deny makes it throw ApprovalDenied in the script."
+    : "No call waits for approval.");
+  show(el("h2", {}, "Approvals"), intro,
+    el("button", { class: "plain", id: "refresh-approvals", on: { click: approvalsPage } }, "Refresh"),
+    el("table", { id: "approvals" },
+      el("thead", {}, el("tr", {}, ["Tool", "Arguments", "Rule", "Asked by", "Execution", "Asked", ""].map((h) => el("th", {}, h)))),
+      el("tbody", {}, ...rows)));
 }
