@@ -96,7 +96,7 @@ def test_forged_altered_borrowed_and_misdirected_answers_are_refused_with_nothin
         refused(reply, took, "without the requestState")
         # Not an elicitation result.
         reply, took = retry(conn, state, {question: {"action": "maybe"}})
-        refused(reply, took, "not an elicitation result")
+        refused(reply, took, "not the result its request asks for")
         assert entities(Conn(port_of(server))) == 0, "nothing ran"
         # The real answer runs it once; the same answer again is a replay, refused.
         reply, _ = retry(conn, state, accept)

@@ -61,19 +61,27 @@ pub enum Owner {
     User(String),
 }
 
-/// How the person behind a request's client can be asked something (an approval): what the
-/// client declared it can do, in its request's era.
+/// What a client declared it can take from a server mid-request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// `elicitation/create`: questions to the person (approvals among them).
+    pub elicitation: bool,
+    /// `sampling/createMessage`: a completion from the client's model.
+    pub sampling: bool,
+}
+
+/// How the person behind a request's client can be asked something (an approval, or a
+/// backend's own question): what the client declared it can take, in its request's era.
 #[derive(Debug, Clone, Default)]
 pub enum Reach {
-    /// The client declared no elicitation: nobody can be asked.
+    /// The client declared neither elicitation nor sampling: nobody can be asked.
     #[default]
     Nobody,
-    /// A session (2025-11-25) whose client declared elicitation: asked with
-    /// `elicitation/create` while the request waits.
-    Session(rmcp::Peer<RoleServer>),
-    /// A stateless request (2026-07-28) whose client declared elicitation: asked by answering
-    /// with an input-required result, which the client's retry answers.
-    Retry,
+    /// A session (2025-11-25): asked with requests through it while the request waits.
+    Session(rmcp::Peer<RoleServer>, Declared),
+    /// A stateless request (2026-07-28): asked by answering with an input-required result,
+    /// which the client's retry answers.
+    Retry(Declared),
 }
 
 impl Reach {
@@ -81,17 +89,29 @@ impl Reach {
     pub fn of(context: &RequestContext<RoleServer>) -> Reach {
         let declared = context
             .client_capabilities()
-            .is_some_and(|caps| caps.elicitation.is_some());
-        if !declared {
+            .map(|caps| Declared {
+                elicitation: caps.elicitation.is_some(),
+                sampling: caps.sampling.is_some(),
+            })
+            .unwrap_or_default();
+        if declared == Declared::default() {
             return Reach::Nobody;
         }
         let stateless = context
             .protocol_version()
             .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
         if stateless {
-            Reach::Retry
+            Reach::Retry(declared)
         } else {
-            Reach::Session(context.peer.clone())
+            Reach::Session(context.peer.clone(), declared)
+        }
+    }
+
+    /// What the client declared.
+    pub fn declared(&self) -> Declared {
+        match self {
+            Reach::Nobody => Declared::default(),
+            Reach::Session(_, declared) | Reach::Retry(declared) => *declared,
         }
     }
 }

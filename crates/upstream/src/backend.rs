@@ -173,6 +173,8 @@ pub(crate) struct Backend {
     /// has forgotten its sessions, and one that answers the old session with 400 (not the 404
     /// rmcp re-initializes on) left every later call waiting for its timeout.
     pub suspect: tokio::sync::Notify,
+    /// The calls in flight, with who each may ask (see `asks`).
+    pub in_flight: Arc<crate::asks::InFlight>,
     permits: Semaphore,
 }
 
@@ -194,6 +196,7 @@ impl Backend {
             tools_generation: Default::default(),
             ended_by_reload: Mutex::default(),
             suspect: tokio::sync::Notify::new(),
+            in_flight: Arc::default(),
             config,
         }
     }
@@ -304,6 +307,7 @@ impl Backend {
             }
         };
         let noise_before = self.noise.count();
+        let _flying = self.in_flight.enter(context.asks.clone());
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
         params.meta = context.meta();

@@ -1,6 +1,6 @@
 //! What travels with one tool call besides its arguments: how long it may take, the trace it
-//! belongs to (sent in the request's `_meta` as W3C `traceparent`/`tracestate`), and where the
-//! backend's own progress notifications for it go.
+//! belongs to (sent in the request's `_meta` as W3C `traceparent`/`tracestate`), where the
+//! backend's own progress notifications for it go, and who its own requests go to.
 
 use std::time::Duration;
 
@@ -22,6 +22,9 @@ pub struct CallContext {
     /// Who the call is for, on a backend that serves each user on a connection of its own
     /// (`per_user`); ignored by other backends.
     pub user: Option<crate::UserConnection>,
+    /// Where the backend's own requests during the call go (`elicitation/create`,
+    /// `sampling/createMessage`): the person behind the call's client (see `asks`).
+    pub asks: Option<std::sync::Arc<dyn crate::AskClient>>,
 }
 
 /// One progress notification a backend sent for a call.

@@ -7,6 +7,7 @@
 //! answer before the backends are up. Calls take an [`sandgate_policy::Authorized`] proof, so
 //! nothing reaches a backend without a policy decision.
 
+mod asks;
 mod backend;
 mod cache;
 mod context;
@@ -24,6 +25,7 @@ mod stderr;
 mod supervisor;
 mod transport;
 
+pub use asks::AskClient;
 pub use backend::{BackendState, BackendStatus};
 pub use cache::ToolCache;
 pub use context::{BackendProgress, CallContext};

@@ -12,11 +12,16 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rmcp::handler::client::progress::ProgressDispatcher;
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, Implementation, PingRequest,
+    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ErrorCode, ErrorData, Implementation, InputRequest, PingRequest,
     ProgressNotificationParam, ProtocolVersion, ServerNotification, SubscriptionFilter,
 };
-use rmcp::service::{ClientLifecycleMode, NotificationContext, RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, NotificationContext, RequestContext, RoleClient, RunningService,
+};
 use rmcp::transport::sink_stream::SinkStreamTransport;
 use rmcp::{ClientHandler, ClientServiceExt};
 use sandgate_config::Transport;
@@ -64,11 +69,23 @@ const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 /// How long an HTTP backend whose call failed has to answer a ping before it is reconnected.
 const SUSPECT_PING_WITHIN: Duration = Duration::from_secs(3);
 
-/// Receives backend notifications: list changes go to the supervisor, progress to the call
-/// that asked for it.
+/// Receives backend notifications and requests: list changes go to the supervisor, progress
+/// to the call that asked for it, and the backend's own requests (`elicitation/create`,
+/// `sampling/createMessage`) to the client of the one call in flight (see `asks`).
 struct BackendClient {
     changed: mpsc::Sender<()>,
     progress: ProgressDispatcher,
+    name: String,
+    in_flight: Arc<crate::asks::InFlight>,
+}
+
+impl BackendClient {
+    /// Passes `request` to the client of the backend's one call in flight.
+    async fn pass_on(&self, request: InputRequest, what: &str) -> Result<serde_json::Value, ErrorData> {
+        let refused = |why: String| ErrorData::new(ErrorCode::INVALID_REQUEST, why, None);
+        let asker = self.in_flight.sole_asker(&self.name, what).map_err(refused)?;
+        asker.ask(&self.name, request).await.map_err(refused)
+    }
 }
 
 impl ClientHandler for BackendClient {
@@ -88,9 +105,48 @@ impl ClientHandler for BackendClient {
         std::future::ready(())
     }
 
+    fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<ElicitResult, ErrorData>> + Send + '_ {
+        async move {
+            let asked = InputRequest::Elicitation(ElicitRequest::new(request));
+            let response = self.pass_on(asked, "a question (elicitation/create)").await?;
+            serde_json::from_value(response).map_err(|e| {
+                ErrorData::internal_error(format!("the client's answer is not an elicitation result: {e}"), None)
+            })
+        }
+    }
+
+    // Sampling is deprecated by SEP-2577, but a 2025-11-25 backend may still ask for it; it is
+    // passed on to a client that declares it.
+    #[allow(deprecated)]
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<CreateMessageResult, ErrorData>> + Send + '_ {
+        async move {
+            let asked = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+            let response = self
+                .pass_on(asked, "a request for a model completion (sampling/createMessage)")
+                .await?;
+            serde_json::from_value(response).map_err(|e| {
+                ErrorData::internal_error(format!("the client's answer is not a sampling result: {e}"), None)
+            })
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
+        // What sandgate passes on to its own clients, when they declare it (see `asks`).
+        let mut capabilities = ClientCapabilities::default();
+        let mut elicitation = rmcp::model::ElicitationCapability::default();
+        elicitation.form = Some(rmcp::model::FormElicitationCapability::default());
+        capabilities.elicitation = Some(elicitation);
+        capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("sandgate", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -192,6 +248,8 @@ async fn run_once(
     let client = BackendClient {
         changed: changed_tx.clone(),
         progress: progress.clone(),
+        name: config.name.clone(),
+        in_flight: backend.in_flight.clone(),
     };
 
     let mut child = None;

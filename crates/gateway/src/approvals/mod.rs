@@ -17,6 +17,7 @@
 //! `max_waiting` in all, each for at most `timeout`; a question whose call is dropped (its
 //! execution cancelled or ended) is removed with it.
 
+mod inbox;
 mod question;
 pub(crate) mod seal;
 
@@ -28,23 +29,38 @@ use sandgate_config::ApprovalsConfig;
 use sandgate_sandbox::{CallFailure, FailureKind};
 use tokio::sync::oneshot;
 
+pub use inbox::Inbox;
 pub(crate) use question::bounded;
-pub use question::{Question, QuestionView};
+pub use question::{About, Answered, Question, QuestionView};
 
 use crate::caller::Caller;
 
-/// How the person behind one execution's client is asked.
+/// How the person behind one execution's client is asked, and what the client said it can
+/// take.
 #[derive(Debug, Clone, Default)]
 pub enum Asking {
-    /// Nobody can be asked: the client declared no elicitation.
+    /// Nobody can be asked: the client declared neither elicitation nor sampling.
     #[default]
     Nobody,
-    /// `elicitation/create` through the client's session, while the call waits.
-    Session(rmcp::Peer<rmcp::RoleServer>),
+    /// Requests through the client's session (`elicitation/create`,
+    /// `sampling/createMessage`), while the call waits.
+    Session(rmcp::Peer<rmcp::RoleServer>, Declared),
     /// Through whoever waits on the detached execution (its inbox): a 2026-07-28 client's
     /// retry, or a task's `tasks/get` and `tasks/update`.
-    Waiter(Arc<Inbox>),
+    Waiter(Arc<Inbox>, Declared),
 }
+
+impl Asking {
+    /// What the client declared it can take.
+    fn declared(&self) -> Declared {
+        match self {
+            Asking::Nobody => Declared::default(),
+            Asking::Session(_, declared) | Asking::Waiter(_, declared) => *declared,
+        }
+    }
+}
+
+pub use crate::caller::Declared;
 
 /// A person's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,39 +141,111 @@ impl Approvals {
         arguments: &str,
         rule: &str,
     ) -> Result<Verdict, CallFailure> {
-        let settings = self.settings();
         let denied = |why: String| CallFailure::new(FailureKind::ApprovalDenied, why);
-        if let Asking::Nobody = asking {
+        if !asking.declared().elicitation {
             return Err(denied(format!(
                 "`{tool}` needs a person's approval ({rule}), and this client cannot ask one: it declared no elicitation capability. The call did not run. Use a client that supports elicitation (or MCP tasks), or ask the operator about the rule."
             )));
         }
+        let about = About::Approval {
+            tool: tool.to_string(),
+            arguments: question::shown_arguments(arguments),
+            rule: rule.to_string(),
+        };
+        let answered = self
+            .pose(asking, caller, execution_id, about)
+            .await
+            .map_err(|why| {
+                denied(format!(
+                    "`{tool}` needs a person's approval ({rule}), and {why}. The call did not run."
+                ))
+            })?;
+        let verdict = match answered {
+            Some(answered) => answered.verdict(),
+            None => Verdict::Denied {
+                by: "timeout".into(),
+                why: format!(
+                    "nobody answered within {} s ([approvals] timeout)",
+                    self.settings().timeout.as_secs()
+                ),
+            },
+        };
+        match verdict {
+            Verdict::Approved { .. } => Ok(verdict),
+            Verdict::Denied { by, why } => Err(denied(format!(
+                "`{tool}` was not approved ({rule}): {why} (answered by {by}). The call did not run."
+            ))),
+        }
+    }
+
+    /// Passes a backend's own request during a call (`elicitation/create` or
+    /// `sampling/createMessage`) to the person behind the call's client, and waits for the
+    /// client's response; refused, with why, when the client cannot take it.
+    pub(crate) async fn relay(
+        &self,
+        asking: &Asking,
+        caller: &Caller,
+        execution_id: &str,
+        backend: &str,
+        request: rmcp::model::InputRequest,
+    ) -> Result<serde_json::Value, String> {
+        let declared = asking.declared();
+        let (takes, what, capability) = match &request {
+            rmcp::model::InputRequest::Elicitation(_) => {
+                (declared.elicitation, "a question (elicitation/create)", "elicitation")
+            }
+            rmcp::model::InputRequest::CreateMessage(_) => {
+                (declared.sampling, "a model completion (sampling/createMessage)", "sampling")
+            }
+            _ => (false, "a list of roots", "roots"),
+        };
+        if !takes {
+            return Err(format!(
+                "backend `{backend}` asked the client for {what}, and the client that runs this script declared no {capability} capability, so sandgate cannot pass it on"
+            ));
+        }
+        let about = About::Backend {
+            backend: backend.to_string(),
+            request,
+        };
+        match self.pose(asking, caller, execution_id, about).await? {
+            Some(answered) => Ok(answered.response),
+            None => Err(format!(
+                "the client did not answer backend `{backend}`'s request within {} s ([approvals] timeout)",
+                self.settings().timeout.as_secs()
+            )),
+        }
+    }
+
+    /// Puts a question to the person behind `asking` and waits for the answer (`None`: none
+    /// came in time); refused when the caller or the gateway has too many waiting already.
+    async fn pose(
+        &self,
+        asking: &Asking,
+        caller: &Caller,
+        execution_id: &str,
+        about: About,
+    ) -> Result<Option<Answered>, String> {
+        let settings = self.settings();
         let owner = owner_of(caller);
         let (question, answer) = {
             let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
             waiting.retain(|_, q| !q.expired());
             let mine = waiting.values().filter(|q| q.owner == owner).count();
             if mine >= settings.max_waiting_per_caller {
-                return Err(denied(format!(
-                    "`{tool}` needs a person's approval ({rule}), and {mine} of this caller's questions already wait for an answer ([approvals] max_waiting_per_caller = {}). The call did not run. Ask fewer approvals at once: await each before the next.",
+                return Err(format!(
+                    "{mine} of this caller's questions already wait for an answer ([approvals] max_waiting_per_caller = {}); ask fewer at once: await each before the next",
                     settings.max_waiting_per_caller
-                )));
+                ));
             }
             if waiting.len() >= settings.max_waiting {
-                return Err(denied(format!(
-                    "`{tool}` needs a person's approval ({rule}), and this gateway already holds {} questions waiting ([approvals] max_waiting). The call did not run; try again later.",
+                return Err(format!(
+                    "this gateway already holds {} questions waiting ([approvals] max_waiting); try again later",
                     waiting.len()
-                )));
+                ));
             }
-            let (question, answer) = Question::new(
-                caller,
-                owner,
-                execution_id,
-                tool,
-                arguments,
-                rule,
-                settings.timeout,
-            );
+            let (question, answer) =
+                Question::new(caller, owner, execution_id, about, settings.timeout);
             let question = Arc::new(question);
             waiting.insert(question.id.clone(), question.clone());
             (question, answer)
@@ -170,45 +258,59 @@ impl Approvals {
         };
         match asking {
             Asking::Nobody => {}
-            Asking::Session(peer) => {
+            Asking::Session(peer, _) => {
                 question.send_to_session(peer.clone(), settings.timeout);
             }
-            Asking::Waiter(inbox) => inbox.asked(question.clone()),
+            Asking::Waiter(inbox, _) => inbox.asked(question.clone()),
         }
-        let verdict = match tokio::time::timeout(settings.timeout, answer).await {
-            Ok(Ok(verdict)) => verdict,
-            Ok(Err(_)) | Err(_) => Verdict::Denied {
-                by: "timeout".into(),
-                why: format!(
-                    "nobody answered within {} s ([approvals] timeout)",
-                    settings.timeout.as_secs()
-                ),
-            },
-        };
-        match verdict {
-            Verdict::Approved { .. } => Ok(verdict),
-            Verdict::Denied { by, why } => Err(denied(format!(
-                "`{tool}` was not approved ({rule}): {why} (answered by {by}). The call did not run."
-            ))),
-        }
+        Ok(tokio::time::timeout(settings.timeout, answer)
+            .await
+            .ok()
+            .and_then(Result::ok))
     }
 
-    /// Answers question `id` for someone who may (see [`Answerer`]); refused when it is not
-    /// waiting (never asked, already answered, expired) or not theirs to answer.
+    /// Answers approval `id` yes or no for someone who may (see [`Answerer`]); refused when it
+    /// is not waiting (never asked, already answered, expired), not theirs to answer, or not an
+    /// approval (a backend's own question is answered in the client that was asked).
     pub fn answer(&self, id: &str, by: &Answerer, verdict: Verdict) -> Result<(), String> {
+        let action = match verdict {
+            Verdict::Approved { .. } => "accept",
+            Verdict::Denied { .. } => "decline",
+        };
+        let answered = Answered {
+            response: serde_json::json!({ "action": action }),
+            by: by.name(),
+            why: match verdict {
+                Verdict::Denied { why, .. } => Some(why),
+                Verdict::Approved { .. } => None,
+            },
+        };
+        self.resolve(id, by, answered, true)
+    }
+
+    /// Gives waiting question `id` its answer, if `by` may give it.
+    fn resolve(
+        &self,
+        id: &str,
+        by: &Answerer,
+        answered: Answered,
+        approvals_only: bool,
+    ) -> Result<(), String> {
         let question = self
             .waiting
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
             .cloned();
-        let Some(question) = question.filter(|q| !q.expired() && by.may_answer(q)) else {
+        let Some(question) = question.filter(|q| {
+            !q.expired() && by.may_answer(q) && !(approvals_only && !q.is_approval())
+        }) else {
             return Err(format!(
                 "no approval {} waits for your answer: it was never asked, is answered already, expired, or is not yours",
                 question::shown_id(id)
             ));
         };
-        if question.resolve(verdict) {
+        if question.resolve(answered) {
             self.ended(&question, true);
             Ok(())
         } else {
@@ -219,10 +321,11 @@ impl Approvals {
         }
     }
 
-    /// Answers questions with a client's `inputResponses` (each an `elicitation/create`
-    /// result, by question id), all or none: every id must be one of `asked` (what the client
-    /// was asked) and wait for `by`'s answer, and every response must be an elicitation
-    /// result. Nothing is answered when one is not: the client is told which and why.
+    /// Answers questions with a client's `inputResponses` (by question id), all or none: every
+    /// id must be one of `asked` (what the client was asked) and wait for `by`'s answer, and
+    /// every response must be the result its request asks for (an elicitation result, or a
+    /// sampling result). Nothing is answered when one is not: the client is told which and
+    /// why. A late answer to a question that lapsed is let go.
     pub fn answer_all(
         &self,
         by: &Answerer,
@@ -235,7 +338,7 @@ impl Approvals {
                 responses.len()
             ));
         }
-        let mut verdicts = Vec::with_capacity(responses.len());
+        let mut answers = Vec::with_capacity(responses.len());
         {
             let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
             let ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
@@ -267,24 +370,27 @@ impl Approvals {
                         }
                     }
                 }
-                let result: rmcp::model::ElicitResult =
-                    serde_json::from_value(response.clone()).map_err(|e| {
+                let question = waiting.get(id).cloned();
+                if let Some(question) = question {
+                    question.check_response(response).map_err(|why| {
                         format!(
-                            "inputResponses[{}] is not an elicitation result ({}): answer with {{\"action\": \"accept\"}} or {{\"action\": \"decline\"}}. Nothing was answered",
-                            question::shown_id(id),
-                            question::bounded(&e.to_string(), 200)
+                            "inputResponses[{}] {why}. Nothing was answered",
+                            question::shown_id(id)
                         )
                     })?;
-                verdicts.push((
-                    id.clone(),
-                    question::verdict_of(result.action, result.content.as_ref()),
-                ));
+                    answers.push((id.clone(), response.clone()));
+                }
             }
         }
-        let count = verdicts.len();
-        for (id, verdict) in verdicts {
-            // One that expired or was withdrawn in between is denied already.
-            let _ = self.answer(&id, by, verdict);
+        let count = answers.len();
+        for (id, response) in answers {
+            let answered = Answered {
+                response,
+                by: by.name(),
+                why: None,
+            };
+            // One that expired or was withdrawn in between lapsed already.
+            let _ = self.resolve(&id, by, answered, false);
         }
         Ok(count)
     }
@@ -294,10 +400,10 @@ impl Approvals {
         let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         let mut shown: Vec<&Arc<Question>> = waiting
             .values()
-            .filter(|q| !q.expired() && by.may_answer(q))
+            .filter(|q| !q.expired() && by.may_answer(q) && q.is_approval())
             .collect();
         shown.sort_by_key(|q| q.asked_at_ms);
-        shown.into_iter().take(limit).map(|q| q.view()).collect()
+        shown.into_iter().filter_map(|q| q.view()).take(limit).collect()
     }
 
     /// Notes how `question` stopped waiting (the first note holds).
@@ -325,55 +431,38 @@ impl Approvals {
     }
 }
 
-/// The questions one detached execution's calls wait on, for whoever waits on it to pass on.
+/// Where a backend's own requests during one execution's call go: the person behind the
+/// execution's client, through [`Approvals::relay`].
 #[derive(Debug)]
-pub struct Inbox {
-    questions: Mutex<Vec<Arc<Question>>>,
-    /// Bumped whenever a question is asked, so a waiter wakes to pass it on.
-    asking: tokio::sync::watch::Sender<u64>,
+pub struct AsksFor {
+    /// The questions' registry.
+    pub approvals: Arc<Approvals>,
+    /// How the client is asked.
+    pub asking: Asking,
+    /// Whose call it is.
+    pub caller: Caller,
+    /// The execution that made the call.
+    pub execution_id: String,
 }
 
-impl Default for Inbox {
-    fn default() -> Self {
-        Inbox {
-            questions: Mutex::default(),
-            asking: tokio::sync::watch::Sender::new(0),
-        }
-    }
-}
-
-impl Inbox {
-    /// Notes a question; whoever waits is woken.
-    pub fn asked(&self, question: Arc<Question>) {
-        self.questions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(question);
-        self.asking.send_modify(|n| *n += 1);
-    }
-
-    /// Forgets question `id`: answered, expired or withdrawn.
-    pub fn withdrawn(&self, id: &str) {
-        self.questions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|q| q.id != id);
-    }
-
-    /// The questions waiting now, oldest first.
-    pub fn questions(&self) -> Vec<Arc<Question>> {
-        self.questions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|q| q.is_open())
-            .cloned()
-            .collect()
-    }
-
-    /// Wakes when a question is asked after this call.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.asking.subscribe()
+impl sandgate_upstream::AskClient for AsksFor {
+    fn ask(
+        &self,
+        backend: &str,
+        request: rmcp::model::InputRequest,
+    ) -> futures::future::BoxFuture<'static, Result<serde_json::Value, String>> {
+        let (approvals, asking, caller, execution_id, backend) = (
+            self.approvals.clone(),
+            self.asking.clone(),
+            self.caller.clone(),
+            self.execution_id.clone(),
+            backend.to_string(),
+        );
+        Box::pin(async move {
+            approvals
+                .relay(&asking, &caller, &execution_id, &backend, request)
+                .await
+        })
     }
 }
 
@@ -444,13 +533,10 @@ impl Drop for Withdraw<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.question.id);
-        if let Asking::Waiter(inbox) = &self.asking {
+        if let Asking::Waiter(inbox, _) = &self.asking {
             inbox.withdrawn(&self.question.id);
         }
-        self.question.resolve(Verdict::Denied {
-            by: "gateway".into(),
-            why: "the call was withdrawn".into(),
-        });
+        self.question.close();
         self.approvals.ended(&self.question, false);
     }
 }
@@ -467,4 +553,4 @@ mod tests;
 const MAX_ANSWERS: usize = 256;
 
 /// The sender a question is answered through.
-type AnswerSender = oneshot::Sender<Verdict>;
+type AnswerSender = oneshot::Sender<Answered>;

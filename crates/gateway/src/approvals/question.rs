@@ -1,10 +1,18 @@
-//! One question to a person: which call, under which rule, for which execution; what the
-//! person is shown of its arguments (bounded, with secrets masked); and the one answer it takes.
+//! One question to a person: an approval (which call, under which rule, for which execution;
+//! its arguments bounded, with secrets masked) or a backend's own request passed on; how it
+//! reaches a session's client; and the one answer it takes.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+// Sampling is deprecated by SEP-2577, but a 2025-11-25 backend may still ask for it, and a
+// client that declares it still takes it: sandgate passes it on.
+#[allow(deprecated)]
+use rmcp::model::CreateMessageResult;
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, InputRequest,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
@@ -21,6 +29,60 @@ const SHOWN_ENTRIES: usize = 20;
 /// What a masked value shows.
 const MASK: &str = "•••";
 
+/// What a question is about.
+#[derive(Debug, Clone)]
+pub enum About {
+    /// A call that needs a person's approval.
+    Approval {
+        /// The tool, `backend.tool`.
+        tool: String,
+        /// Its arguments as shown: bounded, secrets masked.
+        arguments: String,
+        /// The rule that asks for approval, and where it is written.
+        rule: String,
+    },
+    /// A backend's own request during a call, passed on to the client.
+    Backend {
+        /// The backend that asks.
+        backend: String,
+        /// Its request.
+        request: InputRequest,
+    },
+}
+
+/// A client's answer to a question, and who gave it.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// The response, as the request's result (`ElicitResult`, `CreateMessageResult`).
+    pub response: Value,
+    /// Who answered (`client`, `console:<profile>`).
+    pub by: String,
+    /// Why, when the answer is a no with a reason of its own.
+    pub why: Option<String>,
+}
+
+impl Answered {
+    /// The verdict it gives an approval: accept is yes (unless its content says
+    /// `approve: false`); decline, cancel, or anything else, no.
+    pub fn verdict(&self) -> Verdict {
+        match serde_json::from_value::<ElicitResult>(self.response.clone()) {
+            Ok(result) => match verdict_of(result.action, result.content.as_ref()) {
+                Verdict::Approved { .. } => Verdict::Approved {
+                    by: self.by.clone(),
+                },
+                Verdict::Denied { why, .. } => Verdict::Denied {
+                    by: self.by.clone(),
+                    why: self.why.clone().unwrap_or(why),
+                },
+            },
+            Err(_) => Verdict::Denied {
+                by: self.by.clone(),
+                why: "the answer was not an elicitation result".into(),
+            },
+        }
+    }
+}
+
 /// A question waiting for its answer.
 #[derive(Debug)]
 pub struct Question {
@@ -34,19 +96,15 @@ pub struct Question {
     pub profile: String,
     /// The asker's user, when an identity provider proved one.
     pub user: Option<String>,
-    /// The tool, `backend.tool`.
-    pub tool: String,
-    /// Its arguments as shown: bounded, secrets masked.
-    pub arguments: String,
-    /// The rule that asks for approval, and where it is written.
-    pub rule: String,
+    /// What it is about.
+    pub about: About,
     /// When it was asked (ms since the epoch).
     pub asked_at_ms: u64,
     expires: Instant,
     answer: Mutex<Option<AnswerSender>>,
 }
 
-/// A question as the console lists it.
+/// An approval as the console lists it.
 #[derive(Debug, Clone, Serialize)]
 pub struct QuestionView {
     /// Its id.
@@ -75,11 +133,9 @@ impl Question {
         caller: &Caller,
         owner: String,
         execution_id: &str,
-        tool: &str,
-        arguments: &str,
-        rule: &str,
+        about: About,
         timeout: Duration,
-    ) -> (Question, oneshot::Receiver<Verdict>) {
+    ) -> (Question, oneshot::Receiver<Answered>) {
         let (send, receive) = oneshot::channel();
         let question = Question {
             id: sandgate_store::new_random_id("ap"),
@@ -87,14 +143,17 @@ impl Question {
             owner,
             profile: caller.profile().to_string(),
             user: caller.user.clone(),
-            tool: tool.to_string(),
-            arguments: shown_arguments(arguments),
-            rule: rule.to_string(),
+            about,
             asked_at_ms: u64::try_from(sandgate_store::now_ms()).unwrap_or(0),
             expires: expiry(timeout),
             answer: Mutex::new(Some(send)),
         };
         (question, receive)
+    }
+
+    /// Whether it asks for an approval (the console answers only those).
+    pub fn is_approval(&self) -> bool {
+        matches!(self.about, About::Approval { .. })
     }
 
     /// Whether its time is up.
@@ -113,55 +172,96 @@ impl Question {
     }
 
     /// Gives it its answer; `false` when it had one already.
-    pub(super) fn resolve(&self, verdict: Verdict) -> bool {
+    pub(super) fn resolve(&self, answered: Answered) -> bool {
         let sender = self
             .answer
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         match sender {
-            Some(sender) => sender.send(verdict).is_ok(),
+            Some(sender) => sender.send(answered).is_ok(),
             None => false,
         }
     }
 
-    /// What the console shows of it.
-    pub fn view(&self) -> QuestionView {
-        QuestionView {
+    /// Takes no answer any more.
+    pub(super) fn close(&self) {
+        self.answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
+    /// What the console shows of an approval (`None` for a backend's question).
+    pub fn view(&self) -> Option<QuestionView> {
+        let About::Approval {
+            tool,
+            arguments,
+            rule,
+        } = &self.about
+        else {
+            return None;
+        };
+        Some(QuestionView {
             id: self.id.clone(),
             execution_id: self.execution_id.clone(),
             profile: self.profile.clone(),
             user: self.user.clone(),
-            tool: self.tool.clone(),
-            arguments: self.arguments.clone(),
-            rule: self.rule.clone(),
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+            rule: rule.clone(),
             asked_at_ms: self.asked_at_ms,
             expires_in_s: self
                 .expires
                 .saturating_duration_since(Instant::now())
                 .as_secs(),
+        })
+    }
+
+    /// The request the client is sent: for an approval, a form with nothing to fill in, where
+    /// accept means yes; for a backend's request, that request, its message saying which
+    /// backend asks.
+    pub fn request(&self) -> InputRequest {
+        match &self.about {
+            About::Approval {
+                tool,
+                arguments,
+                rule,
+            } => InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: format!(
+                        "Approve this call? A script (execution {}) wants to call `{tool}` with:\n{arguments}\nIt needs your approval ({rule}). Accept to run it; decline to refuse it.",
+                        self.execution_id
+                    ),
+                    requested_schema: ElicitationSchema::new(Default::default()),
+                },
+            )),
+            About::Backend { backend, request } => named(backend, request.clone()),
         }
     }
 
-    /// What the person reads.
-    pub fn message(&self) -> String {
-        format!(
-            "Approve this call? A script (execution {}) wants to call `{}` with:\n{}\nIt needs your approval ({}). Accept to run it; decline to refuse it.",
-            self.execution_id, self.tool, self.arguments, self.rule
-        )
+    /// Whether `response` is the kind of result this question's request asks for; else what
+    /// is wrong with it.
+    #[allow(deprecated)]
+    pub fn check_response(&self, response: &Value) -> Result<(), String> {
+        let fits = match self.request() {
+            InputRequest::CreateMessage(_) => {
+                serde_json::from_value::<CreateMessageResult>(response.clone()).map(|_| ())
+            }
+            _ => serde_json::from_value::<ElicitResult>(response.clone()).map(|_| ()),
+        };
+        fits.map_err(|e| {
+            format!(
+                "is not the result its request asks for ({}): answer an elicitation with {{\"action\": \"accept\"}} or {{\"action\": \"decline\"}}",
+                bounded(&e.to_string(), 200)
+            )
+        })
     }
 
-    /// The `elicitation/create` request that asks it: a form with nothing to fill in, where
-    /// accept means yes.
-    pub fn elicitation(&self) -> ElicitRequestParams {
-        ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: self.message(),
-            requested_schema: ElicitationSchema::new(Default::default()),
-        }
-    }
-
-    /// Sends it to a session's client with `elicitation/create`; the client's answer answers it.
+    /// Sends it to a session's client (`elicitation/create` or `sampling/createMessage`); the
+    /// client's response answers it.
+    #[allow(deprecated)]
     pub(super) fn send_to_session(
         self: &std::sync::Arc<Self>,
         peer: rmcp::Peer<rmcp::RoleServer>,
@@ -169,21 +269,49 @@ impl Question {
     ) {
         let question = self.clone();
         tokio::spawn(async move {
-            let asked = peer
-                .create_elicitation_with_timeout(question.elicitation(), Some(timeout))
-                .await;
-            let verdict = match asked {
-                Ok(result) => verdict_of(result.action, result.content.as_ref()),
-                Err(error) => Verdict::Denied {
+            let asked = match question.request() {
+                InputRequest::Elicitation(request) => peer
+                    .create_elicitation_with_timeout(request.params, Some(timeout))
+                    .await
+                    .map(|result| serde_json::to_value(result).unwrap_or_default()),
+                InputRequest::CreateMessage(request) => peer
+                    .create_message(request.params)
+                    .await
+                    .map(|result| serde_json::to_value(result).unwrap_or_default()),
+                _ => return,
+            };
+            let answered = match asked {
+                Ok(response) => Answered {
+                    response,
                     by: "client".into(),
-                    why: format!(
+                    why: None,
+                },
+                Err(error) => Answered {
+                    response: Value::Null,
+                    by: "client".into(),
+                    why: Some(format!(
                         "the client could not ask: {}",
                         bounded(&error.to_string(), 300)
-                    ),
+                    )),
                 },
             };
-            question.resolve(verdict);
+            question.resolve(answered);
         });
+    }
+}
+
+/// A backend's request, its message saying which backend asks.
+fn named(backend: &str, request: InputRequest) -> InputRequest {
+    match request {
+        InputRequest::Elicitation(mut elicit) => {
+            if let ElicitRequestParams::FormElicitationParams { message, .. }
+            | ElicitRequestParams::UrlElicitationParams { message, .. } = &mut elicit.params
+            {
+                *message = format!("[backend {backend} asks] {message}");
+            }
+            InputRequest::Elicitation(elicit)
+        }
+        other => other,
     }
 }
 

@@ -6,9 +6,8 @@ use std::time::Duration;
 use sandgate_config::ApprovalsConfig;
 use sandgate_policy::{Access, Profile};
 
-use super::question::shown_arguments;
 use super::*;
-use crate::caller::{Caller, Owner, Reach};
+use crate::caller::{Caller, Declared, Owner, Reach};
 
 fn caller(owner: Owner, profile: &str) -> Caller {
     let mut p = Profile::implicit_default("sandgate.toml");
@@ -24,6 +23,11 @@ fn caller(owner: Owner, profile: &str) -> Caller {
     }
 }
 
+const ASKS: Declared = Declared {
+    elicitation: true,
+    sampling: false,
+};
+
 fn settings(timeout_ms: u64, per_caller: usize) -> ApprovalsConfig {
     ApprovalsConfig {
         timeout: Duration::from_millis(timeout_ms),
@@ -34,7 +38,7 @@ fn settings(timeout_ms: u64, per_caller: usize) -> ApprovalsConfig {
 
 #[test]
 fn arguments_are_shown_bounded_with_secrets_masked() {
-    let shown = shown_arguments(
+    let shown = question::shown_arguments(
         r#"{"repo":"a/b","token":"s3cr3t-value","headers":{"Authorization":"abc"},"note":"Bearer xyz123","key2":"ghp_abcdef"}"#,
     );
     for secret in ["s3cr3t-value", "abc\"", "xyz123", "ghp_abcdef"] {
@@ -46,9 +50,9 @@ fn arguments_are_shown_bounded_with_secrets_masked() {
         "x".repeat(100_000),
         "1,".repeat(5000) + "1"
     );
-    assert!(shown_arguments(&huge).chars().count() <= question::SHOWN_ARGUMENT_CHARS + 1);
+    assert!(question::shown_arguments(&huge).chars().count() <= question::SHOWN_ARGUMENT_CHARS + 1);
     let deep = "[".repeat(100) + &"]".repeat(100);
-    assert!(shown_arguments(&deep).len() < 500);
+    assert!(question::shown_arguments(&deep).len() < 500);
 }
 
 #[tokio::test]
@@ -79,7 +83,7 @@ async fn only_the_owner_or_the_console_answers_and_only_once() {
     let approvals = Arc::new(Approvals::new(settings(60_000, 4)));
     let inbox = Arc::new(Inbox::default());
     let alice = caller(Owner::Session("a".into()), "ops");
-    let asking = Asking::Waiter(inbox.clone());
+    let asking = Asking::Waiter(inbox.clone(), ASKS);
     let waiting = {
         let (approvals, alice, asking) = (approvals.clone(), alice.clone(), asking.clone());
         tokio::spawn(async move {
@@ -141,7 +145,7 @@ async fn only_the_owner_or_the_console_answers_and_only_once() {
 async fn unanswered_questions_time_out_and_a_caller_has_a_cap() {
     let approvals = Arc::new(Approvals::new(settings(200, 2)));
     let alice = caller(Owner::Session("a".into()), "ops");
-    let asking = Asking::Waiter(Arc::new(Inbox::default()));
+    let asking = Asking::Waiter(Arc::new(Inbox::default()), ASKS);
     let mut asks = Vec::new();
     for _ in 0..2 {
         let (approvals, alice, asking) = (approvals.clone(), alice.clone(), asking.clone());

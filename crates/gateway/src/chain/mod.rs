@@ -110,7 +110,9 @@ pub async fn call_tool_chain(
         None => {
             let id = sandgate_store::new_execution_id();
             let asking = match &caller.reach {
-                crate::caller::Reach::Session(peer) => Asking::Session(peer.clone()),
+                crate::caller::Reach::Session(peer, declared) => {
+                    Asking::Session(peer.clone(), *declared)
+                }
                 _ => Asking::Nobody,
             };
             let seat = Seat {
@@ -161,10 +163,10 @@ fn starter(
             let cancellation = detached.cancellation();
             let asking = match (&caller.reach, questions) {
                 (crate::caller::Reach::Nobody, _) => Asking::Nobody,
-                (crate::caller::Reach::Session(peer), Questions::AsReached) => {
-                    Asking::Session(peer.clone())
+                (crate::caller::Reach::Session(peer, declared), Questions::AsReached) => {
+                    Asking::Session(peer.clone(), *declared)
                 }
-                _ => Asking::Waiter(detached.inbox().clone()),
+                (reach, _) => Asking::Waiter(detached.inbox().clone(), reach.declared()),
             };
             let seat = Seat {
                 id,

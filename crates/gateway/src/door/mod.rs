@@ -106,8 +106,8 @@ pub struct Door {
     metrics: Arc<Metrics>,
     /// Users' own credentials, for backends that serve each user on its own connection.
     credentials: Option<Arc<crate::credentials::Credentials>>,
-    /// The questions approval-gated calls wait on.
-    approvals: crate::approvals::Approvals,
+    /// The questions approval-gated calls (and backends' own requests) wait on.
+    approvals: Arc<crate::approvals::Approvals>,
 }
 
 impl Door {
@@ -129,7 +129,7 @@ impl Door {
             audit,
             metrics,
             credentials,
-            approvals,
+            approvals: Arc::new(approvals),
         }
     }
 
@@ -261,11 +261,22 @@ impl Door {
             }
             None => (None, None),
         };
+        // The backend's own requests during the call go to the person behind its client.
+        let asks = match &knock.asking {
+            crate::approvals::Asking::Nobody => None,
+            asking => Some(Arc::new(crate::approvals::AsksFor {
+                approvals: self.approvals.clone(),
+                asking: asking.clone(),
+                caller: knock.caller.clone(),
+                execution_id: knock.execution_id.clone(),
+            }) as Arc<dyn sandgate_upstream::AskClient>),
+        };
         let context = CallContext {
             limit,
             trace: traces::to_meta(trace),
             progress,
             user,
+            asks,
         };
         let result = self.calls.call(&authorized, arguments, context).await;
         // The call's notices reach the client before the call is reported finished.

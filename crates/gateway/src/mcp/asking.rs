@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ElicitRequest, ErrorData, InputRequest, InputRequests,
+    CallToolRequestParams, CallToolResponse, ErrorData, InputRequests,
     InputRequiredResult,
 };
 use serde_json::Value;
@@ -129,7 +129,7 @@ fn asked(gateway: &Gateway, detached: &Detached, owner: &str) -> Option<InputReq
         .map(|q| {
             (
                 q.id.clone(),
-                InputRequest::Elicitation(ElicitRequest::new(q.elicitation())),
+                q.request(),
             )
         })
         .collect::<BTreeMap<_, _>>();

@@ -110,7 +110,7 @@ impl ServerHandler for SandgateServer {
                 if let Some(response) = contained("call_tool_chain", work).await? {
                     return Ok(response);
                 }
-            } else if answering || matches!(caller.reach, crate::caller::Reach::Retry) {
+            } else if answering || matches!(caller.reach, crate::caller::Reach::Retry(_)) {
                 let work = asking::call(&self.gateway, &caller, request, &cancel);
                 return contained("call_tool_chain", work).await;
             }

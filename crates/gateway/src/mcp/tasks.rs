@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResponse, CreateTaskResult, DetailedTask, ElicitRequest, ErrorData, GetTaskResult,
-    InputRequest, InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
+    CallToolResponse, CreateTaskResult, DetailedTask, ErrorData, GetTaskResult,
+    InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
 };
 use serde_json::Value;
 
@@ -84,10 +84,7 @@ pub(super) fn get(
                     input_requests: questions
                         .iter()
                         .map(|q| {
-                            (
-                                q.id.clone(),
-                                InputRequest::Elicitation(ElicitRequest::new(q.elicitation())),
-                            )
+(q.id.clone(), q.request())
                         })
                         .collect(),
                 }
