@@ -170,3 +170,11 @@ async def test_an_uncaught_denial_ends_the_script_with_a_hint_that_names_it(tmp_
     assert result.is_error, text_of(result)
     text = text_of(result)
     assert "ApprovalDenied" in text and "instanceof ApprovalDenied" in text, text
+
+
+async def test_the_tool_description_names_the_calls_that_need_approval(tmp_path):
+    path = config(tmp_path)
+    async with Client(StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(path)]), mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    description = tools["call_tool_chain"].description
+    assert "memory.create_*" in description and "ApprovalDenied" in description, description

@@ -288,6 +288,14 @@ impl DetachedExecutions {
         Ok(detached)
     }
 
+    /// How many are held now.
+    pub fn held(&self) -> usize {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Execution `id`, if the caller whose key for it is `owner` started it and it is still
     /// held.
     pub fn find(&self, id: &str, owner: &str) -> Option<Arc<Detached>> {

@@ -488,6 +488,8 @@ impl Gateway {
             &Gauges {
                 user_connections,
                 statuses,
+                questions_waiting: self.door.approvals().waiting_count(),
+                detached: self.detached.held(),
                 running: self.running.load(Ordering::SeqCst),
                 sandbox: self.chain().map(|c| &c.sandbox),
                 uptime_secs: self.uptime_secs(),

@@ -52,6 +52,35 @@ Large results are shortened (with `intent`, to the parts about it) and kept whol
 For code that may run long (clients often give up after a minute), pass yield_after_ms (e.g. 20000): if it still runs then, \
 the answer is its execution_id with status \"running\" and the logs and calls so far, and it keeps running; call wait_execution to get its result.";
 
+/// `description`, saying which calls a person must approve first, when rules name any this
+/// caller can reach (at most ten patterns are named). Backends still starting count: the
+/// list may be read before they are ready.
+fn with_approvals(gateway: &Gateway, caller: &Caller, description: String) -> String {
+    let mut patterns: Vec<String> = caller.access.profile().approve.clone();
+    for status in gateway.backends().statuses() {
+        let ident = sandgate_catalog::sanitize_ident(&status.name);
+        if caller.access.may_reach_backend(&status.name, &ident) {
+            patterns.extend(gateway.backends().approval_patterns(&status.name));
+        }
+    }
+    if patterns.is_empty() {
+        return description;
+    }
+    patterns.sort();
+    patterns.dedup();
+    let more = patterns.len().saturating_sub(10);
+    patterns.truncate(10);
+    format!(
+        "{description} Calls to {}{} need a person's approval first: such a call waits for the answer, and throws ApprovalDenied (catch it: e instanceof ApprovalDenied) when it is refused or not given in time; the other calls of the script go on meanwhile.",
+        patterns.join(", "),
+        if more > 0 {
+            format!(" (and {more} more patterns)")
+        } else {
+            String::new()
+        }
+    )
+}
+
 /// Tool definitions for `tools/list`, as `caller` sees them. The search description names the
 /// backends it can reach, so a client that rereads the list after `list_changed` learns what
 /// is reachable without a call; `call_tool_chain` says which host capabilities it has.
@@ -68,6 +97,7 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
             capabilities.join(", ")
         )
     };
+    let chain_description = with_approvals(gateway, caller, chain_description);
     let backends: Vec<String> = catalog
         .backend_idents()
         .keys()

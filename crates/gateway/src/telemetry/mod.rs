@@ -35,6 +35,10 @@ pub(crate) struct Gauges<'a> {
     /// Each per-user backend's open users' connections, by name (none when no backend is
     /// per-user).
     pub user_connections: Vec<(String, usize)>,
+    /// Questions waiting for a person (approvals, backends' own requests).
+    pub questions_waiting: usize,
+    /// Executions held detached from their request (tasks, yielded, parked on a question).
+    pub detached: usize,
 }
 
 /// The metrics in the Prometheus text format: `metrics`' counters, then `gauges`.
@@ -105,6 +109,20 @@ pub(crate) fn render(metrics: &Metrics, gauges: &Gauges<'_>) -> String {
         "gauge",
         "call_tool_chain executions in progress.",
         gauges.running,
+    );
+    single(
+        &mut out,
+        "sandgate_questions_waiting",
+        "gauge",
+        "Questions waiting for a person: approvals, and backends' own requests passed on.",
+        gauges.questions_waiting as u64,
+    );
+    single(
+        &mut out,
+        "sandgate_executions_detached",
+        "gauge",
+        "Executions held apart from their request: tasks, yielded runs, and runs parked on a question (finished ones are kept a while for their waiter).",
+        gauges.detached as u64,
     );
     if let Some(sandbox) = gauges.sandbox {
         let workers = sandbox.workers();
