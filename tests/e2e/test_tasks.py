@@ -260,3 +260,45 @@ return (await memory.read_graph({})).entities.length;"""
             assert state["status"] == "completed" and structured(types.CallToolResult.model_validate(state["result"]))["result"] == 1, state
     finally:
         server.close()
+
+
+def test_a_2025_session_that_declares_the_extension_gets_tasks_with_that_revisions_result_and_list(tmp_path):
+    """Raw HTTP: the Python SDK advertises claim-bearing extensions only on 2026-07-28."""
+    import re
+
+    from rawhttp import PROTOCOL, Conn
+
+    server = HttpServer(config(tmp_path))
+    try:
+        conn = Conn(int(re.search(r":(\d+)/mcp", server.url).group(1)))
+        auth = [("Authorization", f"Bearer {server.token}")]
+        reply = conn.request({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {"extensions": {TASKS: {}}},
+            "clientInfo": {"name": "raw", "version": "1"}}}, headers=auth)
+        assert TASKS in reply.message()["result"]["capabilities"]["extensions"]
+        session = reply.headers["mcp-session-id"]
+        conn.request({"jsonrpc": "2.0", "method": "notifications/initialized"}, session, headers=auth)
+
+        def send(request_id, method, params):
+            return conn.request({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+                                session, headers=auth).message()
+
+        created = send(1, "tools/call", {"name": "call_tool_chain", "arguments": {"code": steps_script(3, 400)}})["result"]
+        assert created["resultType"] == "task" and created["status"] == "working", created
+        task_id = created["taskId"]
+        listed = send(2, "tasks/list", {})["result"]["tasks"]
+        assert [t["taskId"] for t in listed] == [task_id], listed
+        started = time.monotonic()
+        result = send(3, "tasks/result", {"taskId": task_id})["result"]
+        assert time.monotonic() - started > 0.5, "tasks/result waited for the end"
+        assert result["structuredContent"]["result"] == {"done": True, "steps": 3}, result
+        assert result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == task_id
+        assert send(4, "tasks/get", {"taskId": task_id})["result"]["status"] == "completed"
+        # The 2026-07-28 revision removed both.
+        gone = conn.request({"jsonrpc": "2.0", "id": 5, "method": "tasks/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}}},
+            headers=auth + [("Mcp-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tasks/list")]).message()
+        assert gone["error"]["code"] == -32601, gone
+    finally:
+        server.close()

@@ -288,6 +288,18 @@ impl DetachedExecutions {
         Ok(detached)
     }
 
+    /// Those held whose id and owner key `mine` accepts, oldest first.
+    pub fn held_by(&self, mine: impl Fn(&str, &str) -> bool) -> Vec<Arc<Detached>> {
+        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut found: Vec<Arc<Detached>> = held
+            .values()
+            .filter(|d| mine(&d.id, &d.owner))
+            .cloned()
+            .collect();
+        found.sort_by_key(|d| d.started_at_ms);
+        found
+    }
+
     /// How many are held now.
     pub fn held(&self) -> usize {
         self.held

@@ -19,7 +19,11 @@ use serde_json::Value;
 pub trait AskClient: Send + Sync + std::fmt::Debug {
     /// Passes `request` from `backend` on, and waits for the client's response (the request's
     /// result, as JSON), or says why it cannot be passed on.
-    fn ask(&self, backend: &str, request: InputRequest) -> BoxFuture<'static, Result<Value, String>>;
+    fn ask(
+        &self,
+        backend: &str,
+        request: InputRequest,
+    ) -> BoxFuture<'static, Result<Value, String>>;
 }
 
 /// The calls in flight on one backend connection, with who each may ask.
@@ -41,7 +45,11 @@ impl InFlight {
     }
 
     /// Who a request from the backend goes to: the one call in flight's client.
-    pub(crate) fn sole_asker(&self, backend: &str, what: &str) -> Result<Arc<dyn AskClient>, String> {
+    pub(crate) fn sole_asker(
+        &self,
+        backend: &str,
+        what: &str,
+    ) -> Result<Arc<dyn AskClient>, String> {
         let calls = self.lock();
         match calls.len() {
             0 => Err(format!(
@@ -94,12 +102,16 @@ mod tests {
     #[test]
     fn a_request_goes_to_the_one_call_in_flight_and_to_no_other() {
         let in_flight = Arc::new(InFlight::default());
-        let none = in_flight.sole_asker("b", "a question").expect_err("none in flight");
+        let none = in_flight
+            .sole_asker("b", "a question")
+            .expect_err("none in flight");
         assert!(none.contains("no call"), "{none}");
         let one = in_flight.enter(Some(Arc::new(Nobody)));
         assert!(in_flight.sole_asker("b", "a question").is_ok());
         let two = in_flight.enter(Some(Arc::new(Nobody)));
-        let many = in_flight.sole_asker("b", "a question").expect_err("two in flight");
+        let many = in_flight
+            .sole_asker("b", "a question")
+            .expect_err("two in flight");
         assert!(many.contains("2 calls"), "{many}");
         drop(one);
         assert!(in_flight.sole_asker("b", "a question").is_ok());

@@ -12,13 +12,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rmcp::handler::client::progress::ProgressDispatcher;
-#[allow(deprecated)]
-use rmcp::model::{CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, ElicitRequest, ElicitRequestParams,
     ElicitResult, ErrorCode, ErrorData, Implementation, InputRequest, PingRequest,
     ProgressNotificationParam, ProtocolVersion, ServerNotification, SubscriptionFilter,
 };
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult};
 use rmcp::service::{
     ClientLifecycleMode, NotificationContext, RequestContext, RoleClient, RunningService,
 };
@@ -81,9 +81,16 @@ struct BackendClient {
 
 impl BackendClient {
     /// Passes `request` to the client of the backend's one call in flight.
-    async fn pass_on(&self, request: InputRequest, what: &str) -> Result<serde_json::Value, ErrorData> {
+    async fn pass_on(
+        &self,
+        request: InputRequest,
+        what: &str,
+    ) -> Result<serde_json::Value, ErrorData> {
         let refused = |why: String| ErrorData::new(ErrorCode::INVALID_REQUEST, why, None);
-        let asker = self.in_flight.sole_asker(&self.name, what).map_err(refused)?;
+        let asker = self
+            .in_flight
+            .sole_asker(&self.name, what)
+            .map_err(refused)?;
         asker.ask(&self.name, request).await.map_err(refused)
     }
 }
@@ -105,37 +112,44 @@ impl ClientHandler for BackendClient {
         std::future::ready(())
     }
 
-    fn create_elicitation(
+    async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<ElicitResult, ErrorData>> + Send + '_ {
-        async move {
-            let asked = InputRequest::Elicitation(ElicitRequest::new(request));
-            let response = self.pass_on(asked, "a question (elicitation/create)").await?;
-            serde_json::from_value(response).map_err(|e| {
-                ErrorData::internal_error(format!("the client's answer is not an elicitation result: {e}"), None)
-            })
-        }
+    ) -> Result<ElicitResult, ErrorData> {
+        let asked = InputRequest::Elicitation(ElicitRequest::new(request));
+        let response = self
+            .pass_on(asked, "a question (elicitation/create)")
+            .await?;
+        serde_json::from_value(response).map_err(|e| {
+            ErrorData::internal_error(
+                format!("the client's answer is not an elicitation result: {e}"),
+                None,
+            )
+        })
     }
 
     // Sampling is deprecated by SEP-2577, but a 2025-11-25 backend may still ask for it; it is
     // passed on to a client that declares it.
     #[allow(deprecated)]
-    fn create_message(
+    async fn create_message(
         &self,
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<CreateMessageResult, ErrorData>> + Send + '_ {
-        async move {
-            let asked = InputRequest::CreateMessage(CreateMessageRequest::new(params));
-            let response = self
-                .pass_on(asked, "a request for a model completion (sampling/createMessage)")
-                .await?;
-            serde_json::from_value(response).map_err(|e| {
-                ErrorData::internal_error(format!("the client's answer is not a sampling result: {e}"), None)
-            })
-        }
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let asked = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+        let response = self
+            .pass_on(
+                asked,
+                "a request for a model completion (sampling/createMessage)",
+            )
+            .await?;
+        serde_json::from_value(response).map_err(|e| {
+            ErrorData::internal_error(
+                format!("the client's answer is not a sampling result: {e}"),
+                None,
+            )
+        })
     }
 
     fn get_info(&self) -> ClientConfig {

@@ -191,12 +191,16 @@ impl Approvals {
     ) -> Result<serde_json::Value, String> {
         let declared = asking.declared();
         let (takes, what, capability) = match &request {
-            rmcp::model::InputRequest::Elicitation(_) => {
-                (declared.elicitation, "a question (elicitation/create)", "elicitation")
-            }
-            rmcp::model::InputRequest::CreateMessage(_) => {
-                (declared.sampling, "a model completion (sampling/createMessage)", "sampling")
-            }
+            rmcp::model::InputRequest::Elicitation(_) => (
+                declared.elicitation,
+                "a question (elicitation/create)",
+                "elicitation",
+            ),
+            rmcp::model::InputRequest::CreateMessage(_) => (
+                declared.sampling,
+                "a model completion (sampling/createMessage)",
+                "sampling",
+            ),
             _ => (false, "a list of roots", "roots"),
         };
         if !takes {
@@ -206,7 +210,7 @@ impl Approvals {
         }
         let about = About::Backend {
             backend: backend.to_string(),
-            request,
+            request: Box::new(request),
         };
         match self.pose(asking, caller, execution_id, about).await? {
             Some(answered) => Ok(answered.response),
@@ -302,9 +306,9 @@ impl Approvals {
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
             .cloned();
-        let Some(question) = question.filter(|q| {
-            !q.expired() && by.may_answer(q) && !(approvals_only && !q.is_approval())
-        }) else {
+        let Some(question) = question
+            .filter(|q| !q.expired() && by.may_answer(q) && (!approvals_only || q.is_approval()))
+        else {
             return Err(format!(
                 "no approval {} waits for your answer: it was never asked, is answered already, expired, or is not yours",
                 question::shown_id(id)
@@ -403,7 +407,11 @@ impl Approvals {
             .filter(|q| !q.expired() && by.may_answer(q) && q.is_approval())
             .collect();
         shown.sort_by_key(|q| q.asked_at_ms);
-        shown.into_iter().filter_map(|q| q.view()).take(limit).collect()
+        shown
+            .into_iter()
+            .filter_map(|q| q.view())
+            .take(limit)
+            .collect()
     }
 
     /// Notes how `question` stopped waiting (the first note holds).

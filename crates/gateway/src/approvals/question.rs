@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 #[allow(deprecated)]
 use rmcp::model::CreateMessageResult;
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, InputRequest,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -45,8 +45,8 @@ pub enum About {
     Backend {
         /// The backend that asks.
         backend: String,
-        /// Its request.
-        request: InputRequest,
+        /// Its request (boxed: it is far larger than an approval).
+        request: Box<InputRequest>,
     },
 }
 
@@ -237,7 +237,7 @@ impl Question {
                     requested_schema: ElicitationSchema::new(Default::default()),
                 },
             )),
-            About::Backend { backend, request } => named(backend, request.clone()),
+            About::Backend { backend, request } => named(backend, (**request).clone()),
         }
     }
 

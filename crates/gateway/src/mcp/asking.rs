@@ -16,8 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, InputRequests,
-    InputRequiredResult,
+    CallToolRequestParams, CallToolResponse, ErrorData, InputRequests, InputRequiredResult,
 };
 use serde_json::Value;
 
@@ -126,12 +125,7 @@ fn asked(gateway: &Gateway, detached: &Detached, owner: &str) -> Option<InputReq
     }
     let requests: InputRequests = questions
         .iter()
-        .map(|q| {
-            (
-                q.id.clone(),
-                q.request(),
-            )
-        })
+        .map(|q| (q.id.clone(), q.request()))
         .collect::<BTreeMap<_, _>>();
     let state = WaitingState {
         execution_id: detached.id().to_string(),

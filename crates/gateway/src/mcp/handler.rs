@@ -233,8 +233,31 @@ impl ServerHandler for SandgateServer {
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        // A 2025-11-25 session that declared the tasks extension also has that revision's
+        // tasks/result and tasks/list; 2026-07-28 removed them.
+        let legacy = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() < rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
+        let tasks = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        if legacy && tasks {
+            let caller = Caller::of(self.gateway.profiles(), &context);
+            let cancel = cancellation(&context);
+            let answered = tasks::legacy(
+                &self.gateway,
+                &caller,
+                &request.method,
+                request.params.as_ref(),
+                &cancel,
+            )
+            .await;
+            if let Some(answer) = answered {
+                return answer.map(rmcp::model::CustomResult::new);
+            }
+        }
         Err(ErrorData::new(
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,
             unsupported_method(&request.method),
@@ -352,7 +375,7 @@ async fn contained<T>(
 }
 
 /// The methods this server answers, for the error a client gets for any other.
-const SUPPORTED_METHODS: &str = "initialize, ping, tools/list, tools/call, resources/list, resources/templates/list, resources/read, prompts/list, logging/setLevel, subscriptions/listen, and (to clients that declare the tasks extension) tasks/get, tasks/update and tasks/cancel";
+const SUPPORTED_METHODS: &str = "initialize, ping, tools/list, tools/call, resources/list, resources/templates/list, resources/read, prompts/list, logging/setLevel, subscriptions/listen, and (to clients that declare the tasks extension) tasks/get, tasks/update and tasks/cancel, with tasks/result and tasks/list on 2025-11-25 sessions";
 
 /// Why a method is refused, with what is supported instead (bounded: a method name comes
 /// from the client).

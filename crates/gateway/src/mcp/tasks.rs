@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResponse, CreateTaskResult, DetailedTask, ErrorData, GetTaskResult,
-    InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
+    CallToolResponse, CreateTaskResult, DetailedTask, ErrorData, GetTaskResult, InputResponses,
+    JsonObject, Task, TaskPayload, TaskStatus,
 };
 use serde_json::Value;
 
@@ -83,9 +83,7 @@ pub(super) fn get(
                 TaskPayload::InputRequired {
                     input_requests: questions
                         .iter()
-                        .map(|q| {
-(q.id.clone(), q.request())
-                        })
+                        .map(|q| (q.id.clone(), q.request()))
                         .collect(),
                 }
             }
@@ -129,6 +127,91 @@ pub(super) fn cancel(gateway: &Gateway, caller: &Caller, task_id: &str) -> Resul
     }
     Ok(())
 }
+
+/// The 2025-11-25 revision's `tasks/result` and `tasks/list`, for a session that declared the
+/// extension (the 2026-07-28 revision removed both, so a stateless request gets `-32601`):
+/// the result of a task once it ends (waiting for it, as that revision says), and this caller's
+/// tasks, a page at a time. `None`: not one of them.
+pub(super) async fn legacy(
+    gateway: &Gateway,
+    caller: &Caller,
+    method: &str,
+    params: Option<&Value>,
+    cancel: &crate::runtime::Cancellation,
+) -> Option<Result<Value, ErrorData>> {
+    let text = |key: &str| {
+        params
+            .and_then(|p| p.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    match method {
+        "tasks/result" => Some(
+            async {
+                let id = text("taskId").ok_or_else(|| {
+                    ErrorData::invalid_params("tasks/result needs params.taskId", None)
+                })?;
+                let detached = find(gateway, caller, &id)?;
+                let result = tokio::select! {
+                    result = detached.wait(Duration::from_secs(24 * 3600)) => result,
+                    () = cancel.cancelled() => None,
+                }
+                .ok_or_else(|| ErrorData::internal_error("the request was cancelled", None))?;
+                let mut answer = serde_json::to_value(&*result).unwrap_or_default();
+                if let Value::Object(map) = &mut answer {
+                    map.insert(
+                        "_meta".into(),
+                        serde_json::json!({"io.modelcontextprotocol/related-task": {"taskId": id}}),
+                    );
+                }
+                Ok(answer)
+            }
+            .await,
+        ),
+        "tasks/list" => Some((|| {
+            let from: usize = match text("cursor") {
+                None => 0,
+                Some(cursor) => cursor.parse().map_err(|_| {
+                    ErrorData::invalid_params(
+                        format!(
+                            "unknown cursor {:?}: pass the nextCursor of the previous page",
+                            crate::approvals::bounded(&cursor, 40)
+                        ),
+                        None,
+                    )
+                })?,
+            };
+            let mine = gateway
+                .detached()
+                .held_by(|id, owner| owner == chain::detach::owner_key(caller, id));
+            let page: Vec<Value> = mine
+                .iter()
+                .skip(from)
+                .take(LIST_PAGE)
+                .map(|d| {
+                    let status = match d.finished() {
+                        Some(result) if d.was_stopped() && result.is_error == Some(true) => {
+                            TaskStatus::Cancelled
+                        }
+                        Some(_) => TaskStatus::Completed,
+                        None if !d.inbox().questions().is_empty() => TaskStatus::InputRequired,
+                        None => TaskStatus::Working,
+                    };
+                    serde_json::to_value(task(d, status)).unwrap_or_default()
+                })
+                .collect();
+            let mut answer = serde_json::json!({ "tasks": page });
+            if from + LIST_PAGE < mine.len() {
+                answer["nextCursor"] = Value::String((from + LIST_PAGE).to_string());
+            }
+            Ok(answer)
+        })()),
+        _ => None,
+    }
+}
+
+/// Tasks in one page of `tasks/list`.
+const LIST_PAGE: usize = 100;
 
 /// Task `id` of `caller`'s, or the error for an id it does not have.
 fn find(gateway: &Gateway, caller: &Caller, id: &str) -> Result<Arc<Detached>, ErrorData> {
