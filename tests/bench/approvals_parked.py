@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 import httpx2 as httpx  # noqa: E402
 from conftest import fake_backend_toml  # noqa: E402
 from http_throughput import start  # noqa: E402
+from rawhttp import rss_mib  # noqa: E402
 
 TOKEN = "bench-approvals-token-000000000001"
 ASKS = {"elicitation": {"form": {}}}
@@ -63,14 +64,6 @@ def message(response) -> dict:
         data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
         return json.loads(data[-1])
     return json.loads(text)
-
-
-def rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def workers_mib(pid: int) -> float:

@@ -124,7 +124,8 @@ FOREVER = "while (true) { await fake.slow({ ms: 100 }); }"
 
 async def test_a_long_script_runs_as_a_task_the_client_polls_and_sees_progress(tmp_path):
     steps, ms = (180, 1000) if LONG else (8, 500)
-    path = config(tmp_path)
+    # An execution may run 30 s unless the operator allows longer.
+    path = config(tmp_path, '\n[sandbox]\ntimeout = "10m"\n' if LONG else "")
     server = HttpServer(path)
     try:
         async with tasks_client(server) as client:

@@ -207,6 +207,9 @@ pub struct SandboxConfig {
     /// Executions in flight at once (waiting ones included) before callers get `busy`;
     /// `None` means the sandbox's default (2,048).
     pub max_executions: Option<usize>,
+    /// The longest an execution may run, waiting included (for a tool, for a person's
+    /// approval); `None` means the sandbox's default (30 s). Profiles and callers may lower it.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Config {

@@ -43,3 +43,14 @@ fn profiles_and_backends_name_the_tools_that_need_approval() {
         .expect_err("no backend");
     assert!(bad.contains("profiles.ops.approve"), "{bad}");
 }
+
+#[test]
+fn the_longest_execution_is_the_operators_to_raise_for_long_runs() {
+    let config = parse("[sandbox]\ntimeout = \"10m\"\n").expect("parses");
+    assert_eq!(config.sandbox.timeout.map(|t| t.as_secs()), Some(600));
+    assert_eq!(parse("").expect("parses").sandbox.timeout, None);
+    for bad in ["\"10ms\"", "\"48h\""] {
+        let refused = parse(&format!("[sandbox]\ntimeout = {bad}\n")).expect_err(bad);
+        assert!(refused.contains("sandbox.timeout"), "{refused}");
+    }
+}

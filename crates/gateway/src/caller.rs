@@ -265,14 +265,15 @@ pub(crate) fn fnv_hex(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use sandgate_policy::Profile;
 
     use super::*;
 
-    fn caller(owner: Owner, profile: &str) -> Caller {
+    /// A caller of `owner` under a profile named `profile` that reaches every tool.
+    pub(crate) fn caller(owner: Owner, profile: &str) -> Caller {
         let mut p = Profile::implicit_default("sandgate.toml");
         p.name = profile.to_string();
         Caller {

@@ -184,6 +184,24 @@ async fn engine_handle(config: &Config) -> anyhow::Result<StoreHandle> {
     }
 }
 
+/// Says so when approvals are configured but an execution may not run as long as a question
+/// may wait: a person then has only the execution's time to answer.
+fn warn_of_short_approvals(config: &Config) {
+    let asks = config.profiles.iter().any(|p| !p.approve.is_empty())
+        || config.backends.iter().any(|b| !b.approve.is_empty());
+    let longest = config
+        .sandbox
+        .timeout
+        .unwrap_or(Limits::default().wall_time());
+    if asks && longest < config.approvals.timeout {
+        tracing::warn!(
+            "approvals are configured, but an execution may run only {} s ([sandbox] timeout) while a question may wait {} s ([approvals] timeout): a person has only the execution's time to answer; raise [sandbox] timeout",
+            longest.as_secs_f64(),
+            config.approvals.timeout.as_secs()
+        );
+    }
+}
+
 /// Opens the SQLite store for `config`.
 fn open_store(config: &Config) -> anyhow::Result<Store> {
     let retention = retention(config);
@@ -200,6 +218,7 @@ fn open_store(config: &Config) -> anyhow::Result<Store> {
 
 /// Starts the sandbox and the store: what `call_tool_chain` and stored tools run on.
 pub async fn chain_runtime(config: &Config) -> anyhow::Result<ChainRuntime> {
+    warn_of_short_approvals(config);
     let sandbox = start_sandbox(config).await?;
     let store = store_handle(config).await?;
     Ok(ChainRuntime {
@@ -210,6 +229,12 @@ pub async fn chain_runtime(config: &Config) -> anyhow::Result<ChainRuntime> {
         // `ChainRuntime::execution_limits`).
         limits: Limits {
             max_recorded_argument_bytes: recorded_argument_bytes(config),
+            wall_ms: config
+                .sandbox
+                .timeout
+                .map_or(Limits::default().wall_ms, |t| {
+                    u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
+                }),
             ..Limits::default()
         },
     })

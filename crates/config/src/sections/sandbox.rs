@@ -4,13 +4,14 @@ use serde_json::Value;
 
 use crate::error::ConfigError;
 use crate::model::*;
-use crate::walker::{Walker, opt_bool};
+use crate::walker::{Walker, duration, opt_bool};
 
 const SANDBOX_KEYS: &[&str] = &[
     "require_lockdown",
     "workers",
     "max_workers",
     "max_executions",
+    "timeout",
 ];
 
 impl Walker<'_> {
@@ -49,7 +50,18 @@ impl Walker<'_> {
                 "make max_workers at least workers",
             ));
         }
+        let timeout = duration(self, &format!("{key}.timeout"), table.get("timeout"))?;
+        if let Some(timeout) =
+            timeout.filter(|t| *t < std::time::Duration::from_millis(100) || t.as_secs() > 86_400)
+        {
+            return Err(self.invalid(
+                &format!("{key}.timeout"),
+                format!("is {timeout:?}"),
+                "give the longest an execution may run, between 100ms and 24h, e.g. \"10m\"",
+            ));
+        }
         Ok(SandboxConfig {
+            timeout,
             max_workers,
             max_executions,
             require_lockdown: opt_bool(

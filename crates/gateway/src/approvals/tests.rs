@@ -4,24 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sandgate_config::ApprovalsConfig;
-use sandgate_policy::{Access, Profile};
 
 use super::*;
-use crate::caller::{Caller, Declared, Owner, Reach};
-
-fn caller(owner: Owner, profile: &str) -> Caller {
-    let mut p = Profile::implicit_default("sandgate.toml");
-    p.name = profile.to_string();
-    Caller {
-        owner,
-        access: Access::new(Arc::new(p)),
-        token_id: None,
-        user: None,
-        grant: None,
-        trace: opentelemetry::Context::new(),
-        reach: Reach::Nobody,
-    }
-}
+use crate::caller::tests::caller;
+use crate::caller::{Declared, Owner};
 
 const ASKS: Declared = Declared {
     elicitation: true,
