@@ -1,6 +1,6 @@
 """Calls a person approves before they run, from inside a script (issue 30): the real Python SDK
-client's elicitation callback answers, over a 2025-11-25 session (`elicitation/create`) and a
-2026-07-28 stateless connection (input-required results and the client's retry, with sealed
+client's elicitation callback answers, over 2025-11-25 sessions on stdio and HTTP
+(`elicitation/create`) and a 2026-07-28 stateless connection (input-required results and the client's retry, with sealed
 request state). The gated tool is server-memory's `create_entities`, so a call that did not run
 is seen not to have run: the graph stays empty.
 
@@ -23,7 +23,7 @@ from conftest import NODE_MODULES, SANDGATE, HttpServer, one_process_only, struc
 pytestmark = [pytest.mark.anyio, one_process_only(
     "a parked script lives on the replica that runs it; the retry must reach it (docs/call_tool_chain.md, Approvals)")]
 
-ERAS = [("stdio", "legacy"), ("http", "2026-07-28")]
+ERAS = [("stdio", "legacy"), ("http", "legacy"), ("http", "2026-07-28")]
 
 # Five calls at once: four plain, one gated. Each reports when it settled, and how.
 FIVE = """

@@ -60,7 +60,7 @@ def client(transport, mode, path, servers, **callbacks) -> Client:
     return Client(servers[-1].target(), mode=mode, read_timeout_seconds=60, **callbacks)
 
 
-@pytest.mark.parametrize("transport,mode", [("stdio", "legacy"), ("http", "2026-07-28")])
+@pytest.mark.parametrize("transport,mode", [("stdio", "legacy"), ("http", "legacy"), ("http", "2026-07-28")])
 async def test_a_backends_question_reaches_the_person_and_the_answer_goes_back(tmp_path, transport, mode):
     person, servers = Person(), []
     try:
