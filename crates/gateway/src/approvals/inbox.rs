@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::Question;
+use super::question::Question;
 
 /// The questions one detached execution's calls wait on, for whoever waits on it to pass on.
 #[derive(Debug)]

@@ -27,11 +27,10 @@ use std::time::{Duration, Instant};
 
 use sandgate_config::ApprovalsConfig;
 use sandgate_sandbox::{CallFailure, FailureKind};
-use tokio::sync::oneshot;
 
 pub use inbox::Inbox;
 pub(crate) use question::bounded;
-pub use question::{About, Answered, Question, QuestionView};
+pub use question::{About, Answered, Question, QuestionView, Verdict};
 
 use crate::caller::Caller;
 
@@ -61,23 +60,6 @@ impl Asking {
 }
 
 pub use crate::caller::Declared;
-
-/// A person's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Yes, by whom.
-    Approved {
-        /// Who answered (`client`, or `console:<profile>`).
-        by: String,
-    },
-    /// No, by whom, and why (what the person said, or that nobody answered).
-    Denied {
-        /// Who answered.
-        by: String,
-        /// Why the call does not run.
-        why: String,
-    },
-}
 
 /// Every question waiting for a person, gateway-wide.
 #[derive(Debug)]
@@ -549,16 +531,8 @@ impl Drop for Withdraw<'_> {
     }
 }
 
-/// When a question asked now expires.
-fn expiry(timeout: Duration) -> Instant {
-    Instant::now() + timeout
-}
-
 #[cfg(test)]
 mod tests;
 
 /// The most answers one retry or `tasks/update` may carry.
 const MAX_ANSWERS: usize = 256;
-
-/// The sender a question is answered through.
-type AnswerSender = oneshot::Sender<Answered>;

@@ -17,8 +17,32 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use super::{AnswerSender, Verdict, expiry};
 use crate::caller::Caller;
+
+/// The sender a question is answered through.
+type AnswerSender = oneshot::Sender<Answered>;
+
+/// When a question asked now expires.
+fn expiry(timeout: Duration) -> Instant {
+    Instant::now() + timeout
+}
+
+/// A person's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Yes, by whom.
+    Approved {
+        /// Who answered (`client`, or `console:<profile>`).
+        by: String,
+    },
+    /// No, by whom, and why (what the person said, or that nobody answered).
+    Denied {
+        /// Who answered.
+        by: String,
+        /// Why the call does not run.
+        why: String,
+    },
+}
 
 /// The most characters of a call's arguments a person is shown.
 pub const SHOWN_ARGUMENT_CHARS: usize = 2_000;
