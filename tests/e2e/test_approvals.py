@@ -109,6 +109,7 @@ async def test_yes_runs_the_gated_call_after_the_other_four(tmp_path, transport,
     assert len(person.asked) == 1
     question = person.asked[0]
     assert "memory.create_entities" in question and "servers.memory.approve: memory.create_*" in question, question
+    assert "line 11)" in question, f"the question names the script's line: {question}"
     assert "s3cr3t-value" not in question and "release" in question, question
     lines = [line for line in audit_lines(tmp_path) if line.get("kind") == "approval"]
     assert [line["decision"] for line in lines] == ["ask", "allow"], lines

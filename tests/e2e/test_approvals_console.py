@@ -60,6 +60,7 @@ def test_the_console_lists_a_waiting_call_to_its_profile_and_approve_runs_it(tmp
             page.wait_for_selector(f'[data-approval="{question}"]')
             row = page.inner_text(f'[data-approval="{question}"]')
             assert "memory.create_entities" in row and "profiles.ops.approve: memory.create_*" in row, row
+            assert "line 1" in row, f"the row names the script's line: {row}"
             assert "abc123" not in page.content(), "secrets are masked"
             page.click(f'[data-approve="{question}"]')
             page.wait_for_selector(f'[data-approval="{question}"]', state="detached")

@@ -123,10 +123,27 @@ impl Bridge for ExecutionBridge {
         tool: &ToolBinding,
         args: String,
     ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
+        self.call_tool_at(tool, args, None)
+    }
+
+    fn call_tool_at(
+        &self,
+        tool: &ToolBinding,
+        args: String,
+        line: Option<u32>,
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
         let call = ToolCall::new(tool.backend.clone(), tool.name.clone())
             .called_in_code(&tool.js_backend, &tool.js_tool);
         let qualified = call.qualified();
-        let (gateway, knock) = (self.gateway.clone(), self.knock.clone());
+        let gateway = self.gateway.clone();
+        // A call's own knock only when it says where it was made (executions with approvals).
+        let knock = match line {
+            None => self.knock.clone(),
+            Some(_) => Arc::new(Knock {
+                line,
+                ..(*self.knock).clone()
+            }),
+        };
         let limit = self.call_limit;
         let progress = self.knock.progress.clone();
         let detached = self.detached.clone();

@@ -117,13 +117,13 @@ proptest! {
     }
 
     #[test]
-    fn worker_frames_round_trip(run in any::<u64>(), id in any::<u64>(), index in any::<u32>(), host in any::<bool>(), args in any::<String>()) {
+    fn worker_frames_round_trip(run in any::<u64>(), id in any::<u64>(), index in any::<u32>(), host in any::<bool>(), args in any::<String>(), site in proptest::option::of((1u32.., any::<u32>()))) {
         let callee = if host { Callee::Host(index) } else { Callee::Tool(index) };
-        let frame = WorkerFrame::Call { run, id, callee, args: args.clone() };
+        let frame = WorkerFrame::Call { run, id, callee, args: args.clone(), site };
         let mut bytes = Vec::new();
         write_frame(&mut bytes, &frame).expect("encodes");
         let back: Option<WorkerFrame> = read_frame(&mut bytes.as_slice()).expect("decodes");
-        let same = matches!(back, Some(WorkerFrame::Call { run: r, id: i, callee: c, args: a }) if r == run && i == id && c == callee && a == args);
+        let same = matches!(back, Some(WorkerFrame::Call { run: r, id: i, callee: c, args: a, site: s }) if r == run && i == id && c == callee && a == args && s == site);
         prop_assert!(same, "the call frame came back different");
     }
 

@@ -59,6 +59,10 @@ pub trait Backends: Send + Sync + Debug {
     fn approval_patterns(&self, _backend: &str) -> Vec<String> {
         Vec::new()
     }
+    /// Whether any backend has `approve` patterns.
+    fn approves_any(&self) -> bool {
+        false
+    }
 }
 
 /// Calling a backend tool: the one thing [`Backends`] cannot do.
@@ -143,5 +147,11 @@ impl Backends for BackendManager {
             .get(backend)
             .map(|b| b.config.approve.clone())
             .unwrap_or_default()
+    }
+
+    fn approves_any(&self) -> bool {
+        self.backends()
+            .values()
+            .any(|b| !b.config.approve.is_empty())
     }
 }

@@ -61,6 +61,19 @@ impl Asking {
 
 pub use crate::caller::Declared;
 
+/// A call that needs a person's approval, as the door asks about it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GatedCall<'a> {
+    /// The tool, `backend.tool`.
+    pub tool: &'a str,
+    /// Its arguments' JSON text.
+    pub arguments: &'a str,
+    /// The rule that asks, and where it is written.
+    pub rule: &'a str,
+    /// The script's line that makes the call, when known.
+    pub line: Option<u32>,
+}
+
 /// Every question waiting for a person, gateway-wide.
 #[derive(Debug)]
 pub struct Approvals {
@@ -119,10 +132,14 @@ impl Approvals {
         asking: &Asking,
         caller: &Caller,
         execution_id: &str,
-        tool: &str,
-        arguments: &str,
-        rule: &str,
+        call: GatedCall<'_>,
     ) -> Result<Verdict, CallFailure> {
+        let GatedCall {
+            tool,
+            arguments,
+            rule,
+            line,
+        } = call;
         let denied = |why: String| CallFailure::new(FailureKind::ApprovalDenied, why);
         if !asking.declared().elicitation {
             return Err(denied(format!(
@@ -133,6 +150,7 @@ impl Approvals {
             tool: tool.to_string(),
             arguments: question::shown_arguments(arguments),
             rule: rule.to_string(),
+            line,
         };
         let answered = self
             .pose(asking, caller, execution_id, about)

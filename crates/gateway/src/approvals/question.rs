@@ -64,6 +64,8 @@ pub enum About {
         arguments: String,
         /// The rule that asks for approval, and where it is written.
         rule: String,
+        /// The line of the script that makes the call, when known.
+        line: Option<u32>,
     },
     /// A backend's own request during a call, passed on to the client.
     Backend {
@@ -145,6 +147,8 @@ pub struct QuestionView {
     pub arguments: String,
     /// The rule.
     pub rule: String,
+    /// The line of the script that makes the call, when known.
+    pub line: Option<u32>,
     /// When it was asked (ms since the epoch).
     pub asked_at_ms: u64,
     /// Seconds until it is denied for want of an answer.
@@ -222,6 +226,7 @@ impl Question {
             tool,
             arguments,
             rule,
+            line,
         } = &self.about
         else {
             return None;
@@ -234,6 +239,7 @@ impl Question {
             tool: tool.clone(),
             arguments: arguments.clone(),
             rule: rule.clone(),
+            line: *line,
             asked_at_ms: self.asked_at_ms,
             expires_in_s: self
                 .expires
@@ -251,12 +257,14 @@ impl Question {
                 tool,
                 arguments,
                 rule,
+                line,
             } => InputRequest::Elicitation(ElicitRequest::new(
                 ElicitRequestParams::FormElicitationParams {
                     meta: None,
                     message: format!(
-                        "Approve this call? A script (execution {}) wants to call `{tool}` with:\n{arguments}\nIt needs your approval ({rule}). Accept to run it; decline to refuse it.",
-                        self.execution_id
+                        "Approve this call? A script (execution {}{}) wants to call `{tool}` with:\n{arguments}\nIt needs your approval ({rule}). Accept to run it; decline to refuse it.",
+                        self.execution_id,
+                        line.map(|l| format!(", line {l}")).unwrap_or_default()
                     ),
                     requested_schema: ElicitationSchema::new(Default::default()),
                 },

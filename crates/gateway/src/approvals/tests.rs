@@ -14,6 +14,15 @@ const ASKS: Declared = Declared {
     sampling: false,
 };
 
+fn gated() -> GatedCall<'static> {
+    GatedCall {
+        tool: "db.delete_rows",
+        arguments: "{}",
+        rule: "profiles.default.approve: db.*",
+        line: Some(3),
+    }
+}
+
 fn settings(timeout_ms: u64, per_caller: usize) -> ApprovalsConfig {
     ApprovalsConfig {
         timeout: Duration::from_millis(timeout_ms),
@@ -49,9 +58,7 @@ async fn a_client_that_cannot_be_asked_is_refused_at_once() {
             &Asking::Nobody,
             &caller(Owner::Local, "default"),
             "ex-1",
-            "db.delete_rows",
-            "{}",
-            "profiles.default.approve: db.*",
+            gated(),
         )
         .await
         .expect_err("nobody");
@@ -72,11 +79,7 @@ async fn only_the_owner_or_the_console_answers_and_only_once() {
     let asking = Asking::Waiter(inbox.clone(), ASKS);
     let waiting = {
         let (approvals, alice, asking) = (approvals.clone(), alice.clone(), asking.clone());
-        tokio::spawn(async move {
-            approvals
-                .ask(&asking, &alice, "ex-1", "db.delete_rows", "{}", "rule")
-                .await
-        })
+        tokio::spawn(async move { approvals.ask(&asking, &alice, "ex-1", gated()).await })
     };
     while inbox.questions().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -136,16 +139,14 @@ async fn unanswered_questions_time_out_and_a_caller_has_a_cap() {
     for _ in 0..2 {
         let (approvals, alice, asking) = (approvals.clone(), alice.clone(), asking.clone());
         asks.push(tokio::spawn(async move {
-            approvals
-                .ask(&asking, &alice, "ex-1", "db.delete_rows", "{}", "rule")
-                .await
+            approvals.ask(&asking, &alice, "ex-1", gated()).await
         }));
     }
     while approvals.waiting_count() < 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let over = approvals
-        .ask(&asking, &alice, "ex-1", "db.delete_rows", "{}", "rule")
+        .ask(&asking, &alice, "ex-1", gated())
         .await
         .expect_err("over the cap");
     assert!(

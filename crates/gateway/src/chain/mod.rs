@@ -241,7 +241,7 @@ async fn run(
         return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
     }
     let profile_limits = caller.access.profile().limits;
-    let limits = runtime.execution_limits(
+    let mut limits = runtime.execution_limits(
         &LimitRequest {
             wall_ms: lowest(
                 args.timeout_ms.filter(|&ms| ms > 0),
@@ -252,6 +252,9 @@ async fn run(
         },
         gateway.backends().as_ref(),
     );
+    // Where approvals may be asked, each call says which line of the code makes it.
+    limits.report_call_sites =
+        !caller.access.profile().approve.is_empty() || gateway.backends().approves_any();
     // Behind a balancer, a stored tool may have been registered through another replica a
     // moment ago: code that could call one reads the store's change mark first (one query).
     if let Some(store) = runtime.store.as_ref().filter(|s| s.is_shared())

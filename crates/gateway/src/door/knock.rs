@@ -20,6 +20,9 @@ pub struct Knock {
     pub progress: Option<ProgressSink>,
     /// How a person is asked to approve a call that needs it.
     pub asking: Asking,
+    /// The line of the user's code that makes this call, when known (an execution with
+    /// approvals reports its calls' sites).
+    pub line: Option<u32>,
 }
 
 impl Knock {
@@ -31,6 +34,7 @@ impl Knock {
             within: Vec::new(),
             progress: None,
             asking: Asking::Nobody,
+            line: None,
         }
     }
 }

@@ -325,9 +325,12 @@ impl Door {
                 &knock.asking,
                 &knock.caller,
                 &knock.execution_id,
-                &target,
-                args,
-                &rule,
+                crate::approvals::GatedCall {
+                    tool: &target,
+                    arguments: args,
+                    rule: &rule,
+                    line: knock.line,
+                },
             )
             .await;
         match &answer {

@@ -124,7 +124,7 @@ impl Sandbox {
         };
         let raw = self
             .pool
-            .run(transpiled.js, &execution, bridge, cancelled)
+            .run(transpiled.js, &transpiled.positions, &execution, bridge, cancelled)
             .await;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
         let raw = match raw {

@@ -68,6 +68,10 @@ pub struct Limits {
     /// call's cut at [`RECORDED_ARGUMENT_BYTES_PER_CALL`]); 0, the default, keeps none. The
     /// host holds them, never the worker (`[store] record_arguments` turns it on).
     pub max_recorded_argument_bytes: usize,
+    /// Whether each tool call says where in the code it was made (its line, which a call a
+    /// person must approve shows them). Off, the default, the worker never reads a call's site.
+    #[serde(default)]
+    pub report_call_sites: bool,
 }
 
 impl Default for Limits {
@@ -85,6 +89,7 @@ impl Default for Limits {
             max_code_bytes: DEFAULT_MAX_CODE_BYTES,
             max_call_args_bytes: DEFAULT_MAX_CALL_ARGS_BYTES,
             max_recorded_argument_bytes: 0,
+            report_call_sites: false,
         }
     }
 }

@@ -260,6 +260,10 @@ pub enum WorkerFrame {
         callee: Callee,
         /// JSON text of the arguments.
         args: String,
+        /// Where in the wrapped script the call was made (line, column), when the run asks for
+        /// it (`Limits::report_call_sites`).
+        #[serde(default)]
+        site: Option<(u32, u32)>,
     },
     /// The guest aborted a call it made (its `AbortSignal`): drop it, and cancel it upstream.
     CancelCall {
@@ -434,6 +438,7 @@ impl Frame for WorkerFrame {
                 id,
                 callee,
                 args,
+                site,
             } => {
                 out.push(RAW_CALL);
                 out.extend_from_slice(&run.to_le_bytes());
@@ -444,6 +449,10 @@ impl Frame for WorkerFrame {
                 };
                 out.push(kind);
                 out.extend_from_slice(&index.to_le_bytes());
+                // Line 0 is no site: positions are 1-based.
+                let (line, column) = site.unwrap_or((0, 0));
+                out.extend_from_slice(&line.to_le_bytes());
+                out.extend_from_slice(&column.to_le_bytes());
                 out.extend_from_slice(args.as_bytes());
                 Ok(())
             }
@@ -457,8 +466,12 @@ impl Frame for WorkerFrame {
                 let (run, rest) = split_u64(rest)?;
                 let (id, rest) = split_u64(rest)?;
                 let (kind, rest) = rest.split_first().ok_or("malformed call frame")?;
-                let (index, args) = rest.split_at_checked(4).ok_or("malformed call frame")?;
+                let (index, rest) = rest.split_at_checked(4).ok_or("malformed call frame")?;
                 let index = u32::from_le_bytes(index.try_into().map_err(|_| "malformed call")?);
+                let (line, rest) = rest.split_at_checked(4).ok_or("malformed call frame")?;
+                let (column, args) = rest.split_at_checked(4).ok_or("malformed call frame")?;
+                let line = u32::from_le_bytes(line.try_into().map_err(|_| "malformed call")?);
+                let column = u32::from_le_bytes(column.try_into().map_err(|_| "malformed call")?);
                 let callee = match kind {
                     0 => Callee::Tool(index),
                     1 => Callee::Host(index),
@@ -469,6 +482,7 @@ impl Frame for WorkerFrame {
                     id,
                     callee,
                     args: utf8(args)?,
+                    site: (line > 0).then_some((line, column)),
                 })
             }
             _ => serde_json::from_slice(body).map_err(|e| e.to_string()),
@@ -540,6 +554,7 @@ mod tests {
             id: 7,
             callee: Callee::Host(3),
             args: args.into(),
+            site: Some((12, 5)),
         };
         let bytes = encode_frame(&call).expect("encodes");
         assert_eq!(bytes[4], b'C');
@@ -549,8 +564,16 @@ mod tests {
         );
         assert!(matches!(
             round_trip(&call),
-            WorkerFrame::Call { run: 9, id: 7, callee: Callee::Host(3), args: a } if a == args
+            WorkerFrame::Call { run: 9, id: 7, callee: Callee::Host(3), args: a, site: Some((12, 5)) } if a == args
         ));
+        let unsited = WorkerFrame::Call {
+            run: 1,
+            id: 2,
+            callee: Callee::Tool(0),
+            args: "{}".into(),
+            site: None,
+        };
+        assert!(matches!(round_trip(&unsited), WorkerFrame::Call { site: None, .. }));
 
         let ok = HostFrame::Reply {
             run: 3,

@@ -507,7 +507,7 @@ async function approvalsPage() {
       el("td", {}, el("pre", { class: "arguments" }, q.arguments)),
       el("td", {}, q.rule),
       el("td", {}, q.profile + (q.user ? " (user " + q.user.slice(0, 8) + ")" : "")),
-      el("td", {}, q.execution_id),
+      el("td", {}, q.execution_id + (q.line ? ", line " + q.line : "")),
       el("td", {}, when(q.asked_at_ms) + ", " + q.expires_in_s + " s left"),
       el("td", {},
         el("button", { "data-approve": q.id, on: { click: answer(q, true, message) } }, "Approve"),

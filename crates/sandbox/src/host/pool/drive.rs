@@ -50,6 +50,8 @@ pub(crate) struct Callees<'a> {
     pub tools: &'a Arc<Vec<ToolBinding>>,
     pub host_functions: &'a [String],
     pub bridge: Arc<dyn Bridge>,
+    /// The wrapped script's positions in the user's code, for a call's site.
+    pub positions: &'a crate::transpile::PositionMap,
 }
 
 /// One run to serve.
@@ -112,6 +114,7 @@ pub(crate) async fn drive(
         tools,
         host_functions,
         bridge,
+        positions,
     } = callees;
     let started = Instant::now();
     let (sender, mut mine) = mpsc::unbounded_channel();
@@ -256,16 +259,26 @@ pub(crate) async fn drive(
         seen = true;
         match frame {
             WorkerFrame::Call {
-                id, callee, args, ..
+                id,
+                callee,
+                args,
+                site,
+                ..
             } => {
                 let args_bytes = args.len();
                 let kept = kept_arguments(&args, &mut served.argument_budget);
                 let (name, future) = match callee {
                     Callee::Tool(i) => match tools.get(i as usize) {
-                        Some(tool) => (
-                            format!("{}.{}", tool.backend, tool.name),
-                            bridge.call_tool(tool, args),
-                        ),
+                        Some(tool) => {
+                            // The line in the user's own code, when the run asked for it.
+                            let line = site
+                                .and_then(|(line, column)| positions.to_source(line, column))
+                                .map(|(line, _)| line);
+                            (
+                                format!("{}.{}", tool.backend, tool.name),
+                                bridge.call_tool_at(tool, args, line),
+                            )
+                        }
                         None => (
                             format!("tool #{i}"),
                             refused(format!("no tool #{i} in this execution")),

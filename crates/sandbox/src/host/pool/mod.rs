@@ -75,6 +75,17 @@ pub trait Bridge: Send + Sync + 'static {
         tool: &ToolBinding,
         args: String,
     ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>>;
+    /// Calls `tool` from `line` of the user's code: known when the run asked for its calls'
+    /// sites (`Limits::report_call_sites`). The default forgets the line.
+    fn call_tool_at(
+        &self,
+        tool: &ToolBinding,
+        args: String,
+        line: Option<u32>,
+    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
+        let _ = line;
+        self.call_tool(tool, args)
+    }
     /// Calls a named host function; `args` is a JSON array. Returns JSON text.
     fn call_host(
         &self,
@@ -295,10 +306,11 @@ impl Pool {
             .collect()
     }
 
-    /// Runs wrapped JavaScript on a worker.
+    /// Runs wrapped JavaScript on a worker; `positions` map its positions to the user's code.
     pub(crate) async fn run(
         self: &Arc<Self>,
         js: String,
+        positions: &crate::transpile::PositionMap,
         execution: &crate::Execution,
         bridge: Arc<dyn Bridge>,
         cancelled: impl Future<Output = ()> + Send,
@@ -346,6 +358,7 @@ impl Pool {
                 tools,
                 host_functions,
                 bridge,
+                positions,
             },
             wall: limits.wall_time(),
             max_log_lines: limits.max_log_lines as usize,

@@ -77,6 +77,10 @@ pub struct RunRequest {
     pub mode: crate::wire::protocol::RunMode,
 }
 
+/// A call waiting for a concurrency slot: its id, what it calls, its arguments' JSON, and where
+/// in the wrapped script it was made (when the run reports call sites).
+pub(crate) type QueuedCall = (u64, Callee, String, Option<(u32, u32)>);
+
 /// Mutable state shared between the loop and the native functions.
 #[derive(Default)]
 pub(crate) struct LoopState {
@@ -99,7 +103,7 @@ pub(crate) struct LoopState {
     /// JSON bytes of the arguments of calls queued or in flight (see `natives::refusal`).
     pub pending_args_bytes: usize,
     /// Calls waiting for a concurrency slot.
-    pub queued: VecDeque<(u64, Callee, String)>,
+    pub queued: VecDeque<QueuedCall>,
     /// Frames to send once control returns to the loop.
     pub outbox: Vec<WorkerFrame>,
     /// Where logs go, at once.
@@ -265,7 +269,7 @@ fn flush(state: &Shared, link: &SharedLink) -> Result<(), String> {
     let frames = {
         let mut s = state.borrow_mut();
         while s.in_flight < s.limits.max_concurrent_calls {
-            let Some((id, callee, args)) = s.queued.pop_front() else {
+            let Some((id, callee, args, site)) = s.queued.pop_front() else {
                 break;
             };
             s.in_flight += 1;
@@ -275,6 +279,7 @@ fn flush(state: &Shared, link: &SharedLink) -> Result<(), String> {
                 id,
                 callee,
                 args,
+                site,
             });
         }
         std::mem::take(&mut s.outbox)

@@ -200,6 +200,13 @@ fn bridge<'js>(
             if index as usize >= count {
                 return Err(Exception::throw_range(&ctx, "no such callable"));
             }
+            // Read before the state is borrowed: reading the site's stack is a property get.
+            let at = match callee(index) {
+                Callee::Tool(_) if s.borrow().limits.report_call_sites => {
+                    site.0.as_ref().and_then(call_site)
+                }
+                _ => None,
+            };
             let mut st = s.borrow_mut();
             if st.calls_made >= st.limits.max_tool_calls {
                 let limit = st.limits.max_tool_calls;
@@ -240,11 +247,23 @@ fn bridge<'js>(
                         .map(|map| Persistent::save(&ctx, map)),
                 },
             );
-            st.queued.push_back((id, callee(index), args));
+            st.queued.push_back((id, callee(index), args, at));
             st.last_call_id = id;
             Ok(promise)
         },
     )
+}
+
+/// Where in the wrapped script a call was made: the first frame of the user's file in the
+/// stack of `site`, the Error made where the call started.
+fn call_site(site: &Value<'_>) -> Option<(u32, u32)> {
+    let stack: String = site.as_object()?.get("stack").ok()?;
+    let marker = format!("({}:", super::USER_FILE);
+    stack.lines().find_map(|frame| {
+        let at = frame.find(&marker)? + marker.len();
+        let (line, column) = frame[at..].trim_end().strip_suffix(')')?.split_once(':')?;
+        Some((line.parse().ok()?, column.parse().ok()?))
+    })
 }
 
 /// `cancelCall(id)`: the guest's `AbortSignal` aborted call `id`. Its promise is never settled
@@ -256,7 +275,7 @@ fn cancel_call(state: &Shared, id: u64) {
         return;
     };
     s.pending_args_bytes = s.pending_args_bytes.saturating_sub(settlers.args_bytes);
-    if let Some(at) = s.queued.iter().position(|(queued, _, _)| *queued == id) {
+    if let Some(at) = s.queued.iter().position(|(queued, ..)| *queued == id) {
         s.queued.remove(at);
     } else {
         s.in_flight = s.in_flight.saturating_sub(1);
