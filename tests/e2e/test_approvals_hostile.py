@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+import httpx2 as httpx
+
 from conftest import NODE_MODULES, HttpServer, one_process_only
 from rawhttp import Conn, stateless_call
 
@@ -105,6 +107,9 @@ def test_forged_altered_borrowed_and_misdirected_answers_are_refused_with_nothin
         refused(reply, took, "answered already")
         assert entities(Conn(port_of(server))) == 1, "the replay ran nothing"
         assert server.rss_kib() / 1024 - rss_before < 32
+        # An execution answered in full is not held on (it would count against the cap).
+        metrics = httpx.get(server.url.replace("/mcp", "/metrics"), headers={"authorization": f"Bearer {OWNER}"}).text
+        assert "\nsandgate_executions_detached 0\n" in metrics, [l for l in metrics.splitlines() if "detached" in l]
     finally:
         server.close()
 

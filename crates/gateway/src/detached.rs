@@ -308,6 +308,16 @@ impl DetachedExecutions {
             .len()
     }
 
+    /// Lets go of execution `id` once its answer has reached the one who waited for it and no
+    /// one else will ask (a 2026-07-28 call answered in full): it no longer counts against
+    /// [`MAX_DETACHED`].
+    pub fn forget(&self, id: &str) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+    }
+
     /// Execution `id`, if the caller whose key for it is `owner` started it and it is still
     /// held.
     pub fn find(&self, id: &str, owner: &str) -> Option<Arc<Detached>> {

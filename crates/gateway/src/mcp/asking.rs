@@ -47,6 +47,12 @@ pub(super) async fn call(
                 .seal()
                 .open(sealed, &owner)
                 .map_err(|why| ErrorData::invalid_params(why, None))?;
+            // Answers first: a replay is refused as one, whether or not its execution is held.
+            if let Some(responses) = request.input_responses.as_ref() {
+                approvals
+                    .answer_all(&Answerer::Owner(owner.clone()), &state.questions, responses)
+                    .map_err(|why| ErrorData::invalid_params(why, None))?;
+            }
             let Some(detached) = chain::detach::find(gateway, caller, &state.execution_id) else {
                 return Err(ErrorData::invalid_params(
                     format!(
@@ -56,11 +62,6 @@ pub(super) async fn call(
                     None,
                 ));
             };
-            if let Some(responses) = request.input_responses.as_ref() {
-                approvals
-                    .answer_all(&Answerer::Owner(owner.clone()), &state.questions, responses)
-                    .map_err(|why| ErrorData::invalid_params(why, None))?;
-            }
             detached
         }
         None => {
@@ -103,6 +104,9 @@ pub(super) async fn call(
             }
         };
         if let Some(result) = answer {
+            // Its client has the answer; nothing continues it. Held on, every call of a busy
+            // client would count against the cap for 15 minutes.
+            gateway.detached().forget(detached.id());
             return Ok(CallToolResponse::Complete((*result).clone()));
         }
         // A question answered in the console in between leaves nothing to ask: wait again.

@@ -50,6 +50,8 @@ pub(super) async fn create(
     let detached =
         chain::launch(gateway, caller, args).map_err(|why| ErrorData::invalid_params(why, None))?;
     if let Some(result) = detached.wait_or_question(AT_ONCE).await {
+        // Answered at once, not as a task: nothing will ask for it again.
+        gateway.detached().forget(detached.id());
         return Ok(Some(CallToolResponse::Complete((*result).clone())));
     }
     Ok(Some(CallToolResponse::Task(CreateTaskResult::new(task(
