@@ -109,3 +109,26 @@ async def test_another_caller_cannot_wait_on_or_cancel_an_execution(tmp_path):
             assert structured(done)["result"] == {"done": True, "steps": 4}, "the other caller changed nothing"
     finally:
         server.close()
+
+
+async def test_a_client_that_can_be_asked_still_gets_its_yield(tmp_path):
+    """A 2026-07-28 client that declares elicitation is answered by the path that can ask it
+    (input-required results); `yield_after_ms` holds there too."""
+    import mcp.types as types
+
+    async def never(context, params):
+        return types.ElicitResult(action="decline")
+
+    path = config(tmp_path)
+    server = HttpServer(path)
+    try:
+        async with Client(server.target(), mode="2026-07-28", read_timeout_seconds=60, elicitation_callback=never) as client:
+            started = time.monotonic()
+            first = await client.call_tool("call_tool_chain", {"code": SCRIPT, "yield_after_ms": 600})
+            assert time.monotonic() - started < 1.5, "the answer came at the yield"
+            running = structured(first)
+            assert running["status"] == "running", running
+            done = await client.call_tool("wait_execution", {"execution_id": running["execution_id"], "timeout_ms": 10_000})
+            assert structured(done)["result"] == {"done": True, "steps": 4}
+    finally:
+        server.close()

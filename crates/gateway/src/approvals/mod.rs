@@ -143,7 +143,7 @@ impl Approvals {
         let denied = |why: String| CallFailure::new(FailureKind::ApprovalDenied, why);
         if !asking.declared().elicitation {
             return Err(denied(format!(
-                "`{tool}` needs a person's approval ({rule}), and this client cannot ask one: it declared no elicitation capability. The call did not run. Use a client that supports elicitation (or MCP tasks), or ask the operator about the rule."
+                "`{tool}` needs a person's approval ({rule}), and this client cannot ask one: it declared no elicitation capability. The call did not run. Use a client that supports elicitation, or ask the operator about the rule."
             )));
         }
         let about = About::Approval {
@@ -213,6 +213,12 @@ impl Approvals {
             request: Box::new(request),
         };
         match self.pose(asking, caller, execution_id, about).await? {
+            // The client could not ask (its error is the why).
+            Some(Answered {
+                response: serde_json::Value::Null,
+                why: Some(why),
+                ..
+            }) => Err(why),
             Some(answered) => Ok(answered.response),
             None => Err(format!(
                 "the client did not answer backend `{backend}`'s request within {} s ([approvals] timeout)",

@@ -93,9 +93,18 @@ pub(super) async fn call(
                 .map_err(|why| ErrorData::invalid_params(why, None))?
         }
     };
+    // `yield_after_ms` holds here as anywhere: past it, the answer is the running snapshot.
+    let within = request
+        .arguments
+        .as_ref()
+        .and_then(|a| a.get("yield_after_ms"))
+        .and_then(Value::as_u64)
+        .map_or(LONGEST_WAIT, Duration::from_millis);
+    let started = std::time::Instant::now();
     loop {
+        let left = within.saturating_sub(started.elapsed());
         let answer = tokio::select! {
-            answer = detached.wait_or_question(LONGEST_WAIT) => answer,
+            answer = detached.wait_or_question(left) => answer,
             () = cancel.cancelled() => {
                 // A client that goes away while the script runs (not between rounds) cancels
                 // it, as it would a call that was never parked.
@@ -112,6 +121,10 @@ pub(super) async fn call(
         // A question answered in the console in between leaves nothing to ask: wait again.
         if let Some(asking) = asked(gateway, &detached, &owner) {
             return Ok(CallToolResponse::InputRequired(asking));
+        }
+        if started.elapsed() >= within {
+            // Still running at the yield: wait_execution (or a retry) continues it.
+            return Ok(CallToolResponse::Complete(detached.running_answer()));
         }
         if cancel.is_cancelled() {
             return Err(ErrorData::internal_error("the request was cancelled", None));
