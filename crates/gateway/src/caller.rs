@@ -217,6 +217,19 @@ impl Caller {
     }
 }
 
+impl Caller {
+    /// The key that names this caller as the owner of what outlives a request (a detached
+    /// execution `id`, a question to a person, with `id` empty): its store key and its token,
+    /// so another session, profile, user or token owns none of it.
+    pub fn owner_key(&self, id: &str) -> String {
+        format!(
+            "{}#{}",
+            self.key(id, Part::Output),
+            self.token_id.as_deref().unwrap_or("")
+        )
+    }
+}
+
 /// The parts of an execution's output the store keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {

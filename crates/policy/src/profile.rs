@@ -287,13 +287,8 @@ impl Access {
 
     /// The rule that makes a person approve `call` before it runs, by any of the tool's
     /// spellings: a pattern of this profile's `approve`, else one of `backend_rules` (the
-    /// backend's own `approve`, qualified, written at `backend_key`). `None`: no approval.
-    pub fn approval_rule(
-        &self,
-        call: &ToolCall,
-        backend_rules: &[String],
-        backend_key: &str,
-    ) -> Option<String> {
+    /// backend's own `approve`, qualified, written at `servers.BACKEND`). `None`: no approval.
+    pub fn approval_rule(&self, call: &ToolCall, backend_rules: &[String]) -> Option<String> {
         if self.profile.approve.is_empty() && backend_rules.is_empty() {
             return None;
         }
@@ -309,7 +304,7 @@ impl Access {
         backend_rules
             .iter()
             .find(|p| spellings.matched_by(p))
-            .map(|rule| format!("{backend_key}.approve: {rule}"))
+            .map(|rule| format!("servers.{}.approve: {rule}", call.backend))
     }
 
     /// Authorizes looking up the name `host` for a connection to `host:port`: only names an
@@ -427,23 +422,18 @@ mod tests {
         let merge = ToolCall::new("github", "merge-pull-request")
             .called_in_code("github", "merge_pull_request");
         assert_eq!(
-            access
-                .approval_rule(&merge, &[], "servers.github")
-                .as_deref(),
+            access.approval_rule(&merge, &[]).as_deref(),
             Some("profiles.reader.approve: github.merge_*")
         );
         let delete = ToolCall::new("db", "delete_rows");
-        assert_eq!(access.approval_rule(&delete, &[], "servers.db"), None);
+        assert_eq!(access.approval_rule(&delete, &[]), None);
         assert_eq!(
             access
-                .approval_rule(&delete, &["db.delete_*".into()], "servers.db")
+                .approval_rule(&delete, &["db.delete_*".into()])
                 .as_deref(),
             Some("servers.db.approve: db.delete_*")
         );
-        assert_eq!(
-            Access::new(reader()).approval_rule(&merge, &[], "servers.github"),
-            None
-        );
+        assert_eq!(Access::new(reader()).approval_rule(&merge, &[]), None);
     }
 
     #[test]

@@ -526,11 +526,7 @@ impl Answerer {
 /// The key that names `caller` as the owner of its questions: its store key and its token, so
 /// another caller (another session, profile, user or token) owns none of them.
 pub fn owner_of(caller: &Caller) -> String {
-    format!(
-        "{}#{}",
-        caller.key("", crate::caller::Part::Output),
-        caller.token_id.as_deref().unwrap_or("")
-    )
+    caller.owner_key("")
 }
 
 /// Removes a question from those waiting when its ask ends, however it ends.

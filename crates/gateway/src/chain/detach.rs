@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Deserialize;
 
-use crate::caller::{Caller, Part};
+use crate::caller::Caller;
 use crate::detached::Detached;
 use crate::gateway::Gateway;
 use crate::runtime::Cancellation;
@@ -70,7 +70,7 @@ pub(crate) fn launch(
     start: impl FnOnce(Arc<Detached>, String) -> BoxFuture<'static, CallToolResult>,
 ) -> Result<Arc<Detached>, String> {
     let id = sandgate_store::new_execution_id();
-    let detached = gateway.detached().begin(&id, owner_key(caller, &id))?;
+    let detached = gateway.detached().begin(&id, caller.owner_key(&id))?;
     let running = start(detached.clone(), id);
     let finishing = detached.clone();
     tokio::spawn(async move {
@@ -79,18 +79,9 @@ pub(crate) fn launch(
     Ok(detached)
 }
 
-/// `caller`'s key for its detached execution `id`: only the same caller finds it.
-pub(crate) fn owner_key(caller: &Caller, id: &str) -> String {
-    format!(
-        "{}#{}",
-        caller.key(id, Part::Output),
-        caller.token_id.as_deref().unwrap_or("")
-    )
-}
-
 /// The detached execution `id` of `caller`'s, if it is held.
 pub(crate) fn find(gateway: &Gateway, caller: &Caller, id: &str) -> Option<Arc<Detached>> {
-    gateway.detached().find(id, &owner_key(caller, id))
+    gateway.detached().find(id, &caller.owner_key(id))
 }
 
 /// `wait_execution`: waits for a detached execution of `caller`'s, or cancels it.

@@ -300,11 +300,7 @@ impl Door {
         args: &str,
     ) -> Result<(), CallFailure> {
         let backend_rules = self.backends.approval_patterns(&call.backend);
-        let Some(rule) = knock.caller.access.approval_rule(
-            call,
-            &backend_rules,
-            &format!("servers.{}", call.backend),
-        ) else {
+        let Some(rule) = knock.caller.access.approval_rule(call, &backend_rules) else {
             return Ok(());
         };
         let target = call.qualified();

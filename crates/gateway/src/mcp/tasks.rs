@@ -67,30 +67,7 @@ pub(super) fn get(
     task_id: &str,
 ) -> Result<GetTaskResult, ErrorData> {
     let detached = find(gateway, caller, task_id)?;
-    let payload = match detached.finished() {
-        Some(result) if detached.was_stopped() && result.is_error == Some(true) => {
-            TaskPayload::Cancelled
-        }
-        Some(result) => TaskPayload::Completed {
-            result: match serde_json::to_value(&*result) {
-                Ok(Value::Object(object)) => object,
-                _ => JsonObject::new(),
-            },
-        },
-        None => {
-            let questions = detached.inbox().questions();
-            if questions.is_empty() {
-                TaskPayload::Working
-            } else {
-                TaskPayload::InputRequired {
-                    input_requests: questions
-                        .iter()
-                        .map(|q| (q.id.clone(), q.request()))
-                        .collect(),
-                }
-            }
-        }
-    };
+    let payload = payload_of(&detached);
     let status = payload.status();
     Ok(GetTaskResult::new(DetailedTask::new(
         task(&detached, status),
@@ -185,7 +162,7 @@ pub(super) async fn legacy(
             };
             let mine = gateway
                 .detached()
-                .held_by(|id, owner| owner == chain::detach::owner_key(caller, id));
+                .held_by(|id, owner| owner == caller.owner_key(id));
             let page: Vec<Value> = mine
                 .iter()
                 .skip(from)
@@ -214,6 +191,35 @@ pub(super) async fn legacy(
 
 /// Tasks in one page of `tasks/list`.
 const LIST_PAGE: usize = 100;
+
+/// What `detached` is as a task now: its result, its questions, or that it works or was
+/// cancelled.
+fn payload_of(detached: &Detached) -> TaskPayload {
+    match detached.finished() {
+        Some(result) if detached.was_stopped() && result.is_error == Some(true) => {
+            TaskPayload::Cancelled
+        }
+        Some(result) => TaskPayload::Completed {
+            result: match serde_json::to_value(&*result) {
+                Ok(Value::Object(object)) => object,
+                _ => JsonObject::new(),
+            },
+        },
+        None => {
+            let questions = detached.inbox().questions();
+            if questions.is_empty() {
+                TaskPayload::Working
+            } else {
+                TaskPayload::InputRequired {
+                    input_requests: questions
+                        .iter()
+                        .map(|q| (q.id.clone(), q.request()))
+                        .collect(),
+                }
+            }
+        }
+    }
+}
 
 /// Task `id` of `caller`'s, or the error for an id it does not have.
 fn find(gateway: &Gateway, caller: &Caller, id: &str) -> Result<Arc<Detached>, ErrorData> {
