@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::catalog::{Catalog, Entry};
 use crate::names::pascal_case;
+use crate::shapes::Observed;
 
 /// Inline nesting beyond this depth is rendered as `unknown` (it only happens with
 /// pathological schemas; recursion through `$ref` is handled by named types).
@@ -43,14 +44,18 @@ pub struct TsDecl {
 impl TsDecl {
     /// Generates the declaration for one catalog entry.
     pub fn for_entry(entry: &Entry) -> TsDecl {
+        TsDecl::for_entry_observed(entry, None)
+    }
+
+    /// Generates the declaration for one catalog entry whose results were seen to have the
+    /// shape `observed`; a declared output schema wins over it.
+    pub fn for_entry_observed(entry: &Entry, observed: Option<&Observed>) -> TsDecl {
         let prefix = type_prefix(entry);
         let mut inline = Generator::new(&entry.spec.input_schema, &prefix, Detail::Signature);
         inline.taken = reserved_names(std::iter::once(entry));
         let inline_args = inline.render(&entry.spec.input_schema, 0);
-        let inline_out = entry
-            .spec
-            .output_schema
-            .as_ref()
+        let observed = observed.filter(|_| entry.spec.output_schema.is_none());
+        let inline_out = output_schema(entry, observed)
             .map(|s| Generator::new(s, &prefix, Detail::Signature).render(s, 0))
             .unwrap_or_else(|| "unknown".into());
         let args_opt = if all_optional(&entry.spec.input_schema) {
@@ -58,16 +63,20 @@ impl TsDecl {
         } else {
             ""
         };
-        let signature = format!(
+        let mut signature = format!(
             "{}(args{args_opt}: {inline_args}): Promise<{inline_out}>",
             entry.js_qualified()
         );
+        if let Some(observed) = observed {
+            let _ = write!(signature, " // returns: {}", observed_note(observed));
+        }
 
         let declaration = format!(
             "declare namespace {} {{\n{}}}\n",
             entry.js_backend,
             indent(&namespace_body(
                 entry,
+                observed,
                 &mut reserved_names(std::iter::once(entry))
             ))
         );
@@ -77,6 +86,26 @@ impl TsDecl {
             example: example_call(entry),
         }
     }
+}
+
+/// The schema a tool's results are declared with: its own output schema, or else the shape its
+/// results were seen to have.
+fn output_schema<'a>(entry: &'a Entry, observed: Option<&'a Observed>) -> Option<&'a Value> {
+    entry
+        .spec
+        .output_schema
+        .as_ref()
+        .or(observed.map(|o| &o.schema))
+}
+
+/// "observed in 12 calls since 2026-11-27", said of a learned return type.
+fn observed_note(observed: &Observed) -> String {
+    format!(
+        "observed in {} call{} since {} (the backend declares no output schema)",
+        observed.calls,
+        if observed.calls == 1 { "" } else { "s" },
+        observed.since
+    )
 }
 
 /// The start of a tool's type names (`EverythingGetSum`): from its identifiers, which are
@@ -105,7 +134,12 @@ fn reserved_names<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> BTreeSet<
 /// this tool's named types take names outside it (two `$defs` whose names read alike, or an
 /// input's and an output's of the same name, or one named like another tool's `Input`, each
 /// get a name of their own: declarations that merge or repeat do not type-check).
-fn namespace_body(entry: &Entry, taken: &mut BTreeSet<String>) -> String {
+fn namespace_body(
+    entry: &Entry,
+    observed: Option<&Observed>,
+    taken: &mut BTreeSet<String>,
+) -> String {
+    let observed = observed.filter(|_| entry.spec.output_schema.is_none());
     let prefix = type_prefix(entry);
     let input_name = format!("{prefix}Input");
     let mut body = String::new();
@@ -115,7 +149,7 @@ fn namespace_body(entry: &Entry, taken: &mut BTreeSet<String>) -> String {
     write_type(&mut body, &input_name, &input_ty);
     input.write_defs(&mut body);
     *taken = std::mem::take(&mut input.taken);
-    let out_ty = match &entry.spec.output_schema {
+    let out_ty = match output_schema(entry, observed) {
         Some(schema) => {
             let output_name = format!("{prefix}Output");
             let mut output = Generator::new(schema, &prefix, Detail::Full);
@@ -129,6 +163,9 @@ fn namespace_body(entry: &Entry, taken: &mut BTreeSet<String>) -> String {
         None => "unknown".to_string(),
     };
     let mut doc = entry.spec.description.clone().unwrap_or_default();
+    if let Some(observed) = observed {
+        let _ = write!(doc, "\n@returns {}", observed_note(observed));
+    }
     if entry.js_qualified() != entry.qualified {
         let _ = write!(
             doc,
@@ -166,6 +203,15 @@ fn indent(text: &str) -> String {
 
 /// `types.d.ts` for a whole catalog: one namespace per backend.
 pub fn catalog_declarations(catalog: &Catalog) -> String {
+    catalog_declarations_observed(catalog, &|_| None)
+}
+
+/// `types.d.ts` for a whole catalog, with the return shapes `observed` gives for tools that
+/// declare none.
+pub fn catalog_declarations_observed(
+    catalog: &Catalog,
+    observed: &dyn Fn(&Entry) -> Option<Observed>,
+) -> String {
     let mut out =
         String::from("// Generated by sandgate: every tool reachable through call_tool_chain.\n\n");
     for (backend, js_backend) in catalog.backend_idents() {
@@ -176,7 +222,8 @@ pub fn catalog_declarations(catalog: &Catalog) -> String {
         );
         let mut taken = reserved_names(catalog.backend_tools(backend));
         for entry in catalog.backend_tools(backend) {
-            out.push_str(&indent(&namespace_body(entry, &mut taken)));
+            let seen = observed(entry);
+            out.push_str(&indent(&namespace_body(entry, seen.as_ref(), &mut taken)));
         }
         out.push_str("}\n\n");
     }
@@ -187,6 +234,11 @@ impl Catalog {
     /// `types.d.ts` for every tool in the catalog.
     pub fn declarations(&self) -> String {
         catalog_declarations(self)
+    }
+
+    /// `types.d.ts` with the return shapes `observed` gives for tools that declare none.
+    pub fn declarations_observed(&self, observed: &dyn Fn(&Entry) -> Option<Observed>) -> String {
+        catalog_declarations_observed(self, observed)
     }
 }
 

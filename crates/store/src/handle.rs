@@ -17,8 +17,8 @@ use crate::postgres::{Admitted, PgStore};
 use crate::sqlite_queue::SqliteQueue;
 use crate::tools::Changer;
 use crate::{
-    CredentialEntry, ExecutionRecord, OutputSlice, RecordFilter, Retention, Stats, Store,
-    StoreError, StoredTool, ToolVersion,
+    CredentialEntry, ExecutionRecord, OutputSlice, RecordFilter, Retention, ShapeMerge, Stats,
+    Store, StoreError, StoredShape, StoredTool, ToolVersion,
 };
 
 /// A cheap, cloneable handle to the store.
@@ -381,6 +381,60 @@ impl StoreHandle {
         let owner = owner.to_string();
         dispatch!(self, |s| s.credentials_of(&owner), |p| p
             .credentials_of(&owner))
+    }
+}
+
+impl StoreHandle {
+    /// `owner`'s script state under `key` (JSON text), unless it expired.
+    pub async fn state_get(&self, owner: &str, key: &str) -> Result<Option<String>, StoreError> {
+        let (owner, key) = (owner.to_string(), key.to_string());
+        dispatch!(self, |s| s.state_get(&owner, &key), |p| p
+            .state_get(&owner, &key))
+    }
+
+    /// Keeps `value` (JSON text) as `owner`'s `key` for `ttl_ms`; refused past the bounds
+    /// (`MAX_STATE_*`).
+    pub async fn state_set(
+        &self,
+        owner: &str,
+        key: &str,
+        value: String,
+        ttl_ms: i64,
+    ) -> Result<(), StoreError> {
+        let (owner, key) = (owner.to_string(), key.to_string());
+        dispatch!(self, |s| s.state_set(&owner, &key, &value, ttl_ms), |p| p
+            .state_set(&owner, &key, &value, ttl_ms))
+    }
+
+    /// Removes `owner`'s `key`; whether it held a live value.
+    pub async fn state_delete(&self, owner: &str, key: &str) -> Result<bool, StoreError> {
+        let (owner, key) = (owner.to_string(), key.to_string());
+        dispatch!(self, |s| s.state_delete(&owner, &key), |p| p
+            .state_delete(&owner, &key))
+    }
+
+    /// `owner`'s live keys, in order.
+    pub async fn state_keys(&self, owner: &str) -> Result<Vec<String>, StoreError> {
+        let owner = owner.to_string();
+        dispatch!(self, |s| s.state_keys(&owner), |p| p.state_keys(&owner))
+    }
+
+    /// Every learned shape.
+    pub async fn shapes(&self) -> Result<Vec<StoredShape>, StoreError> {
+        dispatch!(self, |s| s.shapes(), |p| p.shapes())
+    }
+
+    /// Writes `merge`'s answer for the stored shape of `backend`'s `tool` (given the stored
+    /// one, in one transaction), and returns it.
+    pub async fn merge_shape(
+        &self,
+        backend: &str,
+        tool: &str,
+        merge: ShapeMerge,
+    ) -> Result<String, StoreError> {
+        let (backend, tool) = (backend.to_string(), tool.to_string());
+        dispatch!(self, |s| s.merge_shape(&backend, &tool, merge), |p| p
+            .merge_shape(&backend, &tool, merge))
     }
 }
 

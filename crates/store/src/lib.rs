@@ -19,7 +19,9 @@ pub mod migrate;
 mod outputs;
 pub mod postgres;
 mod records;
+mod shapes;
 mod sqlite_queue;
+mod state;
 mod tools;
 
 pub use credentials::{CredentialEntry, MAX_CREDENTIALS_PER_OWNER, MAX_SEALED_BYTES};
@@ -31,6 +33,8 @@ pub use records::{
     BackendStats, CallRow, ExecutionRecord, KEEP_SHOWN, MAX_CALL_ERROR_CHARS, MAX_SHOWN_BYTES,
     RUNNING, RecordFilter, Stats, TierStats,
 };
+pub use shapes::{MAX_SHAPE_BYTES, ShapeMerge, StoredShape};
+pub use state::{MAX_STATE_BYTES, MAX_STATE_KEY_BYTES, MAX_STATE_KEYS, MAX_STATE_VALUE_BYTES};
 pub use tools::{Changer, StoredTool, ToolVersion};
 
 use std::path::Path;
@@ -139,7 +143,7 @@ impl Store {
         let cutoff = now_ms() - self.retention.outputs.as_millis() as i64;
         self.conn
             .execute("DELETE FROM outputs WHERE created_at_ms < ?1", [cutoff])?;
-        Ok(())
+        self.prune_state()
     }
 
     /// Drops the oldest records past the cap, and the codes only they pointed at.

@@ -88,6 +88,24 @@ pub const MIGRATIONS: &[&str] = &[
     );
     ALTER TABLE executions ADD COLUMN user_id TEXT;
     CREATE INDEX executions_by_user ON executions(user_id, started_at_ms);",
+    // 10: the return shapes learned for tools that declare none, and the state scripts keep
+    // between executions (per owner, each value expiring).
+    "CREATE TABLE tool_shapes (
+        backend TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        shape TEXT NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (backend, tool)
+    );
+    CREATE TABLE script_state (
+        owner TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        expires_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (owner, key)
+    );
+    CREATE INDEX script_state_by_expiry ON script_state(expires_at_ms);",
 ];
 
 /// The schema version this build writes.

@@ -394,7 +394,7 @@ fn masked(value: &Value, depth: usize) -> Value {
         Value::Object(map) => {
             let mut shown = Map::new();
             for (key, value) in map.iter().take(SHOWN_ENTRIES) {
-                let value = if secret_key(key) {
+                let value = if sandgate_catalog::names_a_secret(key) {
                     Value::String(MASK.into())
                 } else {
                     masked(value, depth + 1)
@@ -427,27 +427,6 @@ fn masked(value: &Value, depth: usize) -> Value {
         Value::String(text) => Value::String(bounded(text, 500)),
         other => other.clone(),
     }
-}
-
-/// Whether a key names a secret.
-fn secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    [
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "apikey",
-        "api_key",
-        "api-key",
-        "authorization",
-        "cookie",
-        "credential",
-        "private_key",
-        "privatekey",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
 }
 
 /// Whether a value looks like a secret whatever its key: a credential scheme, a known token

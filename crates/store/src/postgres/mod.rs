@@ -14,6 +14,8 @@ mod rates;
 mod records;
 pub mod schema;
 mod sessions;
+mod shapes;
+mod state;
 mod tls;
 mod tools;
 

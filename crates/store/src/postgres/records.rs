@@ -297,6 +297,12 @@ impl PgStore {
         client
             .execute("DELETE FROM outputs WHERE created_at_ms < $1", &[&cutoff])
             .await?;
+        client
+            .execute(
+                "DELETE FROM script_state WHERE expires_at_ms <= $1",
+                &[&now_ms()],
+            )
+            .await?;
         let max = i64::try_from(self.retention.max_records).unwrap_or(i64::MAX);
         let tx = client.transaction().await?;
         // Sequence numbers only grow and a record's number goes with it: their span bounds
