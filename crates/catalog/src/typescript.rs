@@ -188,6 +188,38 @@ fn namespace_body(
     body
 }
 
+/// Whether `body` is one object literal type (`{ ... }`), which can be an interface, rather than
+/// an array of one, or a union that starts with one (`{ ... }[]`, `{ ... } | string`).
+fn is_one_object_literal(body: &str) -> bool {
+    if !body.starts_with('{') || !body.ends_with('}') {
+        return false;
+    }
+    let (mut depth, mut quoted, mut escaped) = (0usize, false, false);
+    for (at, c) in body.char_indices() {
+        if quoted {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => quoted = true,
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 && at + 1 != body.len() {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
 /// Indents every non-empty line by two spaces.
 fn indent(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 64);
@@ -243,7 +275,7 @@ impl Catalog {
 }
 
 fn write_type(out: &mut String, name: &str, body: &str) {
-    if body.starts_with('{') {
+    if is_one_object_literal(body) {
         let _ = writeln!(out, "interface {name} {body}");
     } else {
         let _ = writeln!(out, "type {name} = {body};");

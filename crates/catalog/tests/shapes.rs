@@ -51,7 +51,12 @@ fn keys_kinds_optional_keys_and_a_small_vocabulary_are_declared() {
             .contains("observed in 2 calls since 2026-11-27")
     );
     assert!(decl.declaration.contains("@returns observed in 2 calls"));
-    assert!(decl.declaration.contains("interface GhListIssuesOutput"));
+    // An array of objects is a type, not an interface (which would not parse).
+    assert!(
+        decl.declaration.contains("type GhListIssuesOutput = {"),
+        "{}",
+        decl.declaration
+    );
 }
 
 #[test]

@@ -24,6 +24,7 @@ const PROFILE_KEYS: &[&str] = &[
     "admin",
     "register_tools",
     "approve",
+    "state",
 ];
 const LIMIT_KEYS: &[&str] = &["timeout_ms", "max_calls", "executions_per_minute"];
 const FS_KEYS: &[&str] = &["path", "write"];
@@ -171,6 +172,7 @@ impl Walker<'_> {
                 .unwrap_or(false),
             implicit: false,
             approve: patterns("approve")?,
+            state: opt_bool(self, &sub("state"), table.get("state"))?.unwrap_or(true),
         })
     }
 

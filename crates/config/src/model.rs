@@ -453,6 +453,10 @@ pub struct BackendConfig {
     /// Its tools a person must approve before a call runs, as `backend.tool` patterns
     /// (`approve`, written over the backend's tool names).
     pub approve: Vec<String>,
+    /// Whether the shapes of its tools' results are learned, for tools that declare no output
+    /// schema (`learn_shapes`, on by default): off for tools whose results are private even
+    /// in shape.
+    pub learn_shapes: bool,
 }
 
 /// How sandgate reaches a backend.

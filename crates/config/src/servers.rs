@@ -43,6 +43,7 @@ const BACKEND_KEYS: &[&str] = &[
     "allow_tools",
     "deny_tools",
     "approve",
+    "learn_shapes",
 ];
 /// Keys other MCP clients put in `mcpServers` entries. They mean nothing to sandgate, and
 /// refusing them would stop users from pointing sandgate at the file they already have.
@@ -354,6 +355,8 @@ impl Walker<'_> {
         Ok(BackendConfig {
             per_user,
             approve,
+            learn_shapes: opt_bool(self, &key("learn_shapes"), table.get("learn_shapes"))?
+                .unwrap_or(true),
             skipped: skipped.clone(),
             env_file,
             name: name.to_string(),

@@ -30,6 +30,8 @@ pub enum Subject {
     Fs,
     /// An `env.get` (the name).
     Env,
+    /// Script state (`state.*`), when refused.
+    State,
     /// An HTTP request's token check.
     Http,
     /// Reading a stored output.
@@ -45,6 +47,7 @@ impl Subject {
             Subject::Net => "net",
             Subject::Fs => "fs",
             Subject::Env => "env",
+            Subject::State => "state",
             Subject::Http => "http",
             Subject::Output => "output",
             Subject::Approval => "approval",

@@ -218,6 +218,19 @@ impl Caller {
 }
 
 impl Caller {
+    /// Whose script state this caller reads and writes: its user (an identity provider's),
+    /// or else its token, or else the local user or the HTTP caller without a token, each
+    /// under its profile. Not its session, so state outlives sessions and restarts.
+    pub fn state_owner(&self) -> String {
+        let profile = self.profile();
+        match (&self.user, &self.token_id, &self.owner) {
+            (Some(user), _, _) => format!("user:{user}:{profile}"),
+            (None, Some(token), _) => format!("token:{token}:{profile}"),
+            (None, None, Owner::Local) => format!("local:{profile}"),
+            (None, None, _) => format!("http:{profile}"),
+        }
+    }
+
     /// The key that names this caller as the owner of what outlives a request (a detached
     /// execution `id`, a question to a person, with `id` empty): its store key and its token,
     /// so another session, profile, user or token owns none of it.

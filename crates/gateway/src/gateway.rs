@@ -111,6 +111,8 @@ impl GatewayBuilder {
         let host =
             sandgate_capabilities::Host::new(Arc::new(sandgate_capabilities::SystemResolver));
         let catalogs = Arc::new(Catalogs::new(self.backends.clone()));
+        let store = self.chain.as_ref().and_then(|c| c.store.clone());
+        let shapes = crate::shapes::Shapes::start(store.clone(), self.backends.clone()).await;
         if let Some(wait) = self.startup_wait {
             catalogs.set_startup_wait(wait);
         }
@@ -123,7 +125,8 @@ impl GatewayBuilder {
                 metrics.clone(),
                 self.credentials,
                 crate::approvals::Approvals::new(self.approvals),
-            ),
+            )
+            .with_memory(store, shapes),
             backends: self.backends,
             catalogs,
             profiles: Profiles::new(self.profiles),

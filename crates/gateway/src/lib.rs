@@ -10,7 +10,7 @@
 
 // The layers, from the ground up (each uses only those below it; `tests/layout.rs` holds it):
 // 1. the parts: who calls, what is audited, admitted, counted and told, the profiles, the
-//    views of the catalog, what executions run on, progress;
+//    views of the catalog, what executions run on, progress, the shapes learned from results;
 mod admission;
 pub mod approvals;
 mod audit;
@@ -23,6 +23,7 @@ mod notice;
 mod profiles;
 mod progress;
 mod runtime;
+pub mod shapes;
 pub mod telemetry;
 mod views;
 // 2. the stored tools as listed, and the catalog with its views;

@@ -30,6 +30,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("profiles.rs", 1),
     ("progress.rs", 1),
     ("runtime.rs", 1),
+    ("shapes.rs", 1),
     ("telemetry/", 1),
     ("views.rs", 1),
     ("stored/", 2),

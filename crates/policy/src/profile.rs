@@ -51,6 +51,9 @@ pub struct Profile {
     /// `backend.tool` patterns a person must approve before a call to them runs, even from a
     /// script (`approve`); the backends' own `approve` lists apply as well.
     pub approve: Vec<String>,
+    /// Scripts may keep values between executions (`state`, on unless the profile turns it
+    /// off): each caller's own, never another's.
+    pub state: bool,
 }
 
 impl Profile {
@@ -71,6 +74,7 @@ impl Profile {
             register_tools: false,
             implicit: true,
             approve: vec![],
+            state: true,
         }
     }
 
@@ -91,6 +95,7 @@ impl Profile {
             register_tools: false,
             implicit: false,
             approve: vec![],
+            state: false,
         }
     }
 
@@ -116,6 +121,8 @@ pub enum Capability {
     Fs,
     /// `env` (from `env`).
     Env,
+    /// `state` (on unless `state = false`).
+    State,
 }
 
 impl Capability {
@@ -125,6 +132,7 @@ impl Capability {
             "fetch" => Some(Capability::Net),
             "fs" => Some(Capability::Fs),
             "env" => Some(Capability::Env),
+            "state" => Some(Capability::State),
             _ => None,
         }
     }
@@ -134,6 +142,7 @@ impl Capability {
             Capability::Net => "net",
             Capability::Fs => "fs",
             Capability::Env => "env",
+            Capability::State => "state",
         }
     }
 }
@@ -218,16 +227,31 @@ impl Access {
             Capability::Net => !p.net.is_empty(),
             Capability::Fs => !p.fs.is_empty(),
             Capability::Env => !p.env.is_empty(),
+            Capability::State => p.state,
         }
     }
 
     /// The refusal of code that used `global`, a capability the profile does not grant.
     pub fn refuse_absent(&self, global: &str, capability: Capability) -> PolicyError {
         let p = &self.profile;
+        if capability == Capability::State {
+            return PolicyError::Denied {
+                what: format!("using `{global}`"),
+                reason: format!(
+                    "profile `{}` keeps no state between executions ({}.state is false), so this execution has no `{global}`",
+                    p.name, p.key
+                ),
+                fix: format!(
+                    "Pass what the next execution needs back through your reply, or ask the operator to set state = true in {} in {}.",
+                    p.key, p.file
+                ),
+            };
+        }
         let (what, key) = match capability {
             Capability::Net => ("network", "net"),
             Capability::Fs => ("files", "fs"),
             Capability::Env => ("environment variables", "env"),
+            Capability::State => ("state", "state"),
         };
         PolicyError::Denied {
             what: format!("using `{global}`"),
@@ -411,6 +435,7 @@ mod tests {
             register_tools: false,
             implicit: false,
             approve: vec![],
+            state: false,
         })
     }
 

@@ -63,6 +63,10 @@ pub trait Backends: Send + Sync + Debug {
     fn approves_any(&self) -> bool {
         false
     }
+    /// Whether the shapes of the backend's results are learned (`learn_shapes`).
+    fn learns_shapes(&self, _backend: &str) -> bool {
+        true
+    }
 }
 
 /// Calling a backend tool: the one thing [`Backends`] cannot do.
@@ -153,5 +157,11 @@ impl Backends for BackendManager {
         self.backends()
             .values()
             .any(|b| !b.config.approve.is_empty())
+    }
+
+    fn learns_shapes(&self, backend: &str) -> bool {
+        self.backends()
+            .get(backend)
+            .is_some_and(|b| b.config.learn_shapes)
     }
 }

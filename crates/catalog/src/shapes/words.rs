@@ -42,10 +42,10 @@ pub fn is_field_name(key: &str) -> bool {
         return false;
     }
     let mut digits = 0;
-    for c in key.chars() {
+    for c in chars {
         if c.is_ascii_digit() {
             digits += 1;
-        } else if !(c.is_ascii_alphabetic() || "_$@-.:".contains(c)) {
+        } else if !(c.is_ascii_alphabetic() || "_$-.:".contains(c)) {
             return false;
         }
     }

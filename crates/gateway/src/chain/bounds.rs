@@ -204,8 +204,10 @@ pub fn may_change_state(catalog: &Catalog, qualified: &str) -> Option<bool> {
     // Host capabilities: reading files and the environment changes nothing; a write does; a
     // fetch may (its method is not on record).
     match qualified {
-        "fs.readFile" | "fs.readdir" | "fs.stat" | "env.get" => return Some(false),
-        "fs.writeFile" => return Some(true),
+        "fs.readFile" | "fs.readdir" | "fs.stat" | "env.get" | "state.get" | "state.keys" => {
+            return Some(false);
+        }
+        "fs.writeFile" | "state.set" | "state.delete" => return Some(true),
         "fetch" => return None,
         _ => {}
     }

@@ -45,6 +45,7 @@ pub(crate) fn explain(
             Capability::Net => Subject::Net,
             Capability::Fs => Subject::Fs,
             Capability::Env => Subject::Env,
+            Capability::State => Subject::State,
         };
         gateway
             .door()

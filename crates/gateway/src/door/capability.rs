@@ -30,17 +30,29 @@ pub enum HostFunction {
     Stat,
     /// `env.get(name)`.
     EnvGet,
+    /// `state.get(key)`.
+    StateGet,
+    /// `state.set(key, value, {ttl})`.
+    StateSet,
+    /// `state.delete(key)`.
+    StateDelete,
+    /// `state.keys()`.
+    StateKeys,
 }
 
 impl HostFunction {
     /// Every host function, in the order the guest binds them.
-    pub const ALL: [HostFunction; 6] = [
+    pub const ALL: [HostFunction; 10] = [
         HostFunction::Fetch,
         HostFunction::ReadFile,
         HostFunction::WriteFile,
         HostFunction::Readdir,
         HostFunction::Stat,
         HostFunction::EnvGet,
+        HostFunction::StateGet,
+        HostFunction::StateSet,
+        HostFunction::StateDelete,
+        HostFunction::StateKeys,
     ];
 
     /// Its name, as the guest binds it and as calls are recorded.
@@ -52,6 +64,10 @@ impl HostFunction {
             HostFunction::Readdir => "fs.readdir",
             HostFunction::Stat => "fs.stat",
             HostFunction::EnvGet => "env.get",
+            HostFunction::StateGet => "state.get",
+            HostFunction::StateSet => "state.set",
+            HostFunction::StateDelete => "state.delete",
+            HostFunction::StateKeys => "state.keys",
         }
     }
 
@@ -65,6 +81,10 @@ impl HostFunction {
         match self {
             HostFunction::Fetch => Capability::Net,
             HostFunction::EnvGet => Capability::Env,
+            HostFunction::StateGet
+            | HostFunction::StateSet
+            | HostFunction::StateDelete
+            | HostFunction::StateKeys => Capability::State,
             _ => Capability::Fs,
         }
     }
@@ -99,9 +119,10 @@ impl Door {
         }
         let args: Vec<Value> =
             serde_json::from_str(&args).map_err(|_| bad(format!("{name} takes JSON arguments")))?;
-        let value = match function {
-            HostFunction::Fetch => self.fetch(knock, args).await?,
-            HostFunction::EnvGet => self.env_get(knock, &args)?,
+        let value = match function.capability() {
+            Capability::State => return self.state(knock, function, &args).await,
+            _ if function == HostFunction::Fetch => self.fetch(knock, args).await?,
+            _ if function == HostFunction::EnvGet => self.env_get(knock, &args)?,
             _ => self.fs(knock, function, args).await?,
         };
         Ok(value.to_string())
@@ -311,7 +332,7 @@ fn fetch_request(value: Option<Value>) -> Result<FetchRequest, CallFailure> {
     })
 }
 
-fn string_arg(args: &[Value], at: usize, usage: &str) -> Result<String, CallFailure> {
+pub(super) fn string_arg(args: &[Value], at: usize, usage: &str) -> Result<String, CallFailure> {
     match args.get(at) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(bad(format!(
@@ -330,7 +351,7 @@ fn string_arg(args: &[Value], at: usize, usage: &str) -> Result<String, CallFail
     }
 }
 
-fn bad(message: String) -> CallFailure {
+pub(super) fn bad(message: String) -> CallFailure {
     CallFailure::new(FailureKind::Failed, message)
 }
 

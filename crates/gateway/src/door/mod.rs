@@ -59,6 +59,7 @@ use crate::telemetry::{CallOutcome, Metrics, traces};
 
 mod capability;
 mod knock;
+mod state;
 
 pub use capability::{HostFunction, granted};
 pub use knock::Knock;
@@ -108,6 +109,10 @@ pub struct Door {
     credentials: Option<Arc<crate::credentials::Credentials>>,
     /// The questions approval-gated calls (and backends' own requests) wait on.
     approvals: Arc<crate::approvals::Approvals>,
+    /// Where script state is kept (the store), when there is one.
+    state: Option<sandgate_store::StoreHandle>,
+    /// What tools return, learned from their results.
+    shapes: Option<Arc<crate::shapes::Shapes>>,
 }
 
 impl Door {
@@ -130,7 +135,25 @@ impl Door {
             metrics,
             credentials,
             approvals: Arc::new(approvals),
+            state: None,
+            shapes: None,
         }
+    }
+
+    /// This door, keeping script state in `store` and learning results' shapes into `shapes`.
+    pub(crate) fn with_memory(
+        mut self,
+        store: Option<sandgate_store::StoreHandle>,
+        shapes: Arc<crate::shapes::Shapes>,
+    ) -> Door {
+        self.state = store;
+        self.shapes = Some(shapes);
+        self
+    }
+
+    /// The shapes learned from tools' results.
+    pub(crate) fn shapes(&self) -> Option<&Arc<crate::shapes::Shapes>> {
+        self.shapes.as_ref()
     }
 
     /// The questions approval-gated calls wait on.
@@ -176,10 +199,25 @@ impl Door {
     ) -> Result<ToolAnswer, CallFailure> {
         let started = std::time::Instant::now();
         let (backend, tool) = (call.backend.clone(), call.tool.clone());
+        let resolved = catalog.resolve(&format!("{backend}.{tool}"));
+        // A tool that declares no output schema is learned from (off this path: `offer` only
+        // queues the result).
+        let learn = matches!(&resolved, Ok(entry) if entry.spec.output_schema.is_none());
         let span = traces::start_tool_call(&knock.caller.trace, &backend, &tool);
-        let answer = self
+        let answer = match self
             .call_tool_in(knock, call, args, limit, stored, &span)
-            .await;
+            .await
+        {
+            Ok((answer, result)) => {
+                if let (true, Some(shapes), Some(result)) = (learn, &self.shapes, result)
+                    && answer.json.len() <= crate::shapes::MAX_LEARNED_RESULT_BYTES
+                {
+                    shapes.offer(backend.clone(), tool.clone(), result);
+                }
+                Ok(answer)
+            }
+            Err(failure) => Err(failure),
+        };
         let outcome = match &answer {
             Ok(answer) if answer.is_error => CallOutcome::ErrorResult,
             Ok(_) => CallOutcome::Ok,
@@ -189,7 +227,7 @@ impl Door {
                 _ => CallOutcome::Failed,
             },
         };
-        let known = catalog.resolve(&format!("{backend}.{tool}")).is_ok();
+        let known = resolved.is_ok();
         self.metrics
             .call_finished(&backend, &tool, known, outcome, started.elapsed());
         traces::end_tool_call(
@@ -199,7 +237,8 @@ impl Door {
         answer
     }
 
-    /// [`Door::call_tool`] inside its span `trace`.
+    /// [`Door::call_tool`] inside its span `trace`: the answer, and a backend's successful
+    /// result to learn from.
     async fn call_tool_in(
         &self,
         knock: &Knock,
@@ -208,7 +247,7 @@ impl Door {
         limit: Option<Duration>,
         stored: &dyn RunStored,
         trace: &opentelemetry::Context,
-    ) -> Result<ToolAnswer, CallFailure> {
+    ) -> Result<(ToolAnswer, Option<rmcp::model::CallToolResult>), CallFailure> {
         let authorized = self.authorize_tool(knock, call, &args)?;
         let call = authorized.get();
         // Checked on the text, before it is parsed or sent: a backend that is sent more than
@@ -236,7 +275,8 @@ impl Door {
         // A call a person must approve waits here for the answer; no other path goes out.
         self.approved(knock, call, &args).await?;
         if let Target::Stored = target {
-            return stored.run_stored(knock, &call.tool, arguments).await;
+            let answer = stored.run_stored(knock, &call.tool, arguments).await?;
+            return Ok((answer, None));
         }
         let arguments = Some(arguments);
         // A backend that serves each user on a connection of its own gets who this is, and
@@ -287,7 +327,8 @@ impl Door {
         let is_error = result.is_error == Some(true);
         let json = serde_json::to_string(&result)
             .map_err(|e| CallFailure::new(FailureKind::Internal, e.to_string()))?;
-        Ok(ToolAnswer { json, is_error })
+        let lesson = (!is_error).then_some(result);
+        Ok((ToolAnswer { json, is_error }, lesson))
     }
 
     /// Waits for a person's yes when a rule asks for one before `call` runs (see

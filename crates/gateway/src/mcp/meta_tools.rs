@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
-use sandgate_catalog::{Catalog, CatalogError, Entry, TsDecl};
+use sandgate_catalog::{Catalog, CatalogError, Entry, Observed, TsDecl};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -81,12 +81,17 @@ fn with_approvals(gateway: &Gateway, caller: &Caller, description: String) -> St
     )
 }
 
+/// What `call_tool_chain` says of `state` where the profile keeps it.
+const STATE_DESCRIPTION: &str = "Values last between executions in `state`, this caller's own: await state.set(key, value, { ttl: seconds }) keeps a JSON value (default 1 day, at most 30; 64 KiB a value, 1,000 keys and 4 MiB in all), await state.get(key) reads it (undefined when absent or expired), state.delete(key), state.keys(). Keep what the next execution needs (fetched lists, ids, cursors) there rather than in your reply.";
+
 /// Tool definitions for `tools/list`, as `caller` sees them. The search description names the
 /// backends it can reach, so a client that rereads the list after `list_changed` learns what
 /// is reachable without a call; `call_tool_chain` says which host capabilities it has.
 pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
     let catalog = gateway.view(&caller.access).catalog;
-    let capabilities = granted(&caller.access);
+    let (state, capabilities): (Vec<String>, Vec<String>) = granted(&caller.access)
+        .into_iter()
+        .partition(|name| name.starts_with("state."));
     let chain_description = if capabilities.is_empty() {
         format!(
             "{CHAIN_DESCRIPTION} There is no fetch, fs or env: this profile grants no network, files or environment."
@@ -96,6 +101,11 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
             "{CHAIN_DESCRIPTION} This profile grants {}: fetch(url, init) answers with a Response (status, headers, text(), json()); await fs.readFile(path, {{encoding}}), fs.writeFile(path, data), fs.readdir(path) and fs.stat(path) work beneath the granted roots; await env.get(name) reads a granted variable. Anything else is refused with the rule that refused it.",
             capabilities.join(", ")
         )
+    };
+    let chain_description = if state.is_empty() {
+        chain_description
+    } else {
+        format!("{chain_description} {STATE_DESCRIPTION}")
     };
     let chain_description = with_approvals(gateway, caller, chain_description);
     let backends: Vec<String> = catalog
@@ -220,7 +230,17 @@ pub(crate) async fn search(
     args: Value,
 ) -> Result<CallToolResult, String> {
     let catalog = gateway.settled_view(&caller.access).await.catalog;
-    search_tools(&catalog, parse("search_tools", args)?)
+    search_tools(
+        &catalog,
+        &observed_by(gateway),
+        parse("search_tools", args)?,
+    )
+}
+
+/// The return shapes `gateway` learned, for the declarations of tools that declare none.
+pub(crate) fn observed_by(gateway: &Gateway) -> impl Fn(&Entry) -> Option<Observed> + use<> {
+    let shapes = gateway.door().shapes().cloned();
+    move |entry| shapes.as_ref().and_then(|s| s.observed(entry))
 }
 
 /// `tool_info`: a tool outside the caller's view is answered like a missing one.
@@ -232,7 +252,7 @@ pub(crate) async fn info(
     let catalog = gateway.settled_view(&caller.access).await.catalog;
     let args = parse::<InfoArgs>("tool_info", args)?;
     let asked = args.name.clone();
-    tool_info(&catalog, args)
+    tool_info(&catalog, &observed_by(gateway), args)
         .map_err(|e| crate::chain::ungranted::outside_view(gateway, caller, &asked, e))
 }
 
@@ -284,7 +304,11 @@ fn detail(value: Option<&str>, default: Detail) -> Result<Detail, String> {
     }
 }
 
-fn search_tools(catalog: &Catalog, args: SearchArgs) -> Result<CallToolResult, String> {
+fn search_tools(
+    catalog: &Catalog,
+    observed: &dyn Fn(&Entry) -> Option<Observed>,
+    args: SearchArgs,
+) -> Result<CallToolResult, String> {
     let query = short_text("query", &args.query)?.trim();
     if query.is_empty() {
         return Err("query is empty. Describe what you want to do, e.g. {\"query\": \"read a file\"}; or use list_tools_meta to see every tool.".into());
@@ -315,7 +339,7 @@ fn search_tools(catalog: &Catalog, args: SearchArgs) -> Result<CallToolResult, S
     let mut results = Vec::with_capacity(hits.len());
     for hit in &hits {
         let entry = &catalog.entries()[hit.entry];
-        let decl = TsDecl::for_entry(entry);
+        let decl = TsDecl::for_entry_observed(entry, observed(entry).as_ref());
         text.push_str(&format!("\n- {} — {}\n", entry.qualified, one_line(entry)));
         let mut item = entry_json(entry);
         match detail {
@@ -346,11 +370,19 @@ struct InfoArgs {
     detail: Option<String>,
 }
 
-fn tool_info(catalog: &Catalog, args: InfoArgs) -> Result<CallToolResult, String> {
+fn tool_info(
+    catalog: &Catalog,
+    observed: &dyn Fn(&Entry) -> Option<Observed>,
+    args: InfoArgs,
+) -> Result<CallToolResult, String> {
     let detail = detail(args.detail.as_deref(), Detail::Full)?;
     let entry = resolve(catalog, &args.name)?;
-    let decl = TsDecl::for_entry(entry);
+    let seen = observed(entry).filter(|_| entry.spec.output_schema.is_none());
+    let decl = TsDecl::for_entry_observed(entry, seen.as_ref());
     let mut item = entry_json(entry);
+    if let Some(seen) = &seen {
+        item["returns"] = json!({"observed": true, "calls": seen.calls, "since": seen.since});
+    }
     let signature = shown(&decl.signature, SIGNATURE_SHOWN, entry);
     item["signature"] = json!(signature);
     let text = if detail == Detail::Full {

@@ -148,11 +148,21 @@ pub(crate) async fn backend(gateway: &Arc<Gateway>, caller: &Caller, name: &str)
     (!text.is_empty()).then_some(text)
 }
 
+/// The `state` global, as `types.d.ts` declares it where the profile keeps state.
+const STATE_DECLARATION: &str = "/** Values kept between executions: this caller's own, JSON, each expiring (default 1 day). */\ndeclare const state: {\n  /** The value kept under `key`, or undefined when there is none or it expired. */\n  get<T = any>(key: string): Promise<T | undefined>;\n  /** Keeps `value` (JSON) under `key` for `ttl` seconds (at most 30 days). */\n  set(key: string, value: unknown, options?: { ttl?: number }): Promise<void>;\n  /** Removes `key`; whether it held a value. */\n  delete(key: string): Promise<boolean>;\n  /** The keys kept, in order. */\n  keys(): Promise<string[]>;\n};\n\n";
+
 /// `sandgate://types.d.ts`: like search_tools, it waits for backends still on their first
 /// connection.
 pub(crate) async fn types(gateway: &Gateway, caller: &Caller) -> String {
     let catalog = gateway.settled_view(&caller.access).await.catalog;
-    written_off_async(move || catalog.declarations()).await
+    let observed = super::meta_tools::observed_by(gateway);
+    let globals = if caller.access.grants(sandgate_policy::Capability::State) {
+        STATE_DECLARATION
+    } else {
+        ""
+    };
+    written_off_async(move || format!("{globals}{}", catalog.declarations_observed(&observed)))
+        .await
 }
 
 /// `sandgate://stats`.

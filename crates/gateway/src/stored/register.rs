@@ -270,6 +270,8 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         implicit: false,
         // The owner's approvals hold inside its tools: a stored tool is no way around them.
         approve: profile.approve.clone(),
+        // A stored tool keeps no state of its own, and reads none of its caller's.
+        state: false,
     }))
 }
 

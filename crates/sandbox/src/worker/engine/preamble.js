@@ -466,7 +466,11 @@ export default function (natives) {
       if (dot > 0) {
         const space = name.slice(0, dot);
         if (spaces[space] === undefined) spaces[space] = createObject(null);
-        spaces[space][name.slice(dot + 1)] = hostCall(index);
+        const send = hostCall(index);
+        // `state.*` answers `{ value }`, or null for none: `undefined`, as a Map gives.
+        spaces[space][name.slice(dot + 1)] = space === "state"
+          ? (...args) => apply(promiseThen, send(...args), [(answer) => (answer === null ? undefined : answer.value)])
+          : send;
       } else if (name === "fetch") {
         const send = hostCall(index);
         fixed(target, "fetch", (input, init) => {

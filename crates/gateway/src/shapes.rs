@@ -1,0 +1,247 @@
+//! Learning what tools return, off the call path.
+//!
+//! The door hands each successful result of a tool that declares no output schema to
+//! [`Shapes::offer`], which only queues it: a full queue drops the lesson, never the call. A
+//! task learns from the queue on a blocking thread (the value the script got from the result:
+//! its structured content, or its one text block, read as JSON when it is JSON), and every
+//! [`PERSIST_EVERY`] merges what it learned into the store, in the store's transaction, so
+//! replicas that learn at once each add what they saw. Declarations read [`Shapes::observed`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rmcp::model::CallToolResult;
+use sandgate_catalog::{Entry, LearnedShape, Observed};
+use sandgate_store::StoreHandle;
+use sandgate_upstream::Backends;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// Results waiting to be learned from; past it, a result teaches nothing.
+const QUEUE: usize = 256;
+/// The largest result (as JSON) a shape is learned from.
+pub const MAX_LEARNED_RESULT_BYTES: usize = 1024 * 1024;
+/// How often what was learned goes to the store.
+const PERSIST_EVERY: Duration = Duration::from_secs(2);
+/// The most tools a process keeps shapes for (a backend that lists more tools than this is
+/// learned about only for the first ones seen).
+const MAX_TOOLS: usize = 20_000;
+
+/// A tool, by its backend and its own name.
+type ToolKey = (String, String);
+
+/// One result to learn from.
+struct Lesson {
+    backend: String,
+    tool: String,
+    result: CallToolResult,
+}
+
+/// The learned shapes, and the queue to the task that learns them.
+#[derive(Debug)]
+pub struct Shapes {
+    lessons: mpsc::Sender<Lesson>,
+    shown: Arc<RwLock<HashMap<ToolKey, Arc<Observed>>>>,
+}
+
+impl std::fmt::Debug for Lesson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Lesson({}.{})", self.backend, self.tool)
+    }
+}
+
+/// What the learning task holds.
+struct Learning {
+    backends: Arc<dyn Backends>,
+    store: Option<StoreHandle>,
+    /// Everything known, per tool.
+    known: HashMap<ToolKey, LearnedShape>,
+    /// What was learned since the last write to the store.
+    unsaved: HashMap<ToolKey, LearnedShape>,
+    shown: Arc<RwLock<HashMap<ToolKey, Arc<Observed>>>>,
+}
+
+impl Shapes {
+    /// Starts learning; the shapes `store` keeps are known at once.
+    pub async fn start(store: Option<StoreHandle>, backends: Arc<dyn Backends>) -> Arc<Shapes> {
+        let (lessons, queue) = mpsc::channel(QUEUE);
+        let shown = Arc::new(RwLock::new(HashMap::new()));
+        let mut learning = Learning {
+            backends,
+            store,
+            known: HashMap::new(),
+            unsaved: HashMap::new(),
+            shown: shown.clone(),
+        };
+        learning.load().await;
+        tokio::spawn(learning.run(queue));
+        Arc::new(Shapes { lessons, shown })
+    }
+
+    /// Queues `result` of `backend`'s `tool` to learn from, without waiting; dropped when the
+    /// queue is full.
+    pub fn offer(&self, backend: String, tool: String, result: CallToolResult) {
+        let _ = self.lessons.try_send(Lesson {
+            backend,
+            tool,
+            result,
+        });
+    }
+
+    /// The shape learned for `entry`'s results, if any was.
+    pub fn observed(&self, entry: &Entry) -> Option<Observed> {
+        let shown = self.shown.read().ok()?;
+        shown
+            .get(&(entry.spec.backend.clone(), entry.spec.name.clone()))
+            .map(|o| (**o).clone())
+    }
+}
+
+impl Learning {
+    async fn load(&mut self) {
+        let Some(store) = &self.store else { return };
+        match store.shapes().await {
+            Ok(stored) => {
+                for row in stored {
+                    if let Some(shape) = LearnedShape::from_json(&row.shape) {
+                        self.known.insert((row.backend, row.tool), shape);
+                    }
+                }
+                let keys: Vec<ToolKey> = self.known.keys().cloned().collect();
+                self.show(&keys);
+            }
+            Err(e) => tracing::warn!("learned shapes could not be read from the store: {e}"),
+        }
+    }
+
+    async fn run(mut self, mut queue: mpsc::Receiver<Lesson>) {
+        let mut tick = tokio::time::interval(PERSIST_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                lesson = queue.recv() => {
+                    let Some(lesson) = lesson else { break };
+                    let mut batch = vec![lesson];
+                    while batch.len() < QUEUE {
+                        match queue.try_recv() {
+                            Ok(more) => batch.push(more),
+                            Err(_) => break,
+                        }
+                    }
+                    self.learn(batch).await;
+                }
+                _ = tick.tick() => self.persist().await,
+            }
+        }
+        self.persist().await;
+    }
+
+    /// Learns from `batch` on a blocking thread, and shows what changed.
+    async fn learn(&mut self, batch: Vec<Lesson>) {
+        let batch: Vec<Lesson> = batch
+            .into_iter()
+            .filter(|l| self.backends.learns_shapes(&l.backend))
+            .collect();
+        if batch.is_empty() {
+            return;
+        }
+        let now = sandgate_store::now_ms();
+        let known = std::mem::take(&mut self.known);
+        let unsaved = std::mem::take(&mut self.unsaved);
+        let learned = tokio::task::spawn_blocking(move || {
+            let (mut known, mut unsaved) = (known, unsaved);
+            let mut touched = Vec::new();
+            for lesson in batch {
+                let key = (lesson.backend, lesson.tool);
+                if !known.contains_key(&key) && known.len() >= MAX_TOOLS {
+                    continue;
+                }
+                let value = seen_by_script(lesson.result);
+                known.entry(key.clone()).or_default().observe(&value, now);
+                unsaved.entry(key.clone()).or_default().observe(&value, now);
+                touched.push(key);
+            }
+            (known, unsaved, touched)
+        })
+        .await;
+        match learned {
+            Ok((known, unsaved, touched)) => {
+                self.known = known;
+                self.unsaved = unsaved;
+                self.show(&touched);
+            }
+            Err(e) => tracing::warn!("learning a result's shape failed: {e}"),
+        }
+    }
+
+    /// Merges what was learned into the store's shapes, and takes theirs (other replicas').
+    async fn persist(&mut self) {
+        let Some(store) = self.store.clone() else {
+            self.unsaved.clear();
+            return;
+        };
+        let unsaved = std::mem::take(&mut self.unsaved);
+        let mut touched = Vec::with_capacity(unsaved.len());
+        for ((backend, tool), lesson) in unsaved {
+            let merge = Box::new(move |stored: Option<&str>| {
+                let mut shape = stored.and_then(LearnedShape::from_json).unwrap_or_default();
+                shape.merge(&lesson);
+                shape.to_json()
+            });
+            match store.merge_shape(&backend, &tool, merge).await {
+                Ok(text) => {
+                    if let Some(shape) = LearnedShape::from_json(&text) {
+                        self.known.insert((backend.clone(), tool.clone()), shape);
+                        touched.push((backend, tool));
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("the shape learned for {backend}.{tool} was not kept: {e}")
+                }
+            }
+        }
+        self.show(&touched);
+    }
+
+    /// Makes the shapes of `keys` what declarations show.
+    fn show(&self, keys: &[ToolKey]) {
+        let Ok(mut shown) = self.shown.write() else {
+            return;
+        };
+        for key in keys {
+            if let Some(shape) = self.known.get(key) {
+                let since = crate::audit::rfc3339(u64::try_from(shape.since_ms()).unwrap_or(0));
+                shown.insert(
+                    key.clone(),
+                    Arc::new(Observed {
+                        schema: shape.schema(),
+                        calls: shape.calls(),
+                        since: since.get(..10).unwrap_or(&since).to_string(),
+                    }),
+                );
+            }
+        }
+    }
+}
+
+/// The value a script gets from `result` (as the preamble's `mapResult` makes it): the
+/// structured content; else the one text block, parsed when it is a JSON object or array;
+/// else the content blocks.
+pub fn seen_by_script(result: CallToolResult) -> Value {
+    if let Some(structured) = result.structured_content.filter(|v| !v.is_null()) {
+        return structured;
+    }
+    if let [block] = result.content.as_slice()
+        && let Some(text) = block.as_text()
+    {
+        let text = &text.text;
+        if matches!(text.trim_start().chars().next(), Some('{' | '['))
+            && let Ok(value) = serde_json::from_str(text)
+        {
+            return value;
+        }
+        return Value::String(text.clone());
+    }
+    serde_json::to_value(&result.content).unwrap_or(Value::Null)
+}
