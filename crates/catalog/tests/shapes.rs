@@ -1,6 +1,8 @@
 //! Learned return shapes: what they declare, that they never keep a value, and that no backend
 //! can grow them past their bounds.
 
+#![allow(clippy::expect_used)]
+
 use sandgate_catalog::{Catalog, LearnedShape, MAX_SHAPE_NODES, Observed, ToolSpec, TsDecl};
 use serde_json::{Value, json};
 
@@ -18,7 +20,7 @@ fn declared(shape: &LearnedShape) -> TsDecl {
         "name": "list_issues",
         "input_schema": {"type": "object", "properties": {}}
     }))
-    .unwrap();
+    .expect("a spec");
     let catalog = Catalog::new(vec![spec]);
     let observed = Observed {
         schema: shape.schema(),
@@ -66,7 +68,7 @@ fn a_declared_output_schema_wins_over_a_learned_shape() {
         "input_schema": {"type": "object"},
         "output_schema": {"type": "object", "properties": {"declared": {"type": "string"}}}
     }))
-    .unwrap();
+    .expect("a spec");
     let catalog = Catalog::new(vec![spec]);
     let shape = learned(&[json!({"seen": 1})]);
     let observed = Observed {

@@ -89,6 +89,11 @@ impl Shapes {
         });
     }
 
+    /// How many results wait to be learned from.
+    pub fn waiting(&self) -> usize {
+        self.lessons.max_capacity() - self.lessons.capacity()
+    }
+
     /// The shape learned for `entry`'s results, if any was.
     pub fn observed(&self, entry: &Entry) -> Option<Observed> {
         let shown = self.shown.read().ok()?;

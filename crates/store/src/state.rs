@@ -54,13 +54,13 @@ pub(crate) fn check_room(keys: i64, bytes: i64, value: &str) -> Result<(), Store
 impl Store {
     /// `owner`'s value under `key`, unless it expired.
     pub fn state_get(&self, owner: &str, key: &str) -> Result<Option<String>, StoreError> {
+        // Cached: a script may read many keys, and parsing the statement is most of a read.
         Ok(self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT value FROM script_state WHERE owner = ?1 AND key = ?2 AND expires_at_ms > ?3",
-                params![owner, key, now_ms()],
-                |row| row.get(0),
-            )
+            )?
+            .query_row(params![owner, key, now_ms()], |row| row.get(0))
             .optional()?)
     }
 
@@ -106,7 +106,7 @@ impl Store {
 
     /// `owner`'s keys that have not expired, in order.
     pub fn state_keys(&self, owner: &str) -> Result<Vec<String>, StoreError> {
-        let mut statement = self.conn.prepare(
+        let mut statement = self.conn.prepare_cached(
             "SELECT key FROM script_state WHERE owner = ?1 AND expires_at_ms > ?2 ORDER BY key",
         )?;
         let rows = statement.query_map(params![owner, now_ms()], |row| row.get(0))?;

@@ -94,7 +94,7 @@ fn ttl_of(options: Option<&Value>) -> Result<Duration, CallFailure> {
             )));
         }
     };
-    if !(ttl > 0.0) || ttl > MAX_STATE_TTL.as_secs_f64() {
+    if ttl.is_nan() || ttl <= 0.0 || ttl > MAX_STATE_TTL.as_secs_f64() {
         return Err(bad(format!(
             "{usage}, more than 0 and at most {} (30 days); got {ttl}",
             MAX_STATE_TTL.as_secs()
