@@ -5,7 +5,8 @@
 //! task learns from the queue on a blocking thread (the value the script got from the result:
 //! its structured content, or its one text block, read as JSON when it is JSON), and every
 //! [`PERSIST_EVERY`] merges what it learned into the store, in the store's transaction, so
-//! replicas that learn at once each add what they saw. Declarations read [`Shapes::observed`].
+//! replicas that learn at once each add what they saw; on a shared store each replica also reads
+//! every [`CATCH_UP_EVERY`] what the others wrote. Declarations read [`Shapes::observed`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -24,6 +25,10 @@ const QUEUE: usize = 256;
 pub const MAX_LEARNED_RESULT_BYTES: usize = 1024 * 1024;
 /// How often what was learned goes to the store.
 const PERSIST_EVERY: Duration = Duration::from_secs(2);
+/// How often a replica reads the shapes other replicas wrote (a shared store only).
+const CATCH_UP_EVERY: Duration = Duration::from_secs(5);
+/// How far back each catch-up reads, against clocks that differ between machines.
+const CLOCK_MARGIN_MS: i64 = 30_000;
 /// The most tools a process keeps shapes for (a backend that lists more tools than this is
 /// learned about only for the first ones seen).
 const MAX_TOOLS: usize = 20_000;
@@ -60,6 +65,8 @@ struct Learning {
     /// What was learned since the last write to the store.
     unsaved: HashMap<ToolKey, LearnedShape>,
     shown: Arc<RwLock<HashMap<ToolKey, Arc<Observed>>>>,
+    /// When the store's shapes were last read.
+    read_at_ms: i64,
 }
 
 impl Shapes {
@@ -73,6 +80,7 @@ impl Shapes {
             known: HashMap::new(),
             unsaved: HashMap::new(),
             shown: shown.clone(),
+            read_at_ms: 0,
         };
         learning.load().await;
         tokio::spawn(learning.run(queue));
@@ -104,17 +112,33 @@ impl Shapes {
 }
 
 impl Learning {
+    /// Reads the shapes the store holds that changed since the last read (all, the first
+    /// time), with what this process learned and has not written yet on top.
     async fn load(&mut self) {
         let Some(store) = &self.store else { return };
-        match store.shapes().await {
+        let started = sandgate_store::now_ms();
+        let since = match self.read_at_ms {
+            0 => 0,
+            at => at - CLOCK_MARGIN_MS,
+        };
+        match store.shapes(since).await {
             Ok(stored) => {
+                let mut touched = Vec::new();
                 for row in stored {
-                    if let Some(shape) = LearnedShape::from_json(&row.shape) {
-                        self.known.insert((row.backend, row.tool), shape);
+                    let key = (row.backend, row.tool);
+                    if !self.known.contains_key(&key) && self.known.len() >= MAX_TOOLS {
+                        continue;
+                    }
+                    if let Some(mut shape) = LearnedShape::from_json(&row.shape) {
+                        if let Some(unsaved) = self.unsaved.get(&key) {
+                            shape.merge(unsaved);
+                        }
+                        self.known.insert(key.clone(), shape);
+                        touched.push(key);
                     }
                 }
-                let keys: Vec<ToolKey> = self.known.keys().cloned().collect();
-                self.show(&keys);
+                self.show(&touched);
+                self.read_at_ms = started;
             }
             Err(e) => tracing::warn!("learned shapes could not be read from the store: {e}"),
         }
@@ -123,6 +147,9 @@ impl Learning {
     async fn run(mut self, mut queue: mpsc::Receiver<Lesson>) {
         let mut tick = tokio::time::interval(PERSIST_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let shared = self.store.as_ref().is_some_and(StoreHandle::is_shared);
+        let mut catch_up = tokio::time::interval(CATCH_UP_EVERY);
+        catch_up.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 lesson = queue.recv() => {
@@ -137,6 +164,7 @@ impl Learning {
                     self.learn(batch).await;
                 }
                 _ = tick.tick() => self.persist().await,
+                _ = catch_up.tick(), if shared => self.load().await,
             }
         }
         self.persist().await;

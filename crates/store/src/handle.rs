@@ -419,9 +419,9 @@ impl StoreHandle {
         dispatch!(self, |s| s.state_keys(&owner), |p| p.state_keys(&owner))
     }
 
-    /// Every learned shape.
-    pub async fn shapes(&self) -> Result<Vec<StoredShape>, StoreError> {
-        dispatch!(self, |s| s.shapes(), |p| p.shapes())
+    /// Every learned shape written after `since_ms` (0: every one).
+    pub async fn shapes(&self, since_ms: i64) -> Result<Vec<StoredShape>, StoreError> {
+        dispatch!(self, |s| s.shapes(since_ms), |p| p.shapes(since_ms))
     }
 
     /// Writes `merge`'s answer for the stored shape of `backend`'s `tool` (given the stored

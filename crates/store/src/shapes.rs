@@ -35,12 +35,12 @@ pub(crate) fn check_shape(shape: &str) -> Result<(), StoreError> {
 }
 
 impl Store {
-    /// Every stored shape.
-    pub fn shapes(&self) -> Result<Vec<StoredShape>, StoreError> {
-        let mut statement = self
-            .conn
-            .prepare("SELECT backend, tool, shape FROM tool_shapes ORDER BY backend, tool")?;
-        let rows = statement.query_map([], |row| {
+    /// Every stored shape written after `since_ms` (0: every one).
+    pub fn shapes(&self, since_ms: i64) -> Result<Vec<StoredShape>, StoreError> {
+        let mut statement = self.conn.prepare(
+            "SELECT backend, tool, shape FROM tool_shapes WHERE updated_at_ms > ?1 ORDER BY backend, tool",
+        )?;
+        let rows = statement.query_map([since_ms], |row| {
             Ok(StoredShape {
                 backend: row.get(0)?,
                 tool: row.get(1)?,

@@ -139,7 +139,7 @@ async fn shapes_merge_with_what_is_stored_and_either_handle_reads_them() {
             .await
             .expect("merged");
         assert_eq!(second, "ab", "{}: merged with the stored one", e.name);
-        let all = e.one.shapes().await.expect("listed");
+        let all = e.one.shapes(0).await.expect("listed");
         assert_eq!(all.len(), 1);
         assert_eq!(
             (
@@ -158,6 +158,13 @@ async fn shapes_merge_with_what_is_stored_and_either_handle_reads_them() {
             )
             .await;
         assert!(refused.is_err(), "{}", e.name);
-        assert_eq!(e.other.shapes().await.expect("listed")[0].shape, "ab");
+        assert_eq!(e.other.shapes(0).await.expect("listed")[0].shape, "ab");
+        // Only what changed since a time is read again (replicas catch up on each other's).
+        let later = sandgate_store::now_ms() + 60_000;
+        assert!(e.other.shapes(later).await.expect("listed").is_empty());
+        assert_eq!(
+            e.other.shapes(later - 120_000).await.expect("listed").len(),
+            1
+        );
     }
 }

@@ -6,13 +6,13 @@ use crate::shapes::{ShapeMerge, StoredShape, check_shape};
 use crate::{StoreError, now_ms};
 
 impl PgStore {
-    /// Every stored shape.
-    pub async fn shapes(&self) -> Result<Vec<StoredShape>, StoreError> {
+    /// Every stored shape written after `since_ms` (0: every one).
+    pub async fn shapes(&self, since_ms: i64) -> Result<Vec<StoredShape>, StoreError> {
         let client = self.client().await?;
         client
             .query(
-                "SELECT backend, tool, shape FROM tool_shapes ORDER BY backend, tool",
-                &[],
+                "SELECT backend, tool, shape FROM tool_shapes WHERE updated_at_ms > $1 ORDER BY backend, tool",
+                &[&since_ms],
             )
             .await?
             .iter()
