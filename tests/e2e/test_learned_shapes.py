@@ -139,9 +139,16 @@ SECRETS = ["ghp_16C7e42F292c6912E7710c838347Ae178B4a", "sk-live-abcdefghijklmnop
 async def test_no_value_a_tool_returned_appears_in_a_declaration_or_the_store(tmp_path):
     path = config(tmp_path)
     async with stdio(path) as client:
+        calls = 0
         for round in range(3):
             for secret in SECRETS:
                 await chain(client, f"return await fake.secret_record({{ secret: {json.dumps(secret)} }});")
+                calls += 1
+                # After every lesson, not only the last: a shape that kept a value for a while
+                # and dropped it later has leaked it meanwhile.
+                shown = json.dumps(await learned(client, "fake.secret_record", calls))
+                leaked = [s for s in SECRETS if s in shown]
+                assert not leaked, f"{leaked} shown after call {calls}: {shown}"
         found = await learned(client, "fake.secret_record", 12)
         assert found.get("returns", {}).get("calls") == 12, found
         shown = json.dumps(found) + (await client.read_resource("sandgate://types.d.ts")).contents[0].text
