@@ -71,7 +71,7 @@ fn bench(c: &mut Criterion) {
                     std::thread::yield_now();
                 }
                 let started = Instant::now();
-                shapes.offer("gh".into(), "list_issues".into(), black_box(lesson));
+                shapes.offer("gh".into(), "list_issues".into(), black_box(lesson), 10_000);
                 spent += started.elapsed();
             }
             spent

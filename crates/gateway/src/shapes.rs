@@ -2,13 +2,17 @@
 //!
 //! The door hands each successful result of a tool that declares no output schema to
 //! [`Shapes::offer`], which only queues it: a full queue drops the lesson, never the call. A
-//! task learns from the queue on a blocking thread (the value the script got from the result:
-//! its structured content, or its one text block, read as JSON when it is JSON), and every
+//! task drains the queue every [`DRAIN_EVERY`] (never woken by a call, so a call pays for no
+//! wake-up) and learns from each result (the value the script got from it: its structured
+//! content, or its one text block, read as JSON when it is JSON), on a blocking thread when the
+//! batch is large; every
 //! [`PERSIST_EVERY`] merges what it learned into the store, in the store's transaction, so
 //! replicas that learn at once each add what they saw; on a shared store each replica also reads
 //! every [`CATCH_UP_EVERY`] what the others wrote. Declarations read [`Shapes::observed`].
 
 use std::collections::HashMap;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -20,7 +24,13 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 /// Results waiting to be learned from; past it, a result teaches nothing.
-const QUEUE: usize = 256;
+const QUEUE: usize = 4096;
+/// The most bytes of results waiting (as their JSON); past it, a result teaches nothing.
+const MAX_QUEUED_BYTES: usize = 16 * 1024 * 1024;
+/// How often the queue is drained.
+const DRAIN_EVERY: Duration = Duration::from_millis(20);
+/// A batch larger than this (in result bytes) is learned on a blocking thread.
+const INLINE_BATCH_BYTES: usize = 256 * 1024;
 /// The largest result (as JSON) a shape is learned from.
 pub const MAX_LEARNED_RESULT_BYTES: usize = 1024 * 1024;
 /// How often what was learned goes to the store.
@@ -41,12 +51,15 @@ struct Lesson {
     backend: String,
     tool: String,
     result: CallToolResult,
+    bytes: usize,
 }
 
 /// The learned shapes, and the queue to the task that learns them.
 #[derive(Debug)]
 pub struct Shapes {
     lessons: mpsc::Sender<Lesson>,
+    /// Bytes of the results waiting.
+    queued: Arc<AtomicUsize>,
     shown: Arc<RwLock<HashMap<ToolKey, Arc<Observed>>>>,
 }
 
@@ -60,7 +73,8 @@ impl std::fmt::Debug for Lesson {
 struct Learning {
     backends: Arc<dyn Backends>,
     store: Option<StoreHandle>,
-    /// Everything known, per tool.
+    queued: Arc<AtomicUsize>,
+    /// What the store held at the last read or write, per tool.
     known: HashMap<ToolKey, LearnedShape>,
     /// What was learned since the last write to the store.
     unsaved: HashMap<ToolKey, LearnedShape>,
@@ -74,9 +88,11 @@ impl Shapes {
     pub async fn start(store: Option<StoreHandle>, backends: Arc<dyn Backends>) -> Arc<Shapes> {
         let (lessons, queue) = mpsc::channel(QUEUE);
         let shown = Arc::new(RwLock::new(HashMap::new()));
+        let queued = Arc::new(AtomicUsize::new(0));
         let mut learning = Learning {
             backends,
             store,
+            queued: queued.clone(),
             known: HashMap::new(),
             unsaved: HashMap::new(),
             shown: shown.clone(),
@@ -84,17 +100,28 @@ impl Shapes {
         };
         learning.load().await;
         tokio::spawn(learning.run(queue));
-        Arc::new(Shapes { lessons, shown })
+        Arc::new(Shapes {
+            lessons,
+            queued,
+            shown,
+        })
     }
 
-    /// Queues `result` of `backend`'s `tool` to learn from, without waiting; dropped when the
-    /// queue is full.
-    pub fn offer(&self, backend: String, tool: String, result: CallToolResult) {
-        let _ = self.lessons.try_send(Lesson {
+    /// Queues `result` of `backend`'s `tool` (`bytes` of JSON) to learn from, without waiting;
+    /// dropped when the queue is full.
+    pub fn offer(&self, backend: String, tool: String, result: CallToolResult, bytes: usize) {
+        if self.queued.load(Ordering::Relaxed) + bytes > MAX_QUEUED_BYTES {
+            return;
+        }
+        let lesson = Lesson {
             backend,
             tool,
             result,
-        });
+            bytes,
+        };
+        if self.lessons.try_send(lesson).is_ok() {
+            self.queued.fetch_add(bytes, Ordering::Relaxed);
+        }
     }
 
     /// How many results wait to be learned from.
@@ -113,7 +140,7 @@ impl Shapes {
 
 impl Learning {
     /// Reads the shapes the store holds that changed since the last read (all, the first
-    /// time), with what this process learned and has not written yet on top.
+    /// time).
     async fn load(&mut self) {
         let Some(store) = &self.store else { return };
         let started = sandgate_store::now_ms();
@@ -129,10 +156,7 @@ impl Learning {
                     if !self.known.contains_key(&key) && self.known.len() >= MAX_TOOLS {
                         continue;
                     }
-                    if let Some(mut shape) = LearnedShape::from_json(&row.shape) {
-                        if let Some(unsaved) = self.unsaved.get(&key) {
-                            shape.merge(unsaved);
-                        }
+                    if let Some(shape) = LearnedShape::from_json(&row.shape) {
                         self.known.insert(key.clone(), shape);
                         touched.push(key);
                     }
@@ -145,6 +169,8 @@ impl Learning {
     }
 
     async fn run(mut self, mut queue: mpsc::Receiver<Lesson>) {
+        let mut drain = tokio::time::interval(DRAIN_EVERY);
+        drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut tick = tokio::time::interval(PERSIST_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let shared = self.store.as_ref().is_some_and(StoreHandle::is_shared);
@@ -152,16 +178,21 @@ impl Learning {
         catch_up.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                lesson = queue.recv() => {
-                    let Some(lesson) = lesson else { break };
-                    let mut batch = vec![lesson];
-                    while batch.len() < QUEUE {
+                _ = drain.tick() => {
+                    let mut batch = Vec::new();
+                    let closed = loop {
                         match queue.try_recv() {
-                            Ok(more) => batch.push(more),
-                            Err(_) => break,
+                            Ok(lesson) => batch.push(lesson),
+                            Err(mpsc::error::TryRecvError::Empty) => break false,
+                            Err(mpsc::error::TryRecvError::Disconnected) => break true,
                         }
+                    };
+                    if !batch.is_empty() {
+                        self.learn(batch).await;
                     }
-                    self.learn(batch).await;
+                    if closed {
+                        break;
+                    }
                 }
                 _ = tick.tick() => self.persist().await,
                 _ = catch_up.tick(), if shared => self.load().await,
@@ -170,8 +201,10 @@ impl Learning {
         self.persist().await;
     }
 
-    /// Learns from `batch` on a blocking thread, and shows what changed.
+    /// Learns from `batch` (on a blocking thread when it is large), and shows what changed.
     async fn learn(&mut self, batch: Vec<Lesson>) {
+        let bytes: usize = batch.iter().map(|l| l.bytes).sum();
+        self.queued.fetch_sub(bytes, Ordering::Relaxed);
         let batch: Vec<Lesson> = batch
             .into_iter()
             .filter(|l| self.backends.learns_shapes(&l.backend))
@@ -180,43 +213,43 @@ impl Learning {
             return;
         }
         let now = sandgate_store::now_ms();
-        let known = std::mem::take(&mut self.known);
-        let unsaved = std::mem::take(&mut self.unsaved);
-        let learned = tokio::task::spawn_blocking(move || {
-            let (mut known, mut unsaved) = (known, unsaved);
-            let mut touched = Vec::new();
-            for lesson in batch {
-                let key = (lesson.backend, lesson.tool);
-                if !known.contains_key(&key) && known.len() >= MAX_TOOLS {
-                    continue;
+        let tools = self.known.len();
+        let touched = if bytes <= INLINE_BATCH_BYTES {
+            learn_all(&mut self.unsaved, tools, batch, now)
+        } else {
+            let mut unsaved = std::mem::take(&mut self.unsaved);
+            match tokio::task::spawn_blocking(move || {
+                let touched = learn_all(&mut unsaved, tools, batch, now);
+                (unsaved, touched)
+            })
+            .await
+            {
+                Ok((unsaved, touched)) => {
+                    self.unsaved = unsaved;
+                    touched
                 }
-                let value = seen_by_script(lesson.result);
-                known.entry(key.clone()).or_default().observe(&value, now);
-                unsaved.entry(key.clone()).or_default().observe(&value, now);
-                touched.push(key);
+                Err(e) => {
+                    tracing::warn!("learning results' shapes failed: {e}");
+                    Vec::new()
+                }
             }
-            (known, unsaved, touched)
-        })
-        .await;
-        match learned {
-            Ok((known, unsaved, touched)) => {
-                self.known = known;
-                self.unsaved = unsaved;
-                self.show(&touched);
-            }
-            Err(e) => tracing::warn!("learning a result's shape failed: {e}"),
-        }
+        };
+        self.show(&touched);
     }
 
     /// Merges what was learned into the store's shapes, and takes theirs (other replicas').
     async fn persist(&mut self) {
+        let unsaved = std::mem::take(&mut self.unsaved);
         let Some(store) = self.store.clone() else {
-            self.unsaved.clear();
+            // Without a store, what was learned is kept in the process alone.
+            for (key, lesson) in unsaved {
+                self.known.entry(key).or_default().merge(&lesson);
+            }
             return;
         };
-        let unsaved = std::mem::take(&mut self.unsaved);
         let mut touched = Vec::with_capacity(unsaved.len());
         for ((backend, tool), lesson) in unsaved {
+            let kept = lesson.clone();
             let merge = Box::new(move |stored: Option<&str>| {
                 let mut shape = stored.and_then(LearnedShape::from_json).unwrap_or_default();
                 shape.merge(&lesson);
@@ -230,20 +263,35 @@ impl Learning {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!("the shape learned for {backend}.{tool} was not kept: {e}")
+                    // Tried again at the next write, with what is learned meanwhile.
+                    tracing::warn!("the shape learned for {backend}.{tool} was not kept: {e}");
+                    self.unsaved
+                        .entry((backend, tool))
+                        .or_default()
+                        .merge(&kept);
                 }
             }
         }
         self.show(&touched);
     }
 
-    /// Makes the shapes of `keys` what declarations show.
+    /// Makes the shapes of `keys` (what the store holds, with what this process learned since
+    /// it last wrote on top) what declarations show.
     fn show(&self, keys: &[ToolKey]) {
         let Ok(mut shown) = self.shown.write() else {
             return;
         };
         for key in keys {
-            if let Some(shape) = self.known.get(key) {
+            let shape = match (self.known.get(key), self.unsaved.get(key)) {
+                (Some(known), Some(unsaved)) => {
+                    let mut both = known.clone();
+                    both.merge(unsaved);
+                    Some(both)
+                }
+                (Some(one), None) | (None, Some(one)) => Some(one.clone()),
+                (None, None) => None,
+            };
+            if let Some(shape) = shape {
                 let since = crate::audit::rfc3339(u64::try_from(shape.since_ms()).unwrap_or(0));
                 shown.insert(
                     key.clone(),
@@ -256,6 +304,27 @@ impl Learning {
             }
         }
     }
+}
+
+/// Learns each lesson of `batch` into `unsaved` (a tool past [`MAX_TOOLS`], counting the
+/// `tools` known already, is not learned); the tools touched, once each.
+fn learn_all(
+    unsaved: &mut HashMap<ToolKey, LearnedShape>,
+    tools: usize,
+    batch: Vec<Lesson>,
+    now: i64,
+) -> Vec<ToolKey> {
+    let mut touched = HashSet::new();
+    for lesson in batch {
+        let key = (lesson.backend, lesson.tool);
+        if !unsaved.contains_key(&key) && tools + unsaved.len() >= MAX_TOOLS {
+            continue;
+        }
+        let value = seen_by_script(lesson.result);
+        unsaved.entry(key.clone()).or_default().observe(&value, now);
+        touched.insert(key);
+    }
+    touched.into_iter().collect()
 }
 
 /// The value a script gets from `result` (as the preamble's `mapResult` makes it): the

@@ -212,7 +212,7 @@ impl Door {
                 if let (true, Some(shapes), Some(result)) = (learn, &self.shapes, result)
                     && answer.json.len() <= crate::shapes::MAX_LEARNED_RESULT_BYTES
                 {
-                    shapes.offer(backend.clone(), tool.clone(), result);
+                    shapes.offer(backend.clone(), tool.clone(), result, answer.json.len());
                 }
                 Ok(answer)
             }
