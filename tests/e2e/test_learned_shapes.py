@@ -171,11 +171,19 @@ async def test_a_backend_with_learn_shapes_false_and_an_error_result_teach_nothi
         await learned(client, "everything.echo", 1)
         assert "returns" not in await info(client, "fake.secret_record")
         assert "returns" not in await info(client, "fake.error_shaped")
-    path = config(tmp_path / "learning", learn_fake=True) if (tmp_path / "learning").mkdir() is None else None
+    (tmp_path / "learning").mkdir()
+    path = config(tmp_path / "learning", learn_fake=True)
     async with stdio(path) as client:
         await chain(client, "for (let i = 0; i < 3; i++) { try { await fake.error_shaped({}); } catch {} } return await everything.echo({ message: 'x' });")
-        await learned(client, "everything.echo", 1)
+        await chain(client, "return await fake.secret_record({ secret: 'x' });")
+        await learned(client, "fake.secret_record", 1)
         assert "returns" not in await info(client, "fake.error_shaped"), "an error result taught a shape"
+        await asyncio.sleep(2.5)  # written to the store
+    # Turned off later, the backend's shapes are declared no more, though the store has them.
+    config(tmp_path / "learning", learn_fake=False)
+    async with stdio(path) as client:
+        assert "returns" in await info(client, "everything.echo")
+        assert "returns" not in await info(client, "fake.secret_record")
 
 
 RANDOM_CALLS = 100_000 if __import__("os").environ.get("SANDGATE_LONG") == "1" else 20_000

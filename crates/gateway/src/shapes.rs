@@ -61,6 +61,8 @@ pub struct Shapes {
     /// Bytes of the results waiting.
     queued: Arc<AtomicUsize>,
     shown: Arc<RwLock<HashMap<ToolKey, Arc<Observed>>>>,
+    /// Which backends are learned about now (`learn_shapes`, which a reload may turn off).
+    backends: Arc<dyn Backends>,
 }
 
 impl std::fmt::Debug for Lesson {
@@ -90,7 +92,7 @@ impl Shapes {
         let shown = Arc::new(RwLock::new(HashMap::new()));
         let queued = Arc::new(AtomicUsize::new(0));
         let mut learning = Learning {
-            backends,
+            backends: backends.clone(),
             store,
             queued: queued.clone(),
             known: HashMap::new(),
@@ -104,6 +106,7 @@ impl Shapes {
             lessons,
             queued,
             shown,
+            backends,
         })
     }
 
@@ -129,8 +132,12 @@ impl Shapes {
         self.lessons.max_capacity() - self.lessons.capacity()
     }
 
-    /// The shape learned for `entry`'s results, if any was.
+    /// The shape learned for `entry`'s results, if any was and its backend is learned about
+    /// (one turned to `learn_shapes = false` shows none, whatever was learned before).
     pub fn observed(&self, entry: &Entry) -> Option<Observed> {
+        if !self.backends.learns_shapes(&entry.spec.backend) {
+            return None;
+        }
         let shown = self.shown.read().ok()?;
         shown
             .get(&(entry.spec.backend.clone(), entry.spec.name.clone()))
