@@ -260,6 +260,16 @@ fn not_defined_hint(name: &str, cx: &HintContext) -> String {
         "fetch" | "XMLHttpRequest" | "WebSocket" => return "There is no network access in this execution: `fetch` exists only when the caller's profile grants network hosts. Use a backend tool that fetches (search_tools with \"fetch url\" or \"http request\").".into(),
         "require" | "module" | "exports" => return "There are no modules in the sandbox. Backends are globals: call them directly, e.g. `await backend.tool({...})`.".into(),
         "process" | "Deno" | "Bun" => return "There is no process or runtime object. Files (`fs`) and environment variables (`env.get`) exist only when the caller's profile grants them; otherwise pass data in through tool calls or the `context` global.".into(),
+        "fs" | "env" => return format!("There is no `{name}` in this execution: the caller's profile grants no {}. Ask the operator for a grant, or use a backend tool that does it.", if name == "fs" { "files (`fs` roots)" } else { "environment variables (`env`)" }),
+        "state" => return "There is no `state` in this execution: the caller's profile keeps no state between executions (`state = false`). Pass what the next execution needs through your reply.".into(),
+        "axios" | "got" | "superagent" => return if cx.host_functions.iter().any(|f| f == "fetch") {
+            "There are no modules in the sandbox; use `await fetch(url, init)`, which this execution has.".into()
+        } else {
+            "There are no modules and no network in this execution; use a backend tool that fetches (search_tools with \"http request\").".into()
+        },
+        "Buffer" => return "There is no Buffer: use TextEncoder and TextDecoder for bytes, and btoa and atob for base64.".into(),
+        "setImmediate" => return "There is no setImmediate: use `setTimeout(fn, 0)`, or `await null` to let other work run.".into(),
+        "__dirname" | "__filename" => return "There are no module paths: fs takes paths beneath the roots the caller's profile grants.".into(),
         _ => {}
     }
     if cx.outside_tools.iter().any(|t| t == name) {

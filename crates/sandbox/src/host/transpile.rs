@@ -299,6 +299,8 @@ fn recognise_shape(
             Statement::ExportNamedDeclaration(export) if export.export_kind.is_type() => {
                 blank(&mut edited, source, export.span.start, export.span.end);
             }
+            Statement::ImportDeclaration(import)
+                if rewrite_fs_import(&mut edited, source, import) => {}
             Statement::ImportDeclaration(import) => {
                 return Err(at(
                     import.span.start,
@@ -382,6 +384,63 @@ fn recognise_shape(
         shape = CodeShape::NamedMain;
     }
     Ok(((edited != source).then_some(edited), shape))
+}
+
+/// The modules whose import gives the granted `fs` (Node's, with and without `node:`).
+const FS_MODULES: [&str; 4] = ["fs", "node:fs", "fs/promises", "node:fs/promises"];
+
+/// Rewrites `import fs from "node:fs/promises"` (a default, a namespace, or named imports, from
+/// one of [`FS_MODULES`]) into `const fs=__m("node:fs/promises");` in place, padded so every
+/// position after it stays where it was; `false` (nothing changed) for any other import, or
+/// one whose rewrite would not fit.
+fn rewrite_fs_import(
+    edited: &mut String,
+    source: &str,
+    import: &oxc::ast::ast::ImportDeclaration,
+) -> bool {
+    use oxc::ast::ast::{ImportDeclarationSpecifier, ModuleExportName};
+    let module = import.source.value.as_str();
+    if !FS_MODULES.contains(&module) {
+        return false;
+    }
+    let Some(specifiers) = import.specifiers.as_ref().filter(|s| !s.is_empty()) else {
+        return false;
+    };
+    let pattern = match specifiers.as_slice() {
+        [ImportDeclarationSpecifier::ImportDefaultSpecifier(one)] => one.local.name.to_string(),
+        [ImportDeclarationSpecifier::ImportNamespaceSpecifier(one)] => one.local.name.to_string(),
+        named => {
+            let mut parts = Vec::with_capacity(named.len());
+            for specifier in named {
+                let ImportDeclarationSpecifier::ImportSpecifier(one) = specifier else {
+                    return false;
+                };
+                let ModuleExportName::IdentifierName(imported) = &one.imported else {
+                    return false;
+                };
+                let local = one.local.name.as_str();
+                parts.push(if imported.name == local {
+                    local.to_string()
+                } else {
+                    format!("{}:{local}", imported.name)
+                });
+            }
+            format!("{{{}}}", parts.join(","))
+        }
+    };
+    let replacement = format!("const {pattern}=__m({module:?});");
+    let (start, end) = (import.span.start as usize, import.span.end as usize);
+    let Some(region) = source.get(start..end) else {
+        return false;
+    };
+    // Only on the import's first line, so no line break moves.
+    let first_line = region.find(['\n', '\r']).unwrap_or(region.len());
+    if replacement.len() > first_line {
+        return false;
+    }
+    blank(edited, source, import.span.start, import.span.end);
+    edited.replace_range(start..start + replacement.len(), &replacement);
+    true
 }
 
 /// Whether an `import` brings in types only (`import type { A } from "x"`, or
@@ -543,13 +602,26 @@ mod tests {
 
     #[test]
     fn import_is_refused_with_the_alternative() {
-        let err = transpile("const x = 1;\nimport fs from 'fs';").expect_err("import");
+        let err = transpile("const x = 1;\nimport _ from 'lodash';").expect_err("import");
         assert_eq!((err.line, err.column), (2, 1));
         assert!(
-            err.message.contains("\"fs\"")
+            err.message.contains("\"lodash\"")
                 && err.hint.as_deref().is_some_and(|h| h.contains("globals")),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn an_fs_import_becomes_the_granted_fs_in_place() {
+        let code = "const x = 1;\nimport { readFile as rf } from \"node:fs/promises\"; return rf;";
+        let js = transpile(code).expect("transpiles").js;
+        assert!(
+            js.contains("const { readFile: rf } = __m(\"node:fs/promises\");"),
+            "{js}"
+        );
+        // Too long to rewrite on its first line: refused as before.
+        let err = transpile("import {\n readFile,\n writeFile,\n} from \"fs\";").expect_err("import");
+        assert_eq!(err.line, 1, "{err:?}");
     }
 
     #[test]

@@ -124,6 +124,12 @@ impl Bridge for TestBridge {
                 "addNumbers" => {
                     Ok(json!(args.iter().filter_map(Value::as_f64).sum::<f64>()).to_string())
                 }
+                // A file's text, as the granted `fs` gives it (Node's habits with it).
+                "fs.readFile" => Ok(json!(format!(
+                    "read {}",
+                    args.first().and_then(Value::as_str).unwrap_or_default()
+                ))
+                .to_string()),
                 _ => Err(CallFailure::new(
                     FailureKind::Internal,
                     format!("no host function {name}"),

@@ -304,6 +304,53 @@ export default function (natives) {
   // string of each size, kept for the runtime's life, keeps one arena of every class alive.
   const arenaPins = Array.from({ length: 64 }, (_, i) => "x".repeat(i * 8));
 
+  // ---- Node's habits with `fs` ----------------------------------------------------------
+  const FS_MODULES = { __proto__: null, "fs": true, "node:fs": true, "fs/promises": true, "node:fs/promises": true };
+  const FS_HAS = "fs has readFile, writeFile, readdir and stat, each returning a Promise";
+  // What models reach for, and what to write instead.
+  const FS_SYNC = {
+    __proto__: null,
+    readFileSync: "await fs.readFile(path, \"utf8\")",
+    writeFileSync: "await fs.writeFile(path, data)",
+    readdirSync: "await fs.readdir(path)",
+    statSync: "await fs.stat(path)",
+    existsSync: "await fs.stat(path) in a try/catch (it throws when there is nothing there)",
+    lstatSync: "await fs.stat(path)",
+  };
+  const FS_ABSENT = ["appendFile", "mkdir", "rm", "rmdir", "unlink", "rename", "copyFile", "access", "createReadStream", "createWriteStream", "watch"];
+  // `fs.promises` is `fs` itself; a callback given last is called with (error, value); the
+  // sync and absent functions throw, naming what to write instead.
+  const nodeFs = (fs) => {
+    for (const name of ["readFile", "writeFile", "readdir", "stat"]) {
+      const call = fs[name];
+      if (typeof call !== "function") continue;
+      fs[name] = (...args) => {
+        const last = args.length > 0 ? args[args.length - 1] : undefined;
+        if (typeof last !== "function") return call(...args);
+        apply(promiseThen, call(...args.slice(0, -1)), [(value) => { last(null, value); }, (error) => { last(error); }]);
+        return undefined;
+      };
+    }
+    fixed(fs, "promises", fs, false);
+    for (const name in FS_SYNC) {
+      fixed(fs, name, () => { throw new TypeError(`fs.${name} is not available: the sandbox's fs is asynchronous. Write ${FS_SYNC[name]}.`); }, false);
+    }
+    for (const name of FS_ABSENT) {
+      fixed(fs, name, () => rejected(new TypeError(`fs.${name} is not available: ${FS_HAS}.`)), false);
+    }
+  };
+  const moduleHint = (name, spaces, hostFunctions) => {
+    const bare = name.replace(/^node:/, "").split("/")[0];
+    const hasFetch = hostFunctions.indexOf("fetch") >= 0;
+    if (["axios", "node-fetch", "got", "request", "undici", "superagent", "http", "https"].indexOf(bare) >= 0) {
+      return hasFetch ? "Use fetch(url, init), which this execution has." : "There is no network in this execution (no fetch: the profile grants no hosts); use a backend tool that fetches, or ask the operator for a `net` grant.";
+    }
+    if (bare === "crypto") return "Use the crypto global: crypto.randomUUID() and crypto.getRandomValues().";
+    if (bare === "path") return "Join paths as strings (`${dir}/${name}`); fs takes paths beneath its granted roots.";
+    if (bare === "buffer") return "Use TextEncoder and TextDecoder for bytes, btoa and atob for base64.";
+    return "Backends are already globals: call them directly, e.g. `await backend.tool({...})`.";
+  };
+
   return function bind(backendList, hostFunctions, context, toolMode) {
     void arenaPins;
     // ---- backends and tools -------------------------------------------------------------
@@ -487,7 +534,24 @@ export default function (natives) {
         fixed(target, name, hostCall(index), toolMode);
       }
     });
+    if (spaces.fs !== undefined) nodeFs(spaces.fs);
     for (const space in spaces) fixed(target, space, freeze(spaces[space]), toolMode);
+    if (!toolMode) {
+      // `require("fs")` and `import fs from "node:fs/promises"` (rewritten to `__m(...)` by the
+      // transpiler) give the granted `fs`; any other module is refused with what to use instead.
+      const load = (name) => {
+        const text = String(name);
+        if (FS_MODULES[text] === true) {
+          if (spaces.fs === undefined) throw new ReferenceError("fs is not defined");
+          return spaces.fs;
+        }
+        throw new Error(`${JSON.stringify(text)} cannot be loaded: there are no modules in the sandbox. ${moduleHint(text, spaces, hostFunctions)}`);
+      };
+      // `require` exists only beside a granted `fs`, so code without one finds no loader to
+      // probe; the rewritten imports always reach `__m`, which names the grant they lack.
+      if (spaces.fs !== undefined) fixed(G, "require", load, false);
+      fixed(G, "__m", load, false);
+    }
     if (context !== undefined) fixed(G, "context", context, false);
     if (toolMode) {
       fixed(target, "tools", aliases());
