@@ -119,3 +119,65 @@ async fn without_fs_there_is_no_loader_and_imports_name_the_grant() {
         );
     }
 }
+
+#[tokio::test]
+async fn fetch_honours_a_signal_and_a_body_that_is_not_json_says_what_it_is() {
+    let sb = sandbox(1).await;
+    let code = "const t0 = Date.now();\n\
+        try { await fetch(\"http://slow.test/\", { signal: AbortSignal.timeout(100) }); return \"answered\"; }\n\
+        catch (e) { return { name: e.name, ms: Date.now() - t0 }; }";
+    let result = run_granting(&sb, code, &["fetch"]).await;
+    let got = value(&result);
+    assert_eq!(got["name"], json!("TimeoutError"), "{got}");
+    assert!(got["ms"].as_f64().is_some_and(|ms| ms < 2000.0), "{got}");
+    let aborted = run_granting(
+        &sb,
+        "const c = new AbortController();\nconst p = fetch(\"http://slow.test/\", { signal: c.signal });\nc.abort();\ntry { await p; return 1; } catch (e) { return e.name; }",
+        &["fetch"],
+    )
+    .await;
+    assert_eq!(value(&aborted), json!("AbortError"));
+    let html = run_granting(
+        &sb,
+        "const r = await fetch(\"http://fast.test/page\");\nreturn await r.json();",
+        &["fetch"],
+    )
+    .await;
+    let message = failure(&html);
+    assert!(
+        message.contains("content-type text/html")
+            && message.contains("<!doctype html>")
+            && message.contains("response.text()"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn crypto_subtle_digest_hashes_as_node_does() {
+    let sb = sandbox(1).await;
+    let code = "const hex = (b) => [...new Uint8Array(b)].map((x) => x.toString(16).padStart(2, \"0\")).join(\"\");\n\
+        const enc = new TextEncoder();\n\
+        return [\n\
+          hex(await crypto.subtle.digest(\"SHA-256\", enc.encode(\"abc\"))),\n\
+          hex(await crypto.subtle.digest({ name: \"SHA-256\" }, enc.encode(\"a\".repeat(1000)))),\n\
+          hex(await crypto.subtle.digest(\"SHA-256\", enc.encode(\"h\\u00e9llo\"))),\n\
+          hex(await crypto.subtle.digest(\"SHA-256\", new Uint8Array(0))),\n\
+          hex(await crypto.subtle.digest(\"SHA-1\", enc.encode(\"abc\"))),\n\
+          hex(await crypto.subtle.digest(\"sha-1\", enc.encode(\"a\".repeat(1000)).buffer)),\n\
+        ];";
+    assert_eq!(
+        value(&run_granting(&sb, code, &[]).await),
+        json!([
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3",
+            "3c48591d8d098a4538f5e013dfcf406e948eac4d3277b10bf614e295d6068179",
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            "a9993e364706816aba3e25717850c26c9cd0d89d",
+            "291e9a6c66994949b57ba5e650361e98fc36b1ba",
+        ])
+    );
+    let refused = run_granting(&sb, "return await crypto.subtle.digest(\"MD5\", new Uint8Array(1));", &[]).await;
+    assert!(failure(&refused).contains("SHA-256 and SHA-1 are"), "{}", failure(&refused));
+    let text = run_granting(&sb, "return await crypto.subtle.digest(\"SHA-256\", \"abc\");", &[]).await;
+    assert!(failure(&text).contains("TextEncoder"), "{}", failure(&text));
+}

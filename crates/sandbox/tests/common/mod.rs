@@ -124,6 +124,17 @@ impl Bridge for TestBridge {
                 "addNumbers" => {
                     Ok(json!(args.iter().filter_map(Value::as_f64).sum::<f64>()).to_string())
                 }
+                // A response after 5 s (a slow host), or at once with a text body.
+                "fetch" => {
+                    let request = args.first().cloned().unwrap_or_default();
+                    let url = request["url"].as_str().unwrap_or_default().to_string();
+                    if url.contains("slow") {
+                        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                    }
+                    Ok(json!({"url": url, "status": 200, "statusText": "OK", "redirected": false,
+                        "headers": [["content-type", "text/html"]], "body": "<!doctype html><p>not json</p>"})
+                    .to_string())
+                }
                 // A file's text, as the granted `fs` gives it (Node's habits with it).
                 "fs.readFile" => Ok(json!(format!(
                     "read {}",

@@ -527,7 +527,17 @@ export default function (natives) {
           } catch (error) {
             return rejected(error);
           }
-          return apply(promiseThen, send(request), [(raw) => webNow().makeResponse(raw)]);
+          // `{ signal }` (an AbortController's, `AbortSignal.timeout(ms)`): an abort rejects
+          // with its reason, and the host drops the request.
+          const signal = init !== null && typeof init === "object" ? init.signal : undefined;
+          let sent;
+          if (signal === undefined || signal === null) sent = send(request);
+          else if (signal.aborted) return rejected(signal.reason);
+          else {
+            const pending = send(request);
+            sent = abortable(pending, lastCallId(), signal);
+          }
+          return apply(promiseThen, sent, [(raw) => webNow().makeResponse(raw)]);
         }, toolMode);
         lazyWeb("Headers");
       } else {
