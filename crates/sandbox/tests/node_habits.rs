@@ -176,8 +176,38 @@ async fn crypto_subtle_digest_hashes_as_node_does() {
             "291e9a6c66994949b57ba5e650361e98fc36b1ba",
         ])
     );
-    let refused = run_granting(&sb, "return await crypto.subtle.digest(\"MD5\", new Uint8Array(1));", &[]).await;
-    assert!(failure(&refused).contains("SHA-256 and SHA-1 are"), "{}", failure(&refused));
-    let text = run_granting(&sb, "return await crypto.subtle.digest(\"SHA-256\", \"abc\");", &[]).await;
+    let refused = run_granting(
+        &sb,
+        "return await crypto.subtle.digest(\"MD5\", new Uint8Array(1));",
+        &[],
+    )
+    .await;
+    assert!(
+        failure(&refused).contains("SHA-256 and SHA-1 are"),
+        "{}",
+        failure(&refused)
+    );
+    let text = run_granting(
+        &sb,
+        "return await crypto.subtle.digest(\"SHA-256\", \"abc\");",
+        &[],
+    )
+    .await;
     assert!(failure(&text).contains("TextEncoder"), "{}", failure(&text));
+}
+
+#[tokio::test]
+async fn a_capability_call_without_await_is_named() {
+    let sb = sandbox(1).await;
+    let result = run_granting(
+        &sb,
+        "const text = fs.readFile(\"/a.txt\", \"utf8\");\nreturn text.toUpperCase();",
+        &FS,
+    )
+    .await;
+    assert!(
+        failure(&result).contains("`fs.readFile(...)` was called without `await`"),
+        "{}",
+        failure(&result)
+    );
 }

@@ -453,9 +453,20 @@ fn unawaited_hint(cx: &HintContext, at: Option<(u32, u32)>) -> Option<String> {
     let expression = expressions::expression_at(cx.source, line, column)?;
     let variable = expression.split(['.', '?']).next()?;
     let backends: Vec<&str> = backend_names(cx).collect();
-    let call = expressions::unawaited_call(cx.source, variable, &backends)?;
+    if let Some(call) = expressions::unawaited_call(cx.source, variable, &backends) {
+        return Some(format!(
+            "`{variable}` holds a Promise, not the tool's result: `{call}(...)` was called without `await`. Write `await {call}(...)`."
+        ));
+    }
+    // The host capabilities answer with Promises too (`fs.readFile`, `env.get`, `state.get`).
+    let spaces: Vec<&str> = cx
+        .host_functions
+        .iter()
+        .filter_map(|f| f.split_once('.').map(|(space, _)| space))
+        .collect();
+    let call = expressions::unawaited_call(cx.source, variable, &spaces)?;
     Some(format!(
-        "`{variable}` holds a Promise, not the tool's result: `{call}(...)` was called without `await`. Write `await {call}(...)`."
+        "`{variable}` holds a Promise, not the value: `{call}(...)` was called without `await`. Write `await {call}(...)`."
     ))
 }
 
