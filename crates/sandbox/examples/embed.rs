@@ -65,6 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         code: "const total: number = await addNumbers(context.a, context.b, 3);\nconsole.log(`total is ${total}`);\nreturn { total };".into(),
         tools: Arc::new(vec![]),
         host_functions: Arc::new(vec!["addNumbers".into()]),
+        env: Default::default(),
         context: Some(json!({"a": 1, "b": 2})),
         limits: Limits { wall_ms: 5_000, ..Limits::default() },
         mode: Default::default(),

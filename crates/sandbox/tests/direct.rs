@@ -55,6 +55,7 @@ fn execution(code: String) -> Execution {
         code,
         tools: Arc::new(vec![common::tool("t", "reply"), common::tool("t", "args")]),
         host_functions: Arc::new(vec![]),
+        env: Default::default(),
         context: None,
         limits: Limits::default(),
         mode: Default::default(),

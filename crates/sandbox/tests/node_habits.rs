@@ -211,3 +211,36 @@ async fn a_capability_call_without_await_is_named() {
         failure(&result)
     );
 }
+
+#[tokio::test]
+async fn process_env_and_env_names_give_the_granted_values_and_warn_of_the_rest() {
+    let sb = sandbox(1).await;
+    let mut run = execution(
+        "return [`Bearer ${process.env.KEY}`, env.KEY, process.env.HOME === undefined, process.env.UNSET === undefined, Object.keys(process.env)];",
+    );
+    run.host_functions = Arc::new(vec!["env.get".into()]);
+    run.env = Arc::new(vec![
+        ("KEY".into(), Some("k-1".into())),
+        ("UNSET".into(), None),
+    ]);
+    let result = sb.run(run, Arc::new(TestBridge::default())).await;
+    assert_eq!(
+        value(&result),
+        json!(["Bearer k-1", "k-1", true, true, ["KEY"]])
+    );
+    let logs: Vec<&str> = result.logs.iter().map(|l| l.message.as_str()).collect();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("process.env.HOME is undefined")
+                && l.contains("ask the operator to add HOME")),
+        "{logs:?}"
+    );
+    assert!(
+        logs.iter().any(|l| l
+            .contains("process.env.UNSET is undefined: the profile grants it, and it is not set")),
+        "{logs:?}"
+    );
+    // Without granted variables there is no `process`.
+    let none = run_granting(&sb, "return typeof process;", &["env.get"]).await;
+    assert_eq!(value(&none), json!("undefined"));
+}

@@ -161,6 +161,7 @@ async fn awkward_names_work_and_cannot_inject_code() {
         code: code.into(),
         tools,
         host_functions: Arc::new(vec![]),
+        env: Default::default(),
         context: None,
         limits: Limits::default(),
         mode: Default::default(),

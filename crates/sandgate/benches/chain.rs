@@ -207,6 +207,7 @@ fn bench(c: &mut Criterion) {
                     code: tool_code.to_string(),
                     tools: Arc::new(vec![]),
                     host_functions: Arc::new(vec![]),
+                    env: Default::default(),
                     context: Some(
                         serde_json::json!({"input": {"n": 21}, "caller": {"profile": "default"}}),
                     ),

@@ -340,6 +340,7 @@ async fn run(
                 code: args.code.clone(),
                 tools: bindings.clone(),
                 host_functions,
+                env: Arc::new(gateway.door().env_values(&knock, &args.code)),
                 context: None,
                 limits,
                 mode: Default::default(),

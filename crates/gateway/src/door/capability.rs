@@ -128,6 +128,27 @@ impl Door {
         Ok(value.to_string())
     }
 
+    /// The values of the variables `knock`'s profile grants, for `process.env.NAME` and
+    /// `env.NAME`: read when the execution starts, only when `code` mentions `env` at all, each
+    /// read authorized and audited as an `env.get` is (`None`: granted, and not set).
+    pub fn env_values(&self, knock: &Knock, code: &str) -> Vec<(String, Option<String>)> {
+        let access = &knock.caller.access;
+        if !access.grants(Capability::Env) || !code.contains("env") {
+            return Vec::new();
+        }
+        access
+            .profile()
+            .env
+            .iter()
+            .filter_map(|name| {
+                let decision = access.authorize_env(name);
+                self.record(knock, Subject::Env, name, &decision, None);
+                let proof = decision.ok()?;
+                Some((name.clone(), self.host.read_env(&proof)))
+            })
+            .collect()
+    }
+
     fn env_get(&self, knock: &Knock, args: &[Value]) -> Result<Value, CallFailure> {
         let name = string_arg(args, 0, "env.get(name)")?;
         let decision = knock.caller.access.authorize_env(&name);

@@ -121,6 +121,7 @@ pub(crate) async fn prepare<'a>(
         code: tool.stored.code.clone(),
         tools: view.bindings,
         host_functions: Arc::new(granted(&access)),
+        env: Default::default(),
         context: Some(json!({
             "input": input,
             "caller": {"profile": knock.caller.profile(), "execution_id": knock.execution_id},

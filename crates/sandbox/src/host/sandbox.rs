@@ -22,6 +22,9 @@ pub struct Execution {
     pub tools: Arc<Vec<ToolBinding>>,
     /// Names of host functions exposed as globals (e.g. `addNumbers`).
     pub host_functions: Arc<Vec<String>>,
+    /// The environment variables the caller may read, with their values (`None`: not set),
+    /// loaded when the execution starts (`process.env.NAME`, `env.NAME`); empty binds neither.
+    pub env: Arc<Vec<(String, Option<String>)>>,
     /// Optional JSON exposed as the global `context`.
     pub context: Option<serde_json::Value>,
     /// Limits for this execution.

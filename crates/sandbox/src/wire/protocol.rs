@@ -34,6 +34,9 @@ pub struct ToolBinding {
 }
 
 /// Host → worker.
+// `Run` is the large one, sent once per execution and dropped once read; boxing it would add
+// an allocation to every run for a saving no frame queue needs.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum HostFrame {
     /// Start one execution. A worker holds many at once; every frame about one names its run.
@@ -48,6 +51,9 @@ pub enum HostFrame {
         tools: Option<Vec<ToolBinding>>,
         /// Names of host functions exposed as globals.
         host_functions: Vec<String>,
+        /// Granted environment variables' values (`process.env`, `env.NAME`).
+        #[serde(default)]
+        env: Vec<(String, Option<String>)>,
         /// The optional `context` global.
         context: Option<Value>,
         /// Limits for this run.

@@ -208,6 +208,7 @@ pub fn execution(code: &str) -> Execution {
         code: code.to_string(),
         tools: tools(),
         host_functions: Arc::new(vec!["addNumbers".into()]),
+        env: Default::default(),
         context: Some(json!({"user": "ada"})),
         limits: Limits::default(),
         mode: Default::default(),

@@ -60,25 +60,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_recorded_argument_bytes: setup::recorded_argument_bytes(&config),
         ..defaults
     };
+    let id = sandgate_store::new_execution_id();
+    let knock = Knock::new(caller, id.clone());
+    let env = gateway.door().env_values(&knock, &code);
     let execution = Execution {
         code,
         tools: view.bindings.clone(),
-        host_functions: Arc::new(sandgate_gateway::granted_capabilities(&caller.access)),
+        host_functions: Arc::new(sandgate_gateway::granted_capabilities(&knock.caller.access)),
+        env: Arc::new(env),
         context: None,
         limits,
         mode: Default::default(),
     };
-    let id = sandgate_store::new_execution_id();
     let started_at_ms = sandgate_store::now_ms();
     let code = execution.code.clone();
     let result = sandbox
         .run(
             execution,
-            Arc::new(ExecutionBridge::new(
-                gateway.clone(),
-                Knock::new(caller, id.clone()),
-                None,
-            )),
+            Arc::new(ExecutionBridge::new(gateway.clone(), knock, None)),
         )
         .await;
     manager.stop(std::time::Duration::from_secs(5)).await;

@@ -347,6 +347,7 @@ impl Pool {
             // changes), so it crosses to a worker once, not with every run.
             tools: (!known).then(|| tools.as_ref().clone()),
             host_functions: host_functions.as_ref().clone(),
+            env: execution.env.as_ref().clone(),
             context: context.clone(),
             limits,
             reply_spin_micros,

@@ -69,6 +69,8 @@ pub struct RunRequest {
     pub tools: Arc<ToolSet>,
     /// Host function names.
     pub host_functions: Vec<String>,
+    /// Granted environment variables' values.
+    pub env: Vec<(String, Option<String>)>,
     /// The `context` global.
     pub context: Option<serde_json::Value>,
     /// Limits.

@@ -136,7 +136,19 @@ pub(crate) fn bind<'js>(
         None => Value::new_undefined(ctx.clone()),
     };
     let tool_mode = request.mode == crate::wire::protocol::RunMode::Tool;
-    bind.call::<_, ()>((backends, host_functions, context, tool_mode))
+    let env: Value = if request.env.is_empty() {
+        Value::new_undefined(ctx.clone())
+    } else {
+        let values = rquickjs::Object::new(ctx.clone())?;
+        for (name, value) in &request.env {
+            match value {
+                Some(value) => values.set(name.as_str(), value.as_str())?,
+                None => values.set(name.as_str(), Value::new_null(ctx.clone()))?,
+            }
+        }
+        values.into_value()
+    };
+    bind.call::<_, ()>((backends, host_functions, context, tool_mode, env))
 }
 
 /// `toolsOf(backend)`: the backend's tools as `[index, name, identifier]` triples, for the

@@ -351,7 +351,33 @@ export default function (natives) {
     return "Backends are already globals: call them directly, e.g. `await backend.tool({...})`.";
   };
 
-  return function bind(backendList, hostFunctions, context, toolMode) {
+  // `process.env.NAME` and `env.NAME`: the granted variables' values, loaded when the
+  // execution started; a name the profile does not grant is `undefined`, with a warning in the
+  // logs that names the grant (once per name).
+  const bindEnv = (target, spaces, envValues) => {
+    // Granted names with a value; granted names that are not set come as null.
+    const granted = Object.keys(envValues);
+    const values = createObject(null);
+    for (const name of granted) if (typeof envValues[name] === "string") values[name] = envValues[name];
+    freeze(values);
+    const warned = createObject(null);
+    const lookup = new Proxy(values, {
+      get(held, name) {
+        if (typeof name !== "string" || name in held) return held[name];
+        if (warned[name] === undefined && name !== "toJSON" && name !== "then") {
+          warned[name] = true;
+          log("warn", granted.indexOf(name) >= 0
+            ? `process.env.${name} is undefined: the profile grants it, and it is not set in sandgate's environment`
+            : `process.env.${name} is undefined: this execution has only the environment variables its profile grants (${granted.join(", ")}); ask the operator to add ${name} to the profile's env`);
+        }
+        return undefined;
+      },
+    });
+    fixed(target, "process", freeze({ env: lookup }), false);
+    if (spaces.env !== undefined) for (const name in values) if (name !== "get") fixed(spaces.env, name, values[name], true);
+  };
+
+  return function bind(backendList, hostFunctions, context, toolMode, envValues) {
     void arenaPins;
     // ---- backends and tools -------------------------------------------------------------
     // Errors raised after an await have lost the caller's stack; remember where the call was
@@ -545,6 +571,7 @@ export default function (natives) {
       }
     });
     if (spaces.fs !== undefined) nodeFs(spaces.fs);
+    if (envValues !== undefined && !toolMode) bindEnv(G, spaces, envValues);
     for (const space in spaces) fixed(target, space, freeze(spaces[space]), toolMode);
     if (!toolMode) {
       // `require("fs")` and `import fs from "node:fs/promises"` (rewritten to `__m(...)` by the
