@@ -244,3 +244,18 @@ async fn process_env_and_env_names_give_the_granted_values_and_warn_of_the_rest(
     let none = run_granting(&sb, "return typeof process;", &["env.get"]).await;
     assert_eq!(value(&none), json!("undefined"));
 }
+
+#[tokio::test]
+async fn bytes_are_written_as_base64() {
+    let sb = sandbox(1).await;
+    let result = run_granting(
+        &sb,
+        "return [await fs.writeFile(\"/b.bin\", new Uint8Array([0, 255, 1])), await fs.writeFile(\"/c.txt\", \"text\")];",
+        &FS,
+    )
+    .await;
+    assert_eq!(
+        value(&result),
+        json!([["AP8B", {"encoding": "base64"}], ["text", null]])
+    );
+}

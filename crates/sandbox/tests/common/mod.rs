@@ -135,6 +135,8 @@ impl Bridge for TestBridge {
                         "headers": [["content-type", "text/html"]], "body": "<!doctype html><p>not json</p>"})
                     .to_string())
                 }
+                // What a write was sent: its data and encoding.
+                "fs.writeFile" => Ok(json!([args.get(1), args.get(2)]).to_string()),
                 // A file's text, as the granted `fs` gives it (Node's habits with it).
                 "fs.readFile" => Ok(json!(format!(
                     "read {}",

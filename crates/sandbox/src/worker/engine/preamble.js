@@ -321,6 +321,17 @@ export default function (natives) {
   // `fs.promises` is `fs` itself; a callback given last is called with (error, value); the
   // sync and absent functions throw, naming what to write instead.
   const nodeFs = (fs) => {
+    // Bytes (a Uint8Array, an ArrayBuffer, any typed array) are written as base64.
+    const write = fs.writeFile;
+    if (typeof write === "function") {
+      fs.writeFile = (path, data, ...rest) => {
+        if (!(data instanceof ArrayBuffer) && !ArrayBuffer.isView(data)) return write(path, data, ...rest);
+        const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+        let text = "";
+        for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
+        return write(path, webNow().btoa(text), { encoding: "base64" });
+      };
+    }
     for (const name of ["readFile", "writeFile", "readdir", "stat"]) {
       const call = fs[name];
       if (typeof call !== "function") continue;
