@@ -259,3 +259,74 @@ async fn bytes_are_written_as_base64() {
         json!([["AP8B", {"encoding": "base64"}], ["text", null]])
     );
 }
+
+/// Node 20's answers (full ICU), for the same calls, for the date 2024-06-30 12:00 UTC.
+#[tokio::test]
+async fn intl_gives_nodes_answers_for_partial_dates_plurals_and_relative_times() {
+    let sb = sandbox(1).await;
+    let code = "const d = new Date(Date.UTC(2024, 5, 30, 12));\n\
+        const o = (x) => d.toLocaleDateString(\"en-US\", { ...x, timeZone: \"UTC\" });\n\
+        const r = new Intl.RelativeTimeFormat(\"en\");\n\
+        const ra = new Intl.RelativeTimeFormat(\"en\", { numeric: \"auto\" });\n\
+        const p = new Intl.PluralRules(\"en\"), po = new Intl.PluralRules(\"en\", { type: \"ordinal\" });\n\
+        const pf = new Intl.PluralRules(\"fr\"), pd = new Intl.PluralRules(\"de\");\n\
+        return [\n\
+          [o({ month: \"long\" }), o({ month: \"short\" }), o({ year: \"numeric\", month: \"long\" }), o({ year: \"numeric\", month: \"short\" }), o({ month: \"long\", day: \"numeric\" }), o({ weekday: \"long\", month: \"long\", day: \"numeric\" }), o({ year: \"numeric\" }), o({ year: \"numeric\", month: \"numeric\" }), o({ month: \"numeric\", day: \"numeric\" }), o({ day: \"numeric\" }), new Intl.DateTimeFormat(\"en-US\", { month: \"long\", timeZone: \"UTC\" }).format(d)],\n\
+          [r.format(-1, \"day\"), r.format(2, \"hours\"), r.format(1000, \"days\"), r.format(-3, \"month\"), r.format(0, \"year\"), ra.format(-1, \"day\"), ra.format(0, \"day\"), ra.format(1, \"day\"), ra.format(-1, \"year\"), ra.format(1, \"week\"), ra.format(0, \"second\"), ra.format(0, \"minute\"), ra.format(2, \"day\"), r.format(1.5, \"hour\")],\n\
+          [[0, 1, 2, 1.5].map((n) => p.select(n)), [1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111].map((n) => po.select(n)), [0, 1, 1.5, 2, 1000000].map((n) => pf.select(n)), [0, 1, 2].map((n) => pd.select(n))],\n\
+        ];";
+    assert_eq!(
+        value(&run_granting(&sb, code, &[]).await),
+        json!([
+            [
+                "June",
+                "Jun",
+                "June 2024",
+                "Jun 2024",
+                "June 30",
+                "Sunday, June 30",
+                "2024",
+                "6/2024",
+                "6/30",
+                "30",
+                "June"
+            ],
+            [
+                "1 day ago",
+                "in 2 hours",
+                "in 1,000 days",
+                "3 months ago",
+                "in 0 years",
+                "yesterday",
+                "today",
+                "tomorrow",
+                "last year",
+                "next week",
+                "now",
+                "this minute",
+                "in 2 days",
+                "in 1.5 hours"
+            ],
+            [
+                ["other", "one", "other", "other"],
+                [
+                    "one", "two", "few", "other", "other", "other", "other", "one", "two", "few",
+                    "one", "other"
+                ],
+                ["one", "one", "one", "other", "many"],
+                ["other", "one", "other"]
+            ]
+        ])
+    );
+    let refused = run_granting(
+        &sb,
+        "return new Intl.RelativeTimeFormat(\"de\").format(1, \"day\");",
+        &[],
+    )
+    .await;
+    assert!(
+        failure(&refused).contains("it formats en"),
+        "{}",
+        failure(&refused)
+    );
+}

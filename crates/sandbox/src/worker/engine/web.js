@@ -662,11 +662,23 @@ export default function ({ randomBytes, parseUrl }) {
       if (rules.date === "mdy") return `${m}/${day}/${y}`;
       return rules === LOCALES.de ? `${day}.${m}.${y}` : `${two(day)}/${two(m)}/${y}`;
     };
-    const wordDate = (d, month, weekday) => {
+    // "June 30, 2024", and the parts of it that were asked for: "June", "Jun 2024", "June 30".
+    const wordDate = (d, month, weekday, year = true, day = true) => {
       if (!en) throw unsupported(`a date with month names in ${JSON.stringify(tag)}`);
       const name = month === "long" ? MONTHS[d.getUTCMonth()] : MONTHS[d.getUTCMonth()].slice(0, 3);
-      const date = `${name} ${d.getUTCDate()}, ${d.getUTCFullYear()}`;
+      let date = day ? `${name} ${d.getUTCDate()}` : name;
+      if (year) date = day ? `${date}, ${d.getUTCFullYear()}` : `${date} ${d.getUTCFullYear()}`;
       return weekday ? `${weekday === "long" ? DAYS[d.getUTCDay()] : DAYS[d.getUTCDay()].slice(0, 3)}, ${date}` : date;
+    };
+    // Numeric parts of a date that are not all three: "2024", "6/2024", "6/30", "30" (en only).
+    const numericParts = (d, year, month, day) => {
+      if (year && month && day) return numericDate(d, parts.year === "2-digit");
+      if (!en) throw unsupported(`a date of only some of year, month and day in ${JSON.stringify(tag)}`);
+      const shown = [];
+      if (month) shown.push(String(d.getUTCMonth() + 1));
+      if (day) shown.push(String(d.getUTCDate()));
+      if (year) shown.push(parts.year === "2-digit" ? two(d.getUTCFullYear() % 100) : String(d.getUTCFullYear()));
+      return shown.join("/");
     };
     const format = (value) => {
       const d = value === undefined ? new Date() : new Date(value instanceof Date ? value.getTime() : value);
@@ -681,9 +693,11 @@ export default function ({ randomBytes, parseUrl }) {
         else throw new RangeError(`Value ${style} out of range for Intl.DateTimeFormat options property dateStyle`);
       } else if (parts.year !== undefined || parts.month !== undefined || parts.day !== undefined || parts.weekday !== undefined) {
         const month = parts.month === undefined ? undefined : String(parts.month);
-        if (month === "long" || month === "short") out.push(wordDate(d, month, parts.weekday));
+        const asked = fields === 0;
+        if (month === "long" || month === "short") out.push(wordDate(d, month, parts.weekday, asked || parts.year !== undefined, asked || parts.day !== undefined));
         else if (parts.weekday !== undefined && month === undefined && parts.day === undefined) out.push(parts.weekday === "long" ? DAYS[d.getUTCDay()] : DAYS[d.getUTCDay()].slice(0, 3));
-        else out.push(numericDate(d, parts.year === "2-digit"));
+        else if (asked) out.push(numericDate(d, parts.year === "2-digit"));
+        else out.push(numericParts(d, parts.year !== undefined, month !== undefined, parts.day !== undefined));
       }
       if (parts.timeStyle !== undefined) out.push(time(d, String(parts.timeStyle) !== "short"));
       else if (parts.hour !== undefined || parts.minute !== undefined) out.push(time(d, parts.second !== undefined));
@@ -749,11 +763,73 @@ export default function ({ randomBytes, parseUrl }) {
     return { compare, resolved: { locale: tag, usage: "sort", sensitivity, ignorePunctuation: false, collation: "default", numeric, caseFirst } };
   }
 
+  // Plural categories, as CLDR gives them for the supported locales.
+  function pluralRules(locales, options) {
+    const { tag } = localeOf(locales);
+    const language = tag.split("-")[0].toLowerCase();
+    const o = options === undefined ? {} : Object(options);
+    const type = o.type === undefined ? "cardinal" : String(o.type);
+    if (type !== "cardinal" && type !== "ordinal") throw new RangeError(`Value ${type} out of range for Intl.PluralRules options property type`);
+    const select = (value) => {
+      const n = Math.abs(Number(value));
+      const whole = Number.isInteger(n);
+      if (type === "ordinal") {
+        if (language !== "en") return language === "fr" && n === 1 ? "one" : "other";
+        const ten = n % 10, hundred = n % 100;
+        if (!whole) return "other";
+        if (ten === 1 && hundred !== 11) return "one";
+        if (ten === 2 && hundred !== 12) return "two";
+        if (ten === 3 && hundred !== 13) return "few";
+        return "other";
+      }
+      if (language === "fr") {
+        if (Math.floor(n) === 0 || Math.floor(n) === 1) return "one";
+        return whole && n !== 0 && n % 1000000 === 0 ? "many" : "other";
+      }
+      return n === 1 && whole ? "one" : "other";
+    };
+    return { select, resolved: { locale: tag, type } };
+  }
+
+  // "in 2 days", "3 months ago", and with numeric: "auto", "yesterday", "next week" (en).
+  const RELATIVE_UNITS = ["second", "minute", "hour", "day", "week", "month", "quarter", "year"];
+  const RELATIVE_WORDS = {
+    day: ["yesterday", "today", "tomorrow"], week: ["last week", "this week", "next week"],
+    month: ["last month", "this month", "next month"], quarter: ["last quarter", "this quarter", "next quarter"],
+    year: ["last year", "this year", "next year"], second: [undefined, "now", undefined],
+    minute: [undefined, "this minute", undefined], hour: [undefined, "this hour", undefined],
+  };
+  function relativeTimeFormat(locales, options) {
+    const { tag, rules } = localeOf(locales);
+    if (rules !== LOCALES.en) throw unsupported(`Intl.RelativeTimeFormat in ${JSON.stringify(tag)} (it formats en)`);
+    const o = options === undefined ? {} : Object(options);
+    const numeric = o.numeric === undefined ? "always" : String(o.numeric);
+    const style = o.style === undefined ? "long" : String(o.style);
+    if (style !== "long") throw unsupported(`the relative time style ${JSON.stringify(style)} (it formats "long")`);
+    const numbers = numberFormat(locales, { maximumFractionDigits: 3 });
+    const format = (value, unit) => {
+      const n = Number(value);
+      let name = String(unit);
+      if (name.endsWith("s")) name = name.slice(0, -1);
+      if (!RELATIVE_UNITS.includes(name)) throw new RangeError(`Invalid unit argument for format() '${String(unit)}'`);
+      if (!Number.isFinite(n)) throw new RangeError("Invalid number value");
+      if (numeric === "auto" && (n === -1 || n === 0 || n === 1) && !Object.is(n, -0)) {
+        const word = RELATIVE_WORDS[name][n + 1];
+        if (word !== undefined) return word;
+      }
+      const amount = numbers.format(Math.abs(n));
+      const label = Math.abs(n) === 1 ? name : `${name}s`;
+      return n < 0 || Object.is(n, -0) ? `${amount} ${label} ago` : `in ${amount} ${label}`;
+    };
+    return { format, resolved: { locale: tag, style, numeric, numberingSystem: "latn" } };
+  }
+
   const made = (make) => function Format(locales, options) {
-    const { format, compare, resolved } = make(locales, options);
+    const { format, compare, select, resolved } = make(locales, options);
     const self = Object.create(Format.prototype);
-    if (format) self.format = (value) => format(value);
+    if (format) self.format = (value, unit) => format(value, unit);
     if (compare) self.compare = (a, b) => compare(a, b);
+    if (select) self.select = (value) => select(value);
     self.resolvedOptions = () => ({ ...resolved });
     return self;
   };
@@ -761,6 +837,8 @@ export default function ({ randomBytes, parseUrl }) {
     NumberFormat: made(numberFormat),
     DateTimeFormat: made((locales, options) => dateFormat(locales, options, { year: "numeric", month: "numeric", day: "numeric" })),
     Collator: made(collator),
+    PluralRules: made(pluralRules),
+    RelativeTimeFormat: made(relativeTimeFormat),
     getCanonicalLocales: (locales) => {
       const list = locales === undefined ? [] : Array.isArray(locales) ? locales : [locales];
       const tags = [];
