@@ -56,8 +56,8 @@ pub enum PolicyError {
         what: String,
         /// The rule that refused it.
         reason: String,
-        /// Where to change it, e.g. "To allow it, add a pattern to profiles.reader.tools in
-        /// sandgate.toml."
+        /// Who can change it and where, e.g. "Only the operator can allow it (ask them): they
+        /// would add a pattern to profiles.reader.tools in sandgate.toml."
         fix: String,
     },
 }

@@ -99,15 +99,20 @@ impl Profile {
         }
     }
 
-    /// "To allow it, add an entry to profiles.reader.net in sandgate.toml."
+    /// "Only the operator can allow it (ask them): they would add an entry to
+    /// profiles.reader.net in sandgate.toml." Said to the operator and to the model alike, and
+    /// never as if code could widen its own grant.
     pub(crate) fn fix(&self, key: &str, what: &str) -> String {
         if self.implicit {
             format!(
-                "No profiles are configured, so the default profile grants every tool and no network, files or environment; to allow it, add `{key} = [...]` under [profiles.default] in {}.",
+                "No profiles are configured, so the default profile grants every tool and no network, files or environment; only the operator can allow it (ask them): they would add `{key} = [...]` under [profiles.default] in {}.",
                 self.file
             )
         } else {
-            format!("To allow it, {what} {}.{key} in {}.", self.key, self.file)
+            format!(
+                "Only the operator can allow it (ask them): they would {what} {}.{key} in {}.",
+                self.key, self.file
+            )
         }
     }
 }
