@@ -330,3 +330,24 @@ async fn intl_gives_nodes_answers_for_partial_dates_plurals_and_relative_times()
         failure(&refused)
     );
 }
+
+#[tokio::test]
+async fn stats_have_nodes_methods() {
+    let sb = sandbox(1).await;
+    let result = run_granting(
+        &sb,
+        "const s = await fs.stat(\"/a.txt\");\nreturn [s.isFile(), s.isDirectory(), s.size, s.mtimeMs, s.mtime.toISOString()];",
+        &FS,
+    )
+    .await;
+    assert_eq!(
+        value(&result),
+        json!([
+            true,
+            false,
+            11,
+            1_700_000_000_000_u64,
+            "2023-11-14T22:13:20.000Z"
+        ])
+    );
+}

@@ -135,6 +135,9 @@ impl Bridge for TestBridge {
                         "headers": [["content-type", "text/html"]], "body": "<!doctype html><p>not json</p>"})
                     .to_string())
                 }
+                "fs.stat" => Ok(json!({"size": 11, "isFile": true, "isDirectory": false,
+                    "isSymbolicLink": false, "modifiedMs": 1_700_000_000_000_u64})
+                .to_string()),
                 // What a write was sent: its data and encoding.
                 "fs.writeFile" => Ok(json!([args.get(1), args.get(2)]).to_string()),
                 // A file's text, as the granted `fs` gives it (Node's habits with it).

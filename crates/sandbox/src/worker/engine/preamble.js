@@ -332,6 +332,19 @@ export default function (natives) {
         return write(path, webNow().btoa(text), { encoding: "base64" });
       };
     }
+    // Stats as Node gives them: `isFile()` and `isDirectory()` are methods, `mtimeMs` the time.
+    const stat = fs.stat;
+    if (typeof stat === "function") {
+      fs.stat = (...args) => apply(promiseThen, stat(...args), [(s) => (s === null || typeof s !== "object" ? s : {
+        size: s.size,
+        mtimeMs: s.modifiedMs,
+        mtime: new Date(s.modifiedMs),
+        modifiedMs: s.modifiedMs,
+        isFile: () => s.isFile === true,
+        isDirectory: () => s.isDirectory === true,
+        isSymbolicLink: () => s.isSymbolicLink === true,
+      })]);
+    }
     for (const name of ["readFile", "writeFile", "readdir", "stat"]) {
       const call = fs[name];
       if (typeof call !== "function") continue;
