@@ -496,3 +496,17 @@ def test_versions_show_local_times_and_a_promotion_hint_names_its_flag(tmp_path)
     table = subprocess.run([SANDGATE, "executions", "list", "--config", str(config)], capture_output=True, text=True, timeout=60).stdout.splitlines()
     header, row = table[0], table[1]
     assert row.index(execution) == header.index("ID") and row[header.index("PROFILE")] != " " and header.index("PROFILE") > row.index(execution) + len(execution), table[:2]
+
+
+async def test_a_result_read_without_data_is_named_with_the_keys_it_has(tmp_path):
+    """A stored tool answers `{ ok, data }`: code that reads `r.items` (the tool's own field)
+    returns nothing, and the note names the property, the keys the result has, and the fix."""
+    config = make_config(tmp_path)
+    meta = ", output: { type: 'object', properties: { items: { type: 'array' } } }"
+    add(config, write(tmp_path, "listing.ts", returning("{ items: [1, 2] }", meta)), "--name", "listing")
+    async with gateway(config) as client:
+        result, data = await chain(client, "const r = await user.listing({});\nreturn r.items;")
+        text = result.content[0].text
+        assert "`r.items` is undefined" in text and "`ok`, `data`" in text and "write `r.data.items`" in text, text
+        _, fixed = await chain(client, "const r = await user.listing({});\nreturn r.data.items;")
+        assert fixed["result"] == [1, 2], fixed

@@ -7,6 +7,7 @@
 
 pub(crate) mod bounds;
 pub(crate) mod detach;
+mod missing_property;
 pub(crate) mod read;
 pub mod response;
 pub mod route;

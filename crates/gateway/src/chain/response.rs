@@ -137,7 +137,7 @@ pub fn respond(
             text.push_str(stopped);
         }
     }
-    let notes = notes(outcome);
+    let notes = notes(outcome, request.code, catalog);
     for note in &notes {
         text.push_str("\n\n--- note ---\n");
         text.push_str(note);
@@ -249,7 +249,7 @@ impl Response {
 /// What a successful run most likely got wrong, when its shape says so: it made calls and
 /// returned nothing (a forgotten `return`), or calls were still running when it returned (a
 /// forgotten `await`; they were stopped). Each note says the fix.
-fn notes(outcome: &Outcome) -> Vec<String> {
+fn notes(outcome: &Outcome, code: &str, catalog: &Catalog) -> Vec<String> {
     let mut notes = Vec::new();
     if outcome.error.is_some() || outcome.calls.is_empty() {
         return notes;
@@ -270,10 +270,14 @@ fn notes(outcome: &Outcome) -> Vec<String> {
         ));
     }
     if outcome.value.as_ref().is_none_or(Value::is_null) {
-        notes.push(format!(
-            "the script returned nothing after {} call(s); add `return …` with the value you want back.",
-            outcome.calls.len()
-        ));
+        notes.push(
+            super::missing_property::note(code, catalog).unwrap_or_else(|| {
+                format!(
+                    "the script returned nothing after {} call(s); add `return …` with the value you want back.",
+                    outcome.calls.len()
+                )
+            }),
+        );
     }
     notes
 }
