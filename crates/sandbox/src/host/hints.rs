@@ -237,6 +237,9 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
     if let Some(hint) = positional_arguments_hint(message, cx) {
         return Some(hint);
     }
+    if message == "not a function" && unawaited_fetch(cx.source) {
+        return Some("`fetch(...)` returns a Promise of the Response: `await fetch(url).json()` calls `.json()` on the Promise. Write `(await fetch(url)).json()`, or `const res = await fetch(url); await res.json()`.".into());
+    }
     if message == "not a function" || message.starts_with("cannot read property") {
         return unknown_member_hint(cx).or_else(|| unawaited_hint(cx, at)).or_else(|| {
             let shape = "If it came from a tool, check the shape of its result: results follow the tool's declared output type (tool_info, or __getToolInterface(\"backend.tool\") in code); a tool without one returns text or its content array.";
@@ -253,6 +256,17 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
         });
     }
     None
+}
+
+/// Whether the code reads a body from `fetch(...)`'s Promise (`await fetch(url).json()`).
+fn unawaited_fetch(source: &str) -> bool {
+    source.match_indices("fetch(").any(|(at, _)| {
+        let rest = &source[at..];
+        let line = rest.split('\n').next().unwrap_or(rest);
+        [").json(", ").text(", ").arrayBuffer("]
+            .iter()
+            .any(|read| line.contains(read) && !source[..at].trim_end().ends_with('('))
+    })
 }
 
 fn not_defined_hint(name: &str, cx: &HintContext) -> String {

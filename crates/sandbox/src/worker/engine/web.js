@@ -412,6 +412,10 @@ export default function ({ randomBytes, parseUrl }) {
     if (typeof options !== "object") throw new TypeError("fetch: the second argument must be an object ({ method, headers, body })");
     const url = input !== null && typeof input === "object" && typeof input.url === "string" ? input.url : String(input);
     const request = { url, method: String(options.method || "GET").toUpperCase(), headers: headerPairs(options.headers) };
+    // A Promise used as text (`Bearer ${env.get("KEY")}`) would go out as "[object Promise]".
+    const promised = (where) => new TypeError(`fetch: ${where} holds "[object Promise]": a Promise was used as text, from a call made without await (such as env.get(...)). Write await before the call, or use process.env.NAME`);
+    if (url.includes("[object Promise]")) throw promised("the URL");
+    for (const [name, value] of request.headers) if (value.includes("[object Promise]")) throw promised(`the header ${name}`);
     if (options.redirect !== undefined) request.redirect = String(options.redirect);
     const body = options.body;
     if (body !== undefined && body !== null) {
