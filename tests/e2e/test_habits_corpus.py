@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -29,9 +30,18 @@ KEY = "k-123"
 
 
 class Site(http.server.BaseHTTPRequestHandler):
+    # Slow answers whose client had gone when they were due (an abort the host honoured), and
+    # slow answers a client still waited for.
+    dropped = 0
+    answered_slow = 0
+
     def do_GET(self):
         if self.path == "/slow":
             time.sleep(3)
+            if self.client_gone():
+                Site.dropped += 1
+                return
+            Site.answered_slow += 1
         body, kind = {
             "/json": (json.dumps({"ok": True, "n": 3}), "application/json"),
             "/text": ("plain body", "text/plain"),
@@ -53,6 +63,18 @@ class Site(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:
             pass
+
+    def client_gone(self) -> bool:
+        """Whether the client closed the connection (a peek reads its end)."""
+        self.connection.setblocking(False)
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        finally:
+            self.connection.setblocking(True)
 
     def log_message(self, *args):
         pass
@@ -141,6 +163,8 @@ async def test_every_snippet_fits_hints_or_is_refused_as_labelled(tmp_path, tran
         target = server.target() if server else StdioServerParameters(
             command=SANDGATE, args=["serve", "--config", str(path)], env={**os.environ, "SG_HABITS_KEY": KEY})
         failures, tally = [], {"fit": 0, "hint": 0, "guard": 0}
+        time.sleep(3.5)  # Node's own aborted requests end first
+        Site.dropped = Site.answered_slow = 0
         try:
             async with Client(target, mode="legacy", read_timeout_seconds=60) as client:
                 for snippet in CORPUS:
@@ -154,6 +178,10 @@ async def test_every_snippet_fits_hints_or_is_refused_as_labelled(tmp_path, tran
         finally:
             if server:
                 server.close()
+        # No aborted fetch ran to its end: the slow server found its client gone when its answer
+        # was due (or the host dropped the request before sending it).
+        time.sleep(3.5)
+        assert Site.answered_slow == 0 and Site.dropped >= 1, (Site.answered_slow, Site.dropped)
         counts = {label: sum(1 for s in CORPUS if s["label"] == label) for label in tally}
         print(f"\nhabits corpus over {transport}: " + ", ".join(f"{tally[k]} of {counts[k]} {k}" for k in tally))
         assert not failures, "\n".join(failures)

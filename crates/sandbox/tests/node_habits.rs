@@ -351,3 +351,31 @@ async fn stats_have_nodes_methods() {
         ])
     );
 }
+
+#[tokio::test]
+async fn only_a_body_read_from_fetchs_promise_gets_the_fetch_hint() {
+    let sb = sandbox(1).await;
+    let unawaited = run_granting(
+        &sb,
+        "return await fetch(\"http://fast.test/\").json();",
+        &["fetch"],
+    )
+    .await;
+    assert!(
+        failure(&unawaited).contains("(await fetch(url)).json()"),
+        "{}",
+        failure(&unawaited)
+    );
+    // The right form, with another mistake after it: no word about fetch.
+    let other = run_granting(
+        &sb,
+        "const body = (await fetch(\"http://fast.test/\")).text();\nconst x: any = 1;\nreturn x.nope();",
+        &["fetch"],
+    )
+    .await;
+    assert!(
+        !failure(&other).contains("(await fetch(url))"),
+        "{}",
+        failure(&other)
+    );
+}

@@ -258,14 +258,33 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
     None
 }
 
-/// Whether the code reads a body from `fetch(...)`'s Promise (`await fetch(url).json()`).
+/// Whether the code reads a body from `fetch(...)`'s Promise (`await fetch(url).json()`): a
+/// `.json(`, `.text(` or `.arrayBuffer(` right after the call's own closing parenthesis
+/// (`(await fetch(url)).json()` has a `)` there instead).
 fn unawaited_fetch(source: &str) -> bool {
     source.match_indices("fetch(").any(|(at, _)| {
-        let rest = &source[at..];
-        let line = rest.split('\n').next().unwrap_or(rest);
-        [").json(", ").text(", ").arrayBuffer("]
-            .iter()
-            .any(|read| line.contains(read) && !source[..at].trim_end().ends_with('('))
+        let bytes = source.as_bytes();
+        let mut depth = 0usize;
+        let mut end = None;
+        for (i, &b) in bytes.iter().enumerate().skip(at + "fetch".len()) {
+            match b {
+                b'(' => depth += 1,
+                b')' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = Some(i + 1);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        end.is_some_and(|end| {
+            let after = &source[end..];
+            [".json(", ".text(", ".arrayBuffer("]
+                .iter()
+                .any(|read| after.starts_with(read))
+        })
     })
 }
 
