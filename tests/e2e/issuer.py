@@ -179,6 +179,23 @@ class Memory:
         self.client = info
 
 
+def oauth_toml(port: int, issuer_url: str, profile: str = "builder") -> str:
+    """`[auth.oauth]` for a gateway on `port` that accepts `issuer_url`'s tokens and gives the
+    users of group `eng` (alice, bob, carol) `profile`."""
+    return f"""
+[auth.oauth]
+resource = "http://127.0.0.1:{port}/mcp"
+
+[[auth.oauth.issuers]]
+issuer = "{issuer_url}"
+
+[[auth.oauth.rules]]
+claim = "groups"
+value = "eng"
+profile = "{profile}"
+"""
+
+
 def as_user(server, issuer: Issuer, user: str):
     provider = ClientCredentialsOAuthProvider(server_url=server.url, storage=Memory(), client_id=user,
                                               client_secret=USERS[user]["secret"], scope="sandgate", issuer=issuer.url)

@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 
 from conftest import SANDGATE, HttpServer, OneProcess, free_port, reference_servers, structured, write_config
 from hostile import Case, watched_gateway
-from issuer import as_user, issuers  # noqa: F401 - a fixture
+from issuer import as_user, issuers, oauth_toml  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.anyio
 
@@ -133,21 +133,7 @@ async def test_two_tokens_never_see_each_others_state(tmp_path):
 async def test_two_users_an_identity_provider_proved_never_see_each_others_state(tmp_path, issuers):
     port = free_port()
     issuer = issuers(tmp_path, [f"http://127.0.0.1:{port}/mcp"])
-    path = config(tmp_path, f"""
-[profiles.builder]
-tools = ["*"]
-
-[auth.oauth]
-resource = "http://127.0.0.1:{port}/mcp"
-
-[[auth.oauth.issuers]]
-issuer = "{issuer.url}"
-
-[[auth.oauth.rules]]
-claim = "groups"
-value = "eng"
-profile = "builder"
-""")
+    path = config(tmp_path, '\n[profiles.builder]\ntools = ["*"]\n' + oauth_toml(port, issuer.url))
     server = OneProcess(path, listen=f"127.0.0.1:{port}")
     try:
         async def as_person(user: str, code: str):

@@ -24,7 +24,7 @@ import pytest
 from mcp import Client
 
 from conftest import SANDGATE, OneProcess, free_port, state_home, structured
-from issuer import USERS, as_user, issuers  # noqa: F401 - a fixture
+from issuer import USERS, as_user, issuers, oauth_toml  # noqa: F401 - a fixture
 
 
 WHOAMI = Path(__file__).resolve().parent.parent / "fixtures" / "whoami_server.py"
@@ -81,18 +81,7 @@ admin = true
 [[http.tokens]]
 token = "{ADMIN_TOKEN}"
 profile = "ops"
-
-[auth.oauth]
-resource = "http://127.0.0.1:{port}/mcp"
-
-[[auth.oauth.issuers]]
-issuer = "{issuer}"
-
-[[auth.oauth.rules]]
-claim = "groups"
-value = "eng"
-profile = "builder"
-
+{oauth_toml(port, issuer)}
 [store]
 path = "{tmp / 'store.db'}"
 

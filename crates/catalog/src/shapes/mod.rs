@@ -327,20 +327,19 @@ impl Strings {
             let before = if self.pending.remove(&hash) { 1 } else { 0 };
             *self.words.entry(word.clone()).or_insert(before) += count;
         }
-        let known: BTreeSet<u64> = self.words.keys().map(|w| words::stable_hash(w)).collect();
+        let known: BTreeMap<u64, String> = self
+            .words
+            .keys()
+            .map(|w| (words::stable_hash(w), w.clone()))
+            .collect();
         for hash in &other.pending {
-            if known.contains(hash) {
-                if let Some((_, count)) = self
-                    .words
-                    .iter_mut()
-                    .find(|(w, _)| words::stable_hash(w) == *hash)
-                {
-                    *count += 1;
-                }
-            } else {
+            match known.get(hash).and_then(|word| self.words.get_mut(word)) {
+                Some(count) => *count += 1,
                 // Seen once on each side: seen twice, but its text was kept by neither; it
                 // becomes a word the next time it is seen.
-                self.pending.insert(*hash);
+                None => {
+                    self.pending.insert(*hash);
+                }
             }
         }
         self.check_bounds();

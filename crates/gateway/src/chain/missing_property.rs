@@ -77,12 +77,9 @@ fn assigned_call<'c>(code: &'c str, variable: &str) -> Option<&'c str> {
     None
 }
 
+/// A name code can write after a dot: one the catalog's sanitizing leaves as it is.
 fn is_identifier(text: &str) -> bool {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    !text.is_empty() && sandgate_catalog::sanitize_ident(text) == text
 }
 
 #[cfg(test)]
