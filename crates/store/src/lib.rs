@@ -60,6 +60,24 @@ impl Default for Retention {
     }
 }
 
+/// Puts the file in WAL mode (a setting the file keeps). On a new file another process may be
+/// doing the same: SQLite then answers busy at once, without waiting out the busy timeout,
+/// so the switch is tried again for as long as that timeout.
+fn enter_wal_mode(conn: &Connection) -> Result<(), StoreError> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            done => return Ok(done?),
+        }
+    }
+}
+
 /// A synchronous connection to the store. The gateway uses it through [`StoreHandle`]; the
 /// CLI uses it directly.
 #[derive(Debug)]
@@ -108,7 +126,7 @@ impl Store {
 
     fn with_connection(conn: Connection, retention: Retention) -> Result<Store, StoreError> {
         conn.busy_timeout(Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        enter_wal_mode(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrate::migrate(&conn)?;

@@ -114,7 +114,33 @@ pub fn latest() -> i64 {
 }
 
 /// Brings `conn` to the latest version, each step in its own transaction.
+///
+/// Several processes may open one file at once (`sandgate run` beside a gateway, or two runs
+/// on a store an older sandgate left behind). Each step therefore takes the write lock first
+/// (`BEGIN IMMEDIATE`, which waits out the busy timeout) and reads the version again under
+/// it, so a step another process applied meanwhile is never applied twice.
 pub fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    loop {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        match apply_next_step(conn) {
+            Ok(more) => {
+                conn.execute_batch("COMMIT")?;
+                if !more {
+                    return Ok(());
+                }
+            }
+            Err(e) => {
+                // The rollback can only fail if the transaction is gone already.
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Applies the step after the file's version, inside the caller's transaction; false when
+/// there was none left.
+fn apply_next_step(conn: &Connection) -> Result<bool, StoreError> {
     let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if found > latest() {
         return Err(StoreError::TooNew {
@@ -122,11 +148,10 @@ pub fn migrate(conn: &Connection) -> Result<(), StoreError> {
             known: latest(),
         });
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let version = index as i64 + 1;
-        conn.execute_batch(&format!(
-            "BEGIN; {sql}; PRAGMA user_version = {version}; COMMIT;"
-        ))?;
-    }
-    Ok(())
+    let Some(sql) = usize::try_from(found).ok().and_then(|i| MIGRATIONS.get(i)) else {
+        return Ok(false);
+    };
+    conn.execute_batch(sql)?;
+    conn.pragma_update(None, "user_version", found + 1)?;
+    Ok(true)
 }

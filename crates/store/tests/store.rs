@@ -58,6 +58,41 @@ fn migrations_run_forward_from_every_version() {
     }
 }
 
+/// Several `sandgate run` processes may open one store file that an older sandgate left a
+/// version behind (or that does not exist yet): each must find it migrated, none may fail on
+/// a step another process applied first.
+#[test]
+fn processes_that_open_one_old_store_together_migrate_it_once() {
+    for start in [0, MIGRATIONS.len() - 1] {
+        for _round in 0..5 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("s.db");
+            if start > 0 {
+                let conn = Connection::open(&path).expect("opens");
+                for sql in &MIGRATIONS[..start] {
+                    conn.execute_batch(sql).expect("old migration");
+                }
+                conn.pragma_update(None, "user_version", start as i64)
+                    .expect("version");
+            }
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        Store::open(&path, Retention::default()).map(|_| ())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                let opened = opener.join().expect("no panic");
+                assert!(opened.is_ok(), "from version {start}: {opened:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_store_from_a_newer_sandgate_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
