@@ -12,6 +12,7 @@ pub mod lockdown;
 mod parking;
 pub mod region;
 mod scheduler;
+pub mod v8;
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -96,6 +97,11 @@ pub const NO_TEMPLATE_ARG: &str = "--no-template";
 
 /// The worker's `main`. Returns the process exit code.
 pub fn main() -> i32 {
+    // The V8 engine: lock down and become Deno (see `v8`).
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == v8::V8_ARG) {
+        return v8::launch(&args);
+    }
     let (Ok(stdin), Ok(stdout)) = (
         std::io::stdin().as_fd().try_clone_to_owned(),
         std::io::stdout().as_fd().try_clone_to_owned(),

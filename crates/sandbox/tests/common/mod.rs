@@ -19,15 +19,33 @@ pub fn worker_program() -> &'static str {
     env!("CARGO_BIN_EXE_sandgate-worker")
 }
 
-pub async fn sandbox(workers: usize) -> Sandbox {
+/// The engine these tests run on: QuickJS, or V8 when `SANDGATE_TEST_ENGINE=v8` (with
+/// `SANDGATE_DENO`, the `deno` executable; `scripts/test` runs the suites on both).
+pub fn engine_config() -> PoolConfig {
     let mut config = PoolConfig::new(worker_program());
+    #[expect(clippy::disallowed_methods, reason = "the tests choose their engine")]
+    if std::env::var("SANDGATE_TEST_ENGINE").as_deref() == Ok("v8") {
+        #[expect(clippy::disallowed_methods, reason = "the tests find deno")]
+        let deno = std::env::var("SANDGATE_DENO").expect("SANDGATE_DENO names the deno executable");
+        config.args = vec!["--v8".into(), deno];
+    }
+    config
+}
+
+/// Whether these tests run on the V8 engine.
+pub fn on_v8() -> bool {
+    engine_config().args.iter().any(|a| a == "--v8")
+}
+
+pub async fn sandbox(workers: usize) -> Sandbox {
+    let mut config = engine_config();
     config.workers = workers;
     Sandbox::start(config).await.expect("sandbox starts")
 }
 
 /// A sandbox of exactly `workers` workers: no extra ones, so executions share them.
 pub async fn sandbox_of_exactly(workers: usize) -> Sandbox {
-    let mut config = PoolConfig::new(worker_program());
+    let mut config = engine_config();
     config.workers = workers;
     config.max_workers = workers;
     Sandbox::start(config).await.expect("sandbox starts")

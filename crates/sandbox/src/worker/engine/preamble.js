@@ -53,7 +53,12 @@ export default function (natives) {
     const nothing = function () { return undefined; };
     for (const name of ["getFunction", "getThis"]) {
       if (proto !== null && name in proto) {
-        defineProperty(proto, name, { __proto__: null, value: nothing, writable: false, enumerable: false, configurable: false });
+        try {
+          defineProperty(proto, name, { __proto__: null, value: nothing, writable: false, enumerable: false, configurable: false });
+        } catch (_) {
+          // V8 (the V8 engine's isolates) keeps them fixed, and answers undefined for strict
+          // frames already: every frame here is strict.
+        }
       }
     }
   }

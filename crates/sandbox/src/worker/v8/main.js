@@ -1,0 +1,253 @@
+// sandgate's V8 worker process: the main thread of a locked-down Deno, which speaks the worker
+// frame protocol (`wire/protocol.rs`) on stdin and stdout, exactly as the QuickJS worker does,
+// and runs each execution in a Deno Worker of its own: a fresh V8 isolate that is terminated
+// when the execution ends. No guest code runs on this thread, so it always answers: it stops a
+// run at its deadline or on the host's `Cancel` by terminating the run's isolate, even one
+// stuck in a loop.
+//
+// A few isolates are started ahead (`PREWARM`): an execution takes one that has loaded the
+// preamble and never ran anything, and a new one starts in the background. Deno's permissions
+// are all denied (no `--allow-*` flag), so nothing here or in an isolate can open a file or a
+// socket, and the process itself is locked down by the launcher before Deno starts
+// (`v8/mod.rs`).
+//
+// Arguments: the protections JSON, the limit texts JSON, then the preamble, the web basics and
+// the guest bootstrap (`guest.js`) as source text.
+"use strict";
+const [protectionsJson, textsJson, preambleSource, webSource, guestSource] = Deno.args;
+const PREWARM = 2;
+const protections = JSON.parse(protectionsJson);
+const texts = JSON.parse(textsJson);
+const asFactory = (source) => `(function () {\n${source.replace("export default function", "return function")}\n})()`;
+const workerSource = `const __SG_PREAMBLE = ${asFactory(preambleSource)};\nconst __SG_WEB = ${asFactory(webSource)};\n${guestSource}`;
+const workerUrl = URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
+
+// ---- frames --------------------------------------------------------------------------------
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+const MAX_FRAME_BYTES = 64 * 1024 * 1024;
+
+const writeAll = (bytes) => {
+  let written = 0;
+  while (written < bytes.length) written += Deno.stdout.writeSync(bytes.subarray(written));
+};
+const frameOf = (body) => {
+  const out = new Uint8Array(4 + body.length);
+  new DataView(out.buffer).setUint32(0, body.length, true);
+  out.set(body, 4);
+  return out;
+};
+const sendJson = (frame) => writeAll(frameOf(encoder.encode(JSON.stringify(frame))));
+const putU64 = (view, at, n) => {
+  view.setUint32(at, n % 4294967296, true);
+  view.setUint32(at + 4, Math.floor(n / 4294967296), true);
+};
+const getU64 = (view, at) => view.getUint32(at, true) + view.getUint32(at + 4, true) * 4294967296;
+// A call travels as `C`, run, id, callee kind and index, line and column, then the JSON.
+const sendCall = (run, id, tool, index, args, site) => {
+  const json = encoder.encode(args);
+  const body = new Uint8Array(1 + 8 + 8 + 1 + 4 + 4 + 4 + json.length);
+  const view = new DataView(body.buffer);
+  body[0] = 0x43;
+  putU64(view, 1, run);
+  putU64(view, 9, id);
+  body[17] = tool ? 0 : 1;
+  view.setUint32(18, index, true);
+  view.setUint32(22, site ? site[0] : 0, true);
+  view.setUint32(26, site ? site[1] : 0, true);
+  body.set(json, 30);
+  writeAll(frameOf(body));
+};
+
+// ---- runs ----------------------------------------------------------------------------------
+// Runs on this process: run number → { worker, deadline timer, calls: host id → guest id }.
+const runs = new Map();
+let nextCallId = 1;
+let knownTools = [];
+let knownBackends = [];
+
+const idle = [];
+const startIsolate = () => {
+  const worker = new Worker(workerUrl, { type: "module" });
+  const entry = { worker, ready: false, onReady: null };
+  worker.onmessage = (event) => {
+    if (event.data && event.data.t === "ready") {
+      entry.ready = true;
+      worker.onmessage = null;
+      if (entry.onReady) entry.onReady();
+    }
+  };
+  // An isolate that fails before any run is sandgate's fault: say so on stderr (the operator's
+  // log), and let the run that takes it report it.
+  worker.onerror = (event) => {
+    event.preventDefault();
+    entry.failed = String(event.message);
+    console.error(`sandgate V8 worker: an isolate failed to start: ${event.message}`);
+  };
+  return entry;
+};
+const takeIsolate = () => {
+  const entry = idle.length > 0 ? idle.shift() : startIsolate();
+  while (idle.length < PREWARM) idle.push(startIsolate());
+  return entry;
+};
+
+// Ends a run: with its own outcome (`finished`: the isolate closes itself), or stopped here
+// (its deadline, the host's `Cancel`, a failure), which terminates its isolate, stopping even
+// a loop.
+const end = (run, outcome, stats, finished) => {
+  const state = runs.get(run);
+  if (state === undefined) return;
+  runs.delete(run);
+  clearTimeout(state.deadline);
+  if (!finished) state.worker.terminate();
+  if (outcome !== null) sendJson({ Done: { run, outcome, stats: stats || { memory_bytes: 0, calls: state.calls } } });
+};
+
+const timeoutError = (limits, inFlight) => ({
+  kind: "timeout",
+  name: "TimeoutError",
+  message: texts.timeout.replace("{wall_ms}", String(limits.wall_ms)).replace("{in_flight}", String(inFlight)),
+  stack: "",
+});
+
+// The backends of a tool set, in first-seen order, with their tools' indices (as the QuickJS
+// worker's `ToolSet` groups them).
+const backendsOf = (tools) => {
+  const byName = new Map();
+  const list = [];
+  tools.forEach((tool, index) => {
+    let backend = byName.get(tool.backend);
+    if (backend === undefined) {
+      backend = { name: tool.backend, js: tool.jsBackend, tools: [] };
+      byName.set(tool.backend, backend);
+      list.push(backend);
+    }
+    backend.tools.push(index);
+  });
+  return list;
+};
+
+const startRun = (frame) => {
+  const { run, js, tools, host_functions, env, context, limits, mode } = frame;
+  if (tools !== null && tools !== undefined) {
+    knownTools = tools;
+    knownBackends = backendsOf(tools);
+  }
+  const entry = takeIsolate();
+  const state = { worker: entry.worker, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map() };
+  runs.set(run, state);
+  state.deadline = setTimeout(() => end(run, { Err: timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
+  entry.worker.onmessage = (event) => fromGuest(run, state, event.data);
+  entry.worker.onerror = (event) => {
+    event.preventDefault();
+    end(run, { Err: { kind: "internal", name: "InternalError", message: `the V8 isolate failed: ${event.message}`, stack: "" } });
+  };
+  entry.worker.postMessage({
+    t: "run",
+    run,
+    js,
+    tools: knownTools,
+    backends: knownBackends,
+    hostFunctions: host_functions,
+    env,
+    context: context === undefined ? null : context,
+    limits,
+    mode,
+    texts,
+  });
+};
+
+const fromGuest = (run, state, message) => {
+  if (!runs.has(run) || message === null || typeof message !== "object") return;
+  switch (message.t) {
+    case "call": {
+      const id = nextCallId++;
+      state.toGuest.set(id, message.id);
+      state.toHost.set(message.id, id);
+      state.calls++;
+      sendCall(run, id, message.tool === true, message.index >>> 0, String(message.args), Array.isArray(message.site) ? message.site : null);
+      break;
+    }
+    case "cancelCall": {
+      const id = state.toHost.get(message.id);
+      if (id === undefined) break;
+      state.toHost.delete(message.id);
+      state.toGuest.delete(id);
+      sendJson({ CancelCall: { run, id } });
+      break;
+    }
+    case "log":
+      sendJson({ Log: { run, level: String(message.level), message: String(message.message) } });
+      break;
+    case "done": {
+      const o = message.outcome;
+      const outcome = o && typeof o.ok === "string" ? { Ok: o.ok } : { Err: o && o.err ? o.err : { kind: "internal", name: "InternalError", message: "the run ended without an outcome", stack: "" } };
+      end(run, outcome, { memory_bytes: Math.max(0, Math.floor(Number(message.memory) || 0)), calls: message.calls >>> 0 }, true);
+      break;
+    }
+  }
+};
+
+const reply = (body) => {
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  const run = getU64(view, 1);
+  const id = getU64(view, 9);
+  const state = runs.get(run);
+  if (state === undefined) return;
+  const guestId = state.toGuest.get(id);
+  if (guestId === undefined) return;
+  state.toGuest.delete(id);
+  state.toHost.delete(guestId);
+  const rest = body.subarray(18);
+  if (body[17] === 0) state.worker.postMessage({ t: "reply", id: guestId, ok: decoder.decode(rest) });
+  else {
+    const failure = JSON.parse(decoder.decode(rest));
+    state.worker.postMessage({ t: "reply", id: guestId, err: { kind: failure.kind, message: failure.message } });
+  }
+};
+
+const hostFrame = (body) => {
+  if (body.length > 0 && body[0] === 0x52) return reply(body);
+  const frame = JSON.parse(decoder.decode(body));
+  if (frame.Run) startRun(frame.Run);
+  else if (frame.Cancel) end(frame.Cancel.run, null);
+};
+
+// ---- the loop --------------------------------------------------------------------------------
+for (let i = 0; i < PREWARM; i++) idle.push(startIsolate());
+sendJson({ Ready: { protections, template_bytes: null } });
+let buffer = new Uint8Array(1 << 16);
+let filled = 0;
+for (;;) {
+  if (filled === buffer.length) {
+    const bigger = new Uint8Array(buffer.length * 2);
+    bigger.set(buffer);
+    buffer = bigger;
+  }
+  const n = await Deno.stdin.read(buffer.subarray(filled));
+  if (n === null) break;
+  filled += n;
+  let at = 0;
+  while (filled - at >= 4) {
+    const length = new DataView(buffer.buffer, at, 4).getUint32(0, true);
+    if (length > MAX_FRAME_BYTES) throw new Error(`a frame of ${length} bytes is over the limit`);
+    if (filled - at - 4 < length) {
+      if (4 + length > buffer.length) {
+        const bigger = new Uint8Array(4 + length);
+        bigger.set(buffer.subarray(at, filled));
+        buffer = bigger;
+        filled -= at;
+        at = 0;
+      }
+      break;
+    }
+    hostFrame(buffer.slice(at + 4, at + 4 + length));
+    at += 4 + length;
+  }
+  if (at > 0) {
+    buffer.copyWithin(0, at, filled);
+    filled -= at;
+  }
+}
+Deno.exit(0);
