@@ -412,7 +412,11 @@ async fn the_new_hints_in_full() {
             error.hint.unwrap_or_default()
         ));
     }
-    insta::assert_snapshot!(shown);
+    // V8 places a few errors at other columns (an error raised inside the sandbox's own web
+    // basics, at the `new` rather than the constructor's name): its own snapshot.
+    insta::with_settings!({ snapshot_suffix => if on_v8() { "v8" } else { "" } }, {
+        insta::assert_snapshot!(shown);
+    });
 }
 
 #[tokio::test]

@@ -386,18 +386,23 @@ async fn nothing_carries_over(sb: &Sandbox) {
     let baseline = run(&sb, "return 1;").await.stats.memory_bytes;
     let big = run(
         &sb,
-        "globalThis.parts = []; for (let i = 0; i < 400; i++) parts.push('y'.repeat(100_000) + i); return parts.length;",
+        // Arrays of numbers: V8 keeps a repeated string as a few shared pieces, so strings
+        // would not fill its heap.
+        "globalThis.parts = []; for (let i = 0; i < 250; i++) parts.push(Array.from({ length: 10_000 }, (_, j) => j + i)); return parts.length;",
     )
     .await;
-    assert_eq!(value(&big), json!(400));
+    assert_eq!(value(&big), json!(250));
     assert!(
-        big.stats.memory_bytes > baseline + 30_000_000,
+        big.stats.memory_bytes > baseline + 15_000_000,
         "{:?}",
         big.stats
     );
     let after = run(&sb, "return 1;").await.stats.memory_bytes;
+    // A template copy comes back byte for byte; a fresh V8 isolate's heap varies a little
+    // with what it compiled.
+    let tolerance = if on_v8() { 512 * 1024 } else { 4096 };
     assert!(
-        after.abs_diff(baseline) < 4096,
+        after.abs_diff(baseline) < tolerance,
         "{after} after, {baseline} before"
     );
 }

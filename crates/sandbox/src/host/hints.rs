@@ -62,6 +62,25 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         let callee = format!("{}.{}", tool.js_backend, tool.js_tool);
         column = expressions::call_column(cx.source, l, c, &callee).or(column);
     }
+    // A property read from nothing points at what it was read from.
+    let unreadable = error
+        .message
+        .strip_prefix("cannot read property '")
+        .and_then(|rest| rest.split_once("' of "))
+        .map(|(property, _)| property);
+    if let (ErrorKind::Runtime, Some(property), Some((l, c))) =
+        (kind, unreadable, line.zip(column))
+    {
+        column = expressions::holder_column(cx.source, l, c, property).or(column);
+    }
+    // A name that is not defined points at the name.
+    if let (ErrorKind::Runtime, Some(name), Some((l, c))) = (
+        kind,
+        error.message.strip_suffix(" is not defined"),
+        line.zip(column),
+    ) {
+        column = expressions::name_column(cx.source, l, c, name).or(column);
+    }
     // An error the code constructs and throws points at its `throw`.
     if let (ErrorKind::Runtime, Some((l, c))) = (kind, line.zip(column)) {
         column = expressions::throw_column(cx.source, l, c, &error.name).or(column);

@@ -255,6 +255,10 @@ pub enum WorkerFrame {
         /// uses one (else it builds a runtime per execution). See `engine::Snapshot`.
         #[serde(default)]
         template_bytes: Option<u64>,
+        /// Whether every run gets a runtime no run used before, whatever the last one did (a
+        /// V8 isolate per run): then a run that was stopped or failed leaves nothing behind.
+        #[serde(default)]
+        fresh_per_run: bool,
     },
     /// The guest called a tool or host function.
     Call {

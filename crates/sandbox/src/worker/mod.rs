@@ -146,6 +146,7 @@ pub fn main() -> i32 {
         .send(&WorkerFrame::Ready {
             protections: protections.active,
             template_bytes,
+            fresh_per_run: false,
         })
         .is_err()
     {

@@ -145,6 +145,47 @@ pub(super) fn call_column(source: &str, line: u32, column: u32, callee: &str) ->
     Some(text[..at].chars().count() as u32 + 1)
 }
 
+/// For "cannot read property 'p' of undefined" placed at the property (`o.p`, `o?.p`, `o[p]`,
+/// as V8 places it), where the holder's chain starts, as a 1-based column: QuickJS places it
+/// at the holder, which is what the hint is about. `None` when `column` is not at `property`.
+pub(super) fn holder_column(source: &str, line: u32, column: u32, property: &str) -> Option<u32> {
+    let text = line_of(source, line)?;
+    let at = offset_of(text, column)?;
+    // At `[` of `o[0]`, or at the property itself (`0`, `"p"`, `p`).
+    let (at, rest) = match text[at..].strip_prefix('[') {
+        Some(inside) => (at + 1, inside),
+        None => (at, &text[at..]),
+    };
+    let quoted = rest.starts_with(['"', '\'']) && rest[1..].starts_with(property);
+    if !(rest.starts_with(property) || quoted) {
+        return None;
+    }
+    let before = &text[..at];
+    let end = before
+        .strip_suffix("?.")
+        .or_else(|| before.strip_suffix('.'))
+        .or_else(|| before.strip_suffix('['))?
+        .len();
+    let start = chain_start(text, end);
+    (start < end).then(|| text[..start].chars().count() as u32 + 1)
+}
+
+/// Where, on line `line` of `source`, the identifier `name` that an "is not defined" error at
+/// `column` is about starts, as a 1-based column: the first whole-word `name` from `column` on
+/// (V8 places the error at the start of the statement that reads it; QuickJS at the name).
+pub(super) fn name_column(source: &str, line: u32, column: u32, name: &str) -> Option<u32> {
+    let text = line_of(source, line)?;
+    let from = offset_of(text, column)?;
+    let bytes = text.as_bytes();
+    let at = text
+        .match_indices(name)
+        .map(|(at, _)| at)
+        .filter(|&at| at >= from)
+        .filter(|&at| at == 0 || !(is_ident(bytes[at - 1]) || bytes[at - 1] == b'.'))
+        .find(|&at| bytes.get(at + name.len()).is_none_or(|&b| !is_ident(b)))?;
+    Some(text[..at].chars().count() as u32 + 1)
+}
+
 /// Where, on line `line` of `source`, the `throw new <constructor>(` before `column` starts, as
 /// a 1-based column: QuickJS places an error the code constructs at the last thing it evaluated
 /// for the constructor (the end of a template literal's last `${}`), while the user looks for

@@ -74,6 +74,8 @@ pub(crate) struct WorkerHandle {
 pub(crate) struct Reported {
     pub protections: Protections,
     pub template_bytes: Option<u64>,
+    /// Every run gets a runtime no run used before (a template copy, or a V8 isolate).
+    pub fresh_per_run: bool,
 }
 
 impl WorkerHandle {
@@ -406,12 +408,14 @@ pub(crate) async fn spawn(
         Ok(Some(Ok(WorkerFrame::Ready {
             protections,
             template_bytes,
+            fresh_per_run,
         }))) => Ok((
             worker,
             Reported {
                 protections: Protections {
                     active: protections,
                 },
+                fresh_per_run: fresh_per_run || template_bytes.is_some(),
                 template_bytes,
             },
         )),

@@ -156,6 +156,9 @@ pub struct Pool {
     closed: AtomicBool,
     protections: Protections,
     template_bytes: Option<u64>,
+    /// Every run gets a runtime no run used before, so a stopped or failed run leaves its
+    /// worker fit for the next.
+    fresh_per_run: bool,
     /// CPUs this process may use.
     cores: usize,
 }
@@ -230,6 +233,7 @@ impl Pool {
         let Reported {
             protections,
             template_bytes,
+            fresh_per_run,
         } = reported;
         if config.require_lockdown && !protections.all_active() {
             for worker in &workers {
@@ -248,6 +252,7 @@ impl Pool {
             config,
             protections,
             template_bytes,
+            fresh_per_run,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         });
         tokio::spawn(watch(Arc::downgrade(&pool)));
@@ -386,11 +391,12 @@ impl Pool {
             )
             .await;
             // A worker that builds a runtime per run keeps what a run that ran out of memory
-            // left of its heap: retire it. (From the template, every run leaves nothing behind.)
+            // left of its heap: retire it. (From the template, or in a V8 isolate of its own,
+            // every run leaves nothing behind.)
             let healthy = match &outcome {
-                Ok(Driven::Ran(run)) => run.worker_ok || self.template_bytes.is_some(),
+                Ok(Driven::Ran(run)) => run.worker_ok || self.fresh_per_run,
                 Ok(Driven::Moved) => true,
-                Err(_) => self.template_bytes.is_some(),
+                Err(_) => self.fresh_per_run,
             };
             if !healthy || worker.runs.load(Ordering::Relaxed) >= self.config.recycle_after {
                 worker.retiring.store(true, Ordering::Relaxed);

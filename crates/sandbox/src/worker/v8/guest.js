@@ -14,11 +14,23 @@
 {
   const G = globalThis;
   // ---- captured before anything is deleted -------------------------------------------
+  // The channel to `main.js`: the worker scope's own (Deno's web code, which no change the
+  // guest makes to builtins reaches), not Node's `parentPort` (an event emitter that iterates
+  // with the guest's own `Array.prototype`).
   const post = G.postMessage.bind(G);
   const listen = G.addEventListener.bind(G);
-  const closeSelf = G.close.bind(G);
-  const nativeSetTimeout = G.setTimeout.bind(G);
-  const nativeClearTimeout = G.clearTimeout.bind(G);
+  const closeSelf = typeof G.close === "function" ? G.close.bind(G) : () => {};
+  // Timers are kept by `main.js`, which sends `fire` when one is due: the worker's own
+  // `setTimeout` is Node's here, whose code runs on builtins the guest can replace.
+  const dueCallbacks = { __proto__: null };
+  let nextDue = 0;
+  const nativeSetTimeout = (callback, ms) => {
+    const id = ++nextDue;
+    dueCallbacks[id] = callback;
+    post({ t: "timer", id, ms });
+    return id;
+  };
+  const nativeClearTimeout = (id) => { delete dueCallbacks[id]; };
   const getRandomValues = G.crypto.getRandomValues.bind(G.crypto);
   const NativeURL = G.URL;
   const memoryUsage = G.Deno && typeof G.Deno.memoryUsage === "function" ? G.Deno.memoryUsage : () => ({ heapUsed: 0 });
@@ -360,6 +372,24 @@
     return null;
   };
   const STACK_OVERFLOW = /maximum call stack|stack overflow/i;
+  // V8's words for the common faults, said as QuickJS says them, so the host's hints (which
+  // read the source at the error's position) and the message a model reads are the same on
+  // both engines. The code itself, catching an error, sees V8's own words.
+  const QUICKJS_WORDS = [
+    [/^Cannot read properties of (undefined|null) \(reading '(.*)'\)$/s, (m) => `cannot read property '${m[2]}' of ${m[1]}`],
+    [/^Cannot set properties of (undefined|null) \(setting '(.*)'\)$/s, (m) => `cannot set property '${m[2]}' of ${m[1]}`],
+    [/^Cannot access '(.*)' before initialization$/s, (m) => `${m[1]} is not initialized`],
+    [/^.* is not a function$/s, () => "not a function"],
+    [/^.* is not iterable.*$/s, () => "not an object"],
+  ];
+  const inQuickjsWords = (name, message) => {
+    if (name !== "TypeError" && name !== "ReferenceError") return message;
+    for (let i = 0; i < QUICKJS_WORDS.length; i++) {
+      const found = apply(regexpExec, QUICKJS_WORDS[i][0], [message]);
+      if (found !== null) return QUICKJS_WORDS[i][1](found);
+    }
+    return message;
+  };
   const guestError = (error) => {
     if (error !== null && (typeof error === "object" || typeof error === "function")) {
       let name = "Error", message = "", stack = "", kind = null;
@@ -373,6 +403,7 @@
       else if (callKind === "tool_denied" || callKind === "approval_denied") kind = "tool_denied";
       else if (callKind === "memory") kind = "memory";
       else if (callKind === "tool_failed" || callKind === "timeout" || callKind === "cancelled" || callKind === "internal") kind = "tool_failed";
+      if (kind === null && callKind === null) message = inQuickjsWords(name, message);
       return { kind, name: bounded(name, 256), message: bounded(message, texts.maxErrorMessage), stack: bounded(stack, texts.maxErrorStack) };
     }
     let text;
@@ -515,6 +546,13 @@
       if (message === null || typeof message !== "object") return;
       if (message.t === "run" && run === null) start(message);
       else if (message.t === "reply" && run !== null) reply(message);
+      else if (message.t === "fire") {
+        const callback = dueCallbacks[message.id];
+        if (callback !== undefined) {
+          delete dueCallbacks[message.id];
+          callback();
+        }
+      }
     } catch (error) {
       let text = "a non-Error value";
       try { text = `${error.name}: ${error.message}`; } catch (_) { /* a throwing getter */ }

@@ -22,8 +22,9 @@ use crate::worker::lockdown::Protections;
 
 /// CPU seconds a V8 worker may use over its life (as the QuickJS worker).
 const CPU_SECONDS: u64 = 900;
-/// Descriptors a V8 worker may hold: its pipes, epoll, eventfds and what Deno opens itself.
-const MAX_DESCRIPTORS: u64 = 256;
+/// Descriptors a V8 worker may hold: its pipes, and about five for each isolate running (its
+/// thread's event loop: epoll, eventfds, a socket pair), for a thousand executions and more.
+const MAX_DESCRIPTORS: u64 = 16_384;
 
 /// Applies every protection this host supports and reports which took effect.
 pub fn apply(deno: &Path) -> Protections {

@@ -14,13 +14,18 @@
 // Arguments: the protections JSON, the limit texts JSON, then the preamble, the web basics and
 // the guest bootstrap (`guest.js`) as source text.
 "use strict";
-const [protectionsJson, textsJson, preambleSource, webSource, guestSource] = Deno.args;
+import { Worker } from "node:worker_threads";
+
+const [protectionsJson, textsJson, heapMbText, preambleSource, webSource, guestSource] = Deno.args;
+// Each isolate's heap, in MiB: past it V8 stops that isolate alone (Node's `resourceLimits`),
+// where a process-wide limit would end the whole process.
+const HEAP_MB = Math.max(16, Number(heapMbText) || 64);
 const PREWARM = 2;
 const protections = JSON.parse(protectionsJson);
 const texts = JSON.parse(textsJson);
 const asFactory = (source) => `(function () {\n${source.replace("export default function", "return function")}\n})()`;
 const workerSource = `const __SG_PREAMBLE = ${asFactory(preambleSource)};\nconst __SG_WEB = ${asFactory(webSource)};\n${guestSource}`;
-const workerUrl = URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
+
 
 // ---- frames --------------------------------------------------------------------------------
 const encoder = new TextEncoder();
@@ -67,27 +72,29 @@ let knownTools = [];
 let knownBackends = [];
 
 const idle = [];
-const startIsolate = () => {
-  const worker = new Worker(workerUrl, { type: "module" });
-  const entry = { worker, ready: false, onReady: null };
-  worker.onmessage = (event) => {
-    if (event.data && event.data.t === "ready") {
-      entry.ready = true;
-      worker.onmessage = null;
-      if (entry.onReady) entry.onReady();
-    }
-  };
+// An isolate with `heapMb` of heap, its events routed to whichever run holds it.
+const startIsolate = (heapMb = HEAP_MB) => {
+  const worker = new Worker(workerSource, {
+    eval: true,
+    resourceLimits: { maxOldGenerationSizeMb: heapMb },
+    stdout: false,
+    stderr: false,
+  });
+  const entry = { worker, heapMb, onMessage: null, onError: null };
+  worker.on("message", (data) => {
+    if (entry.onMessage) entry.onMessage(data);
+  });
   // An isolate that fails before any run is sandgate's fault: say so on stderr (the operator's
-  // log), and let the run that takes it report it.
-  worker.onerror = (event) => {
-    event.preventDefault();
-    entry.failed = String(event.message);
-    console.error(`sandgate V8 worker: an isolate failed to start: ${event.message}`);
-  };
+  // log); a run that holds it ends with the error.
+  worker.on("error", (error) => {
+    if (entry.onError) entry.onError(error);
+    else console.error(`sandgate V8 worker: an isolate failed: ${error && error.message}`);
+  });
   return entry;
 };
-const takeIsolate = () => {
-  const entry = idle.length > 0 ? idle.shift() : startIsolate();
+// A run takes an isolate started ahead when its heap is the default, else one of its own.
+const takeIsolate = (heapMb) => {
+  const entry = heapMb === HEAP_MB && idle.length > 0 ? idle.shift() : startIsolate(heapMb);
   while (idle.length < PREWARM) idle.push(startIsolate());
   return entry;
 };
@@ -100,8 +107,10 @@ const end = (run, outcome, stats, finished) => {
   if (state === undefined) return;
   runs.delete(run);
   clearTimeout(state.deadline);
-  if (!finished) state.worker.terminate();
+  // The answer first: stopping an isolate may take a moment.
   if (outcome !== null) sendJson({ Done: { run, outcome, stats: stats || { memory_bytes: 0, calls: state.calls } } });
+  for (const timer of state.timers) clearTimeout(timer);
+  if (!finished) state.worker.terminate();
 };
 
 const timeoutError = (limits, inFlight) => ({
@@ -134,14 +143,19 @@ const startRun = (frame) => {
     knownTools = tools;
     knownBackends = backendsOf(tools);
   }
-  const entry = takeIsolate();
-  const state = { worker: entry.worker, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map() };
+  const heapMb = Math.max(16, Math.min(HEAP_MB, Math.ceil(limits.memory_bytes / 1048576)));
+  const entry = takeIsolate(heapMb);
+  const state = { worker: entry.worker, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map(), timers: new Set() };
   runs.set(run, state);
   state.deadline = setTimeout(() => end(run, { Err: timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
-  entry.worker.onmessage = (event) => fromGuest(run, state, event.data);
-  entry.worker.onerror = (event) => {
-    event.preventDefault();
-    end(run, { Err: { kind: "internal", name: "InternalError", message: `the V8 isolate failed: ${event.message}`, stack: "" } });
+  entry.onMessage = (data) => fromGuest(run, state, data);
+  entry.onError = (error) => {
+    const memory = error && error.code === "ERR_WORKER_OUT_OF_MEMORY";
+    end(run, {
+      Err: memory
+        ? { kind: "memory", name: "InternalError", message: `out of memory: the execution used up its ${heapMb} MiB heap`, stack: "" }
+        : { kind: "internal", name: "InternalError", message: `the V8 isolate failed: ${error && error.message}`, stack: "" },
+    });
   };
   entry.worker.postMessage({
     t: "run",
@@ -175,6 +189,16 @@ const fromGuest = (run, state, message) => {
       state.toHost.delete(message.id);
       state.toGuest.delete(id);
       sendJson({ CancelCall: { run, id } });
+      break;
+    }
+    case "timer": {
+      // The guest's timers (bounded in number there); each fires as a message.
+      const id = message.id;
+      const timer = setTimeout(() => {
+        state.timers.delete(timer);
+        if (runs.has(run)) state.worker.postMessage({ t: "fire", id });
+      }, Math.min(Math.max(0, Number(message.ms) || 0), 86400000));
+      state.timers.add(timer);
       break;
     }
     case "log":
@@ -216,7 +240,7 @@ const hostFrame = (body) => {
 
 // ---- the loop --------------------------------------------------------------------------------
 for (let i = 0; i < PREWARM; i++) idle.push(startIsolate());
-sendJson({ Ready: { protections, template_bytes: null } });
+sendJson({ Ready: { protections, template_bytes: null, fresh_per_run: true } });
 let buffer = new Uint8Array(1 << 16);
 let filled = 0;
 for (;;) {

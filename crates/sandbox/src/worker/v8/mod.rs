@@ -21,7 +21,8 @@ use crate::wire::protocol::{ErrorKind, GuestError};
 
 /// The worker argument that selects the V8 engine; the next argument is the `deno` path.
 pub const V8_ARG: &str = "--v8";
-/// The worker argument that sets each isolate's heap, in MiB (the next argument).
+/// The worker argument that sets each isolate's heap, in MiB (the next argument): a run's own
+/// memory limit, when lower, gets an isolate of its own with that heap.
 pub const V8_HEAP_ARG: &str = "--v8-heap-mb";
 
 const MAIN: &str = include_str!("main.js");
@@ -93,7 +94,7 @@ pub fn launch(args: &[String]) -> i32 {
         base64::engine::general_purpose::STANDARD.encode(MAIN)
     );
     let texts = texts();
-    let v8_flags = format!("--v8-flags=--max-old-space-size={heap_mb}");
+    let heap_mb = heap_mb.to_string();
     let argv: Vec<&str> = vec![
         "deno",
         "run",
@@ -104,10 +105,10 @@ pub fn launch(args: &[String]) -> i32 {
         "--no-remote",
         "--no-npm",
         "--cached-only",
-        &v8_flags,
         &main,
         &protections,
         &texts,
+        &heap_mb,
         PREAMBLE,
         WEB,
         GUEST,
