@@ -350,6 +350,81 @@
     enumerable: false,
     configurable: true,
   });
+  // ---- memory outside the heap ---------------------------------------------------------
+  // V8 keeps the bytes of an ArrayBuffer outside the heap its limit bounds, so every way the
+  // guest can make one is charged here against the execution's memory limit, and credited
+  // back when the buffer is collected. (QuickJS counts them in its heap.)
+  let external = 0;
+  const collected = new FinalizationRegistry((bytes) => { external -= bytes; });
+  const register = FinalizationRegistry.prototype.register;
+  const charge = (buffer) => {
+    const bytes = buffer !== null && typeof buffer === "object" ? apply(byteLengthOf, buffer, []) : 0;
+    if (bytes === 0) return buffer;
+    if (external + bytes > limits.memory_bytes) {
+      throw new RangeErrorCtor(`out of memory: this ArrayBuffer of ${bytes} bytes would take the execution past its ${limits.memory_bytes / 1048576 | 0} MiB limit`);
+    }
+    external += bytes;
+    apply(register, collected, [buffer, bytes]);
+    return buffer;
+  };
+  const byteLengthGetter = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength").get;
+  const byteLengthOf = byteLengthGetter;
+  const TypedArrayProto = Object.getPrototypeOf(Uint8Array.prototype);
+  const bufferOf = Object.getOwnPropertyDescriptor(TypedArrayProto, "buffer").get;
+  const ReflectConstruct = Reflect.construct;
+  // What a buffer would hold before it is made: refused early, so no huge buffer is made only
+  // to be refused.
+  const wouldHold = (elements, perElement) => {
+    const n = Number(elements);
+    return isFiniteNumber(n) && n > 0 ? n * perElement : 0;
+  };
+  const guardConstructor = (name, perElement) => {
+    const Native = G[name];
+    if (typeof Native !== "function") return;
+    G[name] = new Proxy(Native, {
+      __proto__: null,
+      construct(target, args, newTarget) {
+        const first = args[0];
+        if (typeof first === "number" || typeof first === "bigint" || typeof first === "string") {
+          const bytes = wouldHold(first, perElement);
+          if (external + bytes > limits.memory_bytes) charge({ byteLength: bytes });
+        }
+        const made = apply(ReflectConstruct, null, [target, args, newTarget]);
+        if (name === "ArrayBuffer") return charge(made);
+        const buffer = apply(bufferOf, made, []);
+        // A view over a buffer the guest already holds makes no new bytes.
+        if (first !== null && typeof first === "object" && (apply(isArrayBuffer, null, [first]) || first === buffer)) return made;
+        charge(buffer);
+        return made;
+      },
+    });
+  };
+  const isArrayBuffer = (value) => {
+    try {
+      apply(byteLengthGetter, value, []);
+      return true;
+    } catch (_) {
+      return false;
+    }
+  };
+  guardConstructor("ArrayBuffer", 1);
+  for (const [name, size] of [["Int8Array", 1], ["Uint8Array", 1], ["Uint8ClampedArray", 1], ["Int16Array", 2], ["Uint16Array", 2], ["Int32Array", 4], ["Uint32Array", 4], ["Float32Array", 4], ["Float64Array", 8], ["BigInt64Array", 8], ["BigUint64Array", 8]]) {
+    guardConstructor(name, size);
+  }
+  // The methods that make a new buffer from an existing one.
+  const guardMethod = (proto, name, bufferOfResult) => {
+    const native = proto[name];
+    if (typeof native !== "function") return;
+    defineProperty(proto, name, {
+      __proto__: null,
+      value: { [name](...args) { const made = apply(native, this, args); charge(bufferOfResult(made)); return made; } }[name],
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  };
+  for (const name of ["slice", "transfer", "transferToFixedLength"]) guardMethod(ArrayBuffer.prototype, name, (made) => made);
+  for (const name of ["slice", "map", "filter", "toReversed", "toSorted", "with"]) guardMethod(TypedArrayProto, name, (made) => apply(bufferOf, made, []));
   const bind = preambleFactory(natives);
   // The texts the limits say, sent by the host with the first run (see `main.js`).
   let texts = null;
@@ -372,6 +447,7 @@
     return null;
   };
   const STACK_OVERFLOW = /maximum call stack|stack overflow/i;
+  const OUT_OF_MEMORY = /^out of memory|array buffer allocation failed/i;
   // V8's words for the common faults, said as QuickJS says them, so the host's hints (which
   // read the source at the error's position) and the message a model reads are the same on
   // both engines. The code itself, catching an error, sees V8's own words.
@@ -400,6 +476,7 @@
       let callKind = null;
       try { callKind = typeof error.kind === "string" ? error.kind : null; } catch (_) { /* a throwing getter */ }
       if (apply(regexpExec, STACK_OVERFLOW, [message]) !== null) kind = "stack";
+      else if (apply(regexpExec, OUT_OF_MEMORY, [message]) !== null) kind = "memory";
       else if (callKind === "tool_denied" || callKind === "approval_denied") kind = "tool_denied";
       else if (callKind === "memory") kind = "memory";
       else if (callKind === "tool_failed" || callKind === "timeout" || callKind === "cancelled" || callKind === "internal") kind = "tool_failed";

@@ -93,10 +93,24 @@ const startIsolate = (heapMb = HEAP_MB) => {
   return entry;
 };
 // A run takes an isolate started ahead when its heap is the default, else one of its own.
+// Starting an isolate costs the main thread milliseconds, so the ones taken are replaced once
+// the run that took one is on its way.
 const takeIsolate = (heapMb) => {
   const entry = heapMb === HEAP_MB && idle.length > 0 ? idle.shift() : startIsolate(heapMb);
-  while (idle.length < PREWARM) idle.push(startIsolate());
+  if (!refilling) {
+    refilling = true;
+    setTimeout(refill, 0);
+  }
   return entry;
+};
+let refilling = false;
+const refill = () => {
+  refilling = false;
+  if (idle.length < PREWARM) idle.push(startIsolate());
+  if (idle.length < PREWARM) {
+    refilling = true;
+    setTimeout(refill, 0);
+  }
 };
 
 // Ends a run: with its own outcome (`finished`: the isolate closes itself), or stopped here
