@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sandgate_policy::{FsRoot, Grant, HostPattern, NetGrant, Profile, ProfileLimits};
+use sandgate_policy::{
+    Engine, EngineGrant, FsRoot, Grant, HostPattern, NetGrant, Profile, ProfileLimits,
+};
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
@@ -15,6 +17,7 @@ use crate::secret::Secret;
 use crate::walker::{Walker, join, kind, opt_bool, opt_string, string_list};
 
 const PROFILE_KEYS: &[&str] = &[
+    "engine",
     "tools",
     "deny_tools",
     "net",
@@ -173,7 +176,23 @@ impl Walker<'_> {
             implicit: false,
             approve: patterns("approve")?,
             state: opt_bool(self, &sub("state"), table.get("state"))?.unwrap_or(true),
+            engine: self.engine_grant(&sub("engine"), table.get("engine"))?,
         })
+    }
+
+    /// A profile's `engine`: `"quickjs"`, `"v8"`, or `"any"` (a call chooses).
+    fn engine_grant(&self, key: &str, value: Option<&Value>) -> Result<EngineGrant, ConfigError> {
+        match opt_string(self, key, value)?.as_deref() {
+            None => Ok(EngineGrant::Default),
+            Some("any") => Ok(EngineGrant::Either),
+            Some(name) => Engine::named(name).map(EngineGrant::Only).ok_or_else(|| {
+                self.invalid(
+                    key,
+                    format!("is \"{name}\""),
+                    "write \"quickjs\", \"v8\", or \"any\" (a call then chooses with `engine`)",
+                )
+            }),
+        }
     }
 
     fn fs_roots(&self, key: &str, value: Option<&Value>) -> Result<Vec<FsRoot>, ConfigError> {

@@ -196,6 +196,10 @@ impl Default for StoreConfig {
 /// Settings of the code sandbox.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SandboxConfig {
+    /// The engine executions run on unless their profile says otherwise (`quickjs`, `v8`).
+    pub engine: sandgate_policy::Engine,
+    /// The `deno` executable the V8 engine runs (`None`: found on `PATH` when V8 is used).
+    pub deno: Option<std::path::PathBuf>,
     /// Refuse to start unless every worker protection (seccomp, Landlock, rlimits,
     /// `no_new_privs`, empty environment) is active on this host.
     pub require_lockdown: bool,

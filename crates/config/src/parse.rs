@@ -57,6 +57,13 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
     {
         *cache = base.join(&*cache);
     }
+    // A bare name (`deno`) is looked up on PATH when the engine starts; a path is the file's.
+    if let Some(deno) = &mut config.sandbox.deno
+        && deno.is_relative()
+        && deno.components().count() > 1
+    {
+        *deno = base.join(&*deno);
+    }
     if let Some(audit) = &mut config.audit.path
         && audit.is_relative()
     {

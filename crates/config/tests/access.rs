@@ -178,3 +178,55 @@ fn a_token_never_shows_in_debug_output() {
     let digest = sandgate_config::TokenSecret::Sha256([7; 32]);
     assert_eq!(format!("{digest:?}"), "Sha256(<digest>)");
 }
+
+#[test]
+fn the_engine_is_chosen_per_sandbox_and_profile_and_a_wrong_name_says_which_exist() {
+    use sandgate_policy::{Engine, EngineGrant};
+    let config = parse_str(
+        "[sandbox]\nengine = \"v8\"\ndeno = \"deno\"\n\n[profiles.any]\ntools = [\"*\"]\nengine = \"any\"\n\n[profiles.quick]\ntools = [\"*\"]\nengine = \"quickjs\"\n\n[profiles.plain]\ntools = [\"*\"]\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("engines load");
+    assert_eq!(config.sandbox.engine, Engine::V8);
+    assert_eq!(
+        config.sandbox.deno.as_deref(),
+        Some(std::path::Path::new("deno"))
+    );
+    let grant = |name: &str| {
+        config
+            .access_profiles()
+            .into_iter()
+            .find(|p| p.name == name)
+            .map(|p| p.engine)
+            .expect(name)
+    };
+    assert_eq!(grant("any"), EngineGrant::Either);
+    assert_eq!(grant("quick"), EngineGrant::Only(Engine::Quickjs));
+    assert_eq!(grant("plain"), EngineGrant::Default);
+    assert_eq!(
+        parse_str("[profiles.a]\ntools = [\"*\"]\n", Format::Toml, "t")
+            .expect("loads")
+            .sandbox
+            .engine,
+        Engine::Quickjs,
+        "QuickJS unless the config says otherwise"
+    );
+    let wrong = toml_err("[sandbox]\nengine = \"spidermonkey\"\n");
+    assert!(
+        wrong.contains("sandbox.engine")
+            && wrong.contains("\"quickjs\"")
+            && wrong.contains("\"v8\""),
+        "{wrong}"
+    );
+    let wrong = toml_err("[profiles.a]\ntools = [\"*\"]\nengine = \"both\"\n");
+    assert!(
+        wrong.contains("profiles.a.engine") && wrong.contains("\"any\""),
+        "{wrong}"
+    );
+    let empty = toml_err("[sandbox]\ndeno = \"\"\n");
+    assert!(
+        empty.contains("sandbox.deno") && empty.contains("PATH"),
+        "{empty}"
+    );
+}

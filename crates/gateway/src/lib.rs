@@ -59,4 +59,4 @@ pub use runtime::{Cancellation, ChainRuntime};
 pub use stdio::serve_stdio;
 pub use views::{View, tool_bindings};
 
-pub use chain::ChainArgs;
+pub use chain::{ChainArgs, sandbox_engine};

@@ -21,6 +21,9 @@ pub struct ChainRuntime {
     pub output: OutputConfig,
     /// The operator's limits; callers may only lower them.
     pub limits: Limits,
+    /// The engine executions run on unless their profile or call says otherwise
+    /// (`[sandbox] engine`).
+    pub default_engine: sandgate_policy::Engine,
 }
 
 impl ChainRuntime {

@@ -19,7 +19,7 @@ mod tools;
 pub use fs::{FsAccess, FsRoot, deciding_root};
 pub use glob::glob_match;
 pub use net::{AddressClass, HostPattern, NetGrant, NetLookup, NetTarget, classify};
-pub use profile::{Access, Capability, EnvRead, Profile, ProfileLimits};
+pub use profile::{Access, Capability, Engine, EngineGrant, EnvRead, Profile, ProfileLimits};
 pub use tools::{Grant, ToolCall, ToolName};
 
 /// Proof that the policy allowed `T`, with the rule that allowed it. Only this crate can make

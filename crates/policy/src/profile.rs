@@ -54,6 +54,75 @@ pub struct Profile {
     /// Scripts may keep values between executions (`state`, on unless the profile turns it
     /// off): each caller's own, never another's.
     pub state: bool,
+    /// Which JavaScript engine runs its executions (`engine`): the sandbox's default, one
+    /// engine, or either, chosen per call.
+    pub engine: EngineGrant,
+}
+
+/// The JavaScript engines a sandbox can run an execution on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// QuickJS (the default).
+    #[default]
+    Quickjs,
+    /// V8 (Deno).
+    V8,
+}
+
+impl Engine {
+    /// The engine named `name` in the config or a call (`quickjs`, `v8`).
+    pub fn named(name: &str) -> Option<Engine> {
+        match name {
+            "quickjs" => Some(Engine::Quickjs),
+            "v8" => Some(Engine::V8),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Quickjs => "quickjs",
+            Engine::V8 => "v8",
+        }
+    }
+}
+
+/// The engine a profile's executions run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineGrant {
+    /// The sandbox's default (`[sandbox] engine`); a call may not choose.
+    #[default]
+    Default,
+    /// Always this engine; a call may not choose another.
+    Only(Engine),
+    /// Either engine: a call chooses with `engine`, else the sandbox's default.
+    Either,
+}
+
+impl EngineGrant {
+    /// The engine an execution runs on, given the sandbox's default and what the call asked
+    /// for; `Err` says why a call's choice is refused (naming the key that decides it).
+    pub fn decide(
+        self,
+        default: Engine,
+        asked: Option<Engine>,
+        profile_key: &str,
+    ) -> Result<Engine, String> {
+        let given = match self {
+            EngineGrant::Default => default,
+            EngineGrant::Only(engine) => engine,
+            EngineGrant::Either => return Ok(asked.unwrap_or(default)),
+        };
+        match asked {
+            Some(engine) if engine != given => Err(format!(
+                "this profile runs code on {} only; `engine: \"{}\"` needs `engine = \"any\"` in {profile_key} (the operator sets it)",
+                given.as_str(),
+                engine.as_str()
+            )),
+            _ => Ok(given),
+        }
+    }
 }
 
 impl Profile {
@@ -75,6 +144,7 @@ impl Profile {
             implicit: true,
             approve: vec![],
             state: true,
+            engine: Default::default(),
         }
     }
 
@@ -96,6 +166,7 @@ impl Profile {
             implicit: false,
             approve: vec![],
             state: false,
+            engine: Default::default(),
         }
     }
 
@@ -441,6 +512,7 @@ mod tests {
             implicit: false,
             approve: vec![],
             state: false,
+            engine: Default::default(),
         })
     }
 
@@ -559,5 +631,43 @@ mod tests {
             .to_string();
         assert!(err.contains("grants no network"), "{err}");
         assert!(err.contains("[profiles.default]"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod engine_tests {
+    use super::{Engine, EngineGrant};
+
+    #[test]
+    fn a_call_chooses_its_engine_only_where_the_profile_allows_either() {
+        let key = "profiles.p in sandgate.toml";
+        let either = EngineGrant::Either;
+        assert_eq!(
+            either.decide(Engine::Quickjs, None, key),
+            Ok(Engine::Quickjs)
+        );
+        assert_eq!(
+            either.decide(Engine::Quickjs, Some(Engine::V8), key),
+            Ok(Engine::V8)
+        );
+        let default = EngineGrant::Default;
+        assert_eq!(default.decide(Engine::V8, None, key), Ok(Engine::V8));
+        assert_eq!(
+            default.decide(Engine::V8, Some(Engine::V8), key),
+            Ok(Engine::V8)
+        );
+        let refused = default
+            .decide(Engine::Quickjs, Some(Engine::V8), key)
+            .expect_err("a profile without `engine = \"any\"` keeps its engine");
+        assert!(
+            refused.contains(key) && refused.contains("\"any\""),
+            "{refused}"
+        );
+        let only = EngineGrant::Only(Engine::V8);
+        assert_eq!(only.decide(Engine::Quickjs, None, key), Ok(Engine::V8));
+        assert!(
+            only.decide(Engine::Quickjs, Some(Engine::Quickjs), key)
+                .is_err()
+        );
     }
 }

@@ -95,6 +95,7 @@ fn execution(code: &str) -> Execution {
         context: None,
         limits: Limits::default(),
         mode: Default::default(),
+        engine: Default::default(),
     }
 }
 

@@ -69,6 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         context: Some(json!({"a": 1, "b": 2})),
         limits: Limits { wall_ms: 5_000, ..Limits::default() },
         mode: Default::default(),
+        engine: Default::default(),
 };
     let result = sandbox.run(execution, Arc::new(MyFunctions)).await;
     println!("{}", serde_json::to_string_pretty(&result)?);

@@ -50,13 +50,14 @@ on_linux! {
     pub use host::{direct, nesting, normalize, single_call, tool_file, transpile};
     pub use wire::{encoding, protocol};
     pub use worker::{NO_TEMPLATE_ARG, engine, main as worker_main, region};
+    pub use worker::v8::{V8_ARG, V8_KILL_GRACE};
     use wire::{control, limits};
     use worker::lockdown;
 
     use host::{hints, pool, result, stacks};
 
     pub use error::SandboxError;
-    pub use host::sandbox::{Execution, Sandbox};
+    pub use host::sandbox::{Engine, Execution, Sandbox};
     pub use limits::{LimitRequest, Limits};
     pub use lockdown::Protections;
     pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};

@@ -59,6 +59,7 @@ fn execution(code: String) -> Execution {
         context: None,
         limits: Limits::default(),
         mode: Default::default(),
+        engine: Default::default(),
     }
 }
 

@@ -165,6 +165,7 @@ async fn awkward_names_work_and_cannot_inject_code() {
         context: None,
         limits: Limits::default(),
         mode: Default::default(),
+        engine: Default::default(),
     };
     let result = sb.run(execution, Arc::new(NamedBridge)).await;
     assert!(result.error.is_none(), "{:?}", result.error);

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 fn tool_execution(code: &str, input: Value) -> Execution {
     Execution {
         mode: RunMode::Tool,
+        engine: Default::default(),
         env: Default::default(),
         context: Some(
             json!({"input": input, "caller": {"profile": "reader", "execution_id": "ex-1"}}),

@@ -82,6 +82,7 @@ fn bench(c: &mut Criterion) {
                 store: Some(store),
                 output: Default::default(),
                 limits: Limits::default(),
+                default_engine: Default::default(),
             })
             .build()
             .await;
@@ -213,6 +214,7 @@ fn bench(c: &mut Criterion) {
                     ),
                     limits: Limits::default(),
                     mode: sandgate_sandbox::RunMode::Tool,
+                    engine: Default::default(),
                 };
                 let result = sandbox.run(execution, Arc::new(NoTools)).await;
                 assert!(result.error.is_none(), "{:?}", result.error);

@@ -237,6 +237,7 @@ pub async fn chain_runtime(config: &Config) -> anyhow::Result<ChainRuntime> {
                 }),
             ..Limits::default()
         },
+        default_engine: config.sandbox.engine,
     })
 }
 
@@ -334,10 +335,62 @@ pub async fn start_sandbox(config: &Config) -> anyhow::Result<Sandbox> {
         pool.max_executions = max_executions;
     }
     pool.require_lockdown = config.sandbox.require_lockdown;
+    let mut v8 = pool.clone();
     // The gateway's own list of meta-tools: hints name them when code reaches for one.
-    Ok(Sandbox::start(pool)
+    let sandbox = Sandbox::start(pool)
         .await?
-        .with_outside_tools(sandgate_gateway::META_TOOLS.iter().copied()))
+        .with_outside_tools(sandgate_gateway::META_TOOLS.iter().copied());
+    if !uses_v8(config) {
+        return Ok(sandbox);
+    }
+    let deno = deno_path(config)?;
+    v8.args.extend([
+        sandgate_sandbox::V8_ARG.to_string(),
+        deno.display().to_string(),
+    ]);
+    v8.kill_grace = sandgate_sandbox::V8_KILL_GRACE;
+    sandbox.with_v8(v8).await.with_context(|| {
+        format!(
+            "cannot start the V8 engine with {}: check that it is Deno 2 (`{} --version`)",
+            deno.display(),
+            deno.display()
+        )
+    })
+}
+
+/// Whether any execution may run on V8: the sandbox's default, or a profile's engine.
+pub fn uses_v8(config: &Config) -> bool {
+    use sandgate_policy::{Engine, EngineGrant};
+    config.sandbox.engine == Engine::V8
+        || config.access_profiles().iter().any(|p| {
+            matches!(
+                p.engine,
+                EngineGrant::Only(Engine::V8) | EngineGrant::Either
+            )
+        })
+}
+
+/// The `deno` the V8 engine runs: `[sandbox] deno` (a bare name is looked up on `PATH`), else
+/// `deno` on `PATH`.
+pub fn deno_path(config: &Config) -> anyhow::Result<std::path::PathBuf> {
+    let named = config
+        .sandbox
+        .deno
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("deno"));
+    if named.components().count() > 1 {
+        return Ok(named);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(&named))
+        .find(|candidate| candidate.is_file())
+        .with_context(|| {
+            format!(
+                "the V8 engine needs Deno, and there is no `{}` on PATH: install it (`npm install deno`, or https://deno.com), or set [sandbox] deno to its path",
+                named.display()
+            )
+        })
 }
 
 /// Waits for the first connection attempt of every backend, showing progress on a TTY.

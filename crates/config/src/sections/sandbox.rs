@@ -4,9 +4,11 @@ use serde_json::Value;
 
 use crate::error::ConfigError;
 use crate::model::*;
-use crate::walker::{Walker, duration, opt_bool};
+use crate::walker::{Walker, duration, opt_bool, opt_string};
 
 const SANDBOX_KEYS: &[&str] = &[
+    "engine",
+    "deno",
     "require_lockdown",
     "workers",
     "max_workers",
@@ -60,7 +62,30 @@ impl Walker<'_> {
                 "give the longest an execution may run, between 100ms and 24h, e.g. \"10m\"",
             ));
         }
+        let engine = match opt_string(self, &format!("{key}.engine"), table.get("engine"))? {
+            None => sandgate_policy::Engine::Quickjs,
+            Some(name) => sandgate_policy::Engine::named(&name).ok_or_else(|| {
+                self.invalid(
+                    &format!("{key}.engine"),
+                    format!("is \"{name}\""),
+                    "write \"quickjs\" (the default) or \"v8\"",
+                )
+            })?,
+        };
+        let deno = match opt_string(self, &format!("{key}.deno"), table.get("deno"))? {
+            Some(path) if path.is_empty() || path.contains('\0') => {
+                return Err(self.invalid(
+                    &format!("{key}.deno"),
+                    "is not a path",
+                    "give the deno executable: a path (a relative one is read from this file's directory), or a bare name looked up on PATH",
+                ));
+            }
+            Some(path) => Some(std::path::PathBuf::from(path)),
+            None => None,
+        };
         Ok(SandboxConfig {
+            engine,
+            deno,
             timeout,
             max_workers,
             max_executions,

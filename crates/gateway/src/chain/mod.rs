@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use rmcp::model::CallToolResult;
 use sandgate_sandbox::direct::{self, call_failure, check_output_limit, map_tool_result};
 use sandgate_sandbox::{
-    Bridge, CallRecord, ErrorKind, ExecError, Execution, LimitRequest, Limits, LogLine,
+    Bridge, CallRecord, Engine, ErrorKind, ExecError, Execution, LimitRequest, Limits, LogLine,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -57,6 +57,44 @@ pub struct ChainArgs {
     /// Answer after this many milliseconds even if the code still runs: with its id and what
     /// it did so far; it runs on, and `wait_execution` waits for it (see `detach`).
     pub yield_after_ms: Option<u64>,
+    /// The JavaScript engine (`quickjs`, `v8`), where the caller's profile allows both.
+    pub engine: Option<String>,
+}
+
+/// The sandbox's name for an engine the policy decided on.
+pub fn sandbox_engine(engine: sandgate_policy::Engine) -> Engine {
+    match engine {
+        sandgate_policy::Engine::Quickjs => Engine::Quickjs,
+        sandgate_policy::Engine::V8 => Engine::V8,
+    }
+}
+
+/// The engine an execution runs on: what the call asked for, where its profile lets it
+/// choose, else the profile's, else the sandbox's default; a clear error for a name that is no
+/// engine, a choice the profile does not allow, or an engine this gateway did not start.
+fn engine_for(
+    args: &ChainArgs,
+    profile: &sandgate_policy::Profile,
+    runtime: &ChainRuntime,
+) -> Result<Engine, String> {
+    let asked = match args.engine.as_deref() {
+        None => None,
+        Some(name) => Some(sandgate_policy::Engine::named(name).ok_or_else(|| {
+            format!("`engine` is \"{name}\": write \"quickjs\" or \"v8\", or leave it out")
+        })?),
+    };
+    let engine = sandbox_engine(profile.engine.decide(
+        runtime.default_engine,
+        asked,
+        &profile.key,
+    )?);
+    if !runtime.sandbox.has(engine) {
+        return Err(format!(
+            "the {} engine is not running in this gateway: the operator starts it with [sandbox] engine, or a profile's engine (docs/config.md)",
+            engine.as_str()
+        ));
+    }
+    Ok(engine)
 }
 
 /// `code` as text: a string as it is, a JSON object (a tier-1 call) as its JSON text.
@@ -241,6 +279,12 @@ async fn run(
     {
         return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
     }
+    let engine = match engine_for(&args, caller.access.profile(), runtime) {
+        Ok(engine) => engine,
+        Err(message) => {
+            return CallToolResult::error(vec![rmcp::model::ContentBlock::text(message)]);
+        }
+    };
     let profile_limits = caller.access.profile().limits;
     let mut limits = runtime.execution_limits(
         &LimitRequest {
@@ -345,6 +389,7 @@ async fn run(
                 context: None,
                 limits,
                 mode: Default::default(),
+                engine,
             };
             let result = runtime
                 .sandbox

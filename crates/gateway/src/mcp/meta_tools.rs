@@ -156,7 +156,8 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
                 "intent": {"type": "string", "description": "What you are looking for; a large text result keeps the paragraphs about it"},
                 "force_sandbox": {"type": "boolean", "description": "Run in the sandbox even when a shortcut would give the same result (debugging)"},
                 "allow_tools": {"type": "array", "items": {"type": "string"}, "description": "Narrow this execution to tools matching these backend.tool patterns (e.g. [\"memory.read_*\"]): drop write tools before running code that handles untrusted input. It never widens what your profile allows"},
-                "yield_after_ms": {"type": "integer", "minimum": 0, "description": "Answer after this many milliseconds even if the code still runs (it runs on; wait_execution gets its result). The code's own time limit still applies"}
+                "yield_after_ms": {"type": "integer", "minimum": 0, "description": "Answer after this many milliseconds even if the code still runs (it runs on; wait_execution gets its result). The code's own time limit still applies"},
+                "engine": {"type": "string", "enum": ["quickjs", "v8"], "description": "The JavaScript engine, where your profile allows both: v8 compiles (for heavy computation over large data), quickjs (usually the default) starts fastest"}
             }, "required": ["code"], "additionalProperties": false}),
         ),
         tool(

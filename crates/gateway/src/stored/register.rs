@@ -272,6 +272,7 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         approve: profile.approve.clone(),
         // A stored tool keeps no state of its own, and reads none of its caller's.
         state: false,
+        engine: Default::default(),
     }))
 }
 

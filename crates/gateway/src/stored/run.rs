@@ -128,6 +128,7 @@ pub(crate) async fn prepare<'a>(
         })),
         limits,
         mode: RunMode::Tool,
+        engine: Default::default(),
     };
     Ok(Prepared {
         tool,

@@ -72,6 +72,7 @@ pub async fn build(fakes: Fakes, profiles: &str) -> Built {
             store: Some(store.clone()),
             output: Default::default(),
             limits: Limits::default(),
+            default_engine: Default::default(),
         })
         .build()
         .await;

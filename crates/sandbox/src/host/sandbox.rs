@@ -31,12 +31,37 @@ pub struct Execution {
     pub limits: Limits,
     /// A script (the default), or a stored tool's module (see [`tool_file`]).
     pub mode: RunMode,
+    /// The engine that runs it: QuickJS (the default), or V8 when the sandbox has it.
+    pub engine: Engine,
+}
+
+/// Which JavaScript engine runs an execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// QuickJS in sandgate's own workers: starts in microseconds; interprets.
+    #[default]
+    Quickjs,
+    /// V8, in Deno workers (see `worker::v8`): compiles, for heavy code.
+    V8,
+}
+
+impl Engine {
+    /// The engine's name in the config and in `call_tool_chain` (`quickjs`, `v8`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Quickjs => "quickjs",
+            Engine::V8 => "v8",
+        }
+    }
 }
 
 /// The sandbox: a worker pool plus the host-side steps (TypeScript, hints).
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     pool: Arc<Pool>,
+    /// The V8 engine's pool, when the embedder started one ([`Sandbox::with_v8`]).
+    v8: Option<Arc<Pool>>,
     /// Tools the embedder's model calls outside code (sandgate's meta-tools): code that names
     /// one is told it is not callable from code. Handed over by the embedder, so no copy of
     /// the names can drift from the real list.
@@ -48,8 +73,26 @@ impl Sandbox {
     pub async fn start(config: PoolConfig) -> Result<Sandbox, SandboxError> {
         Ok(Sandbox {
             pool: Pool::start(config).await?,
+            v8: None,
             outside_tools: Arc::from(Vec::new()),
         })
+    }
+
+    /// The same sandbox with the V8 engine too: a pool of workers started with `config` (whose
+    /// arguments select V8, `--v8 DENO`), for executions that ask for [`Engine::V8`].
+    pub async fn with_v8(mut self, config: PoolConfig) -> Result<Sandbox, SandboxError> {
+        self.v8 = Some(Pool::start(config).await?);
+        Ok(self)
+    }
+
+    /// Whether executions can run on `engine`.
+    pub fn has(&self, engine: Engine) -> bool {
+        engine == Engine::Quickjs || self.v8.is_some()
+    }
+
+    /// Which protections the V8 engine's workers run with, when it runs.
+    pub fn v8_protections(&self) -> Option<&Protections> {
+        self.v8.as_deref().map(Pool::protections)
     }
 
     /// The same sandbox, told which tools its embedder's model calls outside code (their
@@ -67,6 +110,9 @@ impl Sandbox {
     /// Kills the idle workers and takes no more executions: for shutting down.
     pub async fn shutdown(&self) {
         self.pool.shutdown().await;
+        if let Some(v8) = &self.v8 {
+            v8.shutdown().await;
+        }
     }
 
     /// Size of the template image each execution's fresh runtime is copied from, or `None`
@@ -77,12 +123,16 @@ impl Sandbox {
 
     /// How many workers were killed by the deadline backstop (see [`Pool::backstop_kills`]).
     pub fn backstop_kills(&self) -> usize {
-        self.pool.backstop_kills()
+        self.pool.backstop_kills() + self.v8.as_deref().map_or(0, Pool::backstop_kills)
     }
 
-    /// The live worker processes and the executions on each.
+    /// The live worker processes (of both engines) and the executions on each.
     pub fn workers(&self) -> Vec<WorkerInfo> {
-        self.pool.workers()
+        let mut workers = self.pool.workers();
+        if let Some(v8) = &self.v8 {
+            workers.extend(v8.workers());
+        }
+        workers
     }
 
     /// Runs one execution. Failures of the code are in the result, never an `Err`.
@@ -125,8 +175,20 @@ impl Sandbox {
                 });
             }
         };
-        let raw = self
-            .pool
+        let pool = match (execution.engine, &self.v8) {
+            (Engine::Quickjs, _) => &self.pool,
+            (Engine::V8, Some(v8)) => v8,
+            (Engine::V8, None) => {
+                return ExecutionResult::failed(ExecError {
+                    kind: ErrorKind::Internal,
+                    message: "the V8 engine is not running in this sandbox".into(),
+                    line: None,
+                    column: None,
+                    hint: Some("Run the code without `engine: \"v8\"`; the operator starts V8 with [sandbox] engine or a profile's engine (docs/config.md).".into()),
+                });
+            }
+        };
+        let raw = pool
             .run(transpiled.js, &transpiled.positions, &execution, bridge, cancelled)
             .await;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;

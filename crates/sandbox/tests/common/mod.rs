@@ -28,6 +28,7 @@ pub fn engine_config() -> PoolConfig {
         #[expect(clippy::disallowed_methods, reason = "the tests find deno")]
         let deno = std::env::var("SANDGATE_DENO").expect("SANDGATE_DENO names the deno executable");
         config.args = vec!["--v8".into(), deno];
+        config.kill_grace = sandgate_sandbox::V8_KILL_GRACE;
     }
     config
 }
@@ -235,6 +236,7 @@ pub fn execution(code: &str) -> Execution {
         context: Some(json!({"user": "ada"})),
         limits: Limits::default(),
         mode: Default::default(),
+        engine: Default::default(),
     }
 }
 

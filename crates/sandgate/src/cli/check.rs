@@ -182,13 +182,29 @@ async fn report_sandbox(config: &sandgate_config::Config) -> bool {
                 None => "a runtime built for each execution".to_string(),
             };
             println!("sandbox: {runtimes}");
-            let protections: Vec<String> = sandbox
-                .protections()
-                .active
-                .iter()
-                .map(|(name, on)| format!("{name} {}", if *on { "on" } else { "OFF" }))
-                .collect();
-            println!("sandbox protections: {}", protections.join(", "));
+            let listed = |protections: &sandgate_sandbox::Protections| {
+                protections
+                    .active
+                    .iter()
+                    .map(|(name, on)| format!("{name} {}", if *on { "on" } else { "OFF" }))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!("sandbox protections: {}", listed(sandbox.protections()));
+            let default = config.sandbox.engine.as_str();
+            match (sandbox.v8_protections(), setup::deno_path(config)) {
+                (Some(protections), Ok(deno)) => {
+                    println!(
+                        "v8 engine: Deno at {}, an isolate per execution (default engine: {default})",
+                        deno.display()
+                    );
+                    println!("v8 engine protections: {}", listed(protections));
+                }
+                _ => println!(
+                    "v8 engine: off (default engine: {default}; [sandbox] engine or a profile's engine starts it)"
+                ),
+            }
+            sandbox.shutdown().await;
             true
         }
         Err(e) => {

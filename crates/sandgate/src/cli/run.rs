@@ -63,6 +63,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let id = sandgate_store::new_execution_id();
     let knock = Knock::new(caller, id.clone());
     let env = gateway.door().env_values(&knock, &code);
+    // The local profile's engine, else the sandbox's default (no call chooses here).
+    let profile = knock.caller.access.profile();
+    let engine = profile
+        .engine
+        .decide(config.sandbox.engine, None, &profile.key)
+        .map_or(Default::default(), sandgate_gateway::sandbox_engine);
     let execution = Execution {
         code,
         tools: view.bindings.clone(),
@@ -71,6 +77,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         context: None,
         limits,
         mode: Default::default(),
+        engine,
     };
     let started_at_ms = sandgate_store::now_ms();
     let code = execution.code.clone();

@@ -75,7 +75,8 @@
     String: 1, RegExp: 1, Array: 1, Int8Array: 1, Uint8Array: 1, Uint8ClampedArray: 1, Int16Array: 1,
     Uint16Array: 1, Int32Array: 1, Uint32Array: 1, BigInt64Array: 1, BigUint64Array: 1, Float32Array: 1,
     Float64Array: 1, Map: 1, Set: 1, WeakMap: 1, WeakSet: 1, WeakRef: 1, FinalizationRegistry: 1,
-    ArrayBuffer: 1, DataView: 1, Atomics: 1, JSON: 1, Promise: 1, Reflect: 1, Proxy: 1, Iterator: 1,
+    ArrayBuffer: 1, SharedArrayBuffer: 1, DataView: 1, Atomics: 1, JSON: 1, Promise: 1, Reflect: 1,
+    Proxy: 1, Iterator: 1,
     // Deno's own message loop looks it up on the global.
     queueMicrotask: 1,
   };
@@ -95,7 +96,8 @@
       if (typeof key === "string" && EVENTS[key] !== 1) deleteProperty(proto, key);
     }
   }
-  // `SharedArrayBuffer` is gone with the rest: nothing can share memory with this isolate.
+  // `SharedArrayBuffer` stays (QuickJS has it too): with no worker and no `postMessage`, nothing
+  // can share it.
 
   // ---- the run's state: closures only ------------------------------------------------
   let run = null;
@@ -357,12 +359,20 @@
   let external = 0;
   const collected = new FinalizationRegistry((bytes) => { external -= bytes; });
   const register = FinalizationRegistry.prototype.register;
+  const refuse = (bytes) => {
+    throw new RangeErrorCtor(`out of memory: an ArrayBuffer of ${bytes} bytes would take the execution past its ${limits.memory_bytes / 1048576 | 0} MiB limit`);
+  };
+  const chargeBytes = (made, bytes) => {
+    if (external + bytes > limits.memory_bytes) refuse(bytes);
+    external += bytes;
+    if (bytes > 0) apply(register, collected, [made, bytes]);
+    return made;
+  };
+  const sharedByteLengthOf = Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, "byteLength").get;
   const charge = (buffer) => {
     const bytes = buffer !== null && typeof buffer === "object" ? apply(byteLengthOf, buffer, []) : 0;
     if (bytes === 0) return buffer;
-    if (external + bytes > limits.memory_bytes) {
-      throw new RangeErrorCtor(`out of memory: this ArrayBuffer of ${bytes} bytes would take the execution past its ${limits.memory_bytes / 1048576 | 0} MiB limit`);
-    }
+    if (external + bytes > limits.memory_bytes) refuse(bytes);
     external += bytes;
     apply(register, collected, [buffer, bytes]);
     return buffer;
@@ -387,10 +397,12 @@
         const first = args[0];
         if (typeof first === "number" || typeof first === "bigint" || typeof first === "string") {
           const bytes = wouldHold(first, perElement);
-          if (external + bytes > limits.memory_bytes) charge({ byteLength: bytes });
+          if (external + bytes > limits.memory_bytes) refuse(bytes);
         }
         const made = apply(ReflectConstruct, null, [target, args, newTarget]);
         if (name === "ArrayBuffer") return charge(made);
+        // Nothing can share it (no worker, no `postMessage`): it is charged as a buffer is.
+        if (name === "SharedArrayBuffer") return chargeBytes(made, apply(sharedByteLengthOf, made, []));
         const buffer = apply(bufferOf, made, []);
         // A view over a buffer the guest already holds makes no new bytes.
         if (first !== null && typeof first === "object" && (apply(isArrayBuffer, null, [first]) || first === buffer)) return made;
@@ -408,6 +420,7 @@
     }
   };
   guardConstructor("ArrayBuffer", 1);
+  guardConstructor("SharedArrayBuffer", 1);
   for (const [name, size] of [["Int8Array", 1], ["Uint8Array", 1], ["Uint8ClampedArray", 1], ["Int16Array", 2], ["Uint16Array", 2], ["Int32Array", 4], ["Uint32Array", 4], ["Float32Array", 4], ["Float64Array", 8], ["BigInt64Array", 8], ["BigUint64Array", 8]]) {
     guardConstructor(name, size);
   }
@@ -523,8 +536,16 @@
     finish({ ok: json });
   };
   // A run that waits for nothing (no call out or queued, no timer) can never settle: checked
-  // once the microtasks after each event have run.
+  // once the microtasks after each event have run. V8 stops the code of an isolate that reaches
+  // its heap limit where it stands and lets the isolate go on: its code then waits for nothing,
+  // with a full heap, which is how QuickJS's engine tells a broken chain from a stall too.
   let stallCheck = false;
+  const outOfMemory = () => ({
+    kind: "memory",
+    name: "InternalError",
+    message: `out of memory: the execution used up its ${limits.memory_bytes / 1048576 | 0} MiB heap`,
+    stack: "",
+  });
   const scheduleStallCheck = () => {
     if (stallCheck || finished || result === null) return;
     stallCheck = true;
@@ -532,6 +553,7 @@
       stallCheck = false;
       if (finished) return;
       if (inFlight === 0 && queueHead === queueTail && timerCount === 0) {
+        if (memoryUsage().heapUsed >= 0.75 * limits.memory_bytes) return finish({ err: outOfMemory() });
         finish({ err: { kind: null, name: "Error", message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)", stack: "" } });
       }
     }, 0);

@@ -30,6 +30,11 @@ const GUEST: &str = include_str!("guest.js");
 const PREAMBLE: &str = include_str!("../engine/preamble.js");
 const WEB: &str = include_str!("../engine/web.js");
 
+/// How long the host waits past a V8 execution's deadline for the worker's own answer (which
+/// names the limit that stopped it) before it gives up on it: starting isolates holds Deno's
+/// main thread for milliseconds each, so a burst of them can delay that answer.
+pub const V8_KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Default heap of one isolate, in MiB (the QuickJS default memory limit).
 pub const DEFAULT_HEAP_MB: u64 = 64;
 
