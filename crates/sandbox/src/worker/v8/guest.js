@@ -546,13 +546,19 @@
     message: `out of memory: the execution used up its ${limits.memory_bytes / 1048576 | 0} MiB heap`,
     stack: "",
   });
-  const scheduleStallCheck = () => {
-    if (stallCheck || finished || result === null) return;
+  // Deno's Node-style isolates do not always run the microtasks one message queued before the
+  // next message: the check passes only when three in a row find the run waiting for nothing.
+  let idleChecks = 0;
+  const scheduleStallCheck = (again = false) => {
+    if (!again) idleChecks = 0;
+    if ((stallCheck && !again) || finished || result === null) return;
     stallCheck = true;
     nativeSetTimeout(() => {
       stallCheck = false;
       if (finished) return;
       if (inFlight === 0 && queueHead === queueTail && timerCount === 0) {
+        idleChecks++;
+        if (idleChecks < 3) return scheduleStallCheck(true);
         if (memoryUsage().heapUsed >= 0.75 * limits.memory_bytes) return finish({ err: outOfMemory() });
         finish({ err: { kind: null, name: "Error", message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)", stack: "" } });
       }
