@@ -369,16 +369,8 @@
     return made;
   };
   const sharedByteLengthOf = Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, "byteLength").get;
-  const charge = (buffer) => {
-    const bytes = buffer !== null && typeof buffer === "object" ? apply(byteLengthOf, buffer, []) : 0;
-    if (bytes === 0) return buffer;
-    if (external + bytes > limits.memory_bytes) refuse(bytes);
-    external += bytes;
-    apply(register, collected, [buffer, bytes]);
-    return buffer;
-  };
+  const charge = (buffer) => chargeBytes(buffer, apply(byteLengthGetter, buffer, []));
   const byteLengthGetter = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength").get;
-  const byteLengthOf = byteLengthGetter;
   const TypedArrayProto = Object.getPrototypeOf(Uint8Array.prototype);
   const bufferOf = Object.getOwnPropertyDescriptor(TypedArrayProto, "buffer").get;
   const ReflectConstruct = Reflect.construct;
