@@ -6,19 +6,28 @@
 //
 // Before the preamble runs, the worker's global is cut down to what the QuickJS guest has:
 // every Deno and web global the QuickJS engine lacks is deleted (`Deno`, `fetch`, `Worker`,
-// `BroadcastChannel`, `WebAssembly`, `postMessage`, ...), from the global and its prototypes,
-// so the channel to the host (`postMessage`, the `message` listener) is held only by this
-// file's closures. `__SG_PREAMBLE` and `__SG_WEB` are the two
+// `BroadcastChannel`, `WebAssembly`, `postMessage`, `require`, ...), from the global and its
+// prototypes, so the channel to the host (a `MessagePort`) is held only by this file's
+// closures. `__SG_PREAMBLE` and `__SG_WEB` are the two
 // factories `main.js` puts in front of this file.
 "use strict";
 {
   const G = globalThis;
   // ---- captured before anything is deleted -------------------------------------------
-  // The channel to `main.js`: the worker scope's own (Deno's web code, which no change the
-  // guest makes to builtins reaches), not Node's `parentPort` (an event emitter that iterates
-  // with the guest's own `Array.prototype`).
-  const post = G.postMessage.bind(G);
+  // The channel to `main.js`: the `MessagePort` it handed over in `workerData` (the isolate
+  // may have been started by the spawner thread, so the worker scope's own `postMessage`
+  // would reach the spawner, not `main.js`). Only its web methods are used (Deno's web code,
+  // which no change the guest makes to builtins reaches), not Node's event-emitter ones, which
+  // iterate with the guest's own `Array.prototype`.
+  const port = G.require("node:worker_threads").workerData.port;
+  const post = port.postMessage.bind(port);
+  const listenPort = port.addEventListener.bind(port);
+  const startPort = port.start.bind(port);
   const listen = G.addEventListener.bind(G);
+  // Each message is handled in a task of its own (Node's `setImmediate`), not inside the
+  // port's event: V8 stopping an isolate at its heap limit is reported (as the run's `memory`
+  // end) only for code that runs in a task; inside a port's event the isolate would hang.
+  const nativeSetImmediate = G.setImmediate;
   const closeSelf = typeof G.close === "function" ? G.close.bind(G) : () => {};
   // Timers are kept by `main.js`, which sends `fire` when one is due: the worker's own
   // `setTimeout` is Node's here, whose code runs on builtins the guest can replace.
@@ -635,13 +644,13 @@
     }
     return out;
   };
-  // Nothing may escape this listener: Deno stops delivering messages to an isolate whose
-  // listener threw, and a fault of ours ends the run with an internal error instead.
-  listen("message", (event) => {
+  // A message from `main.js`. Nothing may escape: a fault of ours ends the run with an
+  // internal error instead.
+  const handle = (message) => {
     try {
-      const message = event.data;
       if (message === null || typeof message !== "object") return;
       if (message.t === "run" && run === null) start(message);
+      else if (message.t === "ping" && run === null) post({ t: "pong" });
       else if (message.t === "reply" && run !== null) reply(message);
       else if (message.t === "fire") {
         const callback = dueCallbacks[message.id];
@@ -655,6 +664,11 @@
       try { text = `${error.name}: ${error.message}`; } catch (_) { /* a throwing getter */ }
       finish({ err: { kind: "internal", name: "InternalError", message: `the V8 guest failed: ${text}`, stack: "" } });
     }
+  };
+  listenPort("message", (event) => {
+    const message = event.data;
+    nativeSetImmediate(() => handle(message));
   });
+  startPort();
   post({ t: "ready" });
 }

@@ -5,8 +5,8 @@
 // run at its deadline or on the host's `Cancel` by terminating the run's isolate, even one
 // stuck in a loop.
 //
-// A few isolates are started ahead (`PREWARM`): an execution takes one that has loaded the
-// preamble and never ran anything, and a new one starts in the background. Deno's permissions
+// A few isolates are started ahead (`PREWARM`), by a spawner thread: an execution takes one that
+// has loaded the preamble and never ran anything, and a new one starts in the background. Deno's permissions
 // are all denied (no `--allow-*` flag), so nothing here or in an isolate can open a file or a
 // socket, and the process itself is locked down by the launcher before Deno starts
 // (`v8/mod.rs`).
@@ -14,13 +14,12 @@
 // Arguments: the protections JSON, the limit texts JSON, then the preamble, the web basics and
 // the guest bootstrap (`guest.js`) as source text.
 "use strict";
-import { Worker } from "node:worker_threads";
+import { MessageChannel, Worker } from "node:worker_threads";
 
 const [protectionsJson, textsJson, heapMbText, preambleSource, webSource, guestSource] = Deno.args;
 // Each isolate's heap, in MiB: past it V8 stops that isolate alone (Node's `resourceLimits`),
 // where a process-wide limit would end the whole process.
 const HEAP_MB = Math.max(16, Number(heapMbText) || 64);
-const PREWARM = 2;
 const protections = JSON.parse(protectionsJson);
 const texts = JSON.parse(textsJson);
 const asFactory = (source) => `(function () {\n${source.replace("export default function", "return function")}\n})()`;
@@ -65,52 +64,133 @@ const sendCall = (run, id, tool, index, args, site) => {
 };
 
 // ---- runs ----------------------------------------------------------------------------------
-// Runs on this process: run number → { worker, deadline timer, calls: host id → guest id }.
+// Runs on this process: run number → { isolate, deadline timer, calls: host id → guest id }.
 const runs = new Map();
 let nextCallId = 1;
 let knownTools = [];
 let knownBackends = [];
 
+// Isolates are started ahead by a spawner thread (a web worker of this process that runs no
+// guest code), since starting one blocks its starter for 20-40 ms: on this thread that would
+// hold up every run's messages. An isolate the spawner starts begins running about 500 ms later
+// (Deno's nested workers), so a few are kept warm: `PREWARM` that have sent `ready`. A run that
+// finds none warm (a burst, or a heap other than the default) gets one started here, as before.
+// Either way the isolate talks to this thread over a `MessagePort` of its own, handed over in
+// its `workerData`, so no message of a run passes through the spawner.
+const PREWARM = 4;
+const spawnerSource = `
+import { MessageChannel, Worker } from "node:worker_threads";
+let source = "";
+const isolates = new Map();
+self.onmessage = ({ data }) => {
+  if (data.t === "source") source = data.source;
+  else if (data.t === "make") {
+    const worker = new Worker(source, {
+      eval: true,
+      workerData: { port: data.port },
+      transferList: [data.port],
+      resourceLimits: { maxOldGenerationSizeMb: data.heapMb },
+      stdout: false,
+      stderr: false,
+    });
+    isolates.set(data.key, worker);
+    worker.on("error", (error) => self.postMessage({ t: "error", key: data.key, code: error && error.code, message: String(error && error.message) }));
+    worker.on("exit", () => isolates.delete(data.key));
+  } else if (data.t === "kill") {
+    const worker = isolates.get(data.key);
+    isolates.delete(data.key);
+    if (worker !== undefined) worker.terminate();
+  }
+};
+`;
+// `Worker` here is Node's (imported above); the spawner is a web worker.
+const spawner = new globalThis.Worker(`data:text/javascript;base64,${btoa(spawnerSource)}`, { type: "module" });
+spawner.postMessage({ t: "source", source: workerSource });
+// Isolates the spawner started, by key, for its reports of their failures.
+const spawned = new Map();
+spawner.onmessage = ({ data }) => {
+  const entry = spawned.get(data.key);
+  if (entry !== undefined && data.t === "error") entry.failed({ code: data.code, message: data.message });
+};
+let nextIsolateKey = 1;
 const idle = [];
-// An isolate with `heapMb` of heap, its events routed to whichever run holds it.
-const startIsolate = (heapMb = HEAP_MB) => {
-  const worker = new Worker(workerSource, {
-    eval: true,
-    resourceLimits: { maxOldGenerationSizeMb: heapMb },
-    stdout: false,
-    stderr: false,
-  });
-  const entry = { worker, heapMb, onMessage: null, onError: null };
-  worker.on("message", (data) => {
+let warming = 0;
+
+// An isolate with `heapMb` of heap, its events routed to whichever run holds it; started by the
+// spawner (`ahead`, it joins `idle` once it is ready) or here, for a run that is waiting.
+const startIsolate = (heapMb, ahead) => {
+  const { port1, port2 } = new MessageChannel();
+  const entry = { key: nextIsolateKey++, port: port1, heapMb, worker: null, ready: false, onMessage: null, onError: null };
+  entry.failed = (error) => {
+    spawned.delete(entry.key);
+    if (entry.onError) entry.onError(error);
+    else {
+      // An isolate that fails before any run is sandgate's fault: say so on stderr (the
+      // operator's log).
+      console.error(`sandgate V8 worker: an isolate failed: ${error && error.message}`);
+      const at = idle.indexOf(entry);
+      if (at >= 0) idle.splice(at, 1);
+      if (!entry.ready && ahead) warming--;
+      entry.ready = true;
+    }
+  };
+  entry.stop = () => {
+    spawned.delete(entry.key);
+    port1.close();
+    if (entry.worker !== null) entry.worker.terminate();
+    else spawner.postMessage({ t: "kill", key: entry.key });
+  };
+  entry.forget = () => {
+    spawned.delete(entry.key);
+    port1.close();
+  };
+  // A warming isolate answers `ready`, then a `ping` (which runs its receiving code once, so a
+  // run's first message finds it compiled: about a millisecond), and is then warm.
+  port1.on("message", (data) => {
+    if (!entry.ready && data !== null && typeof data === "object") {
+      if (data.t === "ready" && ahead && entry.onMessage === null) {
+        port1.postMessage({ t: "ping" });
+        return;
+      }
+      if (data.t === "ready" || data.t === "pong") {
+        entry.ready = true;
+        if (ahead && entry.onMessage === null) {
+          warming--;
+          idle.push(entry);
+        }
+        return;
+      }
+    }
     if (entry.onMessage) entry.onMessage(data);
   });
-  // An isolate that fails before any run is sandgate's fault: say so on stderr (the operator's
-  // log); a run that holds it ends with the error.
-  worker.on("error", (error) => {
-    if (entry.onError) entry.onError(error);
-    else console.error(`sandgate V8 worker: an isolate failed: ${error && error.message}`);
-  });
+  if (ahead) {
+    warming++;
+    spawned.set(entry.key, entry);
+    spawner.postMessage({ t: "make", key: entry.key, heapMb, port: port2 }, [port2]);
+  } else {
+    entry.worker = new Worker(workerSource, {
+      eval: true,
+      workerData: { port: port2 },
+      transferList: [port2],
+      resourceLimits: { maxOldGenerationSizeMb: heapMb },
+      stdout: false,
+      stderr: false,
+    });
+    entry.worker.on("error", (error) => entry.failed(error));
+  }
   return entry;
 };
-// A run takes an isolate started ahead when its heap is the default, else one of its own.
-// Starting an isolate costs the main thread milliseconds, so the ones taken are replaced once
-// the run that took one is on its way.
+// A run takes a warm isolate when its heap is the default, else one started for it here. The
+// spawner starts replacements once no run is in flight here (`end`): starting an isolate takes
+// two threads' CPU for 20-40 ms, which a run in flight would feel. Only when none is warm or
+// warming does it start them at once.
 const takeIsolate = (heapMb) => {
-  const entry = heapMb === HEAP_MB && idle.length > 0 ? idle.shift() : startIsolate(heapMb);
-  if (!refilling) {
-    refilling = true;
-    setTimeout(refill, 0);
-  }
+  const entry = heapMb === HEAP_MB && idle.length > 0 ? idle.shift() : startIsolate(heapMb, false);
+  if (idle.length === 0 && warming === 0) refill();
   return entry;
 };
-let refilling = false;
 const refill = () => {
-  refilling = false;
-  if (idle.length < PREWARM) idle.push(startIsolate());
-  if (idle.length < PREWARM) {
-    refilling = true;
-    setTimeout(refill, 0);
-  }
+  while (idle.length + warming < PREWARM) startIsolate(HEAP_MB, true);
 };
 
 // Ends a run: with its own outcome (`finished`: the isolate closes itself), or stopped here
@@ -124,7 +204,9 @@ const end = (run, outcome, stats, finished) => {
   // The answer first: stopping an isolate may take a moment.
   if (outcome !== null) sendJson({ Done: { run, outcome, stats: stats || { memory_bytes: 0, calls: state.calls } } });
   for (const timer of state.timers) clearTimeout(timer);
-  if (!finished) state.worker.terminate();
+  if (finished) state.isolate.forget();
+  else state.isolate.stop();
+  if (runs.size === 0) refill();
 };
 
 const timeoutError = (limits, inFlight) => ({
@@ -159,7 +241,7 @@ const startRun = (frame) => {
   }
   const heapMb = Math.max(16, Math.min(HEAP_MB, Math.ceil(limits.memory_bytes / 1048576)));
   const entry = takeIsolate(heapMb);
-  const state = { worker: entry.worker, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map(), timers: new Set() };
+  const state = { isolate: entry, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map(), timers: new Set() };
   runs.set(run, state);
   state.deadline = setTimeout(() => end(run, { Err: timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
   entry.onMessage = (data) => fromGuest(run, state, data);
@@ -171,7 +253,7 @@ const startRun = (frame) => {
         : { kind: "internal", name: "InternalError", message: `the V8 isolate failed: ${error && error.message}`, stack: "" },
     });
   };
-  entry.worker.postMessage({
+  entry.port.postMessage({
     t: "run",
     run,
     js,
@@ -210,7 +292,7 @@ const fromGuest = (run, state, message) => {
       const id = message.id;
       const timer = setTimeout(() => {
         state.timers.delete(timer);
-        if (runs.has(run)) state.worker.postMessage({ t: "fire", id });
+        if (runs.has(run)) state.isolate.port.postMessage({ t: "fire", id });
       }, Math.min(Math.max(0, Number(message.ms) || 0), 86400000));
       state.timers.add(timer);
       break;
@@ -238,10 +320,10 @@ const reply = (body) => {
   state.toGuest.delete(id);
   state.toHost.delete(guestId);
   const rest = body.subarray(18);
-  if (body[17] === 0) state.worker.postMessage({ t: "reply", id: guestId, ok: decoder.decode(rest) });
+  if (body[17] === 0) state.isolate.port.postMessage({ t: "reply", id: guestId, ok: decoder.decode(rest) });
   else {
     const failure = JSON.parse(decoder.decode(rest));
-    state.worker.postMessage({ t: "reply", id: guestId, err: { kind: failure.kind, message: failure.message } });
+    state.isolate.port.postMessage({ t: "reply", id: guestId, err: { kind: failure.kind, message: failure.message } });
   }
 };
 
@@ -253,7 +335,7 @@ const hostFrame = (body) => {
 };
 
 // ---- the loop --------------------------------------------------------------------------------
-for (let i = 0; i < PREWARM; i++) idle.push(startIsolate());
+refill();
 sendJson({ Ready: { protections, template_bytes: null, fresh_per_run: true } });
 let buffer = new Uint8Array(1 << 16);
 let filled = 0;
