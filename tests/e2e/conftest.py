@@ -64,6 +64,18 @@ def toml_value(value) -> str:
     return json.dumps(value)
 
 
+# Deno from npm, for the V8 engine (scripts/test installs it under tests/node).
+DENO = REPO / "tests" / "node" / "node_modules" / "@deno" / "linux-x64-glibc" / "deno"
+
+
+def on_v8(config: Path, sandbox: str = "") -> Path:
+    """Adds a `[sandbox]` section that runs every execution on V8 (Deno from npm), with
+    `sandbox` (more settings, one per line) after it, to a sandgate.toml."""
+    assert DENO.is_file(), f"Deno is not installed at {DENO}: run scripts/test, which installs it from npm"
+    config.write_text(config.read_text() + f'\n[sandbox]\nengine = "v8"\ndeno = "{DENO}"\n{sandbox}')
+    return config
+
+
 def write_config(tmp_path: Path, fmt: str, servers: dict) -> Path:
     """Writes `servers` as a .mcp.json or a sandgate.toml, with a private tool cache."""
     cache = str(tmp_path / "cache" / "tools.json")

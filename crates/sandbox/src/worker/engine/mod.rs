@@ -186,7 +186,8 @@ pub struct Spent {
 /// The module resolver and loader of every runtime: there are no modules to import.
 struct NoModules;
 
-const NO_MODULES: &str = "import() is not available in the sandbox: there are no modules. Backends are already globals (e.g. `await github.create_issue({...})`)";
+/// What `import()` answers, on both engines.
+pub(crate) const NO_MODULES: &str = "import() is not available in the sandbox: there are no modules. Backends are already globals (e.g. `await github.create_issue({...})`)";
 
 impl rquickjs::loader::Resolver for NoModules {
     fn resolve<'js>(

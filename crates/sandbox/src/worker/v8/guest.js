@@ -70,6 +70,7 @@
   const hasOwn = Object.hasOwn;
   const StringCtor = String;
   const Uint8ArrayCtor = Uint8Array;
+  const ProxyCtor = Proxy;
   const preambleFactory = __SG_PREAMBLE;
   const webFactory = __SG_WEB;
 
@@ -439,6 +440,40 @@
   };
   for (const name of ["slice", "transfer", "transferToFixedLength"]) guardMethod(ArrayBuffer.prototype, name, (made) => made);
   for (const name of ["slice", "map", "filter", "toReversed", "toSorted", "with"]) guardMethod(TypedArrayProto, name, (made) => apply(bufferOf, made, []));
+  // ---- no modules -----------------------------------------------------------------------
+  // QuickJS's engine refuses every `import()` in its module loader. Deno's would load `node:`
+  // built-ins and `data:` modules, and offers no hook, so the source of every script is checked
+  // before V8 compiles it: the run's code here, and what `eval` and the `Function` constructors
+  // are given (replaced by proxies that check first, so an `eval` here is always indirect). A
+  // script whose text has `import` before `(` (spaces and comments between) is refused as a
+  // whole, where QuickJS would refuse the call when it runs, even inside a string.
+  const IMPORT_CALL = /(?:^|[^\w$.])import\s*(?:(?:\/\*[\s\S]*?\*\/|\/\/[^\n\r\u2028\u2029]*)\s*)*\(/;
+  const NO_MODULES_FALLBACK = "import() is not available in the sandbox: there are no modules.";
+  const refuseImport = (source) => {
+    if (typeof source === "string" && apply(regexpExec, IMPORT_CALL, [source]) !== null) {
+      throw new TypeErrorCtor(texts === null ? NO_MODULES_FALLBACK : texts.noModules);
+    }
+  };
+  const construct = Reflect.construct;
+  const checked = (native) => new ProxyCtor(native, {
+    __proto__: null,
+    apply(target, self, args) {
+      for (let i = 0; i < args.length; i++) refuseImport(args[i]);
+      return apply(target, self, args);
+    },
+    construct(target, args, newTarget) {
+      for (let i = 0; i < args.length; i++) refuseImport(args[i]);
+      return construct(target, args, newTarget === checkedFunction ? target : newTarget);
+    },
+  });
+  const checkedFunction = checked(Function);
+  G.Function = checkedFunction;
+  defineProperty(Function.prototype, "constructor", { __proto__: null, value: checkedFunction, writable: true, enumerable: false, configurable: true });
+  for (const sample of [async function () {}, function* () {}, async function* () {}]) {
+    const proto = getPrototypeOf(sample);
+    defineProperty(proto, "constructor", { __proto__: null, value: checked(proto.constructor), writable: true, enumerable: false, configurable: true });
+  }
+  G.eval = checked(indirectEval);
   const bind = preambleFactory(natives);
   // The texts the limits say, sent by the host with the first run (see `main.js`).
   let texts = null;
@@ -550,6 +585,7 @@
   // Deno's Node-style isolates do not always run the microtasks one message queued before the
   // next message: the check passes only when three in a row find the run waiting for nothing.
   let idleChecks = 0;
+  let heapAtFirstCheck = 0;
   const scheduleStallCheck = (again = false) => {
     if (!again) idleChecks = 0;
     if ((stallCheck && !again) || finished || result === null) return;
@@ -558,9 +594,15 @@
       stallCheck = false;
       if (finished) return;
       if (inFlight === 0 && queueHead === queueTail && timerCount === 0) {
+        // The heap as the first check found it (a collection may free the dropped data before
+        // the last), committed or used.
+        if (idleChecks === 0) {
+          const usage = memoryUsage();
+          heapAtFirstCheck = mathMax(usage.heapUsed, usage.heapTotal);
+        }
         idleChecks++;
         if (idleChecks < 3) return scheduleStallCheck(true);
-        if (memoryUsage().heapUsed >= 0.75 * limits.memory_bytes) return finish({ err: outOfMemory() });
+        if (heapAtFirstCheck >= 0.75 * limits.memory_bytes) return finish({ err: outOfMemory() });
         finish({ err: { kind: null, name: "Error", message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)", stack: "" } });
       }
     }, 0);
@@ -588,6 +630,7 @@
     }
     let promise;
     try {
+      refuseImport(message.js);
       promise = indirectEval(`"use strict";${message.js}\n//# sourceURL=code.js`);
     } catch (error) {
       const e = guestError(error);
@@ -632,6 +675,7 @@
     maxErrorMessage: t.max_error_message,
     maxErrorStack: t.max_error_stack,
     promiseInResult: t.promise_in_result,
+    noModules: t.no_modules,
     argumentsTooLarge: (name, bytes, max) => fill(t.arguments_too_large, { name, bytes, max, max_mib: max % 1048576 === 0 ? `${max / 1048576} MiB` : `${(max / 1048576).toFixed(1)} MiB` }),
     outputLimit: (bytes, max) => ({ kind: "output_limit", name: "OutputLimitError", message: fill(t.output_limit, { bytes, max }), stack: "" }),
   });

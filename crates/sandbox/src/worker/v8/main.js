@@ -70,16 +70,19 @@ let nextCallId = 1;
 let knownTools = [];
 let knownBackends = [];
 
-// Isolates are started ahead by a spawner thread (a web worker of this process that runs no
-// guest code), since starting one blocks its starter for 20-40 ms: on this thread that would
-// hold up every run's messages. An isolate the spawner starts begins running about 500 ms later
-// (Deno's nested workers), so a few are kept warm: `PREWARM` that have sent `ready`. A run that
-// finds none warm (a burst, or a heap other than the default) gets one started here, as before.
+// Isolates are started by spawner threads (web workers of this process that run no guest
+// code), since starting one takes its starter 20-40 ms: on this thread that would hold up every
+// run's messages. An isolate a spawner starts begins running about 500 ms later (Deno's nested
+// workers), so `PREWARM` are kept warm (they have answered `ready` and a `ping`), and replaced
+// once no run is in flight here, when their start takes CPU from no run. A run that finds none
+// warm gets one started here when it is alone (a first run, a heap other than the default),
+// and from a spawner otherwise (a burst: this thread stays free to serve the runs in flight).
 // Either way the isolate talks to this thread over a `MessagePort` of its own, handed over in
-// its `workerData`, so no message of a run passes through the spawner.
+// its `workerData`, so no message of a run passes through a spawner.
 const PREWARM = 4;
+const SPAWNERS = 2;
 const spawnerSource = `
-import { MessageChannel, Worker } from "node:worker_threads";
+import { Worker } from "node:worker_threads";
 let source = "";
 const isolates = new Map();
 self.onmessage = ({ data }) => {
@@ -103,24 +106,39 @@ self.onmessage = ({ data }) => {
   }
 };
 `;
-// `Worker` here is Node's (imported above); the spawner is a web worker.
-const spawner = new globalThis.Worker(`data:text/javascript;base64,${btoa(spawnerSource)}`, { type: "module" });
-spawner.postMessage({ t: "source", source: workerSource });
-// Isolates the spawner started, by key, for its reports of their failures.
+// Isolates a spawner started, by key, for its reports of their failures.
 const spawned = new Map();
-spawner.onmessage = ({ data }) => {
-  const entry = spawned.get(data.key);
-  if (entry !== undefined && data.t === "error") entry.failed({ code: data.code, message: data.message });
-};
+const spawners = [];
+for (let i = 0; i < SPAWNERS; i++) {
+  // `Worker` here is Node's (imported above); a spawner is a web worker.
+  const spawner = new globalThis.Worker(`data:text/javascript;base64,${btoa(spawnerSource)}`, { type: "module" });
+  spawner.postMessage({ t: "source", source: workerSource });
+  spawner.onmessage = ({ data }) => {
+    const entry = spawned.get(data.key);
+    if (entry !== undefined && data.t === "error") entry.failed({ code: data.code, message: data.message });
+  };
+  spawners.push(spawner);
+}
+let nextSpawner = 0;
 let nextIsolateKey = 1;
 const idle = [];
 let warming = 0;
 
-// An isolate with `heapMb` of heap, its events routed to whichever run holds it; started by the
-// spawner (`ahead`, it joins `idle` once it is ready) or here, for a run that is waiting.
-const startIsolate = (heapMb, ahead) => {
+// An isolate with `heapMb` of heap, its events routed to whichever run holds it. `how`: "ahead"
+// (a spawner starts it, and it joins `idle` once warm), "spawned" (a spawner starts it for a
+// run, which holds it at once) or "here" (this thread starts it, for a run).
+const startIsolate = (heapMb, how) => {
   const { port1, port2 } = new MessageChannel();
-  const entry = { key: nextIsolateKey++, port: port1, heapMb, worker: null, ready: false, onMessage: null, onError: null };
+  const ahead = how === "ahead";
+  const entry = { key: nextIsolateKey++, port: port1, heapMb, worker: null, spawner: null, warm: false, onMessage: null, onError: null };
+  const leaveWarming = () => {
+    if (ahead && !entry.warm) {
+      entry.warm = true;
+      warming--;
+      return true;
+    }
+    return false;
+  };
   entry.failed = (error) => {
     spawned.delete(entry.key);
     if (entry.onError) entry.onError(error);
@@ -130,44 +148,30 @@ const startIsolate = (heapMb, ahead) => {
       console.error(`sandgate V8 worker: an isolate failed: ${error && error.message}`);
       const at = idle.indexOf(entry);
       if (at >= 0) idle.splice(at, 1);
-      if (!entry.ready && ahead) warming--;
-      entry.ready = true;
+      leaveWarming();
     }
   };
   entry.stop = () => {
     spawned.delete(entry.key);
     port1.close();
     if (entry.worker !== null) entry.worker.terminate();
-    else spawner.postMessage({ t: "kill", key: entry.key });
+    else entry.spawner.postMessage({ t: "kill", key: entry.key });
   };
   entry.forget = () => {
     spawned.delete(entry.key);
     port1.close();
   };
-  // A warming isolate answers `ready`, then a `ping` (which runs its receiving code once, so a
-  // run's first message finds it compiled: about a millisecond), and is then warm.
   port1.on("message", (data) => {
-    if (!entry.ready && data !== null && typeof data === "object") {
-      if (data.t === "ready" && ahead && entry.onMessage === null) {
-        port1.postMessage({ t: "ping" });
-        return;
-      }
-      if (data.t === "ready" || data.t === "pong") {
-        entry.ready = true;
-        if (ahead && entry.onMessage === null) {
-          warming--;
-          idle.push(entry);
-        }
-        return;
-      }
+    if (ahead && !entry.warm && data !== null && typeof data === "object") {
+      // Warming: `ready`, then a `ping` (which runs its receiving code once, so a run's first
+      // message finds it compiled: about a millisecond), then warm.
+      if (data.t === "ready") port1.postMessage({ t: "ping" });
+      else if (data.t === "pong" && leaveWarming()) idle.push(entry);
+      return;
     }
     if (entry.onMessage) entry.onMessage(data);
   });
-  if (ahead) {
-    warming++;
-    spawned.set(entry.key, entry);
-    spawner.postMessage({ t: "make", key: entry.key, heapMb, port: port2 }, [port2]);
-  } else {
+  if (how === "here") {
     entry.worker = new Worker(workerSource, {
       eval: true,
       workerData: { port: port2 },
@@ -177,20 +181,26 @@ const startIsolate = (heapMb, ahead) => {
       stderr: false,
     });
     entry.worker.on("error", (error) => entry.failed(error));
+  } else {
+    if (ahead) warming++;
+    entry.spawner = spawners[nextSpawner];
+    nextSpawner = (nextSpawner + 1) % spawners.length;
+    spawned.set(entry.key, entry);
+    entry.spawner.postMessage({ t: "make", key: entry.key, heapMb, port: port2 }, [port2]);
   }
   return entry;
 };
-// A run takes a warm isolate when its heap is the default, else one started for it here. The
-// spawner starts replacements once no run is in flight here (`end`): starting an isolate takes
-// two threads' CPU for 20-40 ms, which a run in flight would feel. Only when none is warm or
-// warming does it start them at once.
-const takeIsolate = (heapMb) => {
-  const entry = heapMb === HEAP_MB && idle.length > 0 ? idle.shift() : startIsolate(heapMb, false);
-  if (idle.length === 0 && warming === 0) refill();
-  return entry;
+// The isolate for a run (`alone`: no other run is in flight here).
+const takeIsolate = (heapMb, alone) => {
+  if (heapMb === HEAP_MB && idle.length > 0) {
+    const entry = idle.shift();
+    if (idle.length === 0 && warming === 0) refill();
+    return entry;
+  }
+  return startIsolate(heapMb, alone ? "here" : "spawned");
 };
 const refill = () => {
-  while (idle.length + warming < PREWARM) startIsolate(HEAP_MB, true);
+  while (idle.length + warming < PREWARM) startIsolate(HEAP_MB, "ahead");
 };
 
 // Ends a run: with its own outcome (`finished`: the isolate closes itself), or stopped here
@@ -240,7 +250,7 @@ const startRun = (frame) => {
     knownBackends = backendsOf(tools);
   }
   const heapMb = Math.max(16, Math.min(HEAP_MB, Math.ceil(limits.memory_bytes / 1048576)));
-  const entry = takeIsolate(heapMb);
+  const entry = takeIsolate(heapMb, runs.size === 0);
   const state = { isolate: entry, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map(), timers: new Set() };
   runs.set(run, state);
   state.deadline = setTimeout(() => end(run, { Err: timeoutError(limits, state.toGuest.size) }), limits.wall_ms);

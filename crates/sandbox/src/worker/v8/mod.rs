@@ -63,6 +63,7 @@ fn texts() -> String {
         "output_limit": output_limit,
         "arguments_too_large": arguments_too_large,
         "promise_in_result": errors::PROMISE_IN_RESULT,
+        "no_modules": crate::worker::engine::NO_MODULES,
         "log_line_overhead": crate::wire::limits::LOG_LINE_OVERHEAD_BYTES,
         "max_error_message": 64 * 1024,
         "max_error_stack": 16 * 1024,
