@@ -44,10 +44,8 @@ from concurrent_scripts import (  # noqa: E402
     rss_kib,
     sandgate_value,
 )
-from conftest import NODE_MODULES, reference_servers, write_config  # noqa: E402
+from conftest import NODE_MODULES, on_v8, reference_servers, write_config  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
-
-DENO = REPO / "tests" / "node" / "node_modules" / "@deno" / "linux-x64-glibc" / "deno"
 
 # name, code, the answer. The code uses no tool, so the same text runs on every system.
 WORKLOADS = [
@@ -127,13 +125,9 @@ async def measure(name: str, params: StdioServerParameters, read, rounds: int, a
 
 
 def v8_config(tmp: Path, servers: dict, extra: str = "") -> Path:
-    if not DENO.is_file():
-        raise SystemExit(f"Deno is not installed at {DENO}: run ./scripts/test once (it installs it from npm)")
     sub = tmp / "v8"
     sub.mkdir(exist_ok=True)
-    config = write_config(sub, "toml", servers)
-    config.write_text(config.read_text() + f'\n[sandbox]\nengine = "v8"\ndeno = "{DENO}"\n{extra}')
-    return config
+    return on_v8(write_config(sub, "toml", servers), extra)
 
 
 async def concurrent(binary: str, config: Path, n: int):

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import SANDGATE, connect, read_output_whole, reference_servers, shown_result, structured, text_of, write_config
+from conftest import SANDGATE, connect, on_v8, read_output_whole, reference_servers, shown_result, structured, text_of, write_config
 from equivalence import rows
 
 pytestmark = pytest.mark.anyio
@@ -58,9 +58,12 @@ async def test_every_tier_shows_its_path(tmp_path, transport):
         assert "function echo(" in structured(await chain(client, "__getToolInterface('everything.echo')"))["result"]
 
 
-async def test_tiers_one_and_two_equal_the_sandbox(tmp_path):
+@pytest.mark.parametrize("engine", ["quickjs", "v8"])
+async def test_tiers_one_and_two_equal_the_sandbox(tmp_path, engine):
     servers, root = servers_with_files(tmp_path)
     config = write_config(tmp_path, "toml", servers)
+    if engine == "v8":
+        on_v8(config)
     table = rows(str(root))
     assert len(table) >= 200, len(table)
     async with connect("stdio", config) as client:

@@ -172,6 +172,11 @@ AMBIENT = [
     Case("import() of the preamble", "return Object.keys(await import('sandgate:preamble'))", kind="runtime", check=contains("import() is not available")),
     Case("import() of the web module", "return await import('sandgate:web')", kind="runtime", check=contains("import() is not available")),
     Case("import() through eval", "return await eval(\"import('sandgate:preamble')\")", kind="runtime", check=contains("import() is not available")),
+    # On V8, Deno would load these (a node: built-in, a data: module) had the code not been checked.
+    Case("import() of a node built-in", "return Object.keys(await import('node:os'))", kind="runtime", check=contains("import() is not available")),
+    Case("import() of a data: module", "return (await import('data:text/javascript,export default 42')).default", kind="runtime", check=contains("import() is not available")),
+    Case("import() through the Function constructor", "return await new Function(\"return import('node:fs')\")()", kind="runtime", check=contains("import() is not available")),
+    Case("import() through an async function's constructor", "return await (async function () {}).constructor(\"return import /* c */ ('node:process')\")()", kind="runtime", check=contains("import() is not available")),
     Case("a static import", "import cp from 'child_process'; return 1", kind="syntax"),
     # An `fs` import gives the granted `fs`, and this profile grants none: refused, naming it.
     Case("a static fs import", "import { readFile } from 'fs/promises'; return await readFile('/etc/passwd', 'utf8')", kind="any", check=contains("grants no files")),

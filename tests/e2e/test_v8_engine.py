@@ -13,11 +13,10 @@ import subprocess
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import REPO, SANDGATE, HttpServer, auth_headers, reference_servers, structured, write_config
+from conftest import DENO, SANDGATE, HttpServer, auth_headers, reference_servers, structured, write_config
 
 pytestmark = pytest.mark.anyio
 
-DENO = REPO / "tests/node/node_modules/@deno/linux-x64-glibc/deno"
 TOKENS = {"both": "both-" + "b" * 40, "quick": "quick-" + "q" * 40}
 
 
