@@ -78,8 +78,9 @@ class RssSampler:
     """Peak RSS of a gateway process (found by a unique marker in its command line) and of its
     sandbox worker children, summed per sample."""
 
-    def __init__(self, marker: str):
+    def __init__(self, marker: str, is_worker=lambda cmd: WORKER_ARG in cmd):
         self.marker = marker
+        self.is_worker = is_worker
         self.peak_workers = 0
         self.peak_gateway = 0
         self._task = None
@@ -89,7 +90,7 @@ class RssSampler:
             procs = processes()
             gateways = [p for p, _, cmd in procs if self.marker in cmd and WORKER_ARG not in cmd]
             for gateway in gateways:
-                workers = [p for p, parent, cmd in procs if parent == gateway and WORKER_ARG in cmd]
+                workers = [p for p, parent, cmd in procs if parent == gateway and self.is_worker(cmd)]
                 self.peak_workers = max(self.peak_workers, sum(rss_kib(w) for w in workers))
                 self.peak_gateway = max(self.peak_gateway, rss_kib(gateway))
             await asyncio.sleep(0.02)

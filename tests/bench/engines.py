@@ -38,10 +38,11 @@ from concurrent_scripts import (  # noqa: E402
     NODE22,
     PEER,
     SANDGATE_SCRIPT,
+    WORKER_ARG,
+    RssSampler,
     ensure_peer,
     peer_value,
-    processes,
-    rss_kib,
+    run_batch,
     sandgate_value,
 )
 from conftest import NODE_MODULES, on_v8, reference_servers, write_config  # noqa: E402
@@ -131,33 +132,16 @@ def v8_config(tmp: Path, servers: dict, extra: str = "") -> Path:
 
 
 async def concurrent(binary: str, config: Path, n: int):
-    """N scripts at once on V8, each awaiting a 1-s tool: the wall time and the peak RSS."""
-    marker = str(config)
-    peak = {"gateway": 0, "deno": 0}
-
-    async def sample():
-        while True:
-            procs = processes()
-            for gateway in (p for p, _, cmd in procs if marker in cmd and "__worker" not in cmd):
-                peak["gateway"] = max(peak["gateway"], rss_kib(gateway))
-                workers = [p for p, parent, _ in procs if parent == gateway]
-                peak["deno"] = max(peak["deno"], sum(rss_kib(w) for w in workers))
-            await asyncio.sleep(0.05)
-
+    """N scripts at once on V8, each awaiting a 1-s tool: the wall time and the peak RSS of the
+    gateway and of its worker processes (QuickJS's and Deno's)."""
+    sampler = RssSampler(str(config), is_worker=lambda cmd: WORKER_ARG in cmd or cmd.startswith("deno run "))
     async with Client(sandgate_params(binary, config), mode="legacy", read_timeout_seconds=600) as client:
-        await client.call_tool("call_tool_chain", {"code": SANDGATE_SCRIPT})
-        sampler = asyncio.get_running_loop().create_task(sample())
-        started = time.monotonic()
-        results = await asyncio.gather(*(client.call_tool("call_tool_chain", {"code": SANDGATE_SCRIPT}) for _ in range(n)))
-        wall = time.monotonic() - started
-        sampler.cancel()
-    right = sum(1 for r in results if sandgate_value(r) == 1)
-    wrong = [r for r in results if sandgate_value(r) != 1]
-    if wrong:
-        print("  first wrong answer:", "".join(getattr(c, "text", "") for c in wrong[0].content)[:300])
+        await run_batch(client, SANDGATE_SCRIPT, 1, sandgate_value)
+        with sampler:
+            wall, right = await run_batch(client, SANDGATE_SCRIPT, n, sandgate_value)
     print(
         f"v8 {n} concurrent 1-s scripts: {wall:.2f} s wall, {right}/{n} right; peak RSS: "
-        f"gateway {peak['gateway'] / 1024:.1f} MiB, worker processes {peak['deno'] / 1024:.1f} MiB",
+        f"gateway {sampler.peak_gateway / 1024:.1f} MiB, worker processes {sampler.peak_workers / 1024:.1f} MiB",
         flush=True,
     )
 
