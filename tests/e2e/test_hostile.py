@@ -177,6 +177,14 @@ AMBIENT = [
     Case("import() of a data: module", "return (await import('data:text/javascript,export default 42')).default", kind="runtime", check=contains("import() is not available")),
     Case("import() through the Function constructor", "return await new Function(\"return import('node:fs')\")()", kind="runtime", check=contains("import() is not available")),
     Case("import() through an async function's constructor", "return await (async function () {}).constructor(\"return import /* c */ ('node:process')\")()", kind="runtime", check=contains("import() is not available")),
+    # Spellings of a dynamic import that a check of the text could miss: after a spread, and
+    # with Annex B's HTML-like comments before its parenthesis.
+    Case("import() after a spread", "const got = []; try { got.push(...import('data:text/javascript,globalThis.leaked = 1')) } catch (e) {} await new Promise((r) => setTimeout(r, 50)); return typeof leaked",
+         kind=None, check=result_is("undefined"), on_v8={"kind": "runtime", "check": contains("import() is not available")}),
+    Case("import() with an HTML-like comment", "return Object.keys(await new Function(\"return import<!-- a comment\\n('node:os')\")())", kind="any",
+         on_v8={"kind": "runtime", "check": contains("import() is not available")}),
+    Case("import() with an HTML-like closing comment", "return Object.keys(await new Function(\"return import\\n--> a comment\\n('node:os')\")())", kind="any",
+         on_v8={"kind": "runtime", "check": contains("import() is not available")}),
     Case("a static import", "import cp from 'child_process'; return 1", kind="syntax"),
     # An `fs` import gives the granted `fs`, and this profile grants none: refused, naming it.
     Case("a static fs import", "import { readFile } from 'fs/promises'; return await readFile('/etc/passwd', 'utf8')", kind="any", check=contains("grants no files")),

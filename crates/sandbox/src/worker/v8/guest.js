@@ -445,9 +445,11 @@
   // built-ins and `data:` modules, and offers no hook, so the source of every script is checked
   // before V8 compiles it: the run's code here, and what `eval` and the `Function` constructors
   // are given (replaced by proxies that check first, so an `eval` here is always indirect). A
-  // script whose text has `import` before `(` (spaces and comments between) is refused as a
-  // whole, where QuickJS would refuse the call when it runs, even inside a string.
-  const IMPORT_CALL = /(?:^|[^\w$.])import\s*(?:(?:\/\*[\s\S]*?\*\/|\/\/[^\n\r\u2028\u2029]*)\s*)*\(/;
+  // script whose text has the word `import` before `(`, with only spaces and comments between
+  // (every form a script may have: `/* */`, `//`, and Annex B's `<!--` and `-->`), is refused as
+  // a whole, where QuickJS would refuse the call when it runs; so is such text in a string, and
+  // a method named `import` (`x.import(`: no `.` exempts it, or `...import(` would pass).
+  const IMPORT_CALL = /(?:^|[^\w$])import(?:\s|\/\*[\s\S]*?\*\/|(?:\/\/|<!--|-->)[^\n\r\u2028\u2029]*)*\(/;
   const NO_MODULES_FALLBACK = "import() is not available in the sandbox: there are no modules.";
   const refuseImport = (source) => {
     if (typeof source === "string" && apply(regexpExec, IMPORT_CALL, [source]) !== null) {
