@@ -175,8 +175,11 @@ AMBIENT = [
     # On V8, Deno would load these (a node: built-in, a data: module) had the code not been checked.
     Case("import() of a node built-in", "return Object.keys(await import('node:os'))", kind="runtime", check=contains("import() is not available")),
     Case("import() of a data: module", "return (await import('data:text/javascript,export default 42')).default", kind="runtime", check=contains("import() is not available")),
-    Case("import() through the Function constructor", "return await new Function(\"return import('node:fs')\")()", kind="runtime", check=contains("import() is not available")),
-    Case("import() through an async function's constructor", "return await (async function () {}).constructor(\"return import /* c */ ('node:process')\")()", kind="runtime", check=contains("import() is not available")),
+    # The text below is built at run time (`I` is `import`), so V8's check of the code itself
+    # does not see it: what eval and the constructors are given is checked too.
+    Case("import() through eval, built at run time", "const I = 'imp' + 'ort'; return await eval(I + \"('node:fs')\")", kind="runtime", check=contains("import() is not available")),
+    Case("import() through the Function constructor", "const I = 'imp' + 'ort'; return await new Function(`return ${I}('node:fs')`)()", kind="runtime", check=contains("import() is not available")),
+    Case("import() through an async function's constructor", "const I = 'imp' + 'ort'; return await (async function () {}).constructor(`return ${I} /* c */ ('node:process')`)()", kind="runtime", check=contains("import() is not available")),
     # Spellings of a dynamic import that a check of the text could miss: after a spread, and
     # with Annex B's HTML-like comments before its parenthesis.
     Case("import() after a spread", "const got = []; try { got.push(...import('data:text/javascript,globalThis.leaked = 1')) } catch (e) {} await new Promise((r) => setTimeout(r, 50)); return typeof leaked",
@@ -185,6 +188,11 @@ AMBIENT = [
          on_v8={"kind": "runtime", "check": contains("import() is not available")}),
     Case("import() with an HTML-like closing comment", "return Object.keys(await new Function(\"return import\\n--> a comment\\n('node:os')\")())", kind="any",
          on_v8={"kind": "runtime", "check": contains("import() is not available")}),
+    Case("import() in a Function body given as an object", "const I = 'imp' + 'ort'; const body = { toString() { return `return ${I}('node:os')` } }; return Object.keys(await new Function(body)())", kind="runtime",
+         check=contains("import() is not available")),
+    # Its text is read once: a check that read it again would compile another text than it saw.
+    Case("a Function body whose text changes when read again", "const I = 'imp' + 'ort'; let n = 0; const body = { toString() { n += 1; return n === 1 ? 'return 1' : `return ${I}('node:os')` } }; return Object.keys(await new Function(body)())", kind=None,
+         check=result_is([])),
     Case("a static import", "import cp from 'child_process'; return 1", kind="syntax"),
     # An `fs` import gives the granted `fs`, and this profile grants none: refused, naming it.
     Case("a static fs import", "import { readFile } from 'fs/promises'; return await readFile('/etc/passwd', 'utf8')", kind="any", check=contains("grants no files")),

@@ -457,15 +457,28 @@
     }
   };
   const construct = Reflect.construct;
-  const checked = (native) => new ProxyCtor(native, {
+  // A constructor turns each argument into text itself, which an object's `toString` may answer
+  // differently each time: each is made text once here, checked, and that text passed on.
+  // `eval` evaluates only a string, and gives anything else back as it is.
+  const checkedSources = (args, isEval) => {
+    if (isEval) {
+      refuseImport(args[0]);
+      return args;
+    }
+    const sources = [];
+    for (let i = 0; i < args.length; i++) {
+      sources[i] = StringCtor(args[i]);
+      refuseImport(sources[i]);
+    }
+    return sources;
+  };
+  const checked = (native, isEval = false) => new ProxyCtor(native, {
     __proto__: null,
     apply(target, self, args) {
-      for (let i = 0; i < args.length; i++) refuseImport(args[i]);
-      return apply(target, self, args);
+      return apply(target, self, checkedSources(args, isEval));
     },
     construct(target, args, newTarget) {
-      for (let i = 0; i < args.length; i++) refuseImport(args[i]);
-      return construct(target, args, newTarget === checkedFunction ? target : newTarget);
+      return construct(target, checkedSources(args, isEval), newTarget === checkedFunction ? target : newTarget);
     },
   });
   const checkedFunction = checked(Function);
@@ -475,7 +488,7 @@
     const proto = getPrototypeOf(sample);
     defineProperty(proto, "constructor", { __proto__: null, value: checked(proto.constructor), writable: true, enumerable: false, configurable: true });
   }
-  G.eval = checked(indirectEval);
+  G.eval = checked(indirectEval, true);
   const bind = preambleFactory(natives);
   // The texts the limits say, sent by the host with the first run (see `main.js`).
   let texts = null;
