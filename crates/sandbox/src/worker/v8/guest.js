@@ -450,10 +450,10 @@
   // a whole, where QuickJS would refuse the call when it runs; so is such text in a string, and
   // a method named `import` (`x.import(`: no `.` exempts it, or `...import(` would pass).
   const IMPORT_CALL = /(?:^|[^\w$])import(?:\s|\/\*[\s\S]*?\*\/|(?:\/\/|<!--|-->)[^\n\r\u2028\u2029]*)*\(/;
-  const NO_MODULES_FALLBACK = "import() is not available in the sandbox: there are no modules.";
   const refuseImport = (source) => {
     if (typeof source === "string" && apply(regexpExec, IMPORT_CALL, [source]) !== null) {
-      throw new TypeErrorCtor(texts === null ? NO_MODULES_FALLBACK : texts.noModules);
+      // `texts` came with the run, before any of its code.
+      throw new TypeErrorCtor(texts.noModules);
     }
   };
   const construct = Reflect.construct;

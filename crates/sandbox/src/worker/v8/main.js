@@ -81,21 +81,24 @@ let knownBackends = [];
 // its `workerData`, so no message of a run passes through a spawner.
 const PREWARM = 4;
 const SPAWNERS = 2;
+// How every isolate is made, here and in a spawner (whose source includes this function's).
+const isolateOptions = (port, heapMb) => ({
+  eval: true,
+  workerData: { port },
+  transferList: [port],
+  resourceLimits: { maxOldGenerationSizeMb: heapMb },
+  stdout: false,
+  stderr: false,
+});
 const spawnerSource = `
 import { Worker } from "node:worker_threads";
+const isolateOptions = ${isolateOptions};
 let source = "";
 const isolates = new Map();
 self.onmessage = ({ data }) => {
   if (data.t === "source") source = data.source;
   else if (data.t === "make") {
-    const worker = new Worker(source, {
-      eval: true,
-      workerData: { port: data.port },
-      transferList: [data.port],
-      resourceLimits: { maxOldGenerationSizeMb: data.heapMb },
-      stdout: false,
-      stderr: false,
-    });
+    const worker = new Worker(source, isolateOptions(data.port, data.heapMb));
     isolates.set(data.key, worker);
     worker.on("error", (error) => self.postMessage({ t: "error", key: data.key, code: error && error.code, message: String(error && error.message) }));
     worker.on("exit", () => isolates.delete(data.key));
@@ -130,7 +133,7 @@ let warming = 0;
 const startIsolate = (heapMb, how) => {
   const { port1, port2 } = new MessageChannel();
   const ahead = how === "ahead";
-  const entry = { key: nextIsolateKey++, port: port1, heapMb, worker: null, spawner: null, warm: false, onMessage: null, onError: null };
+  const entry = { key: nextIsolateKey++, port: port1, worker: null, spawner: null, warm: false, onMessage: null, onError: null };
   const leaveWarming = () => {
     if (ahead && !entry.warm) {
       entry.warm = true;
@@ -151,15 +154,15 @@ const startIsolate = (heapMb, how) => {
       leaveWarming();
     }
   };
-  entry.stop = () => {
-    spawned.delete(entry.key);
-    port1.close();
-    if (entry.worker !== null) entry.worker.terminate();
-    else entry.spawner.postMessage({ t: "kill", key: entry.key });
-  };
+  // A run that ended on its own lets its isolate go (it closes itself); one stopped here ends it.
   entry.forget = () => {
     spawned.delete(entry.key);
     port1.close();
+  };
+  entry.stop = () => {
+    entry.forget();
+    if (entry.worker !== null) entry.worker.terminate();
+    else entry.spawner.postMessage({ t: "kill", key: entry.key });
   };
   port1.on("message", (data) => {
     if (ahead && !entry.warm && data !== null && typeof data === "object") {
@@ -172,14 +175,7 @@ const startIsolate = (heapMb, how) => {
     if (entry.onMessage) entry.onMessage(data);
   });
   if (how === "here") {
-    entry.worker = new Worker(workerSource, {
-      eval: true,
-      workerData: { port: port2 },
-      transferList: [port2],
-      resourceLimits: { maxOldGenerationSizeMb: heapMb },
-      stdout: false,
-      stderr: false,
-    });
+    entry.worker = new Worker(workerSource, isolateOptions(port2, heapMb));
     entry.worker.on("error", (error) => entry.failed(error));
   } else {
     if (ahead) warming++;
