@@ -226,16 +226,7 @@ ENCODINGS = [
 TABLES = {"depth": DEPTH, "size": SIZE, "count": COUNT, "time": TIME, "channels": CHANNELS, "ambient": AMBIENT, "encodings": ENCODINGS}
 
 
-# Known gap (issue 33, SECURITY.md "The V8 engine"): while the time table's loops run on V8, the
-# Deno worker the neighbours share sometimes stops answering (its output closes) and the
-# neighbours' executions on it fail with an internal error; every case itself is contained.
-# The cause is not found yet, so the table is left out on V8 rather than made to accept it.
-V8_TIME_GAP = "V8: a worker is sometimes lost during the time table (issue 33, cause not found yet)"
-CLASSES = [
-    pytest.param(name, engine, marks=[pytest.mark.skip(reason=V8_TIME_GAP)] if (name, engine) == ("time", "v8") else [], id=f"{name}-{engine}")
-    for engine in ["quickjs", "v8"]
-    for name in TABLES
-]
+CLASSES = [pytest.param(name, engine, id=f"{name}-{engine}") for engine in ["quickjs", "v8"] for name in TABLES]
 
 
 @pytest.mark.timeout(600)

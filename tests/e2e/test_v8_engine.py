@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from conftest import DENO, SANDGATE, HttpServer, auth_headers, reference_servers, structured, write_config
 
@@ -132,3 +133,38 @@ async def test_on_v8_a_loop_and_a_heap_past_their_limits_stop_and_the_gateway_go
         assert buffers["error"]["kind"] == "memory" and "ArrayBuffer" in buffers["error"]["message"], buffers
         assert (await neighbour)["result"] == "neighbour"
         assert (await run(client, "return 'still serving';"))["result"] == "still serving"
+
+
+async def test_on_v8_stopped_runs_lose_no_worker_when_the_gateway_logs_to_a_file(tmp_path):
+    """Runs stopped while they wait (their deadline) and runs that end on their own, beside a
+    neighbour, with the gateway's standard error a regular file. Workers may create no file
+    (`RLIMIT_FSIZE` 0), so a worker writing to that file would be killed by the kernel, and the
+    neighbour with it: the host gives each worker a pipe of its own and logs what comes through
+    it, and the V8 worker has nothing to say (stopping an isolate once made Deno print an
+    uncaught error from inside it)."""
+    path = config(tmp_path, '\n[profiles.default]\ntools = ["*"]\nengine = "v8"\n')
+    log_path = tmp_path / "gateway.log"
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(path)])
+    with open(log_path, "w") as log:
+        async with Client(stdio_client(params, errlog=log), mode="legacy", read_timeout_seconds=60) as client:
+            stop = asyncio.Event()
+            answers: list = []
+
+            async def neighbour():
+                while not stop.is_set():
+                    answers.append(await client.call_tool("call_tool_chain", {"code": "await new Promise((r) => setTimeout(r, 50)); return 'mine';"}))
+
+            beside = asyncio.create_task(neighbour())
+            try:
+                for _ in range(6):
+                    waiting = await failed(client, "await new Promise((r) => setTimeout(r, 1e9));", timeout_ms=300)
+                    assert waiting["error"]["kind"] == "timeout", waiting
+                    never = await failed(client, "await new Promise(() => {});")
+                    assert never["error"]["kind"] == "runtime", never
+            finally:
+                stop.set()
+                await beside
+    wrong = [a.content for a in answers if a.is_error or (a.structured_content or {}).get("result") != "mine"]
+    assert answers and not wrong, f"{len(wrong)} of {len(answers)} neighbour answers wrong: {wrong[:3]}"
+    said = log_path.read_text()
+    assert "sandbox worker" not in said and "Uncaught" not in said, said[-3000:]

@@ -227,3 +227,29 @@ async fn require_lockdown_refuses_a_worker_without_every_protection() {
         .expect("allowed when not required");
     assert!(!sb.protections().all_active());
 }
+
+#[tokio::test]
+async fn a_worker_writes_to_a_pipe_of_its_own_that_the_host_drains() {
+    // A worker may create no file (`RLIMIT_FSIZE` 0), so writing to the gateway's standard
+    // error, when that is a regular file, would get it killed: each worker's goes to a pipe the
+    // host reads. The stand-in writes 1 MiB there before it reports ready, which only a
+    // drained pipe takes.
+    use std::os::unix::fs::MetadataExt;
+    let host = std::fs::metadata("/proc/self/fd/2").expect("the test's standard error");
+    let mut config = PoolConfig::new(python());
+    config.args = vec![
+        fixture("noisy_worker.py"),
+        format!("{}:{}", host.dev(), host.ino()),
+    ];
+    config.workers = 1;
+    config.max_workers = 1;
+    let sb = tokio::time::timeout(Duration::from_secs(10), Sandbox::start(config))
+        .await
+        .expect("the worker was not left blocked on a full pipe")
+        .expect("sandbox");
+    assert!(
+        sb.protections().all_active(),
+        "the worker's standard error is not the host's: {:?}",
+        sb.protections()
+    );
+}

@@ -358,7 +358,8 @@ pub(crate) async fn spawn(
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        // A pipe of its own, never the gateway's (see `stderr`).
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         // A group of its own: a Ctrl-C in the gateway's terminal reaches the gateway, which
         // cancels and stops its workers, rather than killing them under running executions.
@@ -384,6 +385,9 @@ pub(crate) async fn spawn(
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(spawn_error(std::io::Error::other("no pipes")));
     };
+    if let Some(stderr) = child.stderr.take() {
+        super::stderr::relay(stderr, child.id());
+    }
     let output = WorkerOutput::new(stdout).map_err(spawn_error)?;
     let input =
         WorkerInput::new(stdin.into_owned_fd().map_err(spawn_error)?).map_err(spawn_error)?;

@@ -5,6 +5,7 @@
 //! | [`Pool::run`] | admits an execution (or answers `busy`, naming the limit), picks a worker, and drives the run |
 //! | `handle` | one worker process: its input, its output, its routes from runs to executions, its control page |
 //! | `drive` | serving one execution: its calls through the [`Bridge`], its logs, its end |
+//! | `stderr` | a worker's standard error: a pipe of its own, drained into the gateway's log |
 //! | the watchdog | kills a worker stuck in one turn past every deadline on it, notices exits, keeps the base count, ends retired workers |
 //!
 //! **Dispatch.** An execution goes to the worker with the fewest executions in flight among
@@ -28,6 +29,7 @@
 mod drive;
 mod handle;
 pub(crate) mod output;
+mod stderr;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

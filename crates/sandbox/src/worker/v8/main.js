@@ -80,6 +80,8 @@ let knownBackends = [];
 // Either way the isolate talks to this thread over a `MessagePort` of its own, handed over in
 // its `workerData`, so no message of a run passes through a spawner.
 const PREWARM = 4;
+// How long an isolate whose run has ended may take to close itself before it is terminated.
+const LINGER_MS = 5000;
 const SPAWNERS = 2;
 // How every isolate is made, here and in a spawner (whose source includes this function's).
 const isolateOptions = (port, heapMb) => ({
@@ -133,7 +135,7 @@ let warming = 0;
 const startIsolate = (heapMb, how) => {
   const { port1, port2 } = new MessageChannel();
   const ahead = how === "ahead";
-  const entry = { key: nextIsolateKey++, port: port1, worker: null, spawner: null, warm: false, onMessage: null, onError: null };
+  const entry = { key: nextIsolateKey++, port: port1, worker: null, spawner: null, warm: false, released: false, onMessage: null, onError: null };
   const leaveWarming = () => {
     if (ahead && !entry.warm) {
       entry.warm = true;
@@ -144,6 +146,7 @@ const startIsolate = (heapMb, how) => {
   };
   entry.failed = (error) => {
     spawned.delete(entry.key);
+    if (entry.released) return;
     if (entry.onError) entry.onError(error);
     else {
       // An isolate that fails before any run is sandgate's fault: say so on stderr (the
@@ -154,15 +157,30 @@ const startIsolate = (heapMb, how) => {
       leaveWarming();
     }
   };
-  // A run that ended on its own lets its isolate go (it closes itself); one stopped here ends it.
-  entry.forget = () => {
-    spawned.delete(entry.key);
-    port1.close();
-  };
-  entry.stop = () => {
-    entry.forget();
+  // The port here is never closed while its isolate lives: Deno's code in the isolate would
+  // then dispatch a `close` event made with the global `Event`, which the guest deleted, and
+  // the isolate would die of an uncaught error written to standard error. The port closes by
+  // itself once the isolate is gone.
+  let closed = false;
+  port1.on("close", () => { closed = true; });
+  const terminate = () => {
     if (entry.worker !== null) entry.worker.terminate();
     else entry.spawner.postMessage({ t: "kill", key: entry.key });
+  };
+  // A run that ended on its own lets its isolate go: the isolate closes itself, and one that
+  // has not within `LINGER_MS` (it should not happen) is terminated.
+  entry.forget = () => {
+    spawned.delete(entry.key);
+    entry.onMessage = null;
+    entry.onError = null;
+    entry.released = true;
+    setTimeout(() => { if (!closed) terminate(); }, LINGER_MS);
+  };
+  // A run stopped here (its deadline, the host's `Cancel`, a failure) has its isolate
+  // terminated, which stops even a loop.
+  entry.stop = () => {
+    entry.forget();
+    terminate();
   };
   port1.on("message", (data) => {
     if (ahead && !entry.warm && data !== null && typeof data === "object") {
