@@ -105,18 +105,19 @@ async def timed_call(client, code: str, read) -> tuple[float, object]:
 
 async def measure(name: str, params: StdioServerParameters, read, rounds: int, answers: dict, pace: float) -> dict:
     """Median milliseconds per workload, with `pace` seconds between calls (not counted); each
-    answer must match the first system's."""
+    answer must match the first system's. Every call's text is its own (a comment numbers it),
+    as an agent's scripts differ: no engine serves a call from a cache of the same source."""
     medians = {}
     async with Client(params, mode="legacy", read_timeout_seconds=120) as client:
         for workload, code, expected in WORKLOADS:
-            _, warm = await timed_call(client, code, read)
+            _, warm = await timed_call(client, f"{code}\n// warm-up", read)
             want = expected if expected is not None else answers.setdefault(workload, warm)
             if warm != want:
                 raise SystemExit(f"{name} answered {workload} with {warm!r}, expected {want!r}")
             walls = []
-            for _ in range(rounds):
+            for call in range(rounds):
                 await asyncio.sleep(pace)
-                wall, value = await timed_call(client, code, read)
+                wall, value = await timed_call(client, f"{code}\n// call {call}", read)
                 if value != want:
                     raise SystemExit(f"{name} answered {workload} with {value!r}, expected {want!r}")
                 walls.append(wall * 1000)

@@ -203,6 +203,12 @@ AMBIENT = [
     Case("no natives on the global object", "return Object.getOwnPropertyNames(globalThis).filter(k => /^(natives|call|callHost|log|setTimer|toolsOf|require|process|Deno|fetch|std|os)$/.test(k))", kind=None, check=result_is([])),
     Case("replaced builtins receive no closure of ours", "const got = []; const m = Array.prototype.map; Array.prototype.map = function (f) { got.push(String(f).slice(0, 20)); return m.call(this, f) }; const j = JSON.stringify; JSON.stringify = function (v, r) { if (r) got.push('replacer'); return j(v, r) }; console.log({a: 1}, [2]); try { await everything.echo(5) } catch (e) {} new URLSearchParams('a=1').getAll('a'); return got", kind=None, check=result_is([])),
     Case("the Function constructor stays inside", "return new Function('return typeof process + typeof require')()", kind=None, check=result_is("undefinedundefined")),
+    Case("no Atomics.waitAsync (its timeout would run code after the execution)", "return typeof Atomics.waitAsync", kind=None, check=result_is("undefined")),
+    Case("an error at the stack's edge inside a native is the guest's own",
+         "let caught = null; const deep = () => { try { console.log('x'); deep(); } catch (e) { if (caught === null) caught = e; } }; deep();"
+         " const F = caught.constructor.constructor; return [caught instanceof RangeError, F === Function, F('return globalThis')() === globalThis]",
+         kind=None, check=result_is([True, True, True])),
+    Case("the bootstrap's names are gone", "return Object.getOwnPropertyNames(globalThis).filter(k => /^(host|__SG_GUEST|__SG_PREAMBLE|__SG_WEB|module|exports|__dirname|__filename)$/.test(k))", kind=None, check=result_is([])),
 ]
 
 ENCODINGS = [

@@ -443,3 +443,107 @@ async fn a_run_queued_behind_a_computing_step_moves_to_a_free_worker_and_runs_on
     let computing = computing.await.expect("joined");
     assert_eq!(value(&computing), json!("done"));
 }
+
+#[tokio::test]
+async fn code_an_execution_leaves_running_never_holds_up_the_next() {
+    // On V8 an isolate serves one execution after another, each in a fresh context. One whose
+    // code goes on after its result (a loop of microtasks) is not given the next run: the
+    // isolate goes back only once it answers between tasks, which this one never does, and it
+    // is ended. (QuickJS runs every job before the result, so there the first run times out.)
+    let sb = one_worker().await;
+    let short = Limits {
+        wall_ms: 1_000,
+        ..Limits::default()
+    };
+    for round in 0..3 {
+        let leaver = run_with(
+            &sb,
+            "(async () => { for (;;) await null; })(); return 'left';",
+            short,
+        )
+        .await;
+        if on_v8() {
+            assert_eq!(value(&leaver), json!("left"));
+        } else {
+            assert_eq!(leaver.error.map(|e| e.kind), Some(ErrorKind::Timeout));
+        }
+        let next = run_with(
+            &sb,
+            "await new Promise((r) => setTimeout(r, 5)); return 'next';",
+            short,
+        )
+        .await;
+        assert_eq!(
+            value(&next),
+            json!("next"),
+            "round {round}: {:?}",
+            next.error
+        );
+    }
+}
+
+#[tokio::test]
+async fn cleanup_callbacks_run_while_their_execution_does() {
+    // A FinalizationRegistry's callbacks run when the collector gets to them. On V8 an isolate
+    // serves one execution after another, so the guest's callbacks are gated to its own
+    // execution's life (`guest.js`); within it they are called as on any engine.
+    let sb = one_worker().await;
+    let code = r#"
+        let called = 0;
+        const registry = new FinalizationRegistry(() => { called++; });
+        for (let i = 0; i < 20000; i++) registry.register({ i, pad: new Array(8).fill(i) }, i);
+        for (let round = 0; round < 50 && called === 0; round++) {
+            const junk = [];
+            for (let i = 0; i < 20000; i++) junk.push({ i, pad: new Array(8).fill(i) });
+            await new Promise((r) => setTimeout(r, 10));
+        }
+        return [called > 0, registry instanceof FinalizationRegistry];
+    "#;
+    assert_eq!(value(&run(&sb, code).await), json!([true, true]));
+}
+
+/// The threads of a process, from `/proc`.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn after_a_burst_a_worker_keeps_only_a_few_ready() {
+    // On V8 each execution in flight holds an isolate (a thread of the Deno process) and a
+    // finished one is kept for the next run: after a burst only a few stay, the rest end.
+    let sb = one_worker().await;
+    assert_eq!(value(&run(&sb, "return 1;").await), json!(1));
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let pid = sb.workers()[0].pid.expect("a running worker has a pid");
+    let before = threads_of(pid);
+    let burst = (0..30).map(|_| {
+        run_with(
+            &sb,
+            "await new Promise((r) => setTimeout(r, 300)); return 'done';",
+            Limits {
+                wall_ms: 20_000,
+                ..Limits::default()
+            },
+        )
+    });
+    for result in join_all(burst).await {
+        assert_eq!(value(&result), json!("done"), "{:?}", result.error);
+    }
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    assert_eq!(sb.workers()[0].pid, Some(pid), "the same worker");
+    let after = threads_of(pid);
+    // At most 8 ready isolates (4 were before), and a few threads of Deno's own that a burst
+    // starts; the 30 isolates the burst used would be 26 more.
+    assert!(
+        before > 0 && after <= before + 10,
+        "{before} threads before the burst of 30, {after} after it"
+    );
+}

@@ -1,48 +1,33 @@
-// sandgate's V8 guest: the bootstrap of one Deno Worker, which runs exactly one execution and
-// is then terminated. It is the V8 twin of the QuickJS engine's Rust natives
-// (`engine/natives.rs`, `engine/mod.rs`): the same preamble (`engine/preamble.js`) and web
-// basics (`engine/web.js`) get the same natives, here as closures over state no guest code can
-// reach, and enforce the same limits with the same words.
+// sandgate's V8 guest: the bootstrap of one execution, run first in a fresh V8 context of its
+// own (`shell.js` makes one per execution). It is the V8 twin of the QuickJS engine's Rust
+// natives (`engine/natives.rs`, `engine/mod.rs`): the same preamble (`engine/preamble.js`) and
+// web basics (`engine/web.js`) get the same natives, here as closures over state no guest code
+// can reach, and enforce the same limits with the same words.
 //
-// Before the preamble runs, the worker's global is cut down to what the QuickJS guest has:
-// every Deno and web global the QuickJS engine lacks is deleted (`Deno`, `fetch`, `Worker`,
-// `BroadcastChannel`, `WebAssembly`, `postMessage`, `require`, ...), from the global and its
-// prototypes, so the channel to the host (a `MessagePort`) is held only by this file's
-// closures. `__SG_PREAMBLE` and `__SG_WEB` are the two
+// `main.js` wraps this file in a function of the shell's functions (`host`) that returns the
+// run's entry point: the shell hands it each message from `main.js`, as text. Before the
+// preamble runs, the context's global is cut down to what the QuickJS guest has. The shell's
+// functions belong to another realm: they are kept in closures here, take and give back only
+// primitives, and are called through `across`, which lets no exception of that realm through
+// (an error object of it would lead back there). `__SG_PREAMBLE` and `__SG_WEB` are the two
 // factories `main.js` puts in front of this file.
-"use strict";
 {
   const G = globalThis;
   // ---- captured before anything is deleted -------------------------------------------
-  // The channel to `main.js`: the `MessagePort` it handed over in `workerData` (the isolate
-  // may have been started by the spawner thread, so the worker scope's own `postMessage`
-  // would reach the spawner, not `main.js`). Only its web methods are used (Deno's web code,
-  // which no change the guest makes to builtins reaches), not Node's event-emitter ones, which
-  // iterate with the guest's own `Array.prototype`.
-  const port = G.require("node:worker_threads").workerData.port;
-  const post = port.postMessage.bind(port);
-  const listenPort = port.addEventListener.bind(port);
-  const startPort = port.start.bind(port);
-  const listen = G.addEventListener.bind(G);
-  // Each message is handled in a task of its own (Node's `setImmediate`), not inside the
-  // port's event: V8 stopping an isolate at its heap limit is reported (as the run's `memory`
-  // end) only for code that runs in a task; inside a port's event the isolate would hang.
-  const nativeSetImmediate = G.setImmediate;
-  const closeSelf = typeof G.close === "function" ? G.close.bind(G) : () => {};
-  // Timers are kept by `main.js`, which sends `fire` when one is due: the worker's own
-  // `setTimeout` is Node's here, whose code runs on builtins the guest can replace.
+  const hostPost = host.post;
+  const hostDone = host.done;
+  const hostRandom = host.random;
+  const hostHeap = host.heap;
+  const hostUrl = host.url;
   const dueCallbacks = { __proto__: null };
   let nextDue = 0;
   const nativeSetTimeout = (callback, ms) => {
     const id = ++nextDue;
     dueCallbacks[id] = callback;
-    post({ t: "timer", id, ms });
+    send({ __proto__: null, t: "timer", id, ms });
     return id;
   };
   const nativeClearTimeout = (id) => { delete dueCallbacks[id]; };
-  const getRandomValues = G.crypto.getRandomValues.bind(G.crypto);
-  const NativeURL = G.URL;
-  const memoryUsage = G.Deno && typeof G.Deno.memoryUsage === "function" ? G.Deno.memoryUsage : () => ({ heapUsed: 0 });
   const indirectEval = G.eval;
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;
@@ -86,28 +71,15 @@
     Uint16Array: 1, Int32Array: 1, Uint32Array: 1, BigInt64Array: 1, BigUint64Array: 1, Float32Array: 1,
     Float64Array: 1, Map: 1, Set: 1, WeakMap: 1, WeakSet: 1, WeakRef: 1, FinalizationRegistry: 1,
     ArrayBuffer: 1, SharedArrayBuffer: 1, DataView: 1, Atomics: 1, JSON: 1, Promise: 1, Reflect: 1,
-    Proxy: 1, Iterator: 1,
-    // Deno's own message loop looks it up on the global.
-    queueMicrotask: 1,
+    Proxy: 1, Iterator: 1, queueMicrotask: 1,
   };
-  // A promise rejection nobody handled is an event on the global, which ends the isolate
-  // unless it is prevented: QuickJS ignores such a rejection, and so does this.
-  listen("unhandledrejection", (event) => { event.preventDefault(); });
-  // Names only: Deno's symbols (its brand checks among them) stay, and no guest can name them.
   for (const key of ownKeys(G)) {
     if (typeof key === "string" && KEEP[key] !== 1) deleteProperty(G, key);
   }
-  // The global's prototypes (the worker scope's and `EventTarget`'s) keep only what Deno's own
-  // event delivery looks up on the global: `dispatchEvent` and the listener methods. The guest
-  // can reach no `Event` to dispatch, and no listener of ours to remove.
-  const EVENTS = { __proto__: null, constructor: 1, dispatchEvent: 1, addEventListener: 1, removeEventListener: 1 };
-  for (let proto = getPrototypeOf(G); proto !== null && proto !== ObjectProto; proto = getPrototypeOf(proto)) {
-    for (const key of ownKeys(proto)) {
-      if (typeof key === "string" && EVENTS[key] !== 1) deleteProperty(proto, key);
-    }
-  }
   // `SharedArrayBuffer` stays (QuickJS has it too): with no worker and no `postMessage`, nothing
-  // can share it.
+  // can share it. `Atomics.waitAsync` goes (QuickJS lacks it): its timeout would run this
+  // execution's code after it ended, while the isolate serves the next.
+  deleteProperty(Atomics, "waitAsync");
 
   // ---- the run's state: closures only ------------------------------------------------
   let run = null;
@@ -146,7 +118,48 @@
     return stringifyJson(repair(parseJson(json)));
   };
 
-  const send = (message) => { post(message); };
+  // Calls a function of the shell's realm; any exception there (its stack or memory running
+  // out) becomes one of this realm.
+  const across = (f, args) => {
+    try {
+      return apply(f, undefined, args);
+    } catch (_) {
+      throw new RangeErrorCtor("Maximum call stack size exceeded");
+    }
+  };
+  // Messages to `main.js` are text made here, not by `JSON.stringify` of an object (which asks
+  // every object, through its prototype, for a `toJSON` the guest may have put there): each
+  // value is a string, a number, a boolean, null, or an array or object made in this file,
+  // read by its own keys.
+  const encode = (value) => {
+    if (typeof value === "string") return stringifyJson(value);
+    if (typeof value === "number") return isFiniteNumber(value) ? StringCtor(value) : "null";
+    if (typeof value === "boolean") return value ? "true" : "false";
+    if (value === null || typeof value !== "object") return "null";
+    let out;
+    if (isArray(value)) {
+      out = "[";
+      for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + encode(value[i]);
+      return out + "]";
+    }
+    const keys = ownKeys(value);
+    out = "{";
+    let first = true;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (typeof key !== "string" || value[key] === undefined) continue;
+      out += (first ? "" : ",") + stringifyJson(key) + ":" + encode(value[key]);
+      first = false;
+    }
+    return out + "}";
+  };
+  const send = (message) => { across(hostPost, [encode(message)]); };
+  const heapUsed = () => across(hostHeap, [false]);
+  // The isolate's heap as the run found it: an isolate serves runs one after another, and what
+  // an earlier one left is not yet collected, so a run counts only what its heap grew by.
+  let heapBase = 0;
+  const runHeap = () => mathMax(0, heapUsed() - heapBase);
+  const heapCommitted = () => across(hostHeap, [true]);
 
   // ---- natives for the preamble ---------------------------------------------------------
   const refusal = (isTool, index, bytes) => {
@@ -154,7 +167,7 @@
       const name = isTool && tools[index] ? `${tools[index].backend}.${tools[index].name}` : (isTool ? "this call" : "this host function");
       return ["tool_failed", texts.argumentsTooLarge(name, bytes, limits.max_call_args_bytes)];
     }
-    const heap = memoryUsage().heapUsed;
+    const heap = runHeap();
     if (pendingArgsBytes + bytes + heap > limits.memory_bytes) {
       return ["memory", `out of memory: the arguments of this execution's waiting calls (${pendingArgsBytes + bytes} bytes, this one included) and its heap would pass its ${limits.memory_bytes / 1048576 | 0} MiB limit`];
     }
@@ -302,21 +315,20 @@
   };
   const randomBytes = (n) => {
     const bytes = new Uint8ArrayCtor(mathMin(n >>> 0, 65536));
-    getRandomValues(bytes);
+    across(hostRandom, [bytes]);
     const out = [];
     for (let i = 0; i < bytes.length; i++) out[i] = bytes[i];
     return out;
   };
   const parseUrl = (href, base) => {
-    let url;
-    try {
-      url = base === null || base === undefined ? new NativeURL(href) : new NativeURL(href, base);
-    } catch (error) {
-      throw new TypeErrorCtor(`Invalid URL ${stringifyJson(href)}: ${error.message}`);
+    const text = across(hostUrl, base === null || base === undefined ? [StringCtor(href)] : [StringCtor(href), StringCtor(base)]);
+    if (typeof text !== "string" || text[0] === "!") {
+      throw new TypeErrorCtor(`Invalid URL ${stringifyJson(href)}: ${typeof text === "string" ? apply(stringSlice, text, [1]) : "unreadable"}`);
     }
+    const p = parseJson(text);
     return {
-      href: url.href, origin: url.origin, protocol: url.protocol, username: url.username, password: url.password,
-      host: url.host, hostname: url.hostname, port: url.port, pathname: url.pathname, search: url.search, hash: url.hash,
+      href: p[0], origin: p[1], protocol: p[2], username: p[3], password: p[4],
+      host: p[5], hostname: p[6], port: p[7], pathname: p[8], search: p[9], hash: p[10],
     };
   };
   const toolsOf = (b) => {
@@ -440,6 +452,18 @@
   };
   for (const name of ["slice", "transfer", "transferToFixedLength"]) guardMethod(ArrayBuffer.prototype, name, (made) => made);
   for (const name of ["slice", "map", "filter", "toReversed", "toSorted", "with"]) guardMethod(TypedArrayProto, name, (made) => apply(bufferOf, made, []));
+  // A cleanup callback runs when the collector gets to it, which may be after this execution
+  // ended, while the isolate serves the next: the guest's run only while its execution does.
+  const guardedRegistry = new ProxyCtor(FinalizationRegistry, {
+    __proto__: null,
+    construct(target, args, newTarget) {
+      const callback = args[0];
+      const gated = typeof callback === "function" ? [(held) => { if (!finished) apply(callback, undefined, [held]); }] : args;
+      return construct(target, gated, newTarget === guardedRegistry ? target : newTarget);
+    },
+  });
+  G.FinalizationRegistry = guardedRegistry;
+  defineProperty(FinalizationRegistry.prototype, "constructor", { __proto__: null, value: guardedRegistry, writable: true, enumerable: false, configurable: true });
   // ---- no modules -----------------------------------------------------------------------
   // QuickJS's engine refuses every `import()` in its module loader. Deno's would load `node:`
   // built-ins and `data:` modules, and offers no hook, so the source of every script is checked
@@ -560,10 +584,9 @@
     if (finished) return;
     finished = true;
     sendDroppedLogs();
-    send({ t: "done", outcome, memory: memoryUsage().heapUsed, calls: callsMade });
-    // The isolate ends itself once its last message is out (Deno's own `close`, which lets
-    // its event loop finish); being terminated from outside is for runs that must be stopped.
-    closeSelf();
+    send({ t: "done", outcome, memory: runHeap(), calls: callsMade });
+    // The shell lets go of this context: nothing more reaches it.
+    across(hostDone, []);
   };
   const settleRun = (value) => {
     const where = promiseIn(value);
@@ -612,8 +635,7 @@
         // The heap as the first check found it (a collection may free the dropped data before
         // the last), committed or used.
         if (idleChecks === 0) {
-          const usage = memoryUsage();
-          heapAtFirstCheck = mathMax(usage.heapUsed, usage.heapTotal);
+          heapAtFirstCheck = mathMax(heapUsed(), heapCommitted());
         }
         idleChecks++;
         if (idleChecks < 3) return scheduleStallCheck(true);
@@ -625,6 +647,7 @@
 
   // ---- messages from main.js -------------------------------------------------------------
   const start = (message) => {
+    heapBase = heapUsed();
     run = message.run;
     limits = message.limits;
     texts = makeTexts(message.texts);
@@ -703,14 +726,16 @@
     }
     return out;
   };
-  // A message from `main.js`. Nothing may escape: a fault of ours ends the run with an
-  // internal error instead.
-  const handle = (message) => {
+  // A message from `main.js`, as text after the shell's one-letter tag. Nothing may escape: a
+  // fault of ours ends the run with an internal error instead. Replies and timers name their
+  // run, and only this context's run is served.
+  const handle = (text) => {
     try {
+      const message = parseJson(apply(stringSlice, text, [1]));
       if (message === null || typeof message !== "object") return;
       if (message.t === "run" && run === null) start(message);
-      else if (message.t === "ping" && run === null) post({ t: "pong" });
-      else if (message.t === "reply" && run !== null) reply(message);
+      else if (run === null || message.run !== run) return;
+      else if (message.t === "reply") reply(message);
       else if (message.t === "fire") {
         const callback = dueCallbacks[message.id];
         if (callback !== undefined) {
@@ -724,10 +749,5 @@
       finish({ err: { kind: "internal", name: "InternalError", message: `the V8 guest failed: ${text}`, stack: "" } });
     }
   };
-  listenPort("message", (event) => {
-    const message = event.data;
-    nativeSetImmediate(() => handle(message));
-  });
-  startPort();
-  post({ t: "ready" });
+  return handle;
 }

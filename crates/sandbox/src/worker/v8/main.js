@@ -1,29 +1,34 @@
 // sandgate's V8 worker process: the main thread of a locked-down Deno, which speaks the worker
 // frame protocol (`wire/protocol.rs`) on stdin and stdout, exactly as the QuickJS worker does,
-// and runs each execution in a Deno Worker of its own: a fresh V8 isolate that is terminated
-// when the execution ends. No guest code runs on this thread, so it always answers: it stops a
-// run at its deadline or on the host's `Cancel` by terminating the run's isolate, even one
-// stuck in a loop.
+// and runs executions in isolates (Deno's Node-style workers, each with a heap limit of its
+// own), one execution at a time in each, every one in a fresh V8 context (`shell.js`). No guest
+// code runs on this thread, so it always answers: it stops a run at its deadline or on the
+// host's `Cancel` by terminating the run's isolate, even one stuck in a loop. An isolate whose
+// run ended on its own serves the next (up to `RUNS_PER_ISOLATE`) once it has let go of it.
 //
-// A few isolates are started ahead (`PREWARM`), by a spawner thread: an execution takes one that
-// has loaded the preamble and never ran anything, and a new one starts in the background. Deno's permissions
+// A few isolates are kept ready (`PREWARM`), started by spawner threads. Deno's permissions
 // are all denied (no `--allow-*` flag), so nothing here or in an isolate can open a file or a
 // socket, and the process itself is locked down by the launcher before Deno starts
 // (`v8/mod.rs`).
 //
-// Arguments: the protections JSON, the limit texts JSON, then the preamble, the web basics and
-// the guest bootstrap (`guest.js`) as source text.
+// Arguments: the protections JSON, the limit texts JSON, the heap in MiB, then the preamble,
+// the web basics, the guest bootstrap (`guest.js`) and the isolate shell (`shell.js`) as source
+// text.
 "use strict";
 import { MessageChannel, Worker } from "node:worker_threads";
 
-const [protectionsJson, textsJson, heapMbText, preambleSource, webSource, guestSource] = Deno.args;
+const [protectionsJson, textsJson, heapMbText, preambleSource, webSource, guestSource, shellSource] = Deno.args;
 // Each isolate's heap, in MiB: past it V8 stops that isolate alone (Node's `resourceLimits`),
 // where a process-wide limit would end the whole process.
 const HEAP_MB = Math.max(16, Number(heapMbText) || 64);
 const protections = JSON.parse(protectionsJson);
 const texts = JSON.parse(textsJson);
 const asFactory = (source) => `(function () {\n${source.replace("export default function", "return function")}\n})()`;
-const workerSource = `const __SG_PREAMBLE = ${asFactory(preambleSource)};\nconst __SG_WEB = ${asFactory(webSource)};\n${guestSource}`;
+// The guest bootstrap, run first in each execution's context: a function of the shell's
+// functions that returns the run's entry point (`guest.js`).
+const guestBootstrap = `(function (host) {\n"use strict";\nconst __SG_PREAMBLE = ${asFactory(preambleSource)};\nconst __SG_WEB = ${asFactory(webSource)};\n${guestSource}\n})`;
+// Each isolate's first script: the shell (`shell.js`), with the bootstrap as its text.
+const workerSource = `const __SG_GUEST = ${JSON.stringify(guestBootstrap)};\n${shellSource}`;
 
 
 // ---- frames --------------------------------------------------------------------------------
@@ -73,15 +78,20 @@ let knownBackends = [];
 // Isolates are started by spawner threads (web workers of this process that run no guest
 // code), since starting one takes its starter 20-40 ms: on this thread that would hold up every
 // run's messages. An isolate a spawner starts begins running about 500 ms later (Deno's nested
-// workers), so `PREWARM` are kept warm (they have answered `ready` and a `ping`), and replaced
-// once no run is in flight here, when their start takes CPU from no run. A run that finds none
+// workers), so `PREWARM` are kept ready (they have answered `ready` and a `ping`), and topped up
+// once no run is in flight here, when their start takes CPU from no run. A run takes the ready
+// isolate that served last (its code and caches are warm). A run that finds none
 // warm gets one started here when it is alone (a first run, a heap other than the default),
 // and from a spawner otherwise (a burst: this thread stays free to serve the runs in flight).
 // Either way the isolate talks to this thread over a `MessagePort` of its own, handed over in
 // its `workerData`, so no message of a run passes through a spawner.
 const PREWARM = 4;
-// How long an isolate whose run has ended may take to close itself before it is terminated.
-const LINGER_MS = 5000;
+// Ready isolates kept at most (each holds about 12 MiB).
+const MAX_IDLE = 8;
+// How long an isolate whose run ended on its own may take to let go of it before it is ended.
+const LINGER_MS = 2000;
+// Runs one isolate serves, one after another, each in a fresh context, before it is ended.
+const RUNS_PER_ISOLATE = 100;
 const SPAWNERS = 2;
 // How every isolate is made, here and in a spawner (whose source includes this function's).
 const isolateOptions = (port, heapMb) => ({
@@ -126,77 +136,118 @@ for (let i = 0; i < SPAWNERS; i++) {
 }
 let nextSpawner = 0;
 let nextIsolateKey = 1;
+// Isolates ready for a run (`idle`), and how many are on their way there: starting (`warming`)
+// or letting go of a run that ended on its own (`draining`).
 const idle = [];
 let warming = 0;
+let draining = 0;
 
 // An isolate with `heapMb` of heap, its events routed to whichever run holds it. `how`: "ahead"
 // (a spawner starts it, and it joins `idle` once warm), "spawned" (a spawner starts it for a
 // run, which holds it at once) or "here" (this thread starts it, for a run).
+//
+// Its state: "warming" (started ahead, not yet answered), "idle", "busy" (a run holds it),
+// "draining" (its run ended on its own; it joins `idle` when it answers a ping, which the shell
+// does only once the run's context is let go and its event loop turns) or "gone".
 const startIsolate = (heapMb, how) => {
   const { port1, port2 } = new MessageChannel();
-  const ahead = how === "ahead";
-  const entry = { key: nextIsolateKey++, port: port1, worker: null, spawner: null, warm: false, released: false, onMessage: null, onError: null };
-  const leaveWarming = () => {
-    if (ahead && !entry.warm) {
-      entry.warm = true;
-      warming--;
-      return true;
-    }
-    return false;
-  };
-  entry.failed = (error) => {
-    spawned.delete(entry.key);
-    if (entry.released) return;
-    if (entry.onError) entry.onError(error);
-    else {
-      // An isolate that fails before any run is sandgate's fault: say so on stderr (the
-      // operator's log).
-      console.error(`sandgate V8 worker: an isolate failed: ${error && error.message}`);
+  const entry = { key: nextIsolateKey++, port: port1, heapMb, runs: 0, worker: null, spawner: null, state: how === "ahead" ? "warming" : "busy", onMessage: null, onError: null };
+  // Leaves a state that is counted, for another.
+  const become = (state) => {
+    if (entry.state === "warming") warming--;
+    else if (entry.state === "draining") draining--;
+    else if (entry.state === "idle") {
       const at = idle.indexOf(entry);
       if (at >= 0) idle.splice(at, 1);
-      leaveWarming();
     }
+    entry.state = state;
+    if (state === "warming") warming++;
+    else if (state === "draining") draining++;
+    else if (state === "idle") idle.push(entry);
   };
-  // The port here is never closed while its isolate lives: Deno's code in the isolate would
-  // then dispatch a `close` event made with the global `Event`, which the guest deleted, and
-  // the isolate would die of an uncaught error written to standard error. The port closes by
-  // itself once the isolate is gone.
+  if (entry.state === "warming") warming++;
+  // The port here is never closed while its isolate lives (an isolate's code learns of it in
+  // a `close` event): it closes by itself once the isolate is gone.
   let closed = false;
   port1.on("close", () => { closed = true; });
-  const terminate = () => {
+  const kill = () => {
     if (entry.worker !== null) entry.worker.terminate();
     else entry.spawner.postMessage({ t: "kill", key: entry.key });
   };
-  // A run that ended on its own lets its isolate go: the isolate closes itself, and one that
-  // has not within `LINGER_MS` (it should not happen) is terminated.
-  entry.forget = () => {
+  const leave = () => {
+    if (entry.state === "gone") return false;
     spawned.delete(entry.key);
     entry.onMessage = null;
     entry.onError = null;
-    entry.released = true;
-    setTimeout(() => { if (!closed) terminate(); }, LINGER_MS);
+    become("gone");
+    return true;
+  };
+  // Ends the isolate from outside, which stops even a loop.
+  const terminate = () => {
+    if (leave()) kill();
+  };
+  // Asks an isolate between runs to end itself (the shell's `close`): a spawner busy starting
+  // others, as in a burst, would end it only once it is done with them. One that has not ended
+  // within `LINGER_MS` is ended from outside.
+  const retire = () => {
+    if (!leave()) return;
+    port1.postMessage("c");
+    setTimeout(() => { if (!closed) kill(); }, LINGER_MS);
+  };
+  entry.failed = (error) => {
+    spawned.delete(entry.key);
+    if (entry.state === "gone") return;
+    const onError = entry.onError;
+    if (entry.state === "busy" && onError) onError(error);
+    // An isolate that fails outside a run is sandgate's fault: say so on stderr (the
+    // operator's log).
+    else console.error(`sandgate V8 worker: an isolate failed: ${error && error.message}`);
+    terminate();
+  };
+  // A run that ended on its own gives its isolate back for another run, if it has the usual
+  // heap and has not served `RUNS_PER_ISOLATE`: once the shell answers a ping (it has let go of
+  // the run's context, and no code of the run is still running), within `LINGER_MS`, or the
+  // isolate is ended.
+  entry.release = () => {
+    entry.onMessage = null;
+    entry.onError = null;
+    if (entry.heapMb !== HEAP_MB || entry.runs >= RUNS_PER_ISOLATE) return retire();
+    become("draining");
+    port1.postMessage("p");
+    setTimeout(() => { if (entry.state === "draining") terminate(); }, LINGER_MS);
   };
   // A run stopped here (its deadline, the host's `Cancel`, a failure) has its isolate
   // terminated, which stops even a loop.
-  entry.stop = () => {
-    entry.forget();
-    terminate();
+  entry.stop = terminate;
+  entry.retire = retire;
+  entry.idle = () => become("idle");
+  entry.take = () => {
+    become("busy");
+    entry.runs++;
   };
-  port1.on("message", (data) => {
-    if (ahead && !entry.warm && data !== null && typeof data === "object") {
-      // Warming: `ready`, then a `ping` (which runs its receiving code once, so a run's first
-      // message finds it compiled: about a millisecond), then warm.
-      if (data.t === "ready") port1.postMessage({ t: "ping" });
-      else if (data.t === "pong" && leaveWarming()) idle.push(entry);
+  port1.on("message", (text) => {
+    if (entry.state === "gone" || typeof text !== "string") return;
+    let data;
+    try {
+      data = JSON.parse(text);
+    } catch (_) {
       return;
     }
-    if (entry.onMessage) entry.onMessage(data);
+    if (data === null || typeof data !== "object") return;
+    if (entry.state === "warming" || entry.state === "draining") {
+      // Warming: `ready`, then a `ping` (which runs its receiving code once, so a run's first
+      // message finds it compiled: about a millisecond), then idle.
+      if (data.t === "ready") port1.postMessage("p");
+      // After a burst, only so many are kept: the rest end, and their memory with them.
+      else if (data.t === "pong") ready(entry);
+      return;
+    }
+    if (entry.state === "busy" && entry.onMessage) entry.onMessage(data);
   });
   if (how === "here") {
     entry.worker = new Worker(workerSource, isolateOptions(port2, heapMb));
     entry.worker.on("error", (error) => entry.failed(error));
   } else {
-    if (ahead) warming++;
     entry.spawner = spawners[nextSpawner];
     nextSpawner = (nextSpawner + 1) % spawners.length;
     spawned.set(entry.key, entry);
@@ -204,20 +255,69 @@ const startIsolate = (heapMb, how) => {
   }
   return entry;
 };
-// The isolate for a run (`alone`: no other run is in flight here).
-const takeIsolate = (heapMb, alone) => {
-  if (heapMb === HEAP_MB && idle.length > 0) {
-    const entry = idle.shift();
-    if (idle.length === 0 && warming === 0) refill();
-    return entry;
+// Runs waiting for a ready isolate, oldest first (a burst: each gets the next isolate that is
+// ready, a new one or one whose run has ended). Ended runs are skipped when their turn comes.
+const waiting = [];
+// Isolates started for waiting runs at most at once: enough to keep the spawners busy, few
+// enough that a burst does not queue a start for every run (isolates freed by runs that end
+// serve the rest).
+const STARTING_FOR_WAITING = 8;
+
+// Hands a run its isolate and sends it the run.
+const give = (state, entry) => {
+  state.isolate = entry;
+  entry.onMessage = (data) => fromGuest(state.run, state, data);
+  entry.onError = (error) => {
+    const memory = error && error.code === "ERR_WORKER_OUT_OF_MEMORY";
+    end(state.run, {
+      Err: memory
+        ? { kind: "memory", name: "InternalError", message: `out of memory: the execution used up its ${entry.heapMb} MiB heap`, stack: "" }
+        : { kind: "internal", name: "InternalError", message: `the V8 isolate failed: ${error && error.message}`, stack: "" },
+    });
+  };
+  entry.port.postMessage(state.message);
+  state.message = null;
+};
+// An isolate that became ready: the oldest waiting run's, else kept (up to `MAX_IDLE`).
+const ready = (entry) => {
+  while (waiting.length > 0) {
+    const state = runs.get(waiting.shift());
+    if (state !== undefined && state.isolate === null) {
+      entry.take();
+      give(state, entry);
+      startForWaiting();
+      return;
+    }
   }
-  return startIsolate(heapMb, alone ? "here" : "spawned");
+  if (entry.state === "draining" && idle.length >= MAX_IDLE) entry.retire();
+  else entry.idle();
+};
+const startForWaiting = () => {
+  while (warming < Math.min(waiting.length, STARTING_FOR_WAITING)) startIsolate(HEAP_MB, "ahead");
+};
+// Finds a run its isolate (`alone`: no other run is in flight here): a ready one, else one
+// started for it here when it is alone or needs a heap of its own, else it waits.
+const place = (state, alone) => {
+  if (state.heapMb === HEAP_MB && idle.length > 0) {
+    // The one that last served a run: its code and caches are warm.
+    const entry = idle[idle.length - 1];
+    entry.take();
+    if (idle.length === 0 && warming === 0 && draining === 0) refill();
+    return give(state, entry);
+  }
+  if (alone || state.heapMb !== HEAP_MB) {
+    const entry = startIsolate(state.heapMb, alone ? "here" : "spawned");
+    entry.runs = 1;
+    return give(state, entry);
+  }
+  waiting.push(state.run);
+  startForWaiting();
 };
 const refill = () => {
-  while (idle.length + warming < PREWARM) startIsolate(HEAP_MB, "ahead");
+  while (idle.length + warming + draining < PREWARM) startIsolate(HEAP_MB, "ahead");
 };
 
-// Ends a run: with its own outcome (`finished`: the isolate closes itself), or stopped here
+// Ends a run: with its own outcome (`finished`: its isolate is given back), or stopped here
 // (its deadline, the host's `Cancel`, a failure), which terminates its isolate, stopping even
 // a loop.
 const end = (run, outcome, stats, finished) => {
@@ -228,7 +328,9 @@ const end = (run, outcome, stats, finished) => {
   // The answer first: stopping an isolate may take a moment.
   if (outcome !== null) sendJson({ Done: { run, outcome, stats: stats || { memory_bytes: 0, calls: state.calls } } });
   for (const timer of state.timers) clearTimeout(timer);
-  if (finished) state.isolate.forget();
+  // A run still waiting for an isolate has none to give back.
+  if (state.isolate === null) state.message = null;
+  else if (finished) state.isolate.release();
   else state.isolate.stop();
   if (runs.size === 0) refill();
 };
@@ -264,20 +366,11 @@ const startRun = (frame) => {
     knownBackends = backendsOf(tools);
   }
   const heapMb = Math.max(16, Math.min(HEAP_MB, Math.ceil(limits.memory_bytes / 1048576)));
-  const entry = takeIsolate(heapMb, runs.size === 0);
-  const state = { isolate: entry, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map(), timers: new Set() };
+  const alone = runs.size === 0;
+  const state = { run, heapMb, isolate: null, message: null, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map(), timers: new Set() };
   runs.set(run, state);
   state.deadline = setTimeout(() => end(run, { Err: timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
-  entry.onMessage = (data) => fromGuest(run, state, data);
-  entry.onError = (error) => {
-    const memory = error && error.code === "ERR_WORKER_OUT_OF_MEMORY";
-    end(run, {
-      Err: memory
-        ? { kind: "memory", name: "InternalError", message: `out of memory: the execution used up its ${heapMb} MiB heap`, stack: "" }
-        : { kind: "internal", name: "InternalError", message: `the V8 isolate failed: ${error && error.message}`, stack: "" },
-    });
-  };
-  entry.port.postMessage({
+  state.message = "r" + JSON.stringify({
     t: "run",
     run,
     js,
@@ -290,6 +383,7 @@ const startRun = (frame) => {
     mode,
     texts,
   });
+  place(state, alone);
 };
 
 const fromGuest = (run, state, message) => {
@@ -316,7 +410,7 @@ const fromGuest = (run, state, message) => {
       const id = message.id;
       const timer = setTimeout(() => {
         state.timers.delete(timer);
-        if (runs.has(run)) state.isolate.port.postMessage({ t: "fire", id });
+        if (runs.has(run)) state.isolate.port.postMessage(`m${JSON.stringify({ t: "fire", run, id })}`);
       }, Math.min(Math.max(0, Number(message.ms) || 0), 86400000));
       state.timers.add(timer);
       break;
@@ -344,10 +438,10 @@ const reply = (body) => {
   state.toGuest.delete(id);
   state.toHost.delete(guestId);
   const rest = body.subarray(18);
-  if (body[17] === 0) state.isolate.port.postMessage({ t: "reply", id: guestId, ok: decoder.decode(rest) });
+  if (body[17] === 0) state.isolate.port.postMessage(`m${JSON.stringify({ t: "reply", run, id: guestId, ok: decoder.decode(rest) })}`);
   else {
     const failure = JSON.parse(decoder.decode(rest));
-    state.isolate.port.postMessage({ t: "reply", id: guestId, err: { kind: failure.kind, message: failure.message } });
+    state.isolate.port.postMessage(`m${JSON.stringify({ t: "reply", run, id: guestId, err: { kind: failure.kind, message: failure.message } })}`);
   }
 };
 

@@ -2,8 +2,9 @@
 //! [`V8_ARG`] and the path of a `deno` executable, locks itself down for V8 (see
 //! [`lockdown`]) and then becomes Deno (`execve`), running `main.js`, which speaks the same
 //! frame protocol as the QuickJS worker, so the host's pool, door, limits and hints serve both
-//! engines unchanged. Each execution runs in a fresh V8 isolate (a Deno Worker, `guest.js`)
-//! with the same preamble and web basics as QuickJS.
+//! engines unchanged. Each execution runs in a fresh V8 context (`shell.js`) of an isolate that
+//! runs one execution at a time (a Deno Worker), bootstrapped by `guest.js` with the same
+//! preamble and web basics as QuickJS.
 //!
 //! Deno runs with every permission denied (no `--allow-*` flag, `--no-prompt`): the guest's
 //! `fetch`, `fs` and `env` are the host's capabilities, reached through the door like every
@@ -27,6 +28,7 @@ pub const V8_HEAP_ARG: &str = "--v8-heap-mb";
 
 const MAIN: &str = include_str!("main.js");
 const GUEST: &str = include_str!("guest.js");
+const SHELL: &str = include_str!("shell.js");
 const PREAMBLE: &str = include_str!("../engine/preamble.js");
 const WEB: &str = include_str!("../engine/web.js");
 
@@ -114,6 +116,7 @@ pub fn launch(args: &[String]) -> i32 {
         PREAMBLE,
         WEB,
         GUEST,
+        SHELL,
     ];
     let (Ok(program), Ok(argv), Ok(env)) = (
         CString::new(deno.as_os_str().as_encoded_bytes()),
