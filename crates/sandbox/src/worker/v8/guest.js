@@ -19,15 +19,22 @@
   const hostRandom = host.random;
   const hostHeap = host.heap;
   const hostUrl = host.url;
+  const hostTimer = host.timer;
+  const hostClearTimer = host.clearTimer;
+  // Timers are the shell's (its event loop's), each firing as a `fire` message for this run;
+  // the callbacks stay here.
   const dueCallbacks = { __proto__: null };
   let nextDue = 0;
   const nativeSetTimeout = (callback, ms) => {
     const id = ++nextDue;
     dueCallbacks[id] = callback;
-    send({ __proto__: null, t: "timer", id, ms });
+    across(hostTimer, [run, id, ms]);
     return id;
   };
-  const nativeClearTimeout = (id) => { delete dueCallbacks[id]; };
+  const nativeClearTimeout = (id) => {
+    delete dueCallbacks[id];
+    across(hostClearTimer, [id]);
+  };
   const indirectEval = G.eval;
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;

@@ -80,10 +80,10 @@ let knownBackends = [];
 // run's messages. An isolate a spawner starts begins running about 500 ms later (Deno's nested
 // workers), so `PREWARM` are kept ready (they have answered `ready` and a `ping`), and topped up
 // once no run is in flight here, when their start takes CPU from no run. A run takes the ready
-// isolate that served last (its code and caches are warm). A run that finds none
-// warm gets one started here when it is alone (a first run, a heap other than the default),
-// and from a spawner otherwise (a burst: this thread stays free to serve the runs in flight).
-// Either way the isolate talks to this thread over a `MessagePort` of its own, handed over in
+// isolate that served last (its code and caches are warm). A run that finds none ready gets
+// one started here when it is alone (a first run) or needs a heap other than the default, and
+// otherwise (a burst) waits for the next that is ready, started by a spawner or freed by a run
+// that ended: this thread stays free to serve the runs in flight. Either way the isolate talks to this thread over a `MessagePort` of its own, handed over in
 // its `workerData`, so no message of a run passes through a spawner.
 const PREWARM = 4;
 // Ready isolates kept at most (each holds about 12 MiB).
@@ -143,8 +143,8 @@ let warming = 0;
 let draining = 0;
 
 // An isolate with `heapMb` of heap, its events routed to whichever run holds it. `how`: "ahead"
-// (a spawner starts it, and it joins `idle` once warm), "spawned" (a spawner starts it for a
-// run, which holds it at once) or "here" (this thread starts it, for a run).
+// (a spawner starts it, and it is ready once warm) or "here" (this thread starts it, for a run,
+// which holds it at once).
 //
 // Its state: "warming" (started ahead, not yet answered), "idle", "busy" (a run holds it),
 // "draining" (its run ended on its own; it joins `idle` when it answers a ping, which the shell
@@ -180,6 +180,8 @@ const startIsolate = (heapMb, how) => {
     entry.onMessage = null;
     entry.onError = null;
     become("gone");
+    // It may have been counted on for a waiting run.
+    if (waiting.length > 0) startForWaiting();
     return true;
   };
   // Ends the isolate from outside, which stops even a loop.
@@ -292,11 +294,15 @@ const ready = (entry) => {
   if (entry.state === "draining" && idle.length >= MAX_IDLE) entry.retire();
   else entry.idle();
 };
+// Isolates about to be ready (starting, or letting go of a run) count towards the waiting runs.
 const startForWaiting = () => {
-  while (warming < Math.min(waiting.length, STARTING_FOR_WAITING)) startIsolate(HEAP_MB, "ahead");
+  while (warming + draining < Math.min(waiting.length, STARTING_FOR_WAITING)) startIsolate(HEAP_MB, "ahead");
 };
 // Finds a run its isolate (`alone`: no other run is in flight here): a ready one, else one
-// started for it here when it is alone or needs a heap of its own, else it waits.
+// started for it here when it is alone (and none is about to be ready: one whose run just
+// ended answers within a millisecond) or needs a heap of its own, else it waits. Starting one
+// here holds this thread for about 20 ms, but one a spawner starts begins running about
+// 500 ms later.
 const place = (state, alone) => {
   if (state.heapMb === HEAP_MB && idle.length > 0) {
     // The one that last served a run: its code and caches are warm.
@@ -305,8 +311,8 @@ const place = (state, alone) => {
     if (idle.length === 0 && warming === 0 && draining === 0) refill();
     return give(state, entry);
   }
-  if (alone || state.heapMb !== HEAP_MB) {
-    const entry = startIsolate(state.heapMb, alone ? "here" : "spawned");
+  if ((alone && draining === 0) || state.heapMb !== HEAP_MB) {
+    const entry = startIsolate(state.heapMb, "here");
     entry.runs = 1;
     return give(state, entry);
   }
@@ -327,7 +333,6 @@ const end = (run, outcome, stats, finished) => {
   clearTimeout(state.deadline);
   // The answer first: stopping an isolate may take a moment.
   if (outcome !== null) sendJson({ Done: { run, outcome, stats: stats || { memory_bytes: 0, calls: state.calls } } });
-  for (const timer of state.timers) clearTimeout(timer);
   // A run still waiting for an isolate has none to give back.
   if (state.isolate === null) state.message = null;
   else if (finished) state.isolate.release();
@@ -367,7 +372,7 @@ const startRun = (frame) => {
   }
   const heapMb = Math.max(16, Math.min(HEAP_MB, Math.ceil(limits.memory_bytes / 1048576)));
   const alone = runs.size === 0;
-  const state = { run, heapMb, isolate: null, message: null, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map(), timers: new Set() };
+  const state = { run, heapMb, isolate: null, message: null, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map() };
   runs.set(run, state);
   state.deadline = setTimeout(() => end(run, { Err: timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
   state.message = "r" + JSON.stringify({
@@ -403,16 +408,6 @@ const fromGuest = (run, state, message) => {
       state.toHost.delete(message.id);
       state.toGuest.delete(id);
       sendJson({ CancelCall: { run, id } });
-      break;
-    }
-    case "timer": {
-      // The guest's timers (bounded in number there); each fires as a message.
-      const id = message.id;
-      const timer = setTimeout(() => {
-        state.timers.delete(timer);
-        if (runs.has(run)) state.isolate.port.postMessage(`m${JSON.stringify({ t: "fire", run, id })}`);
-      }, Math.min(Math.max(0, Number(message.ms) || 0), 86400000));
-      state.timers.add(timer);
       break;
     }
     case "log":

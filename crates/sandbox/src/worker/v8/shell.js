@@ -6,11 +6,12 @@
 // sets is seen by the next (issue 33: a fresh isolate per execution cost 20 ms of CPU; a
 // context costs about 0.3 ms). An isolate runs one execution at a time.
 //
-// Between the two realms only text and numbers pass. The guest context gets four functions
-// of this realm (`post`, `done`, `random`, `heap`, `url`), each taking and giving back
-// primitives, which `guest.js` captures and hides before any guest code runs; every message
-// from `main.js` reaches it as text, parsed there with its own `JSON`. No object of this realm
-// ever reaches guest code, so none of its constructors can lead back here.
+// Between the two realms only text and numbers pass. The guest context gets the functions of
+// `host` below (`post`, `done`, `random`, `heap`, `url`, `timer`, `clearTimer`), each taking
+// and giving back primitives (`random` fills the guest's own bytes), which `guest.js` captures
+// and hides before any guest code runs; every message from `main.js` reaches it as text, parsed
+// there with its own `JSON`. No object of this realm ever reaches guest code, so none of its
+// constructors can lead back here. The run's timers are this event loop's, dropped when it ends.
 //
 // Messages from `main.js`, each text with a tag: `r` + a run (a new context), `m` + a message
 // for the current run, `p` (a ping: answered `pong` once no run is current and this event loop
@@ -23,6 +24,8 @@
   const port = G.require("node:worker_threads").workerData.port;
   const post = port.postMessage.bind(port);
   const setImmediateHere = G.setImmediate;
+  const setTimeoutHere = G.setTimeout;
+  const clearTimeoutHere = G.clearTimeout;
   const closeSelf = G.close.bind(G);
   const getRandomValues = G.crypto.getRandomValues.bind(G.crypto);
   const NativeURL = G.URL;
@@ -35,12 +38,41 @@
   // it is prevented: QuickJS ignores such a rejection, and so does this.
   G.addEventListener("unhandledrejection", (event) => { event.preventDefault(); });
 
-  // The current execution's entry point into its context, or null between executions.
+  // The current execution's entry point into its context, or null between executions, and its
+  // timers (guest id → this loop's timer; bounded in number by the guest bootstrap).
   let deliver = null;
+  const timers = new Map();
+  const dropTimers = () => {
+    for (const timer of timers.values()) clearTimeoutHere(timer);
+    timers.clear();
+  };
   const host = {
     __proto__: null,
     post: (text) => { post(StringHere(text)); },
-    done: () => { deliver = null; },
+    done: () => {
+      deliver = null;
+      dropTimers();
+    },
+    // A timer for the run: `fire` is delivered to its context when it is due, if it is still
+    // the current one.
+    timer: (run, id, ms) => {
+      const entry = deliver;
+      const key = Number(id);
+      const text = `m{"t":"fire","run":${Number(run)},"id":${key}}`;
+      const timer = setTimeoutHere(() => {
+        timers.delete(key);
+        if (deliver === entry && entry !== null) call(entry, text);
+      }, Math.min(Math.max(0, Number(ms) || 0), 86400000));
+      timers.set(key, timer);
+    },
+    clearTimer: (id) => {
+      const key = Number(id);
+      const timer = timers.get(key);
+      if (timer !== undefined) {
+        clearTimeoutHere(timer);
+        timers.delete(key);
+      }
+    },
     // Fills the guest's own Uint8Array (at most 65,536 bytes, as the web's limit).
     random: (bytes) => { getRandomValues(bytes); },
     heap: (committed) => {
