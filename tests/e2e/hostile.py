@@ -243,9 +243,9 @@ async def watched_gateway(tmp_path: Path, extra_servers: dict | None = None, env
 
 
 NEIGHBOURS = 3
-# On V8 each execution is an isolate of its own (about 12 MiB before it runs anything), and a
+# On V8 each execution in flight holds an isolate (about 12 MiB before it runs anything), and a
 # stopped one inside a loop winds down for up to 2 s: a worker's limit counts this much for the
-# isolates beside the case's (the neighbours', the warm ones, stopped ones still going).
+# isolates beside the case's (the neighbours', the ready ones, stopped ones still going).
 V8_ISOLATES_MIB = 256
 
 
