@@ -44,7 +44,6 @@
   const setPrototypeOf = Object.setPrototypeOf;
   const getPrototypeOf = Object.getPrototypeOf;
   const defineProperty = Object.defineProperty;
-  const ObjectProto = Object.prototype;
   const NativePromise = Promise;
   const promiseThen = Promise.prototype.then;
   const ErrorCtor = Error;

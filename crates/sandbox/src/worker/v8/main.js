@@ -240,7 +240,6 @@ const startIsolate = (heapMb, how) => {
       // Warming: `ready`, then a `ping` (which runs its receiving code once, so a run's first
       // message finds it compiled: about a millisecond), then idle.
       if (data.t === "ready") port1.postMessage("p");
-      // After a burst, only so many are kept: the rest end, and their memory with them.
       else if (data.t === "pong") ready(entry);
       return;
     }
@@ -280,7 +279,8 @@ const give = (state, entry) => {
   entry.port.postMessage(state.message);
   state.message = null;
 };
-// An isolate that became ready: the oldest waiting run's, else kept (up to `MAX_IDLE`).
+// An isolate that became ready: the oldest waiting run's, else kept. After a burst only
+// `MAX_IDLE` are kept: the rest end, and their memory with them.
 const ready = (entry) => {
   while (waiting.length > 0) {
     const state = runs.get(waiting.shift());
