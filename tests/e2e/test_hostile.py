@@ -208,6 +208,12 @@ AMBIENT = [
          "let caught = null; const deep = () => { try { console.log('x'); deep(); } catch (e) { if (caught === null) caught = e; } }; deep();"
          " const F = caught.constructor.constructor; return [caught instanceof RangeError, F === Function, F('return globalThis')() === globalThis]",
          kind=None, check=result_is([True, True, True])),
+    Case("every global is of the guest's own realm",
+         "const foreign = []; for (const k of Object.getOwnPropertyNames(globalThis)) { const v = globalThis[k];"
+         " if (v === null || (typeof v !== 'object' && typeof v !== 'function') || Object.getPrototypeOf(v) === null) continue;"
+         " let p = v, mine = false; for (let i = 0; i < 64 && p !== null; i++) { if (p === Object.prototype) { mine = true; break; } p = Object.getPrototypeOf(p); }"
+         " if (!mine) foreign.push(k); } return foreign",
+         kind=None, check=result_is([])),
     Case("the bootstrap's names are gone", "return Object.getOwnPropertyNames(globalThis).filter(k => /^(host|__SG_GUEST|__SG_PREAMBLE|__SG_WEB|module|exports|__dirname|__filename)$/.test(k))", kind=None, check=result_is([])),
 ]
 
