@@ -257,7 +257,7 @@ const startIsolate = (heapMb, how) => {
   return entry;
 };
 // Runs waiting for a ready isolate, oldest first (a burst: each gets the next isolate that is
-// ready, a new one or one whose run has ended). Ended runs are skipped when their turn comes.
+// ready, a new one or one whose run has ended). A run that ends while it waits leaves it.
 const waiting = [];
 // Isolates started for waiting runs at most at once: enough to keep the spawners busy, few
 // enough that a burst does not queue a start for every run (isolates freed by runs that end
@@ -333,9 +333,12 @@ const end = (run, outcome, stats, finished) => {
   clearTimeout(state.deadline);
   // The answer first: stopping an isolate may take a moment.
   if (outcome !== null) sendJson({ Done: { run, outcome, stats: stats || { memory_bytes: 0, calls: state.calls } } });
-  // A run still waiting for an isolate has none to give back.
-  if (state.isolate === null) state.message = null;
-  else if (finished) state.isolate.release();
+  // A run still waiting for an isolate has none to give back, and leaves the queue.
+  if (state.isolate === null) {
+    state.message = null;
+    const at = waiting.indexOf(run);
+    if (at >= 0) waiting.splice(at, 1);
+  } else if (finished) state.isolate.release();
   else state.isolate.stop();
   if (runs.size === 0) refill();
 };
