@@ -196,8 +196,9 @@ const startIsolate = (heapMb, how) => {
     port1.postMessage("c");
     setTimeout(() => { if (!closed) kill(); }, LINGER_MS);
   };
+  // An isolate that failed: the run holding it ends, and it is ended (`terminate`, whose
+  // `leave` forgets it among the spawned).
   entry.failed = (error) => {
-    spawned.delete(entry.key);
     if (entry.state === "gone") return;
     const onError = entry.onError;
     if (entry.state === "busy" && onError) onError(error);
