@@ -7,9 +7,14 @@
 //! (calls finished, backend notices) with no total, since the code decides how many calls it
 //! makes; the backend's own numbers go in the message. When the execution is a single call
 //! (tiers 1 and 2), the backend's progress and total are the execution's.
+//!
+//! Notices for one execution come from many tasks at once (each call's finish, each call's
+//! backend notices). A notice's number is picked and the notice written under one lock, so
+//! they reach the wire in the order of their numbers: rmcp writes each notification in a task
+//! of its own, and two written side by side may cross.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
@@ -27,8 +32,8 @@ pub struct ProgressSink {
     token: ProgressToken,
     finished: Arc<AtomicU32>,
     /// The last progress sent, the last total a backend gave, and when a notice was last
-    /// passed on.
-    sent: Arc<Mutex<Sent>>,
+    /// passed on. Held while a notice is written.
+    sent: Arc<tokio::sync::Mutex<Sent>>,
     /// The execution is one call: the backend's numbers are the execution's.
     single_call: bool,
 }
@@ -66,13 +71,11 @@ impl ProgressSink {
             if ok { "finished" } else { "failed" },
             if count == 1 { "" } else { "s" }
         );
-        let Some((progress, total)) = self.next(|sent| match (self.single_call, sent.total) {
+        self.emit(message, |sent| match (self.single_call, sent.total) {
             (true, Some(total)) => Some((total, Some(total))),
             _ => Some((sent.progress + 1.0, sent.total.filter(|_| self.single_call))),
-        }) else {
-            return;
-        };
-        self.send(progress, total, message).await;
+        })
+        .await;
     }
 
     /// Passes on a backend's progress notice for a call to `tool`.
@@ -84,7 +87,7 @@ impl ProgressSink {
             .unwrap_or_else(|| notice.progress.to_string());
         let message = format!("{tool}: {said} ({of})");
         let done = notice.total.is_some_and(|t| notice.progress >= t);
-        let Some((progress, total)) = self.next(|sent| {
+        self.emit(message, |sent| {
             let recent = sent
                 .forwarded_at
                 .is_some_and(|at| at.elapsed() < MIN_FORWARD_INTERVAL);
@@ -98,32 +101,30 @@ impl ProgressSink {
             } else {
                 Some((sent.progress + 1.0, None))
             }
-        }) else {
-            return;
-        };
-        self.send(progress, total, message).await;
+        })
+        .await;
     }
 
-    /// The next (progress, total) to send: `pick`'s, raised above the last progress sent so
-    /// it always grows; `None` when `pick` skips this one.
-    fn next(
+    /// Sends `message` with `pick`'s (progress, total), the progress raised above the last one
+    /// sent so it always grows; nothing when `pick` skips this one. The lock is held until the
+    /// notice is written, so no later number is written before it.
+    async fn emit(
         &self,
+        message: String,
         pick: impl FnOnce(&mut Sent) -> Option<(f64, Option<f64>)>,
-    ) -> Option<(f64, Option<f64>)> {
-        let mut sent = self.sent.lock().ok()?;
-        let (wanted, total) = pick(&mut sent)?;
+    ) {
+        let mut sent = self.sent.lock().await;
+        let Some((wanted, total)) = pick(&mut sent) else {
+            return;
+        };
         let progress = if wanted > sent.progress {
             wanted
         } else {
             sent.progress + 1.0
         };
         sent.progress = progress;
-        Some((progress, total.filter(|t| *t >= progress)))
-    }
-
-    async fn send(&self, progress: f64, total: Option<f64>, message: String) {
         let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
-        param.total = total;
+        param.total = total.filter(|t| *t >= progress);
         param.message = Some(message);
         let _ = self.peer.notify_progress(param).await;
     }

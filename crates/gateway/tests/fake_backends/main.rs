@@ -62,6 +62,10 @@ fn main() {
             a_backends_progress_reaches_the_client,
         ),
         trial(
+            "progress_grows_on_the_wire_while_many_calls_report_at_once",
+            progress_grows_on_the_wire_while_many_calls_report_at_once,
+        ),
+        trial(
             "a_cancelled_execution_stops_its_calls",
             a_cancelled_execution_stops_its_calls,
         ),
@@ -443,6 +447,54 @@ async fn a_backends_progress_reaches_the_client() -> Result<(), Failed> {
         heard.windows(2).all(|w| w[1].progress > w[0].progress),
         format!("progress grows: {heard:?}"),
     )
+}
+
+/// Calls that run side by side report their own progress and finish at once: every notice
+/// the client gets must still carry a larger number than the one before, as the spec asks.
+async fn progress_grows_on_the_wire_while_many_calls_report_at_once() -> Result<(), Failed> {
+    let chatty: Behaviour = Arc::new(|_, context| {
+        Box::pin(async move {
+            if let Some(progress) = &context.progress {
+                for _ in 0..4 {
+                    // A finished step is always passed on (no interval drops it).
+                    let _ = progress
+                        .send(BackendProgress {
+                            progress: 1.0,
+                            total: Some(1.0),
+                            message: None,
+                        })
+                        .await;
+                    tokio::task::yield_now().await;
+                }
+            }
+            Ok(CallToolResult::success(vec![
+                rmcp::model::ContentBlock::text("done"),
+            ]))
+        })
+    });
+    let Built { gateway, .. } =
+        build(Fakes::default().tool("work", "chatty", None, chatty), "").await;
+    let code = "await Promise.all(Array.from({length: 40}, () => work.chatty({}))); return 1;";
+    for round in 0..5 {
+        let heard = setup::call_with_progress(&gateway, code).await?;
+        check(
+            heard.len() > 40,
+            format!(
+                "round {round}: every call and notice heard: {}",
+                heard.len()
+            ),
+        )?;
+        let backwards: Vec<_> = heard
+            .windows(2)
+            .filter(|w| w[1].progress <= w[0].progress)
+            .map(|w| (w[0].progress, w[1].progress))
+            .collect();
+        check(
+            backwards.is_empty(),
+            format!("round {round}: progress went back on the wire: {backwards:?}"),
+        )?;
+    }
+    Ok(())
 }
 
 async fn a_cancelled_execution_stops_its_calls() -> Result<(), Failed> {

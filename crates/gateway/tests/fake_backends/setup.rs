@@ -5,12 +5,11 @@
 use std::sync::Arc;
 
 use libtest_mimic::Failed;
+use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ProgressNotificationParam, ProgressToken,
     RequestMetaObject,
 };
-use rmcp::service::{NotificationContext, RoleClient};
-use rmcp::{ClientHandler, ServiceExt};
 use sandgate_gateway::{
     AuditLog, Caller, Cancellation, ChainArgs, ChainRuntime, Gateway, Owner, SandgateServer,
     call_tool_chain,
@@ -128,38 +127,29 @@ pub async fn register(gateway: &Arc<Gateway>, name: &str, code: &str) {
         .await;
 }
 
-/// Hears progress notifications.
-#[derive(Clone)]
-struct Listener(tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>);
-
-impl ClientHandler for Listener {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.0.send(params);
-    }
-}
-
 /// Calls `call_tool_chain` with `code` from an MCP client connected in process, with a
-/// progress token; returns the progress notifications it heard, in order.
+/// progress token; returns the progress notifications the server wrote, in the order they
+/// went over the wire. (They are read off the wire because rmcp's client hands each
+/// notification to its handler in a task of its own, so a handler may hear them out of
+/// order.)
 pub async fn call_with_progress(
     gateway: &Arc<Gateway>,
     code: &str,
 ) -> Result<Vec<ProgressNotificationParam>, Failed> {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    let (server_io, server_end) = tokio::io::duplex(64 * 1024);
+    let (client_io, client_end) = tokio::io::duplex(64 * 1024);
     let server = SandgateServer::new(gateway.clone());
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
             let _ = running.waiting().await;
         }
     });
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let client = Listener(tx)
-        .serve(client_io)
-        .await
-        .map_err(|e| e.to_string())?;
+    let wire = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let (from_server, to_server) = tokio::io::split(server_end);
+    let (from_client, to_client) = tokio::io::split(client_end);
+    tokio::spawn(copy(from_client, to_server, None));
+    tokio::spawn(copy(from_server, to_client, Some(wire.clone())));
+    let client = ().serve(client_io).await.map_err(|e| e.to_string())?;
     let mut arguments = serde_json::Map::new();
     arguments.insert("code".into(), Value::String(code.into()));
     let mut params = CallToolRequestParams::new("call_tool_chain").with_arguments(arguments);
@@ -174,12 +164,35 @@ pub async fn call_with_progress(
     if result.is_error == Some(true) {
         return Err(format!("call_tool_chain failed: {result:?}").into());
     }
-    // Notifications sent before the answer are delivered before it; collect what came.
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    let mut heard = Vec::new();
-    while let Ok(progress) = rx.try_recv() {
-        heard.push(progress);
-    }
     let _ = client.cancel().await;
-    Ok(heard)
+    let wire = wire.lock().map(|w| w.clone()).unwrap_or_default();
+    Ok(String::from_utf8_lossy(&wire)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["method"] == "notifications/progress")
+        .filter_map(|message| serde_json::from_value(message["params"].clone()).ok())
+        .collect())
+}
+
+/// Copies bytes from `from` to `to`, keeping a copy in `kept` when given.
+async fn copy(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+    kept: Option<Arc<std::sync::Mutex<Vec<u8>>>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0u8; 16 * 1024];
+    while let Ok(read) = from.read(&mut buffer).await {
+        let Some(bytes) = buffer.get(..read).filter(|b| !b.is_empty()) else {
+            break;
+        };
+        if let Some(kept) = &kept
+            && let Ok(mut kept) = kept.lock()
+        {
+            kept.extend_from_slice(bytes);
+        }
+        if to.write_all(bytes).await.is_err() {
+            break;
+        }
+    }
 }
