@@ -547,3 +547,80 @@ async fn after_a_burst_a_worker_keeps_only_a_few_ready() {
         "{before} threads before the burst of 30, {after} after it"
     );
 }
+
+#[tokio::test]
+async fn a_run_whose_time_ends_before_it_gets_an_isolate_is_told_none_of_it_ran() {
+    // On V8 each execution in flight holds an isolate. Twelve that hold theirs for a second
+    // take the four kept ready and the eight started for those left waiting; three short runs
+    // behind them wait past their 200 ms. Their code never ran, so they are told the engine was
+    // busy (safe to retry), not that their code ran out of time (look for an endless loop).
+    let sb = one_worker().await;
+    assert_eq!(value(&run(&sb, "return 1;").await), json!(1));
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let holders: Vec<_> = (0..12)
+        .map(|_| {
+            run_with(
+                &sb,
+                "await new Promise((r) => setTimeout(r, 1000)); return 'held';",
+                Limits {
+                    wall_ms: 20_000,
+                    ..Limits::default()
+                },
+            )
+        })
+        .collect();
+    let short = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let runs = (0..3).map(|_| {
+            run_with(
+                &sb,
+                "return 'ran';",
+                Limits {
+                    wall_ms: 200,
+                    ..Limits::default()
+                },
+            )
+        });
+        join_all(runs).await
+    };
+    let (held, short) = tokio::join!(join_all(holders), short);
+    for result in &held {
+        assert_eq!(value(result), json!("held"), "{:?}", result.error);
+    }
+    if !on_v8() {
+        for result in &short {
+            assert_eq!(value(result), json!("ran"), "{:?}", result.error);
+        }
+        return;
+    }
+    let busy: Vec<_> = short
+        .iter()
+        .filter_map(|r| r.error.as_ref())
+        .filter(|e| e.kind == ErrorKind::Busy)
+        .collect();
+    assert!(
+        !busy.is_empty(),
+        "a short run waited past its time: {short:?}"
+    );
+    for error in busy {
+        assert!(
+            error.message.contains("none of its code ran")
+                && error.message.contains("200 ms")
+                && error
+                    .hint
+                    .as_deref()
+                    .is_some_and(|h| h.contains("safe to run again")),
+            "{error:?}"
+        );
+    }
+    for result in &short {
+        assert!(
+            result
+                .error
+                .as_ref()
+                .is_none_or(|e| e.kind == ErrorKind::Busy),
+            "a short run either ran or was told it could not: {:?}",
+            result.error
+        );
+    }
+}

@@ -141,6 +141,7 @@ fn hint(
         ErrorKind::Timeout => Some("The code ran out of time. Look for an endless loop; run independent calls together with Promise.all; or ask for fewer items per call.".into()),
         ErrorKind::Memory => Some("The code used too much memory. Process data in smaller pieces and keep only the fields you need instead of building large arrays or strings.".into()),
         ErrorKind::Stack => Some("The call stack overflowed, usually from recursion without an end. Check the base case, or use a loop.".into()),
+        ErrorKind::Busy => Some("None of the code ran, so it is safe to run again: retry shortly, or run fewer executions at once.".into()),
         ErrorKind::OutputLimit => Some("Return less: pick the fields you need (e.g. items.map(i => ({ id: i.id, title: i.title }))) or a count, not whole objects.".into()),
         ErrorKind::ToolDenied if error.name == "ApprovalDenied" => Some("A person did not approve the call (they said no, did not answer in time, or this client cannot ask them); the message says which. The call did not run. Catch it to go on without it: try { ... } catch (e) { if (e instanceof ApprovalDenied) ... }.".into()),
         ErrorKind::ToolDenied => Some("The gateway's policy refused it; the message names the rule and where an operator changes it. Use what this caller is granted: search_tools lists its tools.".into()),

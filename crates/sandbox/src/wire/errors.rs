@@ -19,6 +19,20 @@ pub fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
     }
 }
 
+/// The guest error of an execution whose time ran out before the V8 engine had an isolate
+/// free for it: none of its code ran, so it is not a timeout of the code (whose hint would send
+/// the model looking for an endless loop).
+pub fn no_isolate_in_time_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
+    GuestError {
+        kind: Some(ErrorKind::Busy),
+        name: "BusyError".into(),
+        message: format!(
+            "the sandbox is busy: no V8 isolate was free for this execution within its time limit ({wall_ms} ms), so none of its code ran; {in_flight} executions were in flight on its worker"
+        ),
+        stack: String::new(),
+    }
+}
+
 /// The guest error of a result over the raw result limit.
 pub fn output_limit_guest_error(bytes: usize, max_bytes: usize) -> GuestError {
     GuestError {

@@ -351,6 +351,13 @@ const timeoutError = (limits, inFlight) => ({
   stack: "",
 });
 
+const noIsolateError = (limits) => ({
+  kind: "busy",
+  name: "BusyError",
+  message: texts.no_isolate.replace("{wall_ms}", String(limits.wall_ms)).replace("{in_flight}", String(runs.size)),
+  stack: "",
+});
+
 // The backends of a tool set, in first-seen order, with their tools' indices (as the QuickJS
 // worker's `ToolSet` groups them).
 const backendsOf = (tools) => {
@@ -378,7 +385,9 @@ const startRun = (frame) => {
   const alone = runs.size === 0;
   const state = { run, heapMb, isolate: null, message: null, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map() };
   runs.set(run, state);
-  state.deadline = setTimeout(() => end(run, { Err: timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
+  // A run still waiting for an isolate at its deadline never ran: it is told so, not that
+  // its code ran out of time.
+  state.deadline = setTimeout(() => end(run, { Err: state.isolate === null ? noIsolateError(limits) : timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
   state.message = "r" + JSON.stringify({
     t: "run",
     run,

@@ -52,6 +52,10 @@ fn texts() -> String {
         errors::timeout_guest_error(7_777_777_701, 7_777_702),
         &[("7777777701", "{wall_ms}"), ("7777702", "{in_flight}")],
     );
+    let no_isolate = fill(
+        errors::no_isolate_in_time_guest_error(7_777_777_706, 7_777_707),
+        &[("7777777706", "{wall_ms}"), ("7777707", "{in_flight}")],
+    );
     let output_limit = fill(
         errors::output_limit_guest_error(7_777_777_703, 7_777_777_704),
         &[("7777777703", "{bytes}"), ("7777777704", "{max}")],
@@ -62,6 +66,7 @@ fn texts() -> String {
         .replace("7 MiB", "{max_mib}");
     serde_json::json!({
         "timeout": timeout,
+        "no_isolate": no_isolate,
         "output_limit": output_limit,
         "arguments_too_large": arguments_too_large,
         "promise_in_result": errors::PROMISE_IN_RESULT,
@@ -149,6 +154,7 @@ mod tests {
     fn the_texts_have_their_placeholders() {
         let texts: serde_json::Value = serde_json::from_str(&super::texts()).expect("json");
         assert!(texts["timeout"].as_str().is_some_and(|t| t.contains("{wall_ms}") && t.contains("{in_flight}")));
+        assert!(texts["no_isolate"].as_str().is_some_and(|t| t.contains("{wall_ms}") && t.contains("{in_flight}")));
         assert!(texts["output_limit"].as_str().is_some_and(|t| t.contains("{bytes}") && t.contains("{max}")));
         assert!(texts["arguments_too_large"].as_str().is_some_and(|t| t.contains("{name}") && t.contains("{max}") && t.contains("{max_mib}")));
     }
