@@ -449,7 +449,7 @@ async fn code_an_execution_leaves_running_never_holds_up_the_next() {
     // On V8 an isolate serves one execution after another, each in a fresh context. One whose
     // code goes on after its result (a loop of microtasks) is not given the next run: the
     // isolate goes back only once it answers between tasks, which this one never does, and it
-    // is ended. (QuickJS runs every job before the result, so there the first run times out.)
+    // is ended. On both engines the run answers with its result all the same.
     let sb = one_worker().await;
     let short = Limits {
         wall_ms: 1_000,
@@ -462,11 +462,7 @@ async fn code_an_execution_leaves_running_never_holds_up_the_next() {
             short,
         )
         .await;
-        if on_v8() {
-            assert_eq!(value(&leaver), json!("left"));
-        } else {
-            assert_eq!(leaver.error.map(|e| e.kind), Some(ErrorKind::Timeout));
-        }
+        assert_eq!(value(&leaver), json!("left"), "round {round}");
         let next = run_with(
             &sb,
             "await new Promise((r) => setTimeout(r, 5)); return 'next';",

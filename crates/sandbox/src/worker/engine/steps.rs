@@ -159,14 +159,30 @@ impl Fresh {
             .link
             .clone()
             .ok_or("the run has no link to the host")?;
+        let promise = state.borrow().promise.clone();
+        let Some(promise) = promise else {
+            return Err("the run has no promise".into());
+        };
         // Run every pending job (promise reactions), stopping on an uncaught job error.
         let mut jobs = 0u32;
         loop {
             // A chain of microtasks never returns to the worker's wait, so check the deadline
-            // here too: each job is short, but an endless chain of them is not.
+            // here too: each job is short, but an endless chain of them is not. Nor does such
+            // a chain hold back a result that has settled (code left running after `return`):
+            // the run answers with it, as it does on V8, and the rest is dropped with the
+            // runtime.
             jobs = jobs.wrapping_add(1);
-            if jobs.is_multiple_of(256) && ends.reached() {
-                return Ok(Some(Err(self.ended_early(ends))));
+            if jobs.is_multiple_of(256) {
+                if ends.reached() {
+                    return Ok(Some(Err(self.ended_early(ends))));
+                }
+                let settled = self
+                    .context
+                    .with(|ctx| settled(&ctx, promise.clone(), limits, ends));
+                if settled.is_some() {
+                    flush(state, &link)?;
+                    return Ok(settled);
+                }
             }
             match self.runtime.execute_pending_job() {
                 Ok(true) => {}
@@ -182,10 +198,6 @@ impl Fresh {
         }
         flush(state, &link)?;
 
-        let promise = state.borrow().promise.clone();
-        let Some(promise) = promise else {
-            return Err("the run has no promise".into());
-        };
         let settled = self
             .context
             .with(|ctx| settled(&ctx, promise, limits, ends));
