@@ -336,6 +336,14 @@ fn bench(c: &mut Criterion) {
             execution("let s = 0; for (let i = 0; i < 20; i++) s += i; return s;"),
         ),
         (
+            // Ten thousand promise reactions in one step: what the job loop's own checks cost.
+            "execute/10k_chained_promises",
+            &sandbox,
+            execution(
+                "let p = Promise.resolve(0); for (let i = 0; i < 1e4; i++) p = p.then((x) => x + 1); return await p;",
+            ),
+        ),
+        (
             "execute/20_sequential_tool_calls",
             &sandbox,
             execution(
