@@ -169,19 +169,15 @@ impl Fresh {
             // A chain of microtasks never returns to the worker's wait, so check the deadline
             // here too: each job is short, but an endless chain of them is not. Nor does such
             // a chain hold back a result that has settled (code left running after `return`):
-            // the run answers with it, as it does on V8, and the rest is dropped with the
+            // the run answers with it below, as it does on V8, and the rest is dropped with the
             // runtime.
             jobs = jobs.wrapping_add(1);
             if jobs.is_multiple_of(256) {
                 if ends.reached() {
                     return Ok(Some(Err(self.ended_early(ends))));
                 }
-                let settled = self
-                    .context
-                    .with(|ctx| settled(&ctx, promise.clone(), limits, ends));
-                if settled.is_some() {
-                    flush(state, &link)?;
-                    return Ok(settled);
+                if !self.context.with(|ctx| pending(&ctx, &promise)) {
+                    break;
                 }
             }
             match self.runtime.execute_pending_job() {
@@ -281,6 +277,14 @@ fn evaluate<'js>(
 }
 
 /// The run's outcome if its promise has settled.
+/// Whether the run's result is still to come.
+fn pending(ctx: &Ctx<'_>, promise: &Persistent<Promise<'static>>) -> bool {
+    promise
+        .clone()
+        .restore(ctx)
+        .is_ok_and(|promise| matches!(promise.state(), PromiseState::Pending))
+}
+
 fn settled(
     ctx: &Ctx<'_>,
     promise: Persistent<Promise<'static>>,

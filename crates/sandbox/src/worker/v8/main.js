@@ -314,7 +314,7 @@ const place = (state, alone) => {
   }
   if ((alone && draining === 0) || state.heapMb !== HEAP_MB) {
     const entry = startIsolate(state.heapMb, "here");
-    entry.runs = 1;
+    entry.take();
     return give(state, entry);
   }
   waiting.push(state.run);
@@ -445,12 +445,14 @@ const reply = (body) => {
   if (guestId === undefined) return;
   state.toGuest.delete(id);
   state.toHost.delete(guestId);
-  const rest = body.subarray(18);
-  if (body[17] === 0) state.isolate.port.postMessage(`m${JSON.stringify({ t: "reply", run, id: guestId, ok: decoder.decode(rest) })}`);
+  const rest = decoder.decode(body.subarray(18));
+  let answer;
+  if (body[17] === 0) answer = { ok: rest };
   else {
-    const failure = JSON.parse(decoder.decode(rest));
-    state.isolate.port.postMessage(`m${JSON.stringify({ t: "reply", run, id: guestId, err: { kind: failure.kind, message: failure.message } })}`);
+    const failure = JSON.parse(rest);
+    answer = { err: { kind: failure.kind, message: failure.message } };
   }
+  state.isolate.port.postMessage(`m${JSON.stringify({ t: "reply", run, id: guestId, ...answer })}`);
 };
 
 const hostFrame = (body) => {
