@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 
 from cluster import rss_kib  # noqa: F401 (the tests import it from here)
 from conftest import SANDGATE, on_v8, reference_servers, write_config
@@ -30,6 +31,10 @@ from conftest import SANDGATE, on_v8, reference_servers, write_config
 # The response to any execution is at most max_output_size plus this (docs/call_tool_chain.md).
 RESPONSE_SLACK = 8192
 DEFAULT_MAX_OUTPUT = 20_000
+# jemalloc hands freed pages back to the kernel at once (it keeps them for up to 10 s by
+# default), so a case's peak RSS is what the gateway holds for it, not what an earlier case
+# freed (a 20 MB result left about 40 MiB in the next case's peak).
+QUICK_RETURN = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
 # Slack on every case's time limit: scheduling on a loaded 2-core machine.
 TIME_SLACK_S = 0.25
 
@@ -209,7 +214,7 @@ class Watched:
         if os.environ.get("HOSTILE_VERBOSE"):
             kind = ((result.structured_content or {}).get("error") or {}).get("kind") if result else repr(error)[:60]
             size = len(json.dumps(result.model_dump(by_alias=True, exclude_none=True, mode="json"), ensure_ascii=False)) if result else 0
-            print(f"{case.name:<50} {str(kind):<14} {elapsed:6.2f} s {size:>9} chars  gateway {peaks['gateway']:5.0f} MiB  worker {peaks['worker']:5.0f} MiB  {'FAIL' if problems else 'ok'}")
+            print(f"{case.name:<50} {str(kind):<14} {elapsed:6.2f} s {size:>9} chars  gateway {peaks['gateway']:5.0f}/{self.gateway_baseline + case.gateway_mib:.0f} MiB  worker {peaks['worker']:5.0f}/{self.worker_baseline + case.worker_mib:.0f} MiB  {'FAIL' if problems else 'ok'}")
         if problems:
             self.failures.append(f"{case.name}: " + "; ".join(problems))
 
@@ -230,7 +235,8 @@ async def watched_gateway(tmp_path: Path, extra_servers: dict | None = None, env
     config = write_config(tmp_path, "toml", servers)
     if engine == "v8":
         on_v8(config)
-    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)], env=env)
+    params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)],
+                                   env={**get_default_environment(), **QUICK_RETURN, **(env or {})})
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
         gateway = Watched(client, find_gateway(config), tmp_path, engine)
         # Warm up: backends connected, workers started.
