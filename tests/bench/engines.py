@@ -11,12 +11,18 @@ deterministic). The systems, in the same run, one after another:
   (tests/bench/peer/code_mode_server.mjs), with `--peer`. It needs Node 22 (scripts/test installs
   it under tests/node); the peer's packages are installed on first use.
 
+`--bursts N` instead sends N copies of each heavy workload at once to the V8 engine, `--rounds`
+times a workload with `--pace` seconds between bursts, and reports the median wall time of a
+burst and the RSS of the Deno processes 3 s after the last one (ready isolates keep what
+their runs left until they run again, issue 33).
+
 `--concurrent N` instead sends N scripts at once to the V8 engine, each awaiting a 1-s tool (as
 tests/bench/concurrent_scripts.py does for QuickJS), and reports the wall time and the peak RSS
 of the gateway and of its Deno processes.
 
     .venv/bin/python tests/bench/engines.py --peer --rounds 5
     .venv/bin/python tests/bench/engines.py --concurrent 1000
+    .venv/bin/python tests/bench/engines.py --bursts 8 --rounds 5 --pace 0.5
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from concurrent_scripts import (  # noqa: E402
     RssSampler,
     ensure_peer,
     peer_value,
+    processes,
+    rss_kib,
     run_batch,
     sandgate_value,
 )
@@ -147,6 +155,35 @@ async def concurrent(binary: str, config: Path, n: int):
     )
 
 
+def workers_mib(marker: str) -> float:
+    """The summed RSS of the Deno processes under the gateway whose command line holds `marker`."""
+    procs = processes()
+    gateways = {p for p, _, cmd in procs if marker in cmd and WORKER_ARG not in cmd}
+    return sum(rss_kib(p) for p, parent, cmd in procs if parent in gateways and cmd.startswith("deno run ")) / 1024
+
+
+async def bursts(binary: str, config: Path, n: int, rounds: int, pace: float):
+    """`n` copies of each heavy workload at once on V8, `rounds` times: the median wall time of a
+    burst, and the Deno processes' RSS at the start and 3 s after the last burst."""
+    async with Client(sandgate_params(binary, config), mode="legacy", read_timeout_seconds=120) as client:
+        await client.call_tool("call_tool_chain", {"code": "return 1"})
+        await asyncio.sleep(2)
+        start = workers_mib(str(config))
+        for workload, code, _ in WORKLOADS[:-1]:
+            walls = []
+            for burst in range(rounds):
+                await asyncio.sleep(pace)
+                started = time.perf_counter()
+                results = await asyncio.gather(*[client.call_tool("call_tool_chain", {"code": f"{code}\n// {burst}.{i}"}) for i in range(n)])
+                walls.append((time.perf_counter() - started) * 1000)
+                wrong = [r for r in results if r.is_error]
+                if wrong:
+                    raise SystemExit(f"{workload}: {len(wrong)} of {n} failed: {wrong[0].content}")
+            print(f"| {workload} | {statistics.median(walls):.1f} ms |", flush=True)
+        await asyncio.sleep(3)
+        print(f"Deno processes' RSS: {start:.0f} MiB at the start, {workers_mib(str(config)):.0f} MiB 3 s after", flush=True)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sandgate", default=str(REPO / "target" / "release" / "sandgate"))
@@ -154,6 +191,7 @@ async def main():
     parser.add_argument("--peer", action="store_true")
     parser.add_argument("--pace", type=float, default=0.0, help="seconds between two calls, e.g. 0.25 (an agent's turns are seconds apart)")
     parser.add_argument("--concurrent", type=int)
+    parser.add_argument("--bursts", type=int, help="N copies of each heavy workload at once, on V8")
     parser.add_argument("--sandbox", nargs="*", default=[], help="more `[sandbox]` settings for the V8 run, e.g. max_workers=8")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sandgate-engines-"))
@@ -161,6 +199,9 @@ async def main():
     v8 = v8_config(tmp, servers, "".join(f"{s}\n" for s in args.sandbox))
     if args.concurrent:
         await concurrent(args.sandgate, v8, args.concurrent)
+        return
+    if args.bursts:
+        await bursts(args.sandgate, v8, args.bursts, args.rounds, args.pace)
         return
     quickjs = write_config(tmp, "toml", servers)
     answers: dict = {}

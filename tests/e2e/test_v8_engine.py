@@ -168,3 +168,34 @@ async def test_on_v8_stopped_runs_lose_no_worker_when_the_gateway_logs_to_a_file
     assert answers and not wrong, f"{len(wrong)} of {len(answers)} neighbour answers wrong: {wrong[:3]}"
     said = log_path.read_text()
     assert "sandbox worker" not in said and "Uncaught" not in said, said[-3000:]
+
+
+async def test_on_v8_ready_isolates_give_back_what_a_burst_of_heavy_runs_left(tmp_path):
+    """An isolate collects a run's garbage only when it runs again, so after eight heavy runs at
+    once every isolate kept ready would hold its run's leftovers (the worker grew by about
+    150 MiB and stayed there). The ready ones may hold 16 MiB of leftovers between them, besides
+    the one that serves next: the rest are ended, and the worker gives their memory back."""
+    from hostile import children, cmdline, find_gateway, rss_kib
+
+    path = config(tmp_path, '\n[profiles.default]\ntools = ["*"]\nengine = "v8"\n')
+    path.write_text(path.read_text().replace("[sandbox]\n", "[sandbox]\nworkers = 1\n"))
+    heavy = "let a = []; for (let i = 0; i < 40; i++) a.push(('x'.repeat(1e6) + i).split('').length); return a.length"
+    async with stdio(path) as client:
+        assert (await run(client, "return 1")).get("result") == 1
+        gateway = find_gateway(path)
+
+        def deno_mib() -> float:
+            return sum(rss_kib(p) for p in children(gateway) if cmdline(p).startswith("deno run ")) / 1024
+
+        await asyncio.sleep(2)  # the isolates kept ready have started
+        before = deno_mib()
+        for burst in range(2):
+            answers = await asyncio.gather(*[run(client, f"{heavy} // {burst}.{i}") for i in range(8)])
+            assert [a.get("result") for a in answers] == [40] * 8, answers
+        await asyncio.sleep(3)
+        for i in range(10):
+            assert (await run(client, f"return {i}")).get("result") == i
+        await asyncio.sleep(1)
+        after = deno_mib()
+    assert before > 0, "no Deno worker found under the gateway"
+    assert after - before < 90, f"the V8 worker grew from {before:.0f} to {after:.0f} MiB after bursts of heavy runs"

@@ -90,6 +90,18 @@ const PREWARM = 4;
 const MAX_IDLE = 8;
 // How long an isolate whose run ended on its own may take to let go of it before it is ended.
 const LINGER_MS = 2000;
+// What the ready isolates may hold, all told, of heap their runs left behind, besides the one
+// that serves the next run, once the worker is quiet (`QUIET_MS` without a run starting or
+// ending). An isolate collects a run's garbage only when it runs again, so after a burst of
+// heavy runs every one kept would hold its run's leftovers (eight held 150 MiB more than when
+// they started, for as long as the worker stayed quiet): past this, the ready one holding the
+// most is ended, and its memory with it (`trimWhenQuiet`).
+const IDLE_LEFTOVER_BYTES = 16 * 1048576;
+const QUIET_MS = 2000;
+// When a run last started or ended here (`performance.now()`).
+let lastActivity = 0;
+// The least heap an isolate has reported between runs: what one holds with nothing left over.
+let leastHeap = Infinity;
 // Runs one isolate serves, one after another, each in a fresh context, before it is ended.
 const RUNS_PER_ISOLATE = 100;
 const SPAWNERS = 2;
@@ -151,7 +163,7 @@ let draining = 0;
 // does only once the run's context is let go and its event loop turns) or "gone".
 const startIsolate = (heapMb, how) => {
   const { port1, port2 } = new MessageChannel();
-  const entry = { key: nextIsolateKey++, port: port1, heapMb, runs: 0, worker: null, spawner: null, state: how === "ahead" ? "warming" : "busy", onMessage: null, onError: null };
+  const entry = { key: nextIsolateKey++, port: port1, heapMb, runs: 0, leftover: 0, worker: null, spawner: null, state: how === "ahead" ? "warming" : "busy", onMessage: null, onError: null };
   // Leaves a state that is counted, for another.
   const become = (state) => {
     if (entry.state === "warming") warming--;
@@ -241,7 +253,12 @@ const startIsolate = (heapMb, how) => {
       // Warming: `ready`, then a `ping` (which runs its receiving code once, so a run's first
       // message finds it compiled: about a millisecond), then idle.
       if (data.t === "ready") port1.postMessage("p");
-      else if (data.t === "pong") ready(entry);
+      else if (data.t === "pong") {
+        const heap = Number(data.heap) || 0;
+        if (heap < leastHeap) leastHeap = heap;
+        entry.leftover = heap - leastHeap;
+        ready(entry);
+      }
       return;
     }
     if (entry.state === "busy" && entry.onMessage) entry.onMessage(data);
@@ -292,8 +309,33 @@ const ready = (entry) => {
       return;
     }
   }
-  if (entry.state === "draining" && idle.length >= MAX_IDLE) entry.retire();
-  else entry.idle();
+  if (entry.state === "draining" && idle.length >= MAX_IDLE) return entry.retire();
+  entry.idle();
+  if (entry.leftover > 0) trimWhenQuiet();
+};
+// Once no run has started or ended here for `QUIET_MS`, ends the ready isolates holding the
+// most of what their runs left, until the rest hold at most `IDLE_LEFTOVER_BYTES` besides the
+// one that serves next (which collects as it goes), and starts fresh ones in their place.
+// While runs keep coming the isolates stay: starting new ones would cost each burst more than
+// the memory is worth.
+let trimTimer = null;
+const trimWhenQuiet = () => {
+  if (trimTimer !== null) return;
+  const wait = runs.size > 0 ? QUIET_MS : lastActivity + QUIET_MS - performance.now();
+  trimTimer = setTimeout(() => {
+    trimTimer = null;
+    if (runs.size > 0 || performance.now() - lastActivity < QUIET_MS) return trimWhenQuiet();
+    const others = () => idle.slice(0, -1);
+    let held = 0;
+    for (const one of others()) held += one.leftover;
+    while (held > IDLE_LEFTOVER_BYTES) {
+      let most = idle[0];
+      for (const one of others()) if (one.leftover > most.leftover) most = one;
+      held -= most.leftover;
+      most.retire();
+    }
+    refill();
+  }, Math.max(0, wait));
 };
 // Isolates about to be ready (starting, or letting go of a run) count towards the waiting runs.
 const startForWaiting = () => {
@@ -331,6 +373,7 @@ const end = (run, outcome, stats, finished) => {
   const state = runs.get(run);
   if (state === undefined) return;
   runs.delete(run);
+  lastActivity = performance.now();
   clearTimeout(state.deadline);
   // The answer first: stopping an isolate may take a moment.
   if (outcome !== null) sendJson({ Done: { run, outcome, stats: stats || { memory_bytes: 0, calls: state.calls } } });
@@ -385,6 +428,7 @@ const startRun = (frame) => {
   const alone = runs.size === 0;
   const state = { run, heapMb, isolate: null, message: null, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map() };
   runs.set(run, state);
+  lastActivity = performance.now();
   // A run still waiting for an isolate at its deadline never ran: it is told so, not that
   // its code ran out of time.
   state.deadline = setTimeout(() => end(run, { Err: state.isolate === null ? noIsolateError(limits) : timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
