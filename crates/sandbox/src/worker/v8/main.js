@@ -100,7 +100,8 @@ const IDLE_LEFTOVER_BYTES = 16 * 1048576;
 const QUIET_MS = 2000;
 // When a run last started or ended here (`performance.now()`).
 let lastActivity = 0;
-// The least heap an isolate has reported between runs: what one holds with nothing left over.
+// The least heap (committed) an isolate has reported between runs: what one holds with nothing
+// left over.
 let leastHeap = Infinity;
 // Runs one isolate serves, one after another, each in a fresh context, before it is ended.
 const RUNS_PER_ISOLATE = 100;

@@ -14,7 +14,7 @@
 // constructors can lead back here. The run's timers are this event loop's, dropped when it ends.
 //
 // Messages from `main.js`, each text with a tag: `r` + a run (a new context), `m` + a message
-// for the current run, `p` (a ping: answered `pong`, with the heap in use, once no run is
+// for the current run, `p` (a ping: answered `pong`, with the heap it holds (V8's committed heap), once no run is
 // current and this event loop turns, so `main.js` gives the isolate another run only when the
 // last one has let go, and knows what that run left behind), `c`
 // (end this isolate, between runs).
@@ -173,7 +173,7 @@
     if (typeof text !== "string" || text.length === 0) return;
     const tag = text[0];
     if (tag === "p") {
-      setImmediateHere(() => { if (deliver === null) post(`{"t":"pong","heap":${memoryUsage().heapUsed}}`); });
+      setImmediateHere(() => { if (deliver === null) post(`{"t":"pong","heap":${memoryUsage().heapTotal}}`); });
     } else if (tag === "r" && deliver === null) {
       // An ordinary global (`DONT_CONTEXTIFY`): a contextified one forwards through
       // interceptors, which break freezing it and non-writable globals.
