@@ -34,7 +34,7 @@ DEFAULT_MAX_OUTPUT = 20_000
 # jemalloc hands freed pages back to the kernel at once (it keeps them for up to 10 s by
 # default), so a case's peak RSS is what the gateway holds for it, not what an earlier case
 # freed (a 20 MB result left about 40 MiB in the next case's peak).
-QUICK_RETURN = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
+FREED_PAGES_BACK_AT_ONCE = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
 # Slack on every case's time limit: scheduling on a loaded 2-core machine.
 TIME_SLACK_S = 0.25
 
@@ -236,7 +236,7 @@ async def watched_gateway(tmp_path: Path, extra_servers: dict | None = None, env
     if engine == "v8":
         on_v8(config)
     params = StdioServerParameters(command=SANDGATE, args=["serve", "--config", str(config)],
-                                   env={**get_default_environment(), **QUICK_RETURN, **(env or {})})
+                                   env={**get_default_environment(), **FREED_PAGES_BACK_AT_ONCE, **(env or {})})
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
         gateway = Watched(client, find_gateway(config), tmp_path, engine)
         # Warm up: backends connected, workers started.

@@ -1,9 +1,10 @@
-"""The V8 engine (issue 33, in progress) through `sandgate serve`: a profile that allows both
+"""The V8 engine (issue 33) through `sandgate serve`: a profile that allows both
 engines lets `call_tool_chain` choose with `engine`, and the same code gives the same results
 on both (tool calls, console, timers, errors); a profile fixed to QuickJS refuses `v8`, naming
 the key that decides; a name that is no engine says which are; `sandgate status` reports the
-V8 workers' protections; and on V8 a loop past its time and a heap past its limit are stopped
-while the gateway and a neighbour execution go on. Deno comes from npm (`scripts/test`)."""
+V8 workers' protections; on V8 a loop past its time and a heap past its limit are stopped
+while the gateway and a neighbour execution go on; and once a V8 worker is quiet, its ready
+isolates give back what a burst of heavy runs left. Deno comes from npm (`scripts/test`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from conftest import DENO, SANDGATE, HttpServer, auth_headers, reference_servers, structured, write_config
+from hostile import children, cmdline, find_gateway, rss_kib
 
 pytestmark = pytest.mark.anyio
 
@@ -176,8 +178,6 @@ async def test_on_v8_ready_isolates_give_back_what_a_burst_of_heavy_runs_left(tm
     stayed there). Once the worker is quiet, the ready ones may hold 16 MiB of leftovers between
     them, besides the one that serves next: the rest are ended, and the worker gives their
     memory back (it comes back to 35-50 MiB over where it started)."""
-    from hostile import children, cmdline, find_gateway, rss_kib
-
     path = config(tmp_path, '\n[profiles.default]\ntools = ["*"]\nengine = "v8"\n')
     path.write_text(path.read_text().replace("[sandbox]\n", "[sandbox]\nworkers = 1\n"))
     heavy = "let a = []; for (let i = 0; i < 40; i++) a.push(('x'.repeat(1e6) + i).split('').length); return a.length"
