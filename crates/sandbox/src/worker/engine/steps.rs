@@ -276,7 +276,6 @@ fn evaluate<'js>(
     Ok(Persistent::save(ctx, promise))
 }
 
-/// The run's outcome if its promise has settled.
 /// Whether the run's result is still to come.
 fn pending(ctx: &Ctx<'_>, promise: &Persistent<Promise<'static>>) -> bool {
     promise
@@ -285,6 +284,7 @@ fn pending(ctx: &Ctx<'_>, promise: &Persistent<Promise<'static>>) -> bool {
         .is_ok_and(|promise| matches!(promise.state(), PromiseState::Pending))
 }
 
+/// The run's outcome if its promise has settled.
 fn settled(
     ctx: &Ctx<'_>,
     promise: Persistent<Promise<'static>>,

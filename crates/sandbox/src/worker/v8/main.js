@@ -326,14 +326,12 @@ const trimWhenQuiet = () => {
   trimTimer = setTimeout(() => {
     trimTimer = null;
     if (runs.size > 0 || performance.now() - lastActivity < QUIET_MS) return trimWhenQuiet();
-    const others = () => idle.slice(0, -1);
-    let held = 0;
-    for (const one of others()) held += one.leftover;
-    while (held > IDLE_LEFTOVER_BYTES) {
-      let most = idle[0];
-      for (const one of others()) if (one.leftover > most.leftover) most = one;
-      held -= most.leftover;
-      most.retire();
+    const others = idle.slice(0, -1).sort((a, b) => b.leftover - a.leftover);
+    let held = others.reduce((sum, one) => sum + one.leftover, 0);
+    for (const one of others) {
+      if (held <= IDLE_LEFTOVER_BYTES) break;
+      held -= one.leftover;
+      one.retire();
     }
     refill();
   }, Math.max(0, wait));
@@ -388,19 +386,15 @@ const end = (run, outcome, stats, finished) => {
   if (runs.size === 0) refill();
 };
 
-const timeoutError = (limits, inFlight) => ({
-  kind: "timeout",
-  name: "TimeoutError",
-  message: texts.timeout.replace("{wall_ms}", String(limits.wall_ms)).replace("{in_flight}", String(inFlight)),
-  stack: "",
-});
-
-const noIsolateError = (limits) => ({
-  kind: "busy",
-  name: "BusyError",
-  message: texts.no_isolate.replace("{wall_ms}", String(limits.wall_ms)).replace("{in_flight}", String(runs.size)),
-  stack: "",
-});
+// A run that reached its deadline: `timeout` if it had an isolate, else `busy` (none of its
+// code ran), each in the host's words (`texts`), with the time limit and what was in flight.
+const deadlineError = (state, limits) => {
+  const [kind, name, text, inFlight] = state.isolate === null
+    ? ["busy", "BusyError", texts.no_isolate, runs.size]
+    : ["timeout", "TimeoutError", texts.timeout, state.toGuest.size];
+  const message = text.replace("{wall_ms}", String(limits.wall_ms)).replace("{in_flight}", String(inFlight));
+  return { kind, name, message, stack: "" };
+};
 
 // The backends of a tool set, in first-seen order, with their tools' indices (as the QuickJS
 // worker's `ToolSet` groups them).
@@ -432,7 +426,7 @@ const startRun = (frame) => {
   lastActivity = performance.now();
   // A run still waiting for an isolate at its deadline never ran: it is told so, not that
   // its code ran out of time.
-  state.deadline = setTimeout(() => end(run, { Err: state.isolate === null ? noIsolateError(limits) : timeoutError(limits, state.toGuest.size) }), limits.wall_ms);
+  state.deadline = setTimeout(() => end(run, { Err: deadlineError(state, limits) }), limits.wall_ms);
   state.message = "r" + JSON.stringify({
     t: "run",
     run,

@@ -14,10 +14,10 @@
 // constructors can lead back here. The run's timers are this event loop's, dropped when it ends.
 //
 // Messages from `main.js`, each text with a tag: `r` + a run (a new context), `m` + a message
-// for the current run, `p` (a ping: answered `pong`, with the heap it holds (V8's committed heap), once no run is
-// current and this event loop turns, so `main.js` gives the isolate another run only when the
-// last one has let go, and knows what that run left behind), `c`
-// (end this isolate, between runs).
+// for the current run, `p` (a ping: answered `pong` with the isolate's committed heap once no
+// run is current and this event loop turns, so `main.js` gives the isolate another run only
+// when the last one has let go, and knows what that run left behind), `c` (end this isolate,
+// between runs).
 "use strict";
 {
   const G = globalThis;
