@@ -12,6 +12,8 @@ use sandgate_policy::{
 };
 use serde_json::{Map, Value};
 
+use sha2::{Digest, Sha256};
+
 use crate::error::ConfigError;
 use crate::secret::Secret;
 use crate::walker::{Walker, join, kind, opt_bool, opt_string, string_list};
@@ -25,6 +27,7 @@ const PROFILE_KEYS: &[&str] = &[
     "env",
     "limits",
     "admin",
+    "approves",
     "register_tools",
     "approve",
     "state",
@@ -70,8 +73,38 @@ pub struct HttpToken {
     pub secret: TokenSecret,
     /// The profile its bearer gets.
     pub profile: String,
-    /// What the audit log and messages call it (`name`, else `tokens[N]`): never the secret.
-    pub id: String,
+    /// Its `name`, if it has one.
+    pub name: Option<String>,
+}
+
+/// What an unnamed token's id begins with; no configured name may.
+pub const DIGEST_ID_PREFIX: &str = "sha256:";
+
+impl HttpToken {
+    /// The SHA-256 of the token (of its text once `${VAR}` is resolved).
+    pub fn digest(&self) -> [u8; 32] {
+        match &self.secret {
+            TokenSecret::Plain(text) => Sha256::digest(text.expose().as_bytes()).into(),
+            TokenSecret::Sha256(digest) => *digest,
+        }
+    }
+
+    /// The principal it proves, as everything it owns is keyed (`state`, credentials, tasks,
+    /// outputs, approvals, sessions) and the audit log names it: its `name`, else
+    /// `sha256:` and the first 64 bits of its digest in hex. Never its position in the list,
+    /// which an edit of the config would hand to another token; never the secret.
+    pub fn id(&self) -> String {
+        match &self.name {
+            Some(name) => name.clone(),
+            None => digest_id(&self.digest()),
+        }
+    }
+}
+
+/// The id of an unnamed token whose SHA-256 is `digest` (see [`HttpToken::id`]).
+pub fn digest_id(digest: &[u8; 32]) -> String {
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{DIGEST_ID_PREFIX}{hex}")
 }
 
 /// The audit log (`[audit]`); off unless `path` is set.
@@ -171,6 +204,7 @@ impl Walker<'_> {
             env,
             limits: self.profile_limits(&sub("limits"), table.get("limits"))?,
             admin: opt_bool(self, &sub("admin"), table.get("admin"))?.unwrap_or(false),
+            approves: string_list(self, &sub("approves"), table.get("approves"))?,
             register_tools: opt_bool(self, &sub("register_tools"), table.get("register_tools"))?
                 .unwrap_or(false),
             implicit: false,
@@ -313,9 +347,17 @@ impl Walker<'_> {
                 };
                 let profile = opt_string(self, &format!("{at}.profile"), table.get("profile"))?
                     .unwrap_or_else(|| "default".into());
-                let id = opt_string(self, &format!("{at}.name"), table.get("name"))?
-                    .unwrap_or_else(|| format!("tokens[{i}]"));
-                Ok(HttpToken { secret, profile, id })
+                let name = opt_string(self, &format!("{at}.name"), table.get("name"))?;
+                if let Some(name) = &name
+                    && (name.is_empty() || name.starts_with(DIGEST_ID_PREFIX))
+                {
+                    return Err(self.invalid(
+                        &format!("{at}.name"),
+                        format!("is `{name}`"),
+                        format!("give it a name of its own that does not begin with `{DIGEST_ID_PREFIX}` (unnamed tokens go by their digest so)"),
+                    ));
+                }
+                Ok(HttpToken { secret, profile, name })
             })
             .collect()
     }
@@ -346,6 +388,23 @@ impl Walker<'_> {
         tokens: &[HttpToken],
     ) -> Result<(), ConfigError> {
         let names: BTreeMap<&str, ()> = profiles.iter().map(|p| (p.name.as_str(), ())).collect();
+        for profile in profiles {
+            if let Some(unknown) = profile
+                .approves
+                .iter()
+                .find(|name| !names.contains_key(name.as_str()))
+            {
+                let list: Vec<&str> = names.keys().copied().collect();
+                return Err(self.invalid(
+                    &format!("{}.approves", profile.key),
+                    format!("names `{unknown}`, which is not a profile"),
+                    format!(
+                        "list profiles whose gated calls it approves: {}",
+                        list.join(", ")
+                    ),
+                ));
+            }
+        }
         let mut ids = BTreeMap::new();
         for (i, token) in tokens.iter().enumerate() {
             let known = names.contains_key(token.profile.as_str())
@@ -363,10 +422,11 @@ impl Walker<'_> {
                     },
                 ));
             }
-            if ids.insert(token.id.clone(), ()).is_some() {
+            let Some(name) = &token.name else { continue };
+            if ids.insert(name.clone(), ()).is_some() {
                 return Err(self.invalid(
                     &format!("http.tokens[{i}].name"),
-                    format!("`{}` names two tokens", token.id),
+                    format!("`{name}` names two tokens"),
                     "give each token its own name",
                 ));
             }

@@ -22,7 +22,9 @@ mod suggest;
 mod telemetry;
 mod walker;
 
-pub use access::{AuditConfig, HttpAuth, HttpToken, MIN_TOKEN_CHARS, TokenSecret};
+pub use access::{
+    AuditConfig, DIGEST_ID_PREFIX, HttpAuth, HttpToken, MIN_TOKEN_CHARS, TokenSecret, digest_id,
+};
 pub use error::ConfigError;
 pub use interpolate::interpolate;
 pub use model::{

@@ -293,9 +293,12 @@ impl Config {
                 }
             })?);
         }
-        for token in &mut config.http.tokens {
+        for (i, token) in config.http.tokens.iter_mut().enumerate() {
             if let TokenSecret::Plain(text) = &mut token.secret {
-                let key = format!("http.tokens ({})", token.id);
+                let key = match &token.name {
+                    Some(name) => format!("http.tokens ({name})"),
+                    None => format!("http.tokens[{i}]"),
+                };
                 *text = Secret::from(interpolate(text.expose(), lookup).map_err(|var| {
                     ConfigError::MissingSecret {
                         key: key.clone(),
@@ -311,6 +314,18 @@ impl Config {
             }
         }
         Ok(config)
+    }
+
+    /// Whether browsers reach the gateway over https, so the console's cookies must be
+    /// `Secure`: `[http] secure_cookies` when set, else whether `[auth.oauth] resource` (the
+    /// gateway's public URL) is https.
+    pub fn secure_cookies(&self) -> bool {
+        self.http.secure_cookies.unwrap_or_else(|| {
+            self.auth
+                .oauth
+                .as_ref()
+                .is_some_and(|o| o.resource.to_ascii_lowercase().starts_with("https://"))
+        })
     }
 
     /// The profiles callers get, by name. With none written, one implicit `default`: every
@@ -384,6 +399,9 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// What a client may hold and how long it may take.
     pub limits: HttpLimits,
+    /// Whether browsers reach the gateway over https (`secure_cookies`; unset: whether
+    /// `[auth.oauth] resource` is an https URL).
+    pub secure_cookies: Option<bool>,
 }
 
 /// What HTTP clients may hold of the gateway, and how slowly they may send. Every key has a

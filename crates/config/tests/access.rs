@@ -52,7 +52,7 @@ fn the_issue_profile_loads_in_toml_and_json_alike() {
     assert_eq!(b.key, "sandgate.profiles.reader");
     assert_eq!(a.limits.max_calls, Some(200));
     assert_eq!(toml.http.tokens, json.http.tokens);
-    assert_eq!(toml.http.tokens[0].id, "research-agent");
+    assert_eq!(toml.http.tokens[0].id(), "research-agent");
     assert_eq!(toml.http.auth, HttpAuth::Tokens);
     assert_eq!(toml.audit, json.audit);
     assert!(!toml.audit.arguments);

@@ -61,6 +61,41 @@ pub enum Owner {
     User(String),
 }
 
+/// Who a caller is, whatever door it came through: the one identity everything it owns
+/// (`state`, credentials, questions it asked) is keyed by, and which no config edit can hand
+/// to another. A static token is its name or its digest (`sandgate_config::HttpToken::id`),
+/// never its position; a user is its issuer and subject, digested.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Principal {
+    /// The local user: the stdio client.
+    Local,
+    /// An HTTP client where auth is off: anyone who reaches the loopback port.
+    Anonymous,
+    /// A static token of `[[http.tokens]]`, by its id.
+    Token(String),
+    /// A user an identity provider proved, by its id (`sandgate_identity::user_id_of`).
+    User(String),
+}
+
+impl Principal {
+    /// How stores key it and the audit log names it: `local`, `anonymous`, `token:ID` or
+    /// `user:ID`.
+    pub fn key(&self) -> String {
+        match self {
+            Principal::Local => "local".into(),
+            Principal::Anonymous => "anonymous".into(),
+            Principal::Token(id) => format!("token:{id}"),
+            Principal::User(id) => format!("user:{id}"),
+        }
+    }
+
+    /// Whether it names one holder of a credential: a token or a user. The local user and an
+    /// anonymous HTTP client may be anyone on the machine, so they can vouch for no one else.
+    pub fn is_accountable(&self) -> bool {
+        matches!(self, Principal::Token(_) | Principal::User(_))
+    }
+}
+
 /// What a client declared it can take from a server mid-request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Declared {
@@ -196,6 +231,16 @@ impl Caller {
         }
     }
 
+    /// Who the caller is (see [`Principal`]).
+    pub fn principal(&self) -> Principal {
+        match (&self.user, &self.token_id, &self.owner) {
+            (Some(user), _, _) => Principal::User(user.clone()),
+            (None, Some(token), _) => Principal::Token(token.clone()),
+            (None, None, Owner::Local) => Principal::Local,
+            (None, None, _) => Principal::Anonymous,
+        }
+    }
+
     /// The caller's profile name.
     pub fn profile(&self) -> &str {
         &self.access.profile().name
@@ -223,11 +268,10 @@ impl Caller {
     /// under its profile. Not its session, so state outlives sessions and restarts.
     pub fn state_owner(&self) -> String {
         let profile = self.profile();
-        match (&self.user, &self.token_id, &self.owner) {
-            (Some(user), _, _) => format!("user:{user}:{profile}"),
-            (None, Some(token), _) => format!("token:{token}:{profile}"),
-            (None, None, Owner::Local) => format!("local:{profile}"),
-            (None, None, _) => format!("http:{profile}"),
+        match self.principal() {
+            // Kept as it always was, so what an open HTTP caller stored stays its own.
+            Principal::Anonymous => format!("http:{profile}"),
+            principal => format!("{}:{profile}", principal.key()),
         }
     }
 

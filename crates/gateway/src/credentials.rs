@@ -18,7 +18,7 @@ use sandgate_identity::{Exchanger, Vault};
 use sandgate_store::{CredentialEntry, StoreHandle};
 use sandgate_upstream::UserConnection;
 
-use crate::caller::{Caller, Owner};
+use crate::caller::{Caller, Principal};
 
 /// How long an opened secret (or its absence) is used before the store is read again.
 pub const FRESH_FOR: Duration = Duration::from_secs(5);
@@ -69,22 +69,17 @@ pub const LOCAL_OWNER: &str = "local";
 /// The owner of the credentials of the user an identity provider proved with id `user` (see
 /// `sandgate_identity::user_id`).
 pub fn user_owner(user: &str) -> String {
-    format!("user:{user}")
+    Principal::User(user.to_string()).key()
 }
 
 /// The owner of the credentials of static token `name`.
 pub fn token_owner(name: &str) -> String {
-    format!("token:{name}")
+    Principal::Token(name.to_string()).key()
 }
 
 /// Who owns a credential, as the store keys it.
 pub fn owner_of(caller: &Caller) -> String {
-    match (&caller.user, &caller.token_id, &caller.owner) {
-        (Some(user), _, _) => user_owner(user),
-        (None, Some(token), _) => token_owner(token),
-        (None, None, Owner::Local) => LOCAL_OWNER.to_string(),
-        (None, None, _) => "anonymous".to_string(),
-    }
+    caller.principal().key()
 }
 
 /// The CLI arguments that name `owner` (see [`owner_of`]).

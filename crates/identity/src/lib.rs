@@ -35,7 +35,7 @@ pub use settings::{
     parse_algorithm,
 };
 pub use vault::{MAX_SECRET_BYTES, Vault};
-pub use verify::{Identity, Refusal, Verifier, user_id, user_id_of};
+pub use verify::{Admission, Identity, Refusal, Verifier, user_id, user_id_of};
 
 /// What can go wrong in this crate outside a token's own check (which is a [`Refusal`]).
 #[derive(Debug, thiserror::Error)]

@@ -30,6 +30,19 @@ pub struct Identity {
     pub expires_at: u64,
     /// The digest of `issuer` and `subject` (computed once, when the token is checked).
     pub digest: [u8; 32],
+    /// What admitted it: the issuer and the claims the rules read.
+    pub admission: std::sync::Arc<Admission>,
+}
+
+/// What admitted a user: the issuer that vouched for it and the claims its token carried. A
+/// console login keeps it, so every request can ask the live config again whether that issuer
+/// is still trusted and which profile the rules now give those claims ([`Verifier::admits`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Admission {
+    /// The issuer.
+    pub issuer: String,
+    /// The token's claims, as checked.
+    pub claims: Value,
 }
 
 /// A stable digest of `iss` and `sub`: what a user's sessions and outputs are bound to. A new
@@ -180,6 +193,19 @@ impl Verifier {
         }
         let slot = expiries.entry(identity.digest).or_insert(0);
         *slot = (*slot).max(identity.expires_at);
+    }
+
+    /// The profile these settings give a user `admission` admitted, if they still admit it:
+    /// its issuer is still configured and a rule still maps its claims. What was checked once
+    /// is asked again of the live config, so a reload that removes the issuer or the rule ends
+    /// what the user holds.
+    pub fn admits(&self, admission: &Admission) -> Option<&str> {
+        self.settings
+            .issuers
+            .iter()
+            .any(|i| i.issuer == admission.issuer)
+            .then(|| profile_for(&self.settings.rules, &admission.claims))
+            .flatten()
     }
 
     /// What it was made from.
@@ -348,6 +374,10 @@ impl Verifier {
             subject,
             profile: profile.to_string(),
             expires_at,
+            admission: std::sync::Arc::new(Admission {
+                issuer: issuer.to_string(),
+                claims: claims.clone(),
+            }),
         };
         self.remember(&identity);
         Ok(identity)

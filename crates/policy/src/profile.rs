@@ -42,8 +42,12 @@ pub struct Profile {
     pub env: Vec<String>,
     /// Per-execution limits.
     pub limits: ProfileLimits,
-    /// Sees every profile's executions, outputs and stats.
+    /// Sees every profile's executions, outputs and stats, and approves any profile's gated
+    /// calls in the console (never its own principal's).
     pub admin: bool,
+    /// The profiles whose approval-gated calls its console users may approve (`approves`),
+    /// never one their own principal asked.
+    pub approves: Vec<String>,
     /// May register and remove stored tools through MCP (`register_tool`, `remove_tool`).
     pub register_tools: bool,
     /// Not written in the config: the default made when no profile is configured.
@@ -140,6 +144,7 @@ impl Profile {
             env: vec![],
             limits: ProfileLimits::default(),
             admin: true,
+            approves: vec![],
             register_tools: false,
             implicit: true,
             approve: vec![],
@@ -162,6 +167,7 @@ impl Profile {
             env: vec![],
             limits: ProfileLimits::default(),
             admin: false,
+            approves: vec![],
             register_tools: false,
             implicit: false,
             approve: vec![],
@@ -508,6 +514,7 @@ mod tests {
             env: vec!["GITHUB_TOKEN".into()],
             limits: ProfileLimits::default(),
             admin: false,
+            approves: vec![],
             register_tools: false,
             implicit: false,
             approve: vec![],

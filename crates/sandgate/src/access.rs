@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use sandgate_config::{Config, HttpAuth, TokenSecret};
+use sandgate_config::{Config, HttpAuth};
 use sandgate_gateway::{AuditLog, HttpAuthOptions, KnownToken};
 
 /// The HTTP front's auth for a listener on `addr`.
@@ -31,15 +31,10 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
         .http
         .tokens
         .iter()
-        .map(|token| match &token.secret {
-            TokenSecret::Plain(text) => {
-                KnownToken::from_secret(text.expose(), &token.profile, &token.id)
-            }
-            TokenSecret::Sha256(digest) => KnownToken {
-                digest: *digest,
-                profile: token.profile.clone(),
-                id: token.id.clone(),
-            },
+        .map(|token| KnownToken {
+            digest: token.digest(),
+            profile: token.profile.clone(),
+            id: token.id(),
         })
         .collect();
     if tokens.is_empty() && oauth.is_some() {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::error::ConfigError;
 use crate::model::*;
-use crate::walker::{Walker, duration, opt_string, string_list, whole_number};
+use crate::walker::{Walker, duration, opt_bool, opt_string, string_list, whole_number};
 
 const HTTP_KEYS: &[&str] = &[
     "listen",
@@ -22,6 +22,7 @@ const HTTP_KEYS: &[&str] = &[
     "drain",
     "auth",
     "tokens",
+    "secure_cookies",
 ];
 
 /// The longest `http.drain`: a shutdown waits up to twice it.
@@ -97,6 +98,7 @@ impl Walker<'_> {
                 table.get("allowed_origins"),
             )?,
             limits,
+            secure_cookies: opt_bool(self, "http.secure_cookies", table.get("secure_cookies"))?,
         })
     }
 }

@@ -6,7 +6,8 @@
 //! goes to the person the way the request's client can take it ([`Asking`]): `elicitation/create`
 //! on a 2025-11-25 session; an input-required result on a 2026-07-28 request, answered by the
 //! client's retry; a task's `input_required` status, answered by `tasks/update`. The console
-//! lists every waiting question, and an admin or the execution's owner may answer there too.
+//! lists the waiting questions to those who may approve them (an admin, or a profile that
+//! `approves` the asker's), never to the principal that asked.
 //!
 //! Yes runs the call. No, the `[approvals] timeout`, a client that cannot be asked, or too many
 //! questions waiting make the call reject with `ApprovalDenied`, which the script may catch.
@@ -32,7 +33,7 @@ pub use inbox::Inbox;
 pub(crate) use question::bounded;
 pub use question::{About, Answered, Question, QuestionView, Verdict};
 
-use crate::caller::Caller;
+use crate::caller::{Caller, Principal};
 
 /// How the person behind one execution's client is asked, and what the client said it can
 /// take.
@@ -484,16 +485,20 @@ impl sandgate_upstream::AskClient for AsksFor {
 #[derive(Debug, Clone)]
 pub enum Answerer {
     /// The client that runs the execution (its retry or `tasks/update`): the caller's own key.
+    /// The person behind it is asked by its own client, as elicitation asks.
     Owner(String),
-    /// A console user: an admin answers any question; anyone else, those asked under their
-    /// profile by their own user (or, for a token's login, by no user).
+    /// A console user. An approver answers questions asked under the profiles its own profile
+    /// `approves` (an admin, any profile's), and never one its own principal asked: the one
+    /// who says yes is not the one who asks, whatever door it comes through.
     Console {
         /// Their profile.
         profile: String,
-        /// The user an identity provider proved, if any.
-        user: Option<String>,
+        /// Who they are.
+        principal: Principal,
         /// Whether their profile is an admin's.
         admin: bool,
+        /// The profiles whose questions their profile approves (`approves`).
+        approves: Vec<String>,
     },
 }
 
@@ -502,10 +507,15 @@ impl Answerer {
         match self {
             Answerer::Owner(owner) => *owner == question.owner,
             Answerer::Console {
-                profile,
-                user,
+                principal,
                 admin,
-            } => *admin || (*profile == question.profile && *user == question.user),
+                approves,
+                ..
+            } => {
+                principal.is_accountable()
+                    && *principal != question.asker
+                    && (*admin || approves.contains(&question.profile))
+            }
         }
     }
 
@@ -518,7 +528,9 @@ impl Answerer {
     pub fn name(&self) -> String {
         match self {
             Answerer::Owner(_) => "client".into(),
-            Answerer::Console { profile, .. } => format!("console:{profile}"),
+            Answerer::Console {
+                profile, principal, ..
+            } => format!("console:{profile}:{}", principal.key()),
         }
     }
 }

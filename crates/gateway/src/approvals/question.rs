@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use crate::caller::Caller;
+use crate::caller::{Caller, Principal};
 
 /// The sender a question is answered through.
 type AnswerSender = oneshot::Sender<Answered>;
@@ -120,8 +120,8 @@ pub struct Question {
     pub owner: String,
     /// The asker's profile.
     pub profile: String,
-    /// The asker's user, when an identity provider proved one.
-    pub user: Option<String>,
+    /// Who asked: never the one who may say yes in the console.
+    pub asker: Principal,
     /// What it is about.
     pub about: About,
     /// When it was asked (ms since the epoch).
@@ -139,8 +139,8 @@ pub struct QuestionView {
     pub execution_id: String,
     /// The asker's profile.
     pub profile: String,
-    /// The asker's user, if any.
-    pub user: Option<String>,
+    /// Who asked (`token:ID`, `user:ID`, `local`): another principal answers it.
+    pub asker: String,
     /// The tool.
     pub tool: String,
     /// Its arguments as shown.
@@ -170,7 +170,7 @@ impl Question {
             execution_id: execution_id.to_string(),
             owner,
             profile: caller.profile().to_string(),
-            user: caller.user.clone(),
+            asker: caller.principal(),
             about,
             asked_at_ms: u64::try_from(sandgate_store::now_ms()).unwrap_or(0),
             expires: expiry(timeout),
@@ -235,7 +235,7 @@ impl Question {
             id: self.id.clone(),
             execution_id: self.execution_id.clone(),
             profile: self.profile.clone(),
-            user: self.user.clone(),
+            asker: self.asker.key(),
             tool: tool.clone(),
             arguments: arguments.clone(),
             rule: rule.clone(),

@@ -7,7 +7,7 @@ use sandgate_config::ApprovalsConfig;
 
 use super::*;
 use crate::caller::tests::caller;
-use crate::caller::{Declared, Owner};
+use crate::caller::{Caller, Declared, Owner, Principal};
 
 const ASKS: Declared = Declared {
     elicitation: true,
@@ -93,8 +93,9 @@ async fn only_the_owner_or_the_console_answers_and_only_once() {
     );
     let other_profile = Answerer::Console {
         profile: "dev".into(),
-        user: None,
+        principal: Principal::Token("dev-lead".into()),
         admin: false,
+        approves: vec!["dev".into()],
     };
     assert!(approvals.visible(&other_profile, 10).is_empty());
     assert!(
@@ -163,4 +164,55 @@ async fn unanswered_questions_time_out_and_a_caller_has_a_cap() {
         );
     }
     assert_eq!(approvals.waiting_count(), 0);
+}
+
+#[tokio::test]
+async fn the_console_never_lets_the_asker_say_yes_to_itself() {
+    let approvals = Arc::new(Approvals::new(settings(60_000, 4)));
+    let inbox = Arc::new(Inbox::default());
+    let agent = Caller {
+        token_id: Some("agent".into()),
+        ..caller(Owner::Session("a".into()), "ops")
+    };
+    let asking = Asking::Waiter(inbox.clone(), ASKS);
+    let waiting = {
+        let (approvals, agent, asking) = (approvals.clone(), agent.clone(), asking.clone());
+        tokio::spawn(async move { approvals.ask(&asking, &agent, "ex-1", gated()).await })
+    };
+    while inbox.questions().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let id = inbox.questions()[0].id.clone();
+    let console = |principal: Principal, admin: bool, approves: &[&str]| Answerer::Console {
+        profile: "ops".into(),
+        principal,
+        admin,
+        approves: approves.iter().map(|p| p.to_string()).collect(),
+    };
+    // The asking token itself, logged into the console: even as an admin, even as an
+    // approver of its own profile, it neither sees nor answers its own question.
+    for itself in [
+        console(Principal::Token("agent".into()), true, &[]),
+        console(Principal::Token("agent".into()), false, &["ops"]),
+        // A member of the profile that approves nothing.
+        console(Principal::Token("teammate".into()), false, &[]),
+        // Nobody in particular (auth off).
+        console(Principal::Anonymous, true, &["ops"]),
+        // An approver of other profiles.
+        console(Principal::User("u1".into()), false, &["dev"]),
+    ] {
+        assert!(approvals.visible(&itself, 10).is_empty(), "{itself:?}");
+        assert!(
+            approvals
+                .answer(&id, &itself, Verdict::Approved { by: "x".into() })
+                .is_err(),
+            "{itself:?}"
+        );
+    }
+    let lead = console(Principal::User("lead".into()), false, &["ops"]);
+    assert_eq!(approvals.visible(&lead, 10).len(), 1);
+    approvals
+        .answer(&id, &lead, Verdict::Approved { by: lead.name() })
+        .expect("another person approves");
+    assert!(waiting.await.expect("joined").is_ok());
 }

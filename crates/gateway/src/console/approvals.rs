@@ -1,8 +1,9 @@
 //! The console's Approvals page: the questions approval-gated calls wait on, and yes or no for
-//! each. An admin sees and answers every one; anyone else, those asked under their own profile
-//! by their own user (a token's login: those no identity provider's user asked). The answer
-//! reaches the waiting call at once; the door writes it to the audit log, naming the console
-//! profile that gave it.
+//! each. An admin sees and answers every one, a profile that `approves` others those asked
+//! under them; nobody sees or answers a question their own principal (token or user) asked,
+//! since an agent can log into the console with its own token. With auth off, nobody here
+//! answers: anyone on the machine could be the asker. The answer reaches the waiting call at
+//! once; the door writes it to the audit log, naming the console user that gave it.
 
 use axum::extract::{Extension, Query, State};
 use axum::response::Response;
@@ -30,10 +31,12 @@ pub(crate) struct Answer {
 
 /// Who this console user answers as.
 fn answerer(console: &Console, user: &ConsoleUser) -> Answerer {
+    let profile = console.gateway.profile(&user.profile);
     Answerer::Console {
         profile: user.profile.clone(),
-        user: user.user.clone(),
-        admin: console.gateway.profile(&user.profile).admin,
+        principal: user.principal(),
+        admin: profile.admin,
+        approves: profile.approves.clone(),
     }
 }
 
@@ -43,8 +46,31 @@ pub(crate) async fn list(
     Extension(user): Extension<ConsoleUser>,
 ) -> Response {
     let approvals = console.gateway.door().approvals();
-    let shown = approvals.visible(&answerer(&console, &user), LISTED);
-    json(&json!({"approvals": shown, "waiting": approvals.waiting_count()}))
+    let by = answerer(&console, &user);
+    let shown = approvals.visible(&by, LISTED);
+    let who = match &by {
+        Answerer::Console {
+            admin: true,
+            principal,
+            ..
+        } if principal.is_accountable() => {
+            "every profile's (admin), except those you asked yourself".to_string()
+        }
+        Answerer::Console {
+            approves,
+            principal,
+            ..
+        } if principal.is_accountable() && !approves.is_empty() => format!(
+            "those asked under {} (approves), except those you asked yourself",
+            approves.join(", ")
+        ),
+        _ => "none: your profile approves no one's calls (an admin, or a profile with approves = [...], answers them; a call you asked is answered by another person, or in your own client)".to_string(),
+    };
+    json(&json!({
+        "approvals": shown,
+        "waiting": approvals.waiting_count(),
+        "you_answer": who,
+    }))
 }
 
 /// `POST /ui/api/approvals?id=` with `{"approve": true|false}`: answers one question.

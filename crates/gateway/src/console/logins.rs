@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use sandgate_identity::Admission;
 use sandgate_store::SessionKind;
 use sandgate_store::postgres::PgStore;
 
@@ -15,6 +16,13 @@ use super::session::ConsoleUser;
 pub(crate) const LIFETIME: Duration = Duration::from_secs(12 * 3600);
 /// The most logins kept in the process; past it the oldest goes.
 const MAX_LOGINS: usize = 1000;
+
+/// The user of a login through the identity provider, as the shared store keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SharedUser {
+    user: String,
+    admission: Admission,
+}
 
 /// A login in the process.
 struct Login {
@@ -43,15 +51,15 @@ impl Logins {
         }
     }
 
-    /// A new login for `profile`'s token `token_id` (by its `digest`), of `user` when an
-    /// identity provider proved one, for `lifetime` at most: its random id, or why there is
-    /// none.
+    /// A new login for `profile`'s token `token_id` (by its `digest`), of the user an
+    /// identity provider admitted (with what admitted it), for `lifetime` at most: its random
+    /// id, or why there is none.
     pub(crate) async fn start(
         &self,
         profile: String,
         token_id: String,
         digest: [u8; 32],
-        user: Option<String>,
+        user: Option<(String, Arc<Admission>)>,
         lifetime: Duration,
     ) -> Result<String, String> {
         let lifetime = lifetime.min(LIFETIME);
@@ -71,10 +79,16 @@ impl Logins {
                 )
                 .await
                 .map_err(|e| e.to_string())?;
-            // The user a login through the identity provider is for rides in its state.
-            if let Some(user) = &user {
+            // The user a login through the identity provider is for, and what admitted it,
+            // ride in its state.
+            if let Some((user, admission)) = &user {
+                let state = serde_json::to_string(&SharedUser {
+                    user: user.clone(),
+                    admission: (**admission).clone(),
+                })
+                .map_err(|e| e.to_string())?;
                 store
-                    .set_session_state(SessionKind::Console, &id, user, lifetime)
+                    .set_session_state(SessionKind::Console, &id, &state, lifetime)
                     .await
                     .map_err(|e| e.to_string())?;
             }
@@ -100,7 +114,8 @@ impl Logins {
                     profile,
                     token_id: Some(token_id),
                     session: id.clone(),
-                    user,
+                    user: user.as_ref().map(|(user, _)| user.clone()),
+                    admission: user.map(|(_, admission)| admission),
                 },
                 digest,
                 started: Instant::now(),
@@ -120,11 +135,18 @@ impl Logins {
                     return None;
                 }
             };
+            // A login through the identity provider whose state does not read (one kept by an
+            // older sandgate, which kept no admission) is not found: it logs in again.
+            let shared = match &found.state {
+                Some(state) => Some(serde_json::from_str::<SharedUser>(state).ok()?),
+                None => None,
+            };
             let user = ConsoleUser {
                 profile: found.profile?,
                 token_id: found.token_id,
                 session: id.to_string(),
-                user: found.state,
+                user: shared.as_ref().map(|s| s.user.clone()),
+                admission: shared.map(|s| Arc::new(s.admission)),
             };
             return Some((user, found.owner?));
         }

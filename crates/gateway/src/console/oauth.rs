@@ -16,13 +16,21 @@ use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
-use super::session::{Console, cookie, set_session_cookie};
+use std::time::Duration;
+
+use super::session::{Console, CookieScope, cookie, set_session_cookie};
 use crate::audit::{Decision, Subject};
 
 /// The cookie that carries a login on its way.
 const PENDING: &str = "sandgate_login";
 /// How long a login may take at the issuer.
 const PENDING_FOR_SECS: u64 = 600;
+/// The pending login's cookie: only its callback reads it, and it must come back with the
+/// issuer's redirect (a top-level navigation from another site: `Lax`).
+const PENDING_SCOPE: CookieScope = CookieScope {
+    path: "/ui/oauth",
+    same_site: "Lax",
+};
 
 #[derive(Deserialize)]
 pub(crate) struct Callback {
@@ -56,16 +64,16 @@ pub(crate) async fn start(State(console): State<Console>) -> Response {
         Ok(started) => started,
         Err(e) => return refusal(&console, StatusCode::BAD_GATEWAY, &e.to_string()),
     };
-    let cookie = format!(
-        "{PENDING}={}.{}; Path=/ui/oauth; HttpOnly; SameSite=Lax; Max-Age={PENDING_FOR_SECS}",
-        pending.state, pending.verifier
-    );
     let mut response = StatusCode::FOUND.into_response();
-    if let (Ok(location), Ok(cookie)) =
-        (HeaderValue::from_str(&url), HeaderValue::from_str(&cookie))
-    {
+    if let Ok(location) = HeaderValue::from_str(&url) {
         response.headers_mut().insert(header::LOCATION, location);
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
+        console.set_cookie(
+            &mut response,
+            PENDING,
+            &format!("{}.{}", pending.state, pending.verifier),
+            PENDING_SCOPE,
+            Duration::from_secs(PENDING_FOR_SECS),
+        );
     }
     response
 }
@@ -133,7 +141,10 @@ pub(crate) async fn callback(
             identity.profile.clone(),
             identity.name(),
             identity.digest,
-            Some(sandgate_identity::user_id_of(&identity.digest)),
+            Some((
+                sandgate_identity::user_id_of(&identity.digest),
+                identity.admission.clone(),
+            )),
             lifetime,
         )
         .await
@@ -152,14 +163,12 @@ pub(crate) async fn callback(
         .headers_mut()
         .insert(header::LOCATION, HeaderValue::from_static("/ui"));
     set_session_cookie(
+        &console,
         &mut response,
         &session,
         lifetime.min(super::logins::LIFETIME),
     );
-    let done = format!("{PENDING}=; Path=/ui/oauth; HttpOnly; SameSite=Lax; Max-Age=0");
-    if let Ok(value) = HeaderValue::from_str(&done) {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
+    console.set_cookie(&mut response, PENDING, "", PENDING_SCOPE, Duration::ZERO);
     response
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct Console {
     pub sessions: Arc<Logins>,
     /// Origins other than the request's own that may change state (`[http] allowed_origins`).
     pub allowed_origins: Arc<Vec<String>>,
+    /// Whether browsers reach the gateway over https, so its cookies are `Secure`.
+    pub secure_cookies: bool,
 }
 
 impl Console {
@@ -33,7 +35,42 @@ impl Console {
     pub(crate) fn auth(&self) -> Arc<HttpAuthOptions> {
         self.tokens.current()
     }
+
+    /// Puts cookie `name` on `response` (`value` empty and `max_age` 0 clear it): always
+    /// `HttpOnly`, and `Secure` whenever the gateway is reached over https, so neither a
+    /// session nor a login's PKCE verifier ever travels in clear text.
+    pub(crate) fn set_cookie(
+        &self,
+        response: &mut Response,
+        name: &str,
+        value: &str,
+        attributes: CookieScope,
+        max_age: Duration,
+    ) {
+        let CookieScope { path, same_site } = attributes;
+        let secure = if self.secure_cookies { "; Secure" } else { "" };
+        let cookie = format!(
+            "{name}={value}; Path={path}; HttpOnly; SameSite={same_site}; Max-Age={}{secure}",
+            max_age.as_secs()
+        );
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
 }
+
+/// Where a cookie goes and from which sites it comes back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CookieScope {
+    pub path: &'static str,
+    pub same_site: &'static str,
+}
+
+/// The session cookie's scope: the console, from its own pages only.
+const SESSION_SCOPE: CookieScope = CookieScope {
+    path: "/ui",
+    same_site: "Strict",
+};
 
 /// The cookie's name.
 const COOKIE: &str = "sandgate_console";
@@ -50,6 +87,22 @@ pub(crate) struct ConsoleUser {
     /// The user an identity provider proved, for a login through it (see
     /// `sandgate_identity::user_id_of`): its records and credentials are its own.
     pub user: Option<String>,
+    /// What admitted that user (its issuer and claims), asked of the live config again on
+    /// every request.
+    pub admission: Option<Arc<sandgate_identity::Admission>>,
+}
+
+impl ConsoleUser {
+    /// Who this console user is: the same principal as over MCP (a token's id, a user's id),
+    /// so what it asked there it cannot answer here.
+    pub(crate) fn principal(&self) -> crate::caller::Principal {
+        use crate::caller::Principal;
+        match (&self.user, &self.token_id) {
+            (Some(user), _) => Principal::User(user.clone()),
+            (None, Some(token)) => Principal::Token(token.clone()),
+            (None, None) => Principal::Anonymous,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -108,19 +161,18 @@ pub(crate) async fn login(
         }
     };
     let mut response = json(&serde_json::json!({"profile": known.profile}));
-    set_session_cookie(&mut response, &id, LIFETIME);
+    set_session_cookie(&console, &mut response, &id, LIFETIME);
     response
 }
 
 /// Puts the cookie of session `id` on `response`.
-pub(crate) fn set_session_cookie(response: &mut Response, id: &str, lifetime: Duration) {
-    let cookie = format!(
-        "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}",
-        lifetime.as_secs()
-    );
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, value);
-    }
+pub(crate) fn set_session_cookie(
+    console: &Console,
+    response: &mut Response,
+    id: &str,
+    lifetime: Duration,
+) {
+    console.set_cookie(response, COOKIE, id, SESSION_SCOPE, lifetime);
 }
 
 /// `POST /ui/logout`: ends the session.
@@ -128,23 +180,27 @@ pub(crate) async fn logout(State(console): State<Console>, request: Request) -> 
     if let Some(id) = session_id(request.headers()) {
         console.sessions.end(&id).await;
     }
-    let cookie = format!("{COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0");
     let mut response = StatusCode::NO_CONTENT.into_response();
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, value);
-    }
+    console.set_cookie(&mut response, COOKIE, "", SESSION_SCOPE, Duration::ZERO);
     response
 }
 
-/// The user of the session `id`, while it lives: not expired, and its very token still
-/// accepted for its profile (one a reload took out, or rotated under the same name, ends it).
-/// A login through the identity provider lasts no longer than the token it got, and ends if
-/// the config stops accepting the provider's tokens.
+/// The user of the session `id`, while it lives: not expired, and what admitted it still
+/// admits it to its profile under the live config. A token's login needs that very token
+/// still accepted for its profile (one a reload took out, or rotated under the same name,
+/// ends it). A login through the identity provider lasts no longer than the token it got,
+/// and needs its issuer still configured and the rules still giving its claims the same
+/// profile (a reload that removes either ends it).
 async fn live_user(console: &Console, auth: &HttpAuthOptions, id: &str) -> Option<ConsoleUser> {
     let (user, digest) = console.sessions.find(id).await?;
-    let still_known = match &user.user {
-        Some(_) => auth.oauth.is_some(),
-        None => auth
+    let still_known = match (&user.user, &user.admission) {
+        (Some(_), Some(admission)) => auth
+            .oauth
+            .as_ref()
+            .and_then(|verifier| verifier.admits(admission))
+            .is_some_and(|profile| profile == user.profile),
+        (Some(_), None) => false,
+        (None, _) => auth
             .tokens
             .iter()
             .any(|t| t.digest == digest && t.profile == user.profile),
@@ -183,6 +239,7 @@ pub(crate) async fn require_session(
             token_id: None,
             session: "open".into(),
             user: None,
+            admission: None,
         })
     };
     let Some(user) = user else {

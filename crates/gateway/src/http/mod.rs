@@ -52,6 +52,8 @@ pub struct HttpOptions {
     pub limits: HttpLimits,
     /// Who may connect (keep a clone to replace the tokens on a reload).
     pub auth: HttpTokens,
+    /// Whether browsers reach the gateway over https: the console's cookies are then `Secure`.
+    pub secure_cookies: bool,
 }
 
 /// Binds and serves until `shutdown` is cancelled. Returns the bound address through `bound`
@@ -166,6 +168,7 @@ pub async fn serve_http(
             trimmed_gateway.chain_store().and_then(|s| s.shared()),
         )),
         allowed_origins: Arc::new(options.allowed_origins.clone()),
+        secure_cookies: options.secure_cookies,
     });
     // Every route but the probes passes the same Host and Origin check, first.
     let checked = console

@@ -266,6 +266,7 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         env,
         limits: profile.limits,
         admin: false,
+        approves: vec![],
         register_tools: false,
         implicit: false,
         // The owner's approvals hold inside its tools: a stored tool is no way around them.

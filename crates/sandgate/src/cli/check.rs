@@ -128,7 +128,7 @@ fn report_access(config: &sandgate_config::Config) {
         .http
         .tokens
         .iter()
-        .map(|t| format!("{} → {}", t.id, t.profile))
+        .map(|t| format!("{} → {}", t.id(), t.profile))
         .collect();
     match (config.http.auth, tokens.is_empty()) {
         (sandgate_config::HttpAuth::None, _) => println!("http auth: off (loopback only)"),

@@ -23,7 +23,8 @@ pub struct OwnerArgs {
     /// A user by the id records and errors name it by (32 hex digits).
     #[arg(long)]
     user_id: Option<String>,
-    /// A static token of `[[http.tokens]]`, by its name.
+    /// A static token of `[[http.tokens]]`: its name, or for an unnamed one the `sha256:…` id
+    /// `sandgate status` lists.
     #[arg(long)]
     token: Option<String>,
     /// The local user (stdio, or HTTP with auth off).
@@ -52,6 +53,29 @@ impl OwnerArgs {
             return Ok(credentials::token_owner(token));
         }
         Ok(credentials::LOCAL_OWNER.to_string())
+    }
+}
+
+impl OwnerArgs {
+    /// A `--token` must name a token of `config` (by its name, or `sha256:…` when unnamed):
+    /// a secret kept for an id no token goes by would serve no one, or, if a token of that
+    /// name is added later, that one.
+    fn check_token(&self, config: &sandgate_config::Config) -> anyhow::Result<()> {
+        let Some(token) = &self.token else {
+            return Ok(());
+        };
+        let ids: Vec<String> = config.http.tokens.iter().map(|t| t.id()).collect();
+        if !ids.contains(token) {
+            bail!(
+                "no [[http.tokens]] entry goes by `{token}`: a token goes by its `name`, or, unnamed, by the `sha256:…` id `sandgate status` lists (never by its position). This config's tokens: {}",
+                if ids.is_empty() {
+                    "none".to_string()
+                } else {
+                    ids.join(", ")
+                }
+            );
+        }
+        Ok(())
     }
 }
 
@@ -121,6 +145,7 @@ pub async fn run(command: CredentialsCommand) -> anyhow::Result<ExitCode> {
                     "no secret on standard input: printf %s \"$SECRET\" | sandgate credentials set {backend} ..."
                 );
             }
+            owner.check_token(&config)?;
             let owner = owner.owner()?;
             credentials
                 .set(&owner, &backend, secret)

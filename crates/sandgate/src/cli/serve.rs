@@ -67,6 +67,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             allowed_origins: config.http.allowed_origins.clone(),
             limits: config.http.limits,
             auth,
+            secure_cookies: config.secure_cookies(),
         };
         let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
         tasks.spawn(async move {

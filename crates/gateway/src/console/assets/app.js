@@ -506,7 +506,7 @@ async function approvalsPage() {
       el("td", { class: "name" }, q.tool),
       el("td", {}, el("pre", { class: "arguments" }, q.arguments)),
       el("td", {}, q.rule),
-      el("td", {}, q.profile + (q.user ? " (user " + q.user.slice(0, 8) + ")" : "")),
+      el("td", {}, q.profile + " (" + q.asker.slice(0, 24) + ")"),
       el("td", {}, q.execution_id + (q.line ? ", line " + q.line : "")),
       el("td", {}, when(q.asked_at_ms) + ", " + q.expires_in_s + " s left"),
       el("td", {},
@@ -517,7 +517,9 @@ async function approvalsPage() {
   const intro = el("p", { class: "muted" }, rows.length
     ? "Calls from scripts that wait for a person's approval. Approve runs the call; Deny makes it throw ApprovalDenied in the script."
     : "No call waits for approval.");
-  show(el("h2", {}, "Approvals"), intro,
+  // Who may say yes is never who asked: the page says which questions this login answers.
+  const who = el("p", { id: "you-answer" }, "You answer: " + data.you_answer);
+  show(el("h2", {}, "Approvals"), intro, who,
     el("button", { class: "plain", id: "refresh-approvals", on: { click: approvalsPage } }, "Refresh"),
     el("table", { id: "approvals" },
       el("thead", {}, el("tr", {}, ["Tool", "Arguments", "Rule", "Asked by", "Execution", "Asked", ""].map((h) => el("th", {}, h)))),
