@@ -200,3 +200,42 @@ fn merging_is_the_same_either_way_and_stays_bounded() {
     assert_eq!(LearnedShape::from_json(&ab.to_json()), Some(ab));
     assert_eq!(LearnedShape::from_json("{\"shape\": 5}"), None);
 }
+
+#[test]
+fn a_shape_that_forgets_its_values_keeps_its_structure_and_no_word() {
+    let login =
+        |name: &str| json!({"login": name, "plan": "pro", "repos": [{"visibility": "private"}]});
+    let results: Vec<Value> = ["ada", "alan", "ada", "alan", "ada"]
+        .iter()
+        .map(|n| login(n))
+        .collect();
+    let mut shape = learned(&results);
+    assert!(
+        declared(&shape).signature.contains("\"ada\""),
+        "the words are kept before"
+    );
+    shape.forget_values();
+    let stored = shape.to_json();
+    let signature = declared(&shape).signature;
+    for word in ["ada", "alan", "pro", "private"] {
+        assert!(
+            !signature.contains(&format!("\"{word}\"")),
+            "{word} in {signature}"
+        );
+        assert!(
+            !stored.contains(&format!("\"{word}\"")),
+            "{word} in {stored}"
+        );
+    }
+    assert!(
+        signature.contains("login: string; plan: string; repos: { visibility: string; }[];"),
+        "{signature}"
+    );
+    // Merged with a shape that kept words (another replica, the store from before), it keeps
+    // none of them either way.
+    let mut other = learned(&results);
+    other.merge(&shape);
+    assert!(!declared(&other).signature.contains("\"ada\""));
+    shape.merge(&learned(&results));
+    assert!(!declared(&shape).signature.contains("\"ada\""));
+}

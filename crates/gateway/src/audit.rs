@@ -116,11 +116,13 @@ impl AuditLog {
             .name("sandgate-audit".into())
             .spawn(move || {
                 let mut out = std::io::BufWriter::new(file);
+                // A line may carry another party's words (an issuer's refusal, a backend's
+                // error): each passes the one redaction step here, off the caller's path.
                 while let Ok(line) = queue.recv() {
-                    let _ = writeln!(out, "{line}");
+                    let _ = writeln!(out, "{}", sandgate_redact::redact(&line));
                     // Write what else is queued, then flush once.
                     while let Ok(line) = queue.try_recv() {
-                        let _ = writeln!(out, "{line}");
+                        let _ = writeln!(out, "{}", sandgate_redact::redact(&line));
                     }
                     if let Some(inner) = shared.upgrade() {
                         let dropped = inner.dropped.swap(0, Ordering::Relaxed);

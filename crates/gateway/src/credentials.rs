@@ -192,6 +192,10 @@ impl Credentials {
             ),
             None => None,
         };
+        // A credential the gateway holds now: masked wherever a backend quotes it back.
+        if let Some(secret) = &secret {
+            sandgate_redact::remember(secret.expose());
+        }
         let mut opened = self.lock();
         if opened.len() >= MAX_REMEMBERED {
             opened.clear();

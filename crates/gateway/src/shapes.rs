@@ -221,6 +221,15 @@ impl Learning {
         }
         let now = sandgate_store::now_ms();
         let tools = self.known.len();
+        // A backend that serves each user with their own credential returns that user's data:
+        // its shape keeps no values, or one user's words would reach every caller.
+        let batch: Vec<(Lesson, bool)> = batch
+            .into_iter()
+            .map(|l| {
+                let values = self.backends.per_user(&l.backend).is_none();
+                (l, values)
+            })
+            .collect();
         let touched = if bytes <= INLINE_BATCH_BYTES {
             learn_all(&mut self.unsaved, tools, batch, now)
         } else {
@@ -298,7 +307,12 @@ impl Learning {
                 (Some(one), None) | (None, Some(one)) => Some(one.clone()),
                 (None, None) => None,
             };
-            if let Some(shape) = shape {
+            if let Some(mut shape) = shape {
+                // What the store kept from before a backend served each user on their own
+                // connection is shown without its values too.
+                if self.backends.per_user(&key.0).is_some() {
+                    shape.forget_values();
+                }
                 let since = crate::audit::rfc3339(u64::try_from(shape.since_ms()).unwrap_or(0));
                 shown.insert(
                     key.clone(),
@@ -314,21 +328,26 @@ impl Learning {
 }
 
 /// Learns each lesson of `batch` into `unsaved` (a tool past [`MAX_TOOLS`], counting the
-/// `tools` known already, is not learned); the tools touched, once each.
+/// `tools` known already, is not learned), each with whether its values may be kept; the tools
+/// touched, once each.
 fn learn_all(
     unsaved: &mut HashMap<ToolKey, LearnedShape>,
     tools: usize,
-    batch: Vec<Lesson>,
+    batch: Vec<(Lesson, bool)>,
     now: i64,
 ) -> Vec<ToolKey> {
     let mut touched = HashSet::new();
-    for lesson in batch {
+    for (lesson, keeps_values) in batch {
         let key = (lesson.backend, lesson.tool);
         if !unsaved.contains_key(&key) && tools + unsaved.len() >= MAX_TOOLS {
             continue;
         }
         let value = seen_by_script(lesson.result);
-        unsaved.entry(key.clone()).or_default().observe(&value, now);
+        let shape = unsaved.entry(key.clone()).or_default();
+        shape.observe(&value, now);
+        if !keeps_values {
+            shape.forget_values();
+        }
         touched.insert(key);
     }
     touched.into_iter().collect()

@@ -162,6 +162,8 @@ impl Exchanger {
                 kept.clear();
             }
         }
+        // A credential the gateway holds now: masked wherever another party quotes it.
+        sandgate_redact::remember(token.expose());
         kept.insert(key, (token.clone(), until));
         Ok(token)
     }

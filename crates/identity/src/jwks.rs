@@ -213,11 +213,21 @@ impl IssuerKeys {
         if let Some((id, secret)) = client {
             request = request.basic_auth(id, Some(secret));
         }
-        let response = request
-            .send()
+        // What the issuer says back may quote what it was sent (the caller's token, a
+        // subject token, the client's secret): its words pass the one redaction step, with
+        // this request's own values named.
+        let shown: Vec<&str> = form
+            .iter()
+            .map(|(_, value)| *value)
+            .chain(client.map(|(_, secret)| secret))
+            .collect();
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(self.failed(format!("{url}: {e}")).redacted(&shown)),
+        };
+        self.read_json(url, response)
             .await
-            .map_err(|e| self.failed(format!("{url}: {e}")))?;
-        self.read_json(url, response).await
+            .map_err(|e| e.redacted(&shown))
     }
 
     /// A JSON document at `url`, bounded in time and size.

@@ -37,6 +37,25 @@ pub use settings::{
 pub use vault::{MAX_SECRET_BYTES, Vault};
 pub use verify::{Admission, Identity, Refusal, Verifier, user_id, user_id_of};
 
+impl IdentityError {
+    /// The error with its words passed through the one redaction step (`sandgate_redact`),
+    /// also masking `shown`: what the request it answers carried.
+    pub(crate) fn redacted(self, shown: &[&str]) -> IdentityError {
+        let clean = |text: String| sandgate_redact::redact_with(&text, shown).into_owned();
+        match self {
+            IdentityError::Settings(m) => IdentityError::Settings(clean(m)),
+            IdentityError::Login(m) => IdentityError::Login(clean(m)),
+            IdentityError::Exchange(m) => IdentityError::Exchange(clean(m)),
+            IdentityError::Key(m) => IdentityError::Key(clean(m)),
+            IdentityError::Credential(m) => IdentityError::Credential(clean(m)),
+            IdentityError::Keys { issuer, message } => IdentityError::Keys {
+                issuer,
+                message: clean(message),
+            },
+        }
+    }
+}
+
 /// What can go wrong in this crate outside a token's own check (which is a [`Refusal`]).
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {

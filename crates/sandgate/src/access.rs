@@ -80,6 +80,77 @@ pub fn http_auth(config: &Config, addr: SocketAddr) -> anyhow::Result<(HttpAuthO
     ))
 }
 
+/// Remembers every credential `config` holds (plain tokens, backends' headers, env values that
+/// read as secrets, issuer client secrets, the credentials key, the store URL), so the one
+/// redaction step masks it wherever another party quotes it: in logs, the audit log, records
+/// and what the model reads. A reload adds the new ones; the old stay masked.
+pub fn remember_secrets(config: &Config) {
+    for token in &config.http.tokens {
+        if let sandgate_config::TokenSecret::Plain(text) = &token.secret {
+            sandgate_redact::remember(text.expose());
+        }
+    }
+    for backend in &config.backends {
+        if let sandgate_config::Transport::Http { headers, .. } = &backend.transport {
+            for value in headers.values() {
+                remember_header(value.expose());
+            }
+        }
+        for (name, value) in &backend.env {
+            if names_a_secret(name) || reads_as_credential(value.expose()) {
+                sandgate_redact::remember(value.expose());
+            }
+        }
+    }
+    if let Some(oauth) = &config.auth.oauth {
+        for issuer in &oauth.issuers {
+            for client in [&issuer.introspection, &issuer.token_exchange]
+                .into_iter()
+                .flatten()
+            {
+                sandgate_redact::remember(client.client_secret.expose());
+            }
+        }
+        if let Some(secret) = oauth
+            .console
+            .as_ref()
+            .and_then(|c| c.client_secret.as_ref())
+        {
+            sandgate_redact::remember(secret.expose());
+        }
+    }
+    for secret in [&config.credentials.key, &config.store.url]
+        .into_iter()
+        .flatten()
+    {
+        sandgate_redact::remember(secret.expose());
+    }
+}
+
+/// A header value, and the credential after its scheme (`Bearer abc…` is quoted as `abc…` too).
+fn remember_header(value: &str) {
+    sandgate_redact::remember(value);
+    if let Some((_, credential)) = value.split_once(' ') {
+        sandgate_redact::remember(credential);
+    }
+}
+
+/// Whether a variable's name says it holds a secret (`GITHUB_TOKEN`, `OPENAI_API_KEY`,
+/// `DB_PASSWORD`).
+fn names_a_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    sandgate_catalog::names_a_secret(&name) || name.ends_with("key") || name.ends_with("_pat")
+}
+
+/// Whether a value reads as a credential whatever its variable is called: one long word of
+/// letters and digits (not a path, a URL or prose, which masked would only blind the logs).
+fn reads_as_credential(value: &str) -> bool {
+    value.len() >= 16
+        && !value.contains(['/', ' ', ':'])
+        && value.bytes().any(|b| b.is_ascii_digit())
+        && value.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
 /// How sandgate authenticates at an issuer, in the identity crate's words.
 fn issuer_client(how: &sandgate_config::OAuthClient) -> sandgate_identity::IssuerClient {
     sandgate_identity::IssuerClient {

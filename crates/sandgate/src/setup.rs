@@ -29,12 +29,50 @@ pub fn init_logging(log_level: Option<&str>, serving: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(RedactedStderr)
         .with_ansi(std::io::stderr().is_terminal())
         .finish();
     let _ = tracing_subscriber::util::SubscriberInitExt::try_init(
         tracing_subscriber::layer::SubscriberExt::with(subscriber, QuietDisconnects),
     );
+}
+
+/// Standard error through the one redaction step: a log line may quote another party's words
+/// (rmcp logs a backend's `WWW-Authenticate` challenge, which may quote the credential it was
+/// sent), so every line is masked as it is written.
+struct RedactedStderr;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactedStderr {
+    type Writer = RedactedLine;
+
+    fn make_writer(&'a self) -> RedactedLine {
+        RedactedLine(Vec::new())
+    }
+}
+
+/// One log line, collected and written to standard error, masked, when it is dropped (the
+/// formatter writes a line and drops its writer).
+struct RedactedLine(Vec<u8>);
+
+impl std::io::Write for RedactedLine {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RedactedLine {
+    fn drop(&mut self) {
+        let line = String::from_utf8_lossy(&self.0);
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr().lock(),
+            sandgate_redact::redact(&line).as_bytes(),
+        );
+    }
 }
 
 /// Drops rmcp's error "failed to send pending response during drain" (and its sibling): it
@@ -98,6 +136,7 @@ pub fn config_path(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 pub fn load_config_from(path: &Path) -> anyhow::Result<Config> {
     let config = sandgate_config::load_file(path)?;
     let mut config = config.resolved(&|name| std::env::var(name).ok())?;
+    crate::access::remember_secrets(&config);
     crate::selfguard::skip_own_entries(&mut config);
     for backend in &config.backends {
         if let Some(why) = &backend.skipped {

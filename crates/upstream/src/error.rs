@@ -119,7 +119,10 @@ pub(crate) const MAX_BACKEND_MESSAGE_CHARS: usize = 2000;
 
 /// A backend's error message, cut to [`MAX_BACKEND_MESSAGE_CHARS`] with a note of how much
 /// was left out.
+/// It passes the one redaction step first: a backend's words may quote a credential.
 pub(crate) fn bounded(message: &str) -> String {
+    let message = sandgate_redact::redact(message);
+    let message = message.as_ref();
     match cut_at_chars(message, MAX_BACKEND_MESSAGE_CHARS) {
         None => message.to_string(),
         Some((kept, rest)) => format!(

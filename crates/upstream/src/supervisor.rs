@@ -184,6 +184,18 @@ pub(crate) async fn supervise(
         if shutdown.is_cancelled() {
             return;
         }
+        // Why it went down is partly the backend's words (a refusal may quote the credential
+        // it was sent): they pass the one redaction step before the log, statuses or a caller
+        // see them.
+        let outcome = match outcome {
+            Ok(reason) => Ok(sandgate_redact::redact(&reason).into_owned()),
+            Err(Down::Retry(reason)) => {
+                Err(Down::Retry(sandgate_redact::redact(&reason).into_owned()))
+            }
+            Err(Down::Fatal(reason)) => {
+                Err(Down::Fatal(sandgate_redact::redact(&reason).into_owned()))
+            }
+        };
         let reason = match outcome {
             Ok(reason) | Err(Down::Retry(reason)) => reason,
             // Retrying would fail the same way (a program that is not installed): say so once.

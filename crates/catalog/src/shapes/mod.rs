@@ -163,6 +163,14 @@ impl LearnedShape {
         Some(shape)
     }
 
+    /// Forgets every value it kept (the words of string enums, and the hashes of those seen
+    /// once), keeping only the structure: what a shape of a backend that serves each user
+    /// with their own data may show everyone. A string is `string` from then on, also after
+    /// a merge with a shape that kept words.
+    pub fn forget_values(&mut self) {
+        self.root.forget_values();
+    }
+
     /// The shape as the store keeps it.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
@@ -176,6 +184,23 @@ impl Shape {
                 o.map.as_ref().map_or(0, |m| m.nodes())
                     + o.keys.values().map(Shape::nodes).sum::<usize>()
             })
+    }
+
+    fn forget_values(&mut self) {
+        if let Some(strings) = &mut self.string {
+            strings.give_up();
+        }
+        if let Some(element) = &mut self.array {
+            element.forget_values();
+        }
+        if let Some(fields) = &mut self.object {
+            if let Some(values) = &mut fields.map {
+                values.forget_values();
+            }
+            for field in fields.keys.values_mut() {
+                field.forget_values();
+            }
+        }
     }
 
     fn make_unknown(&mut self) {
