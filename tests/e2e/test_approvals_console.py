@@ -1,6 +1,6 @@
 """The console's Approvals page (issue 30), in a real headless Chromium: a call that waits for a
-person's approval is listed for its own profile (and an admin), not for another profile, and
-Approve there runs it: the script's client collects the result by retrying with the state it
+person's approval is listed to a profile that approves the asker's (and an admin), never to the
+asking token itself nor to another profile, and Approve there runs it: the script's client collects the result by retrying with the state it
 was given (2026-07-28). Deny makes the call throw `ApprovalDenied`. The answer is an audit line
 that names the console profile that gave it."""
 
@@ -17,6 +17,7 @@ pytestmark = one_process_only("the console lists the questions of the replica it
 
 OPS = "ops-console-token-000000000001"
 BETA = "beta-console-token-00000000002"
+LEAD = "lead-console-token-00000000003"
 ASKS = {"elicitation": {"form": {}}}
 CREATE = """await memory.create_entities({ entities: [{ name: "release", entityType: "event", observations: ["api_key=abc123"] }] });
 return (await memory.read_graph({})).entities.length;"""
@@ -30,6 +31,8 @@ def serve(tmp_path) -> OneProcess:
         f'env = {{ MEMORY_FILE_PATH = {json.dumps(str(tmp_path / "memory.jsonl"))} }}\n\n'
         '[profiles.ops]\ntools = ["*"]\napprove = ["memory.create_*"]\n\n'
         '[profiles.beta]\ntools = ["*"]\n\n'
+        '[profiles.leads]\ntools = []\napproves = ["ops"]\n\n'
+        f'[[http.tokens]]\ntoken = "{LEAD}"\nprofile = "leads"\nname = "ops-lead"\n\n'
         f'[[http.tokens]]\ntoken = "{OPS}"\nprofile = "ops"\nname = "ops-user"\n\n'
         f'[[http.tokens]]\ntoken = "{BETA}"\nprofile = "beta"\nname = "beta-user"\n\n'
         f'[store]\npath = "{tmp_path / "store.db"}"\n\n'
@@ -54,8 +57,13 @@ def test_the_console_lists_a_waiting_call_to_its_profile_and_approve_runs_it(tmp
             other.goto(console_url(server) + "#/approvals")
             other.wait_for_selector("#approvals")
             assert other.query_selector(f'[data-approval="{question}"]') is None, "another profile does not see it"
+            asker = open_page(chromium, server)
+            log_in(asker, server, OPS)
+            asker.goto(console_url(server) + "#/approvals")
+            asker.wait_for_selector("#you-answer")
+            assert asker.query_selector(f'[data-approval="{question}"]') is None, "the asker does not see its own"
             page = open_page(chromium, server)
-            log_in(page, server, OPS)
+            log_in(page, server, LEAD)
             page.goto(console_url(server) + "#/approvals")
             page.wait_for_selector(f'[data-approval="{question}"]')
             row = page.inner_text(f'[data-approval="{question}"]')
@@ -71,7 +79,7 @@ def test_the_console_lists_a_waiting_call_to_its_profile_and_approve_runs_it(tmp
         lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
         answers = [line for line in lines if line["kind"] == "approval" and line["decision"] != "ask"]
         assert [(a["decision"], a["rule"].split(":")[0]) for a in answers] == [("allow", "approved by console")], answers
-        assert "console:ops" in answers[0]["rule"], answers
+        assert "console:leads:token:ops-lead" in answers[0]["rule"], answers
     finally:
         server.close()
 
@@ -86,7 +94,7 @@ catch (e) { return e instanceof ApprovalDenied ? "denied: " + e.message : "other
         (question, _), = first["inputRequests"].items()
         with browser() as chromium:
             page = open_page(chromium, server)
-            log_in(page, server, OPS)
+            log_in(page, server, LEAD)
             page.goto(console_url(server) + "#/approvals")
             page.click(f'[data-deny="{question}"]')
             page.wait_for_selector(f'[data-approval="{question}"]', state="detached")

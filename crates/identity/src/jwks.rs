@@ -225,7 +225,7 @@ impl IssuerKeys {
             Ok(response) => response,
             Err(e) => return Err(self.failed(format!("{url}: {e}")).redacted(&shown)),
         };
-        self.read_json(url, response)
+        self.read_json(url, response, &shown)
             .await
             .map_err(|e| e.redacted(&shown))
     }
@@ -239,7 +239,7 @@ impl IssuerKeys {
             .send()
             .await
             .map_err(|e| self.failed(format!("{url}: {e}")))?;
-        self.read_json(url, response).await
+        self.read_json(url, response, &[]).await
     }
 
     /// A response's JSON body, if it succeeded and is at most [`MAX_DOCUMENT_BYTES`].
@@ -247,6 +247,7 @@ impl IssuerKeys {
         &self,
         url: &str,
         mut response: reqwest::Response,
+        shown: &[&str],
     ) -> Result<Value, IdentityError> {
         let status = response.status();
         let mut body = Vec::new();
@@ -265,7 +266,10 @@ impl IssuerKeys {
         }
         let parsed = serde_json::from_slice::<Value>(&body);
         if !status.is_success() {
-            // An OAuth error says what went wrong (RFC 6749 5.2): pass on its words, cut.
+            // An OAuth error says what went wrong (RFC 6749 5.2): pass on its words, redacted
+            // (they may quote what was sent: `shown`) before they are cut, so a cut cannot
+            // leave a credential's head unrecognised.
+            let words = |text: &str| cut_shown(text, shown);
             let said = parsed
                 .ok()
                 .and_then(|error| {
@@ -273,9 +277,9 @@ impl IssuerKeys {
                     let description = error
                         .get("error_description")
                         .and_then(Value::as_str)
-                        .map(|d| format!(": {}", cut(d)))
+                        .map(|d| format!(": {}", words(d)))
                         .unwrap_or_default();
-                    Some(format!(" ({}{description})", cut(&code)))
+                    Some(format!(" ({}{description})", words(&code)))
                 })
                 .unwrap_or_default();
             return Err(self.failed(format!("{url} answered {status}{said}")));
@@ -299,8 +303,17 @@ fn is_for_signing(jwk: &Jwk) -> bool {
     )
 }
 
-/// At most 100 characters of what a remote party sent, for a message.
+/// At most 100 characters of what a remote party sent, for a message: redacted first (see
+/// [`cut_shown`]).
 pub(crate) fn cut(text: &str) -> String {
+    cut_shown(text, &[])
+}
+
+/// At most 100 characters of what a remote party sent, after the one redaction step (which
+/// also masks `shown`, what the request it answers carried): redacting before cutting, so a
+/// cut never leaves a credential's head that no longer looks like one.
+pub(crate) fn cut_shown(text: &str, shown: &[&str]) -> String {
+    let text = sandgate_redact::redact_with(text, shown);
     let mut out: String = text.chars().take(100).collect();
     if out.len() < text.len() {
         out.push('…');

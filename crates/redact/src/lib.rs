@@ -10,7 +10,7 @@
 //! |---|---|
 //! | a credential the gateway holds ([`remember`]: configured tokens, headers and env values, client secrets, users' opened secrets, exchanged tokens) | wherever it occurs |
 //! | what one request showed (`shown`: the caller's bearer, the form a request sent) | wherever it occurs |
-//! | anything shaped like a JWT (`eyJ…`, three base64url parts) | the whole token |
+//! | anything shaped like a JWT (`eyJ…`, up to three base64url parts: also one cut short) | the whole token |
 //! | `Bearer …` and `Basic …` | the credential after the word |
 //! | `access_token=…`, `"client_secret": "…"`, `password=…` and their kin | the value |
 //!
@@ -151,11 +151,9 @@ fn mask_known(text: &str) -> Option<String> {
 /// Token shapes and what each becomes.
 static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     [
-        // A JWT: a base64url JSON header (`{"` is `eyJ`), claims and a signature.
-        (
-            r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
-            MASK,
-        ),
+        // A JWT, or what is left of one cut short: a base64url JSON header (`{"` is `eyJ`),
+        // then its claims and signature, if they are there.
+        (r"eyJ[A-Za-z0-9_-]{8,}(\.[A-Za-z0-9_-]*){0,2}", MASK),
         // An Authorization credential after its scheme.
         (
             r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}",

@@ -83,3 +83,16 @@ proptest! {
         prop_assert!(!out.contains(secret.as_str()));
     }
 }
+
+#[test]
+fn a_jwt_cut_short_is_still_masked() {
+    for cut in [
+        &JWT[..90],
+        &JWT[..40],
+        &JWT[..JWT.find('.').unwrap_or(10) + 1],
+    ] {
+        let said = format!("(invalid_request: {cut}…)");
+        let out = redact(&said);
+        assert!(!out.contains("eyJhbGciOiJSUzI1NiJ9"), "{out}");
+    }
+}

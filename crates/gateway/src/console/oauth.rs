@@ -203,7 +203,7 @@ fn refusal(console: &Console, status: StatusCode, why: &str) -> Response {
         .into_response()
 }
 
-/// At most 200 characters of what another party said.
+/// At most 200 characters of what another party said, redacted before it is cut.
 fn cut(text: &str) -> String {
-    text.chars().take(200).collect()
+    sandgate_redact::redact(text).chars().take(200).collect()
 }
