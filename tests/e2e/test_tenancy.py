@@ -35,13 +35,13 @@ import httpx2 as httpx
 import pytest
 from mcp import Client
 
-from conftest import FAKE_BACKEND, SANDGATE, OneProcess, free_port, state_home, structured
+from conftest import FAKE_BACKEND, SANDGATE, OneProcess, free_port, structured
 from issuer import USERS, as_user, issuers  # noqa: F401 - a fixture
 from rawhttp import Conn, stateless_call
+from test_user_credentials import KEY, credentials, whoami_http
 
 pytestmark = pytest.mark.anyio
 
-KEY = "c2FuZGdhdGUtdGVzdC1rZXktMzItYnl0ZXMtbG9uZyE="  # 32 bytes, base64
 ASKS = {"elicitation": {"form": {}}}
 
 
@@ -82,13 +82,6 @@ def console_login(server, token: str) -> str:
                         headers={"Origin": origin(server)}, timeout=10)
     assert answer.status_code == 200, answer.text
     return "sandgate_console=" + answer.cookies["sandgate_console"]
-
-
-def credentials(config: Path, *args: str, secret: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([SANDGATE, "credentials", *args, "--config", str(config)], input=secret,
-                          capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "SANDGATE_TEST_CREDENTIAL_KEY": KEY,
-                               "XDG_STATE_HOME": str(state_home(config))})
 
 
 async def chain(server, token: str, code: str) -> dict:
@@ -549,8 +542,6 @@ async def test_credentials_quoted_by_an_issuer_or_a_backend_reach_no_log_audit_o
     each place shows the mask instead."""
     monkeypatch.setenv("SANDGATE_TEST_CREDENTIAL_KEY", KEY)
     monkeypatch.setenv("SANDGATE_TEST_CLIENT_SECRET", "client-secret-" + "c" * 20)
-    from test_user_credentials import whoami_http
-
     service = "service-credential-" + "s" * 20
     backend_port = free_port()
     backend = whoami_http(backend_port, [service])

@@ -159,9 +159,10 @@ static SHAPES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}",
             "${1}${2}[redacted]",
         ),
-        // A credential's value after its well-known name, in a form, a query or JSON.
+        // A credential's value after its well-known name, in a form, a query or JSON (up to a
+        // backslash too, so a JSON-escaped quote after it stays whole).
         (
-            r#"(?i)\b(access_token|refresh_token|id_token|subject_token|actor_token|client_secret|password|passwd|api[_-]?key|secret|token)(\s*=\s*|"\s*:\s*"|'\s*:\s*')([^\s"'&,;]{6,})"#,
+            r#"(?i)\b(access_token|refresh_token|id_token|subject_token|actor_token|client_secret|password|passwd|api[_-]?key|secret|token)(\s*=\s*|"\s*:\s*"|'\s*:\s*')([^\s"'&,;\\]{6,})"#,
             "${1}${2}[redacted]",
         ),
     ]
