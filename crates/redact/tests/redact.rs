@@ -101,8 +101,15 @@ fn a_jwt_cut_short_is_still_masked() {
 fn a_json_line_stays_json() {
     let line = r#"{"rule":"asked","arguments":"{\"observations\":[\"token=s3cr3t-value\"],\"auth\":\"Bearer abcdefghijkl\"}"}"#;
     let out = redact(line);
-    assert!(!out.contains("s3cr3t-value") && !out.contains("abcdefghijkl"), "{out}");
+    assert!(
+        !out.contains("s3cr3t-value") && !out.contains("abcdefghijkl"),
+        "{out}"
+    );
     assert!(out.starts_with('{') && out.ends_with("\"}\"}"), "{out}");
     // Every quote the line had is still there, escaped as it was.
-    assert_eq!(out.matches("\\\"").count(), line.matches("\\\"").count(), "{out}");
+    assert_eq!(
+        out.matches("\\\"").count(),
+        line.matches("\\\"").count(),
+        "{out}"
+    );
 }

@@ -411,7 +411,9 @@ impl Approvals {
         let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         let mut shown: Vec<&Arc<Question>> = waiting
             .values()
-            .filter(|q| !q.expired() && by.may_answer(q) && q.is_approval())
+            // An answered question stays in `waiting` until its call takes the answer: it is
+            // not listed again meanwhile (a page reloaded right after an answer showed it).
+            .filter(|q| q.is_open() && by.may_answer(q) && q.is_approval())
             .collect();
         shown.sort_by_key(|q| q.asked_at_ms);
         shown

@@ -214,5 +214,7 @@ async fn the_console_never_lets_the_asker_say_yes_to_itself() {
     approvals
         .answer(&id, &lead, Verdict::Approved { by: lead.name() })
         .expect("another person approves");
+    // Answered, and not yet taken by its call (which has not run since): listed no more.
+    assert!(approvals.visible(&lead, 10).is_empty());
     assert!(waiting.await.expect("joined").is_ok());
 }
