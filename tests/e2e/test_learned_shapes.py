@@ -133,6 +133,18 @@ async def test_shapes_are_kept_across_a_restart_and_a_declared_output_schema_win
         assert "returns" not in declared and "observed" not in declared["declaration"], declared
 
 
+async def test_a_clean_stop_keeps_the_shapes_of_its_last_calls(tmp_path):
+    """Issue 47, item 12: a stdio client's short session ends right after its calls; what they
+    taught is written when sandgate stops cleanly, not lost for want of the next 2-s write."""
+    path = config(tmp_path)
+    async with stdio(path) as client:
+        await chain(client, "for (let i = 0; i < 3; i++) await everything.get_sum({ a: i, b: 1 }); return 1;")
+        await learned(client, "everything.get_sum", 3)
+    async with stdio(path) as client:
+        found = await info(client, "everything.get_sum")
+        assert found.get("returns", {}).get("calls") == 3, found
+
+
 SECRETS = ["ghp_16C7e42F292c6912E7710c838347Ae178B4a", "sk-live-abcdefghijklmnopqrstuv", "hunter", "alice@example.com"]
 
 

@@ -14,9 +14,13 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_the_json_call_may_come_as_an_object(tmp_path):
-    """The MCP Inspector CLI sends the documented JSON call as an object, not as text."""
+    """The MCP Inspector CLI sends the documented JSON call as an object, not as text. `code` is
+    declared with a single type (issue 47, item 3: single-type schema dialects, such as Gemini's
+    function declarations, refuse a list of types), and an object is still taken."""
     config = write_config(tmp_path, "toml", reference_servers(tmp_path))
     async with connect("stdio", config) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert listed["call_tool_chain"].input_schema["properties"]["code"]["type"] == "string"
         as_object = structured(await client.call_tool(
             "call_tool_chain", {"code": {"tool": "everything.echo", "arguments": {"message": "hi"}}}))
         as_text = structured(await client.call_tool(

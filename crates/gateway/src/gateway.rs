@@ -403,6 +403,10 @@ impl Gateway {
         while self.running.load(Ordering::SeqCst) > 0 && started.elapsed() < within / 3 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        // What was learned of results since the last write goes to the store before it flushes.
+        if let Some(shapes) = self.door().shapes() {
+            let _ = tokio::time::timeout(within / 6, shapes.flush()).await;
+        }
         if let Some(chain) = self.chain() {
             if let Some(store) = &chain.store {
                 let _ = tokio::time::timeout(within / 6, store.flush()).await;

@@ -58,6 +58,8 @@ struct Lesson {
 #[derive(Debug)]
 pub struct Shapes {
     lessons: mpsc::Sender<Lesson>,
+    /// Asks the learning task to learn what waits and write it to the store now.
+    flushes: mpsc::Sender<tokio::sync::oneshot::Sender<()>>,
     /// Bytes of the results waiting.
     queued: Arc<AtomicUsize>,
     shown: Arc<RwLock<HashMap<ToolKey, Arc<Observed>>>>,
@@ -89,6 +91,7 @@ impl Shapes {
     /// Starts learning; the shapes `store` keeps are known at once.
     pub async fn start(store: Option<StoreHandle>, backends: Arc<dyn Backends>) -> Arc<Shapes> {
         let (lessons, queue) = mpsc::channel(QUEUE);
+        let (flushes, flush_asked) = mpsc::channel(4);
         let shown = Arc::new(RwLock::new(HashMap::new()));
         let queued = Arc::new(AtomicUsize::new(0));
         let mut learning = Learning {
@@ -101,9 +104,10 @@ impl Shapes {
             read_at_ms: 0,
         };
         learning.load().await;
-        tokio::spawn(learning.run(queue));
+        tokio::spawn(learning.run(queue, flush_asked));
         Arc::new(Shapes {
             lessons,
+            flushes,
             queued,
             shown,
             backends,
@@ -124,6 +128,16 @@ impl Shapes {
         };
         if self.lessons.try_send(lesson).is_ok() {
             self.queued.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Learns what waits and writes what was learned to the store, then returns: a clean stop
+    /// keeps the shapes of its last calls (they used to be lost when they came within the last
+    /// [`PERSIST_EVERY`]).
+    pub async fn flush(&self) {
+        let (done, finished) = tokio::sync::oneshot::channel();
+        if self.flushes.send(done).await.is_ok() {
+            let _ = finished.await;
         }
     }
 
@@ -175,7 +189,11 @@ impl Learning {
         }
     }
 
-    async fn run(mut self, mut queue: mpsc::Receiver<Lesson>) {
+    async fn run(
+        mut self,
+        mut queue: mpsc::Receiver<Lesson>,
+        mut flush_asked: mpsc::Receiver<tokio::sync::oneshot::Sender<()>>,
+    ) {
         let mut drain = tokio::time::interval(DRAIN_EVERY);
         drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut tick = tokio::time::interval(PERSIST_EVERY);
@@ -203,6 +221,17 @@ impl Learning {
                 }
                 _ = tick.tick() => self.persist().await,
                 _ = catch_up.tick(), if shared => self.load().await,
+                Some(done) = flush_asked.recv() => {
+                    let mut batch = Vec::new();
+                    while let Ok(lesson) = queue.try_recv() {
+                        batch.push(lesson);
+                    }
+                    if !batch.is_empty() {
+                        self.learn(batch).await;
+                    }
+                    self.persist().await;
+                    let _ = done.send(());
+                }
             }
         }
         self.persist().await;

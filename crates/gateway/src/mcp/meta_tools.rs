@@ -150,7 +150,7 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
             "call_tool_chain",
             &chain_description,
             json!({"type": "object", "properties": {
-                "code": {"type": ["string", "object"], "description": "TypeScript to run (top-level await and return allowed), or a JSON call {\"tool\": \"backend.tool\", \"arguments\": {...}} (as text or as an object)"},
+                "code": {"type": "string", "description": "TypeScript to run (top-level await and return allowed), or a JSON call as text: {\"tool\": \"backend.tool\", \"arguments\": {...}}"},
                 "timeout_ms": {"type": "integer", "minimum": 1, "description": "Stop after this many milliseconds (default and maximum: the gateway's limit, 30000 unless configured)"},
                 "max_output_size": {"type": "integer", "minimum": 1, "description": "Characters of result to return (default 20000); the rest is kept for read_output"},
                 "intent": {"type": "string", "description": "What you are looking for; a large text result keeps the paragraphs about it"},
