@@ -241,3 +241,15 @@ def test_serve_on_a_terminal_says_what_it_waits_for(tmp_path):
     assert "waits for an MCP client" in said and "--http" in said and "/ui" in said, said
     piped = subprocess.run([SANDGATE, "serve", "--config", str(config)], input="", capture_output=True, text=True, timeout=20)
     assert "waits for an MCP client" not in piped.stderr, piped.stderr
+
+
+def test_a_command_piped_into_head_ends_quietly(tmp_path):
+    """Issue 47, item 16: `sandgate check | head -1` closes the pipe after the first line, while
+    sandgate still waits for its backends; it ends at its next line with status 0 and no panic
+    (it exited 101 with "failed printing to stdout")."""
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    done = subprocess.run(["bash", "-c", f'set -o pipefail; "{SANDGATE}" check --config "{config}" | head -1'],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert len(done.stdout.splitlines()) == 1, done.stdout
+    assert "panicked" not in done.stderr, done.stderr[-2000:]

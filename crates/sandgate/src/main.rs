@@ -22,6 +22,26 @@ use clap::Parser;
 static ALLOCATOR: sandgate_sandbox::region::RegionAllocator =
     sandgate_sandbox::region::RegionAllocator;
 
+/// `sandgate tools list | head -1`: when the reader of standard output goes away, the next
+/// print fails with a broken pipe and `println!` panics. That is the reader's choice, not a
+/// fault: the command ends there, quietly and successfully, as Unix tools do. Every other
+/// panic is reported as before.
+fn quiet_on_a_closed_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        report(info);
+    }));
+}
+
 fn main() -> std::process::ExitCode {
     // A sandbox worker must lock itself down before anything else runs: no logging, no async
     // runtime, no threads. So it is dispatched before argument parsing.
@@ -39,6 +59,7 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(78);
     }
     sandgate_sandbox::region::map_large_blocks();
+    quiet_on_a_closed_pipe();
     let args = cli::Cli::parse();
     let serving = matches!(args.command, cli::Command::Serve(_));
     setup::init_logging(args.log_level.as_deref(), serving);
