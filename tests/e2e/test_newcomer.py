@@ -253,3 +253,16 @@ def test_a_command_piped_into_head_ends_quietly(tmp_path):
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert len(done.stdout.splitlines()) == 1, done.stdout
     assert "panicked" not in done.stderr, done.stderr[-2000:]
+
+
+async def test_the_readme_counts_the_tools_a_client_lists(tmp_path):
+    """Issue 47, item 18: the Quickstart says how many tools a client's list shows; it said five
+    when there were six."""
+    import re
+
+    said = re.search(r"shows sandgate's (\w+) tools", (REPO / "README.md").read_text()).group(1)
+    words = {"four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    async with connect("stdio", config) as client:
+        listed = (await client.list_tools()).tools
+    assert words[said] == len(listed), (said, [t.name for t in listed])
