@@ -78,6 +78,17 @@ pub enum Principal {
 }
 
 impl Principal {
+    /// The principal a request proved: its user, else its token, else the local user (stdio)
+    /// or an anonymous HTTP client.
+    pub fn proved(user: Option<&str>, token: Option<&str>, local: bool) -> Principal {
+        match (user, token) {
+            (Some(user), _) => Principal::User(user.to_string()),
+            (None, Some(token)) => Principal::Token(token.to_string()),
+            (None, None) if local => Principal::Local,
+            (None, None) => Principal::Anonymous,
+        }
+    }
+
     /// How stores key it and the audit log names it: `local`, `anonymous`, `token:ID` or
     /// `user:ID`.
     pub fn key(&self) -> String {
@@ -233,12 +244,11 @@ impl Caller {
 
     /// Who the caller is (see [`Principal`]).
     pub fn principal(&self) -> Principal {
-        match (&self.user, &self.token_id, &self.owner) {
-            (Some(user), _, _) => Principal::User(user.clone()),
-            (None, Some(token), _) => Principal::Token(token.clone()),
-            (None, None, Owner::Local) => Principal::Local,
-            (None, None, _) => Principal::Anonymous,
-        }
+        Principal::proved(
+            self.user.as_deref(),
+            self.token_id.as_deref(),
+            self.owner == Owner::Local,
+        )
     }
 
     /// The caller's profile name.

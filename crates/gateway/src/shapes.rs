@@ -204,37 +204,37 @@ impl Learning {
         loop {
             tokio::select! {
                 _ = drain.tick() => {
-                    let mut batch = Vec::new();
-                    let closed = loop {
-                        match queue.try_recv() {
-                            Ok(lesson) => batch.push(lesson),
-                            Err(mpsc::error::TryRecvError::Empty) => break false,
-                            Err(mpsc::error::TryRecvError::Disconnected) => break true,
-                        }
-                    };
-                    if !batch.is_empty() {
-                        self.learn(batch).await;
-                    }
-                    if closed {
+                    if self.drain(&mut queue).await {
                         break;
                     }
                 }
                 _ = tick.tick() => self.persist().await,
                 _ = catch_up.tick(), if shared => self.load().await,
                 Some(done) = flush_asked.recv() => {
-                    let mut batch = Vec::new();
-                    while let Ok(lesson) = queue.try_recv() {
-                        batch.push(lesson);
-                    }
-                    if !batch.is_empty() {
-                        self.learn(batch).await;
-                    }
+                    self.drain(&mut queue).await;
                     self.persist().await;
                     let _ = done.send(());
                 }
             }
         }
         self.persist().await;
+    }
+
+    /// Learns from every result waiting in `queue`; whether the queue is closed (the gateway
+    /// is gone).
+    async fn drain(&mut self, queue: &mut mpsc::Receiver<Lesson>) -> bool {
+        let mut batch = Vec::new();
+        let closed = loop {
+            match queue.try_recv() {
+                Ok(lesson) => batch.push(lesson),
+                Err(mpsc::error::TryRecvError::Empty) => break false,
+                Err(mpsc::error::TryRecvError::Disconnected) => break true,
+            }
+        };
+        if !batch.is_empty() {
+            self.learn(batch).await;
+        }
+        closed
     }
 
     /// Learns from `batch` (on a blocking thread when it is large), and shows what changed.

@@ -96,12 +96,7 @@ impl ConsoleUser {
     /// Who this console user is: the same principal as over MCP (a token's id, a user's id),
     /// so what it asked there it cannot answer here.
     pub(crate) fn principal(&self) -> crate::caller::Principal {
-        use crate::caller::Principal;
-        match (&self.user, &self.token_id) {
-            (Some(user), _) => Principal::User(user.clone()),
-            (None, Some(token)) => Principal::Token(token.clone()),
-            (None, None) => Principal::Anonymous,
-        }
+        crate::caller::Principal::proved(self.user.as_deref(), self.token_id.as_deref(), false)
     }
 }
 
