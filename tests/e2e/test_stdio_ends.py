@@ -132,3 +132,84 @@ def test_a_file_end_falls_back_to_blocking_reads_and_writes(tmp_path, stdin_kind
     answers = [json.loads(line) for line in out_path.read_bytes().splitlines() if line.strip()]
     ids = [a.get("id") for a in answers if "result" in a]
     assert ids == [1, 2], answers
+
+
+def listen_config(tmp_path, port: int):
+    config = write_config(tmp_path, "toml", {})
+    with open(config, "a") as f:
+        f.write(f'\n[http]\nlisten = "127.0.0.1:{port}"\nauth = "none"\n')
+    return config
+
+
+def healthz(port: int) -> int:
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:
+            return answer.status
+    except OSError:
+        return 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_config_that_listens_on_http_still_serves_its_stdio_client_and_ends_with_it(tmp_path):
+    """Issue 47, item 1: `[http] listen` in the config served HTTP only, ignored stdin and stayed
+    behind when its stdio client left. Started by a client over a pipe, sandgate serves both,
+    and ends (freeing the port) when stdin closes."""
+    port = free_port()
+    proc = subprocess.Popen([SANDGATE, "serve", "--config", str(listen_config(tmp_path, port))],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        proc.stdin.write(lines(INITIALIZE, INITIALIZED, SEARCH))
+        proc.stdin.flush()
+        answers = read_answers(lambda: os.read(proc.stdout.fileno(), 65536), 2, time.monotonic() + 20)
+        assert [a.get("id") for a in answers] == [1, 2], answers
+        assert healthz(port) == 200, "HTTP is served beside stdio"
+        proc.stdin.close()
+        proc.wait(timeout=5)
+        assert healthz(port) == 0, "the port is free once the stdio client left"
+    finally:
+        proc.kill()
+
+
+def test_a_port_in_use_is_said_and_the_stdio_client_is_served_anyway(tmp_path):
+    """The HTTP copy of the config already runs (here: something holds its port). The stdio
+    client is served all the same, and stderr says why HTTP is not."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        proc = subprocess.Popen([SANDGATE, "serve", "--config", str(listen_config(tmp_path, port))],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            proc.stdin.write(lines(INITIALIZE, INITIALIZED, SEARCH))
+            proc.stdin.flush()
+            answers = read_answers(lambda: os.read(proc.stdout.fileno(), 65536), 2, time.monotonic() + 20)
+            assert [a.get("id") for a in answers] == [1, 2], answers
+            proc.stdin.close()
+            proc.wait(timeout=5)
+            said = proc.stderr.read().decode()
+            assert f"127.0.0.1:{port}" in said and "HTTP is not served by this process; stdio is" in said, said
+        finally:
+            proc.kill()
+
+
+def test_a_service_with_no_client_on_stdin_keeps_serving_http(tmp_path):
+    """A service manager or a container gives `/dev/null` as stdin: that is no client, and the
+    HTTP gateway of `[http] listen` keeps running."""
+    port = free_port()
+    proc = subprocess.Popen([SANDGATE, "serve", "--config", str(listen_config(tmp_path, port))],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while healthz(port) != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.5)
+        assert proc.poll() is None and healthz(port) == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

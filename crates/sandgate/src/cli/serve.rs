@@ -19,7 +19,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     config: ConfigArg,
     /// Serve streamable HTTP on ADDR (`PORT`, `IP:PORT`; loopback when only a port is given).
-    /// With --http, stdio is not served unless --stdio is also given.
+    /// With --http, stdio is not served unless --stdio is also given. (`[http] listen` in the
+    /// config serves HTTP beside stdio when a client starts sandgate over stdio.)
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8931")]
     http: Option<String>,
     /// Also serve stdio when HTTP is on.
@@ -60,6 +61,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .map(|(auth, _)| HttpTokens::new(auth.clone()));
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
+    // stdio is served without HTTP; beside HTTP when asked (--stdio); and beside the HTTP of
+    // the config's `[http] listen` when a client started sandgate over stdio (stdin is no
+    // terminal): one config then serves a team's HTTP gateway and a developer's stdio entry.
+    // Only an explicit --http serves HTTP alone.
+    let serve_stdio =
+        http_addr.is_none() || args.stdio || (args.http.is_none() && stdin_is_a_client());
     if let (Some(addr), Some((_, notice)), Some(auth)) = (http_addr, http_auth, tokens.clone()) {
         let options = HttpOptions {
             addr,
@@ -71,15 +78,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
         tasks.spawn(async move {
-            sandgate_gateway::serve_http(gateway, options, shutdown, |bound| {
+            let served = sandgate_gateway::serve_http(gateway, options, shutdown, |bound| {
                 notice.print(bound);
                 tracing::info!("serving MCP over streamable HTTP at http://{bound}/mcp");
             })
-            .await
-            .map_err(anyhow::Error::from)
+            .await;
+            match served {
+                // Beside stdio, HTTP that cannot listen (another sandgate holds the port) is
+                // said, and the stdio client is served all the same: it ends when stdin does.
+                Err(e) if serve_stdio => {
+                    tracing::error!(
+                        "{e}: HTTP is not served by this process; stdio is. Another process (perhaps the HTTP sandgate of this config) holds the port; pass --http ADDR for another, or leave [http] listen out of the stdio client's config"
+                    );
+                    std::future::pending::<()>().await;
+                    Ok(())
+                }
+                served => served.map_err(anyhow::Error::from),
+            }
         });
     }
-    if http_addr.is_none() || args.stdio {
+    if serve_stdio {
         // Someone who ran `sandgate serve` by hand sees a silent terminal: say what it waits
         // for, and the other ways in.
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -142,6 +160,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     telemetry.shut_down().await;
     // The stdio reader may still be blocked on stdin; `main` does not wait for it.
     outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// Whether standard input is an MCP client's end: a pipe or a socket, as a client that starts
+/// sandgate gives it. A terminal is a person; `/dev/null` or a closed stdin is a service
+/// manager or a container (stdio there would end at once, and the gateway with it).
+fn stdin_is_a_client() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    std::fs::File::from(fd)
+        .metadata()
+        .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_socket())
 }
 
 /// A drained shutdown (`[http] drain`): the gateway says it is not ready and closes each
