@@ -54,6 +54,10 @@ CASES = [
     Case("export type erased", "fit", "type Out = { ok: boolean };\nexport type { Out };\nconst o: Out = { ok: true };\nreturn o;", {"ok": True}),
     Case("interfaces and enums", "fit", "enum Color { Red = 'red' }\ninterface P { c: Color }\nconst p: P = { c: Color.Red };\nreturn p.c;", "red"),
     Case("class with methods", "fit", "class Counter { n = 0; inc() { this.n++; return this; } }\nreturn new Counter().inc().inc().n;", 2),
+    # ---- keeping values between executions (issue 47, item 6) --------------------------------
+    Case("localStorage for a cache", "hint", "const cached = localStorage.getItem('issues');\nif (cached) return JSON.parse(cached);\nconst fresh = await everything.echo({ message: 'x' });\nlocalStorage.setItem('issues', JSON.stringify(fresh));\nreturn fresh;", ["state.set", "state.get"]),
+    Case("state with the Web Storage names", "hint", "await state.setItem('last_run', new Date().toISOString());\nreturn 'saved';", ["state.set", "no `setItem`"]),
+    Case("sessionStorage read back", "hint", "return sessionStorage.getItem('cursor') ?? 'start';", ["state.get"]),
     # ---- fan-out, loops and results ----------------------------------------------------------
     Case("Promise.all fan-out", "fit", "const words = ['a', 'b', 'c'];\nconst out = await Promise.all(words.map((w) => everything.echo({ message: w })));\nreturn out;", ["Echo: a", "Echo: b", "Echo: c"]),
     Case("destructured Promise.all", "fit", "const [x, y] = await Promise.all([everything.get_sum({ a: 1, b: 1 }), everything.echo({ message: 'y' })]);\nreturn [typeof x, y];", ["string", "Echo: y"]),

@@ -315,6 +315,12 @@ fn not_defined_hint(name: &str, cx: &HintContext) -> String {
         "process" | "Deno" | "Bun" => return "There is no process or runtime object. Files (`fs`) and environment variables (`env.get`) exist only when the caller's profile grants them; otherwise pass data in through tool calls or the `context` global.".into(),
         "fs" | "env" => return format!("There is no `{name}` in this execution: the caller's profile grants no {}. Ask the operator for a grant, or use a backend tool that does it.", if name == "fs" { "files (`fs` roots)" } else { "environment variables (`env`)" }),
         "state" => return "There is no `state` in this execution: the caller's profile keeps no state between executions (`state = false`). Pass what the next execution needs through your reply.".into(),
+        // What browsers and Node keep between runs: here, what `state` is for.
+        "localStorage" | "sessionStorage" | "indexedDB" | "caches" => return if has_state(cx) {
+            format!("There is no `{name}`. Values that must outlive this execution go in `state`: `await state.set(key, value, {{ ttl: seconds }})` keeps JSON (a Date comes back as its ISO text), `await state.get(key)` reads it in a later execution, `state.delete(key)`, `state.keys()`. Globals and module-level variables do not outlive an execution.")
+        } else {
+            format!("There is no `{name}`, and this caller's profile keeps no state between executions (`state = false`): pass what the next execution needs through your reply.")
+        },
         "axios" | "got" | "superagent" => return if cx.host_functions.iter().any(|f| f == "fetch") {
             "There are no modules in the sandbox; use `await fetch(url, init)`, which this execution has.".into()
         } else {
@@ -525,8 +531,29 @@ fn unawaited_hint(cx: &HintContext, at: Option<(u32, u32)>) -> Option<String> {
 
 /// For `backend.misspelled(...)` or `mcp.nobackend.tool(...)`: finds the member in the source
 /// that names nothing, and suggests the closest real name.
+/// Whether the execution has `state` (the caller's profile keeps it).
+fn has_state(cx: &HintContext) -> bool {
+    cx.host_functions.iter().any(|f| f.starts_with("state."))
+}
+
+/// The methods of `state`, and the names models reach for from the Web Storage API.
+const STATE_METHODS: &[&str] = &["get", "set", "delete", "keys"];
+
 fn unknown_member_hint(cx: &HintContext) -> Option<String> {
     for (object, member) in member_accesses(cx.source) {
+        if object == "state" && has_state(cx) && !STATE_METHODS.contains(&member) {
+            let meant = match member {
+                "getItem" | "read" | "load" | "fetch" => "`await state.get(key)`",
+                "setItem" | "put" | "write" | "save" | "store" => {
+                    "`await state.set(key, value, { ttl: seconds })`"
+                }
+                "removeItem" | "remove" | "del" | "clear" => "`await state.delete(key)`",
+                _ => "`await state.get(key)`, `state.set(key, value)`",
+            };
+            return Some(format!(
+                "`state` has no `{member}`: it has get, set, delete and keys, each awaited. Write {meant}."
+            ));
+        }
         if object == "mcp" || object == "tools" {
             if !backend_names(cx).any(|b| b == member) {
                 let best = closest(member, backend_names(cx))
