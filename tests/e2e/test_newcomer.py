@@ -266,3 +266,25 @@ async def test_the_readme_counts_the_tools_a_client_lists(tmp_path):
     async with connect("stdio", config) as client:
         listed = (await client.list_tools()).tools
     assert words[said] == len(listed), (said, [t.name for t in listed])
+
+
+@pytest.mark.parametrize("fmt", ["toml", "json"])
+async def test_import_fs_where_fs_is_a_backend_names_the_backend_and_no_path(tmp_path, fmt):
+    """Issue 47, items 9 and 10: `import fs from "fs"` where `fs` is a backend is told to call the
+    backend; the refusal names the config file but not where it lies (the model never learns
+    the operator's paths), and speaks the config's own syntax (JSON advice for a JSON file)."""
+    from conftest import NODE_MODULES
+
+    server = {"command": "node", "args": [str(NODE_MODULES / "server-filesystem/dist/index.js"), str(tmp_path)]}
+    config = write_config(tmp_path, fmt, {"fs": server})
+    async with connect("stdio", config) as client:
+        result = await client.call_tool("call_tool_chain", {
+            "code": f'import fs from "fs";\nreturn await fs.list_directory({{ path: "{tmp_path}" }});'})
+    text = result.content[0].text
+    assert "`fs` here is a backend" in text and "without an import" in text, text
+    assert str(config.parent) not in text, text
+    assert config.name in text, text
+    if fmt == "json":
+        assert '"sandgate": {"profiles"' in text and "[profiles.default]" not in text, text
+    else:
+        assert "[profiles.default]" in text, text

@@ -178,19 +178,36 @@ impl Profile {
 
     /// "Only the operator can allow it (ask them): they would add an entry to
     /// profiles.reader.net in sandgate.toml." Said to the operator and to the model alike, and
-    /// never as if code could widen its own grant.
+    /// never as if code could widen its own grant; in the config's own syntax (a JSON config
+    /// gets JSON), naming the file but not where it lies (the model never learns the
+    /// operator's paths).
     pub(crate) fn fix(&self, key: &str, what: &str) -> String {
-        if self.implicit {
-            format!(
-                "No profiles are configured, so the default profile grants every tool and no network, files or environment; only the operator can allow it (ask them): they would add `{key} = [...]` under [profiles.default] in {}.",
-                self.file
-            )
-        } else {
-            format!(
-                "Only the operator can allow it (ask them): they would {what} {}.{key} in {}.",
-                self.key, self.file
-            )
+        let file = self.file_name();
+        match (self.implicit, self.is_json()) {
+            (true, false) => format!(
+                "No profiles are configured, so the default profile grants every tool and no network, files or environment; only the operator can allow it (ask them): they would add `{key} = [...]` under [profiles.default] in {file}.",
+            ),
+            (true, true) => format!(
+                "No profiles are configured, so the default profile grants every tool and no network, files or environment; only the operator can allow it (ask them): they would add `\"sandgate\": {{\"profiles\": {{\"default\": {{\"{key}\": [...]}}}}}}` to {file}.",
+            ),
+            (false, _) => format!(
+                "Only the operator can allow it (ask them): they would {what} {}.{key} in {file}.",
+                self.key
+            ),
         }
+    }
+
+    /// The name of the file the profile is written in, without its directory.
+    pub fn file_name(&self) -> &str {
+        std::path::Path::new(&self.file)
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("the config file")
+    }
+
+    /// Whether the config is JSON (an `mcpServers` file), whose advice is JSON too.
+    fn is_json(&self) -> bool {
+        self.file_name().to_ascii_lowercase().ends_with(".json")
     }
 }
 
@@ -325,7 +342,8 @@ impl Access {
                 ),
                 fix: format!(
                     "Pass what the next execution needs back through your reply, or ask the operator to set state = true in {} in {}.",
-                    p.key, p.file
+                    p.key,
+                    p.file_name()
                 ),
             };
         }

@@ -313,6 +313,8 @@ fn not_defined_hint(name: &str, cx: &HintContext) -> String {
         "fetch" | "XMLHttpRequest" | "WebSocket" => return "There is no network access in this execution: `fetch` exists only when the caller's profile grants network hosts. Use a backend tool that fetches (search_tools with \"fetch url\" or \"http request\").".into(),
         "require" | "module" | "exports" => return "There are no modules in the sandbox. Backends are globals: call them directly, e.g. `await backend.tool({...})`.".into(),
         "process" | "Deno" | "Bun" => return "There is no process or runtime object. Files (`fs`) and environment variables (`env.get`) exist only when the caller's profile grants them; otherwise pass data in through tool calls or the `context` global.".into(),
+        // `import fs from "fs"` where `fs` is a backend: the model meant the backend.
+        "fs" | "env" if backend_names(cx).any(|b| b == name) => return format!("`{name}` here is a backend, not Node's `{name}` module: call its tools directly, without an import, e.g. `await {name}.{}(...)` (search_tools or __interfaces lists them).", cx.tools.iter().find(|t| t.js_backend == name).map_or("some_tool", |t| t.js_tool.as_str())),
         "fs" | "env" => return format!("There is no `{name}` in this execution: the caller's profile grants no {}. Ask the operator for a grant, or use a backend tool that does it.", if name == "fs" { "files (`fs` roots)" } else { "environment variables (`env`)" }),
         "state" => return "There is no `state` in this execution: the caller's profile keeps no state between executions (`state = false`). Pass what the next execution needs through your reply.".into(),
         // What browsers and Node keep between runs: here, what `state` is for.
