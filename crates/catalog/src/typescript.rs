@@ -76,6 +76,7 @@ impl TsDecl {
             entry.js_backend,
             indent(&namespace_body(
                 entry,
+                &prefix,
                 observed,
                 &mut reserved_names(std::iter::once(entry))
             ))
@@ -120,11 +121,33 @@ fn type_prefix(entry: &Entry) -> String {
 
 /// The `Input` and `Output` type names of `entries`, which their named types must not take.
 fn reserved_names<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> BTreeSet<String> {
+    reserved_for(entries.into_iter().map(type_prefix))
+}
+
+/// The `Input` and `Output` type names of tools with these type prefixes.
+fn reserved_for(prefixes: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+    prefixes
+        .into_iter()
+        .flat_map(|prefix| [format!("{prefix}Input"), format!("{prefix}Output")])
+        .collect()
+}
+
+/// Each tool's type prefix within one backend's namespace: two tools whose names read alike
+/// in Pascal case (`getSum` and `get_sum`) would declare `…GetSumInput` twice, which does not
+/// type-check; the later one in name order takes the next free number (`…GetSum2Input`).
+fn namespace_prefixes<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> Vec<String> {
+    let mut given = BTreeSet::new();
     entries
         .into_iter()
-        .flat_map(|entry| {
-            let prefix = type_prefix(entry);
-            [format!("{prefix}Input"), format!("{prefix}Output")]
+        .map(|entry| {
+            let base = type_prefix(entry);
+            let mut prefix = base.clone();
+            let mut n = 2;
+            while !given.insert(prefix.clone()) {
+                prefix = format!("{base}{n}");
+                n += 1;
+            }
+            prefix
         })
         .collect()
 }
@@ -136,14 +159,14 @@ fn reserved_names<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> BTreeSet<
 /// get a name of their own: declarations that merge or repeat do not type-check).
 fn namespace_body(
     entry: &Entry,
+    prefix: &str,
     observed: Option<&Observed>,
     taken: &mut BTreeSet<String>,
 ) -> String {
     let observed = observed.filter(|_| entry.spec.output_schema.is_none());
-    let prefix = type_prefix(entry);
     let input_name = format!("{prefix}Input");
     let mut body = String::new();
-    let mut input = Generator::new(&entry.spec.input_schema, &prefix, Detail::Full);
+    let mut input = Generator::new(&entry.spec.input_schema, prefix, Detail::Full);
     input.taken = std::mem::take(taken);
     let input_ty = input.render(&entry.spec.input_schema, 0);
     write_type(&mut body, &input_name, &input_ty);
@@ -152,7 +175,7 @@ fn namespace_body(
     let out_ty = match output_schema(entry, observed) {
         Some(schema) => {
             let output_name = format!("{prefix}Output");
-            let mut output = Generator::new(schema, &prefix, Detail::Full);
+            let mut output = Generator::new(schema, prefix, Detail::Full);
             output.taken = std::mem::take(taken);
             let ty = output.render(schema, 0);
             write_type(&mut body, &output_name, &ty);
@@ -252,10 +275,16 @@ pub fn catalog_declarations_observed(
             "/** Backend `{}`. */\ndeclare namespace {js_backend} {{",
             escape_doc(backend)
         );
-        let mut taken = reserved_names(catalog.backend_tools(backend));
-        for entry in catalog.backend_tools(backend) {
+        let prefixes = namespace_prefixes(catalog.backend_tools(backend));
+        let mut taken = reserved_for(prefixes.iter().cloned());
+        for (entry, prefix) in catalog.backend_tools(backend).zip(&prefixes) {
             let seen = observed(entry);
-            out.push_str(&indent(&namespace_body(entry, seen.as_ref(), &mut taken)));
+            out.push_str(&indent(&namespace_body(
+                entry,
+                prefix,
+                seen.as_ref(),
+                &mut taken,
+            )));
         }
         out.push_str("}\n\n");
     }

@@ -163,3 +163,50 @@ fn whole_catalog_declarations() {
     ]);
     insta::assert_snapshot!(catalog.declarations());
 }
+
+/// Issue 47, item 14: two tools whose names read alike in Pascal case (`getSum`, `get_sum`,
+/// `get-sum`) each declare types of their own names in `types.d.ts` (they used to declare
+/// `HostileGetSumInput` and `HostileGetSumOutput` twice, and `tsc` refused the file).
+#[test]
+fn tools_whose_names_read_alike_get_type_names_of_their_own() {
+    let tool = |name: &str| ToolSpec {
+        backend: "hostile".into(),
+        name: name.into(),
+        description: None,
+        input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
+        output_schema: Some(json!({"type": "object", "properties": {"sum": {"type": "number"}}})),
+        annotations: None,
+    };
+    let catalog = Catalog::new(vec![tool("getSum"), tool("get_sum"), tool("get-sum")]);
+    let declarations = catalog.declarations();
+    let mut declared: Vec<&str> = declarations
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            line.strip_prefix("interface ")
+                .or_else(|| line.strip_prefix("type "))
+                .and_then(|rest| rest.split([' ', '<']).next())
+        })
+        .collect();
+    let all = declared.len();
+    declared.sort_unstable();
+    declared.dedup();
+    assert_eq!(
+        declared.len(),
+        all,
+        "a type is declared twice:\n{declarations}"
+    );
+    assert_eq!(all, 6, "{declarations}");
+    // Each function names its own types.
+    for function in declarations
+        .lines()
+        .filter(|l| l.trim_start().starts_with("function "))
+    {
+        let input = function
+            .split("args")
+            .nth(1)
+            .map(|r| r.trim_start_matches('?').trim_start_matches(": "))
+            .and_then(|r| r.split(')').next());
+        assert!(input.is_some_and(|i| declared.contains(&i)), "{function}");
+    }
+}
