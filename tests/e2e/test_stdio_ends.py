@@ -156,18 +156,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def served_over_a_pipe(config, stderr) -> subprocess.Popen:
+    """`sandgate serve` of `config` started as a stdio client starts it, once it has answered
+    `initialize` and a search; its stdin stays open for the test to close."""
+    proc = subprocess.Popen([SANDGATE, "serve", "--config", str(config)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+    proc.stdin.write(lines(INITIALIZE, INITIALIZED, SEARCH))
+    proc.stdin.flush()
+    answers = read_answers(lambda: os.read(proc.stdout.fileno(), 65536), 2, time.monotonic() + 20)
+    if [a.get("id") for a in answers] != [1, 2]:
+        proc.kill()
+        raise AssertionError(f"the stdio client was not answered: {answers}")
+    return proc
+
+
 def test_a_config_that_listens_on_http_still_serves_its_stdio_client_and_ends_with_it(tmp_path):
     """Issue 47, item 1: `[http] listen` in the config served HTTP only, ignored stdin and stayed
     behind when its stdio client left. Started by a client over a pipe, sandgate serves both,
     and ends (freeing the port) when stdin closes."""
     port = free_port()
-    proc = subprocess.Popen([SANDGATE, "serve", "--config", str(listen_config(tmp_path, port))],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = served_over_a_pipe(listen_config(tmp_path, port), subprocess.DEVNULL)
     try:
-        proc.stdin.write(lines(INITIALIZE, INITIALIZED, SEARCH))
-        proc.stdin.flush()
-        answers = read_answers(lambda: os.read(proc.stdout.fileno(), 65536), 2, time.monotonic() + 20)
-        assert [a.get("id") for a in answers] == [1, 2], answers
         assert healthz(port) == 200, "HTTP is served beside stdio"
         proc.stdin.close()
         proc.wait(timeout=5)
@@ -183,13 +192,8 @@ def test_a_port_in_use_is_said_and_the_stdio_client_is_served_anyway(tmp_path):
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        proc = subprocess.Popen([SANDGATE, "serve", "--config", str(listen_config(tmp_path, port))],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = served_over_a_pipe(listen_config(tmp_path, port), subprocess.PIPE)
         try:
-            proc.stdin.write(lines(INITIALIZE, INITIALIZED, SEARCH))
-            proc.stdin.flush()
-            answers = read_answers(lambda: os.read(proc.stdout.fileno(), 65536), 2, time.monotonic() + 20)
-            assert [a.get("id") for a in answers] == [1, 2], answers
             proc.stdin.close()
             proc.wait(timeout=5)
             said = proc.stderr.read().decode()

@@ -92,6 +92,12 @@ async def chain(server, token: str, code: str) -> dict:
                 **(structured(result) if not result.is_error else {})}
 
 
+def fake_server(name: str) -> str:
+    """The fake backend (`ok` mode) as `[servers.NAME]`, for keys to follow."""
+    return (f"[servers.{name}]\ncommand = {json.dumps(sys.executable)}\n"
+            f"args = [{json.dumps(str(FAKE_BACKEND))}, \"ok\"]\n")
+
+
 # --- 1. identities that never shift -------------------------------------------------------------
 
 FIRST = "first-unnamed-token-" + "a" * 20
@@ -101,10 +107,7 @@ SECOND = "second-unnamed-token-" + "b" * 20
 def unnamed_tokens_config(tmp_path: Path, tokens: list[str]) -> str:
     entries = "".join(f'\n[[http.tokens]]\ntoken = "{t}"\nprofile = "team"\n' for t in tokens)
     return f"""
-[servers.vault]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(FAKE_BACKEND))}, "ok"]
-user_secret = {{ env = "NOTES_TOKEN" }}
+{fake_server("vault")}user_secret = {{ env = "NOTES_TOKEN" }}
 
 [credentials]
 key = "${{SANDGATE_TEST_CREDENTIAL_KEY}}"
@@ -302,10 +305,7 @@ GATED = "return await fake.echo({ text: 'shipped' });"
 
 def approvals_config(tmp_path: Path) -> str:
     return f"""
-[servers.fake]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(FAKE_BACKEND))}, "ok"]
-
+{fake_server("fake")}
 [profiles.agents]
 tools = ["*"]
 approve = ["fake.echo"]
@@ -411,10 +411,7 @@ BOB = "bob-token-" + "b" * 26
 def per_user_config(tmp_path: Path, per_user: bool) -> Path:
     path = tmp_path / "sandgate.toml"
     path.write_text(f"""
-[servers.crm]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(FAKE_BACKEND))}, "ok"]
-per_user = {"true" if per_user else "false"}
+{fake_server("crm")}per_user = {"true" if per_user else "false"}
 
 [profiles.team]
 tools = ["*"]
