@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -21,7 +20,7 @@ use sandgate_catalog::{Entry, LearnedShape, Observed};
 use sandgate_store::StoreHandle;
 use sandgate_upstream::Backends;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// Results waiting to be learned from; past it, a result teaches nothing.
 const QUEUE: usize = 4096;
@@ -52,6 +51,9 @@ struct Lesson {
     tool: String,
     result: CallToolResult,
     bytes: usize,
+    /// The lesson's share of [`MAX_QUEUED_BYTES`], given back when the lesson is dropped
+    /// (learned from, or not).
+    _counted: OwnedSemaphorePermit,
 }
 
 /// The learned shapes, and the queue to the task that learns them.
@@ -60,8 +62,10 @@ pub struct Shapes {
     lessons: mpsc::Sender<Lesson>,
     /// Asks the learning task to learn what waits and write it to the store now.
     flushes: mpsc::Sender<tokio::sync::oneshot::Sender<()>>,
-    /// Bytes of the results waiting.
-    queued: Arc<AtomicUsize>,
+    /// Bytes of the results waiting, as permits each lesson holds until it is dropped: the
+    /// count cannot go below zero whoever runs first (an offer that added its bytes after
+    /// sending once let the learner subtract them first, which wrapped the count).
+    queued: Arc<Semaphore>,
     shown: Arc<RwLock<HashMap<ToolKey, Arc<Observed>>>>,
     /// Which backends are learned about now (`learn_shapes`, which a reload may turn off).
     backends: Arc<dyn Backends>,
@@ -77,7 +81,6 @@ impl std::fmt::Debug for Lesson {
 struct Learning {
     backends: Arc<dyn Backends>,
     store: Option<StoreHandle>,
-    queued: Arc<AtomicUsize>,
     /// What the store held at the last read or write, per tool.
     known: HashMap<ToolKey, LearnedShape>,
     /// What was learned since the last write to the store.
@@ -93,11 +96,10 @@ impl Shapes {
         let (lessons, queue) = mpsc::channel(QUEUE);
         let (flushes, flush_asked) = mpsc::channel(4);
         let shown = Arc::new(RwLock::new(HashMap::new()));
-        let queued = Arc::new(AtomicUsize::new(0));
+        let queued = Arc::new(Semaphore::new(MAX_QUEUED_BYTES));
         let mut learning = Learning {
             backends: backends.clone(),
             store,
-            queued: queued.clone(),
             known: HashMap::new(),
             unsaved: HashMap::new(),
             shown: shown.clone(),
@@ -117,18 +119,20 @@ impl Shapes {
     /// Queues `result` of `backend`'s `tool` (`bytes` of JSON) to learn from, without waiting;
     /// dropped when the queue is full.
     pub fn offer(&self, backend: String, tool: String, result: CallToolResult, bytes: usize) {
-        if self.queued.load(Ordering::Relaxed) + bytes > MAX_QUEUED_BYTES {
+        let Ok(permits) = u32::try_from(bytes) else {
             return;
-        }
+        };
+        let Ok(counted) = self.queued.clone().try_acquire_many_owned(permits) else {
+            return;
+        };
         let lesson = Lesson {
             backend,
             tool,
             result,
             bytes,
+            _counted: counted,
         };
-        if self.lessons.try_send(lesson).is_ok() {
-            self.queued.fetch_add(bytes, Ordering::Relaxed);
-        }
+        let _ = self.lessons.try_send(lesson);
     }
 
     /// Learns what waits and writes what was learned to the store, then returns: a clean stop
@@ -139,6 +143,11 @@ impl Shapes {
         if self.flushes.send(done).await.is_ok() {
             let _ = finished.await;
         }
+    }
+
+    /// How many bytes of results wait to be learned from (at most 16 MiB).
+    pub fn queued_bytes(&self) -> usize {
+        MAX_QUEUED_BYTES.saturating_sub(self.queued.available_permits())
     }
 
     /// How many results wait to be learned from.
@@ -240,7 +249,6 @@ impl Learning {
     /// Learns from `batch` (on a blocking thread when it is large), and shows what changed.
     async fn learn(&mut self, batch: Vec<Lesson>) {
         let bytes: usize = batch.iter().map(|l| l.bytes).sum();
-        self.queued.fetch_sub(bytes, Ordering::Relaxed);
         let batch: Vec<Lesson> = batch
             .into_iter()
             .filter(|l| self.backends.learns_shapes(&l.backend))
