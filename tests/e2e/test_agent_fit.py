@@ -1,8 +1,9 @@
 """The agent-fit corpus: scripts as Claude-, GPT- and Gemini-style models write them, against
 `sandgate serve` and the real npm servers (issue 15).
 
-Three kinds of case:
+Four kinds of case:
 - fit: the script gives the right result (the habit works);
+- shown: the response's text, as the model reads it, holds these words (large results);
 - hint: the script fails, and the error (message, hint) or a note names the fix in words a
   model can act on in one retry;
 - guard: the script is contained (its error kind), and the gateway answers afterwards.
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.anyio
 @dataclass
 class Case:
     label: str
-    kind: str  # "fit" | "hint" | "guard"
+    kind: str  # "fit" | "shown" | "hint" | "guard"
     code: str
     expect: Any = None  # fit: the value, or a predicate on it; hint: words; guard: error kind
     timeout_ms: int | None = None
@@ -72,6 +73,9 @@ CASES = [
     Case("memory round trip", "fit", "await memory.create_entities({ entities: [{ name: 'Ada', entityType: 'person', observations: ['wrote notes'] }] });\nconst g = await memory.read_graph({});\nreturn g.entities.some((e: any) => e.name === 'Ada');", True),
     Case("memory search", "fit", "await memory.create_entities({ entities: [{ name: 'Grace', entityType: 'person', observations: ['compilers'] }] });\nconst r = await memory.search_nodes({ query: 'compilers' });\nreturn r.entities.map((e: any) => e.name);", ["Grace"]),
     Case("filesystem read", "fit", "const roots: any = await filesystem.list_allowed_directories({});\nconst listing = typeof roots === 'string' ? roots : roots.content;\nconst root = String(listing).split('\\n').pop()!.trim();\nconst file: any = await filesystem.read_text_file({ path: `${root}/hello.txt` });\nreturn String(typeof file === 'string' ? file : file.content).trim();", "hello from the filesystem backend"),
+    # ---- large results, as the model reads them (issue 47, items 4 and 5) -----------------------
+    Case("read a whole file and return it", "shown", "const roots: any = await filesystem.list_allowed_directories({});\nconst root = String(roots.content ?? roots).split('\\n').pop()!.trim();\nconst file = await filesystem.read_text_file({ path: `${root}/notes.md` });\nreturn file;", ["Note 0: ", "Note 499: ", "characters left out: read_output with json_path"]),
+    Case("return every ticket under a small budget", "shown", "const tickets = Array.from({ length: 167 }, (_, i) => ({ id: `T-${i}`, subject: `Printer ${i} jams`, status: 'open', priority: i % 3, assignee: 'sam' }));\nreturn tickets;", ['"count": 167', '"keys": ["id", "subject", "status", "priority", "assignee"]'], extra={"max_output_size": 400}),
     # ---- the runtime agent code expects -----------------------------------------------------
     Case("console.table", "fit", "console.table([{ name: 'a', n: 1 }, { name: 'b', n: 2 }]);\nreturn 'tabled';", "tabled"),
     Case("console group count time assert", "fit", "console.group('g'); console.count(); console.groupEnd(); console.time('t'); console.timeEnd('t'); console.assert(true); return 'logged';", "logged"),
@@ -129,7 +133,9 @@ def words_of(result) -> str:
 
 async def test_the_agent_fit_corpus(tmp_path):
     assert len(CASES) >= 60, len(CASES)
-    config = write_config(tmp_path, "toml", reference_servers(tmp_path))
+    servers = reference_servers(tmp_path)
+    (tmp_path / "files" / "notes.md").write_text("".join(f"Note {i}: call the vendor about the printer on floor {i % 9}.\n" for i in range(500)))
+    config = write_config(tmp_path, "toml", servers)
     problems: list[str] = []
     async with connect("stdio", config) as client:
         for case in CASES:
@@ -144,6 +150,11 @@ async def test_the_agent_fit_corpus(tmp_path):
                 ok = case.expect(value) if callable(case.expect) else value == case.expect
                 if error or not ok:
                     problems.append(f"fit {case.label!r}: got {value!r}, error {error!r}")
+            elif case.kind == "shown":
+                words = "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+                missing = [w for w in case.expect if w not in words]
+                if error or missing:
+                    problems.append(f"shown {case.label!r}: missing {missing} in {words[:300]!r}…, error {error!r}")
             elif case.kind == "hint":
                 words = words_of(result)
                 missing = [w for w in case.expect if w not in words]

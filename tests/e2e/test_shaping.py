@@ -67,3 +67,43 @@ async def test_results_within_the_budget_are_whole_and_larger_ones_fill_it(tmp_p
         # With room for it, the whole tree.
         result, data = await run(client, TREE, max_output_size=100_000)
         assert data["output"]["stages"] == [], data["output"]
+
+
+async def test_a_file_read_in_one_call_spends_the_budget_on_its_text(tmp_path):
+    """Issue 47, items 4 and 5. `filesystem.read_text_file` answers `{content: "<text>"}`; a
+    30 KB file came back as 300 characters of a 20,000-character budget ("98% reduced"), and
+    `directory_tree`'s 130 KB as 400, because every string was cut to one small length. Now the
+    one string gets the budget, head and tail, and says where `read_output` reads the rest.
+    And under a 400-character budget, 167 uniform rows still show their count and keys."""
+    servers = reference_servers(tmp_path)
+    root = tmp_path / "files"
+    lines = [f"Line {i}: the quick brown fox jumps over the lazy dog.\n" for i in range(560)]
+    (root / "big.md").write_text("".join(lines))
+    for d in range(6):
+        for f in range(120):
+            (root / f"dir{d}").mkdir(exist_ok=True)
+            (root / f"dir{d}" / f"file_{f}_with_a_longish_name.txt").write_text("x")
+    config = write_config(tmp_path, "toml", servers)
+    async with connect("stdio", config) as client:
+        result, data = await run(client, f'return await filesystem.read_text_file({{path: "{root}/big.md"}});')
+        shown = shown_json(result)["content"]
+        assert 18_000 <= len(shown) <= 20_000, len(shown)
+        assert shown.startswith(lines[0]) and shown.endswith(lines[-1]), shown[-200:]
+        pointer = shown.split("json_path ")[1]
+        path = json.loads(pointer.split(" and offset ")[0])
+        offset = int(pointer.split(" and offset ")[1].split(" ")[0])
+        head = shown.split("… [")[0]
+        assert path == "$.content" and offset == len(head.encode()), pointer[:120]
+        rest = await client.call_tool("read_output", {"execution_id": data["execution_id"], "json_path": path,
+                                                      "offset": offset, "length": 200})
+        assert rest.structured_content["text"] == "".join(lines)[offset:offset + 200], rest.structured_content
+
+        result, data = await run(client, f'return await filesystem.directory_tree({{path: "{root}"}});')
+        assert data["output"]["original_bytes"] > 50_000, data["output"]
+        assert len(shown_json(result)["content"]) > 15_000, text_of(result)[:300]
+
+        rows = ("return Array.from({length: 167}, (_, i) => ({id: `T-${1000 + i}`, subject: `Printer ${i} jams`, "
+                "status: 'open', priority: i % 3, assignee: 'sam'}));")
+        result, data = await run(client, rows, max_output_size=400)
+        shown = shown_json(result)
+        assert shown["count"] == 167 and shown["keys"] == ["id", "subject", "status", "priority", "assignee"], shown

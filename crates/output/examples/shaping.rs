@@ -53,8 +53,29 @@ fn leaves(value: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// A file read as one call returns it: `{"content": "<the text>"}`.
+fn file_read(text: String) -> Value {
+    json!({ "content": text })
+}
+
 /// The share of the original's data in `shown`.
 fn carried(original: &str, shown: &str) -> f64 {
+    if let (Ok(Value::Object(whole)), Ok(Value::Object(part))) = (
+        serde_json::from_str::<Value>(original),
+        serde_json::from_str::<Value>(shown),
+    ) && let (Some(Value::String(all)), Some(Value::String(seen))) =
+        (whole.get("content"), part.get("content"))
+        && whole.len() == 1
+    {
+        // One string: the share of its characters shown (without a cut's marker).
+        let kept = match seen.split_once("… [") {
+            Some((head, rest)) => head.len() + rest.split_once("] …").map_or(0, |(_, t)| t.len()),
+            None => seen
+                .split_once("… (")
+                .map_or(seen.len(), |(head, _)| head.len()),
+        };
+        return (kept as f64 / all.len().max(1) as f64).min(1.0);
+    }
     match (
         serde_json::from_str::<Value>(original),
         serde_json::from_str::<Value>(shown),
@@ -125,6 +146,14 @@ fn main() {
         ("tree: 30 KB", pretty(&tree(3, 6, "d"))),
         ("tree: 180 KB", pretty(&tree(4, 6, "d"))),
         ("tree: 21 MB", pretty(&tree(6, 7, "d"))),
+        (
+            "a file read as {content}: 30 KB",
+            pretty(&file_read(log(400))),
+        ),
+        (
+            "a tree read as {content: <its JSON text>}: 130 KB",
+            pretty(&file_read(pretty(&tree(4, 5, "d")))),
+        ),
         ("text: log of 1,000 lines", log(1_000)),
         ("text: log of 100,000 lines", log(100_000)),
     ];

@@ -6,9 +6,14 @@
 //! - a uniform array (rows with the same keys) keeps as many leading rows *in full* as fit,
 //!   one compact row per line, then the identities of some of the rest (at most
 //!   [`REST_IDS`]) and how many rows are not shown;
+//!   When even the identities do not fit, fewer are listed, down to none: the count and the
+//!   keys always show;
 //! - any other value keeps its shape: every array is cut to the same number of items (an
 //!   object keeps at least 32 keys: they are its shape) and every string to the same length,
-//!   the largest that fit, each cut saying how much it left out.
+//!   the largest that fit, each cut saying how much it left out. That length is found by
+//!   bisection up to the whole budget, so a value dominated by one string (a file read as
+//!   `{content}`) spends the budget on that string: its head and tail, and between them the
+//!   `read_output` path and byte offset of what was left out.
 //!
 //! The text is valid JSON, so code can parse it. `None` when not even the smallest cut fits
 //! (then the caller truncates text).
@@ -16,6 +21,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::chunk::{IDENTITY_FIELDS, uniform_keys, write_pretty};
+use crate::path::{push_index, push_key};
 
 /// Most identities of rows not shown that a summary lists.
 pub const REST_IDS: usize = 100;
@@ -25,8 +31,15 @@ const WIDTHS: [usize; 11] = [2000, 500, 200, 100, 50, 20, 10, 5, 3, 2, 1];
 const DEPTHS: [usize; 7] = [usize::MAX, 8, 6, 4, 3, 2, 1];
 /// Keys an object keeps however small the width: an object's keys are its shape.
 const OBJECT_KEYS: usize = 32;
-/// String lengths tried (in characters), longest first.
+/// String lengths tried (in characters), longest first; the best cut is then widened by
+/// bisection.
 const STRING_CHARS: [usize; 3] = [usize::MAX, 300, 40];
+/// A string cut to at least this many characters shows its head and tail and where the rest
+/// is read; a shorter cut shows its head and how much it left out (the pointer would cost more
+/// than what it shows).
+const POINTED_CHARS: usize = 300;
+/// Share of a pointed cut's characters that go to its head.
+const HEAD_SHARE: f64 = 0.6;
 
 /// `value` as JSON text of at most `budget` characters (see the module docs).
 pub fn fit_json(value: &Value, budget: usize) -> Option<String> {
@@ -40,7 +53,7 @@ pub fn fit_json(value: &Value, budget: usize) -> Option<String> {
     // Every cut is tried from the smallest up, and the largest text that fits wins: a deep
     // tree is better shown whole two levels down than two children wide all the way. A cut
     // larger than one that did not fit is not tried (it would not fit either).
-    let mut best: Option<String> = None;
+    let mut best: Option<(String, usize, usize, usize)> = None;
     let mut too_big: Vec<(usize, usize)> = Vec::new();
     for &width in WIDTHS.iter().rev() {
         for &depth in &DEPTHS {
@@ -48,23 +61,45 @@ pub fn fit_json(value: &Value, budget: usize) -> Option<String> {
                 continue;
             }
             let fitted = STRING_CHARS.iter().find_map(|&chars| {
-                let text = render(&prune(value, width, chars, depth));
-                (text.chars().count() <= budget).then_some(text)
+                let text = pruned(value, width, chars, depth);
+                (text.chars().count() <= budget).then_some((text, chars))
             });
             match fitted {
-                Some(text) if best.as_ref().is_none_or(|b| text.len() > b.len()) => {
-                    best = Some(text);
+                Some((text, chars)) if best.as_ref().is_none_or(|b| text.len() > b.0.len()) => {
+                    best = Some((text, width, depth, chars));
                 }
                 Some(_) => {}
                 None => too_big.push((width, depth)),
             }
         }
     }
-    best
+    let (text, width, depth, chars) = best?;
+    if chars == usize::MAX {
+        return Some(text);
+    }
+    // The strings were cut to one of a few lengths: the longest cut that fits is found by
+    // bisection (a longer cut never renders shorter).
+    let (mut low, mut high, mut widest) = (chars, budget, text);
+    while low < high {
+        let mid = low + (high - low).div_ceil(2);
+        let text = pruned(value, width, mid, depth);
+        if text.chars().count() <= budget {
+            widest = text;
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    Some(widest)
+}
+
+/// `value` pruned (see [`prune`]) and rendered.
+fn pruned(value: &Value, width: usize, chars: usize, depth: usize) -> String {
+    render(&prune(value, width, chars, depth, &mut String::from("$")))
 }
 
 /// The summary of a uniform array with its first `shown` rows in full.
-fn rows_summary(items: &[Value], keys: &[String], shown: usize) -> Value {
+fn rows_summary(items: &[Value], keys: &[String], shown: usize, ids: usize) -> Value {
     let identity = IDENTITY_FIELDS
         .iter()
         .find(|f| keys.iter().any(|k| k == *f));
@@ -86,10 +121,11 @@ fn rows_summary(items: &[Value], keys: &[String], shown: usize) -> Value {
     summary.insert("first".into(), Value::Array(items[..shown].to_vec()));
     if let Some(field) = identity
         && rest > 0
+        && ids > 0
     {
         let listed: Vec<Value> = items[shown..]
             .iter()
-            .take(REST_IDS)
+            .take(ids)
             .map(|item| item[*field].clone())
             .collect();
         if rest > listed.len() {
@@ -104,18 +140,31 @@ fn rows_summary(items: &[Value], keys: &[String], shown: usize) -> Value {
     Value::Object(summary)
 }
 
-/// The most leading rows whose summary fits, by bisection (a summary grows with its rows).
+/// The most leading rows whose summary fits, by bisection (a summary grows with its rows); when
+/// not even the identities of the rest fit, as many of them as do (the count and the keys are
+/// worth more to a model than the cut shape of every row).
 fn fit_rows(items: &[Value], keys: &[String], budget: usize) -> Option<String> {
-    let fits = |shown: usize| {
-        let text = render(&rows_summary(items, keys, shown));
+    let fits = |shown: usize, ids: usize| {
+        let text = render(&rows_summary(items, keys, shown, ids));
         (text.chars().count() <= budget).then_some(text)
     };
-    let mut best = fits(0)?;
+    let Some(mut best) = fits(0, REST_IDS) else {
+        fits(0, 0)?;
+        let (mut low, mut high) = (0, REST_IDS - 1);
+        while low < high {
+            let mid = low + (high - low).div_ceil(2);
+            match fits(0, mid) {
+                Some(_) => low = mid,
+                None => high = mid - 1,
+            }
+        }
+        return fits(0, low);
+    };
     // A row takes at least a few characters (`{}` and its line), which bounds the search.
     let (mut low, mut high) = (0, items.len().min(budget / 4));
     while low < high {
         let mid = low + (high - low).div_ceil(2);
-        match fits(mid) {
+        match fits(mid, REST_IDS) {
             Some(text) => {
                 best = text;
                 low = mid;
@@ -128,8 +177,8 @@ fn fit_rows(items: &[Value], keys: &[String], budget: usize) -> Option<String> {
 
 /// `value` with every array cut to `width` items (an object to [`OBJECT_KEYS`] keys at least),
 /// every string to `chars` characters, and what lies `depth` levels down only described, each
-/// cut marked.
-fn prune(value: &Value, width: usize, chars: usize, depth: usize) -> Value {
+/// cut marked. `at` is the JSON path of `value` (as `read_output` takes it), for the marks.
+fn prune(value: &Value, width: usize, chars: usize, depth: usize, at: &mut String) -> Value {
     match value {
         Value::Array(items) if depth == 0 && !items.is_empty() => {
             json!(format!("… an array of {} items", items.len()))
@@ -138,11 +187,13 @@ fn prune(value: &Value, width: usize, chars: usize, depth: usize) -> Value {
             json!(format!("… an object of {} keys", map.len()))
         }
         Value::Array(items) => {
-            let mut kept: Vec<Value> = items
-                .iter()
-                .take(width)
-                .map(|item| prune(item, width, chars, depth.saturating_sub(1)))
-                .collect();
+            let mut kept: Vec<Value> = Vec::with_capacity(items.len().min(width) + 1);
+            for (index, item) in items.iter().take(width).enumerate() {
+                let len = at.len();
+                push_index(at, index);
+                kept.push(prune(item, width, chars, depth.saturating_sub(1), at));
+                at.truncate(len);
+            }
             if items.len() > width {
                 kept.push(json!(format!("… {} more items", items.len() - width)));
             }
@@ -150,25 +201,52 @@ fn prune(value: &Value, width: usize, chars: usize, depth: usize) -> Value {
         }
         Value::Object(map) => {
             let keys = width.max(OBJECT_KEYS);
-            let mut kept: Map<String, Value> = map
-                .iter()
-                .take(keys)
-                .map(|(k, v)| (k.clone(), prune(v, width, chars, depth.saturating_sub(1))))
-                .collect();
+            let mut kept = Map::new();
+            for (key, child) in map.iter().take(keys) {
+                let len = at.len();
+                push_key(at, key);
+                kept.insert(
+                    key.clone(),
+                    prune(child, width, chars, depth.saturating_sub(1), at),
+                );
+                at.truncate(len);
+            }
             if map.len() > keys {
                 kept.insert("…".into(), json!(format!("{} more keys", map.len() - keys)));
             }
             Value::Object(kept)
         }
         Value::String(s) if chars != usize::MAX && s.chars().count() > chars => {
-            let head: String = s.chars().take(chars).collect();
-            json!(format!(
-                "{head}… ({} more characters)",
-                s.chars().count() - chars
-            ))
+            json!(cut_string(s, chars, at))
         }
         other => other.clone(),
     }
+}
+
+/// `text` cut to `chars` characters. A long cut keeps the head and the tail, and says what was
+/// left out and where `read_output` reads it: at the string's path, from the head's bytes.
+fn cut_string(text: &str, chars: usize, at: &str) -> String {
+    let total = text.chars().count();
+    if chars < POINTED_CHARS {
+        let head: String = text.chars().take(chars).collect();
+        return format!("{head}… ({} more characters)", total - chars);
+    }
+    let head_chars = (chars as f64 * HEAD_SHARE) as usize;
+    let tail_chars = chars - head_chars;
+    let head_end = text
+        .char_indices()
+        .nth(head_chars)
+        .map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total - tail_chars)
+        .map_or(text.len(), |(i, _)| i);
+    format!(
+        "{head}… [{left} characters left out: read_output with json_path {at:?} and offset {head_end} reads them] …{tail}",
+        head = &text[..head_end],
+        left = total - head_chars - tail_chars,
+        tail = &text[tail_start..],
+    )
 }
 
 fn render(value: &Value) -> String {
@@ -227,8 +305,81 @@ mod tests {
         let text = fit_json(&value, 2_000).unwrap_or_default();
         assert!(text.chars().count() <= 2_000);
         assert!(
-            text.contains("more characters") && text.contains("\"ok\": true"),
+            text.contains("characters left out") && text.contains("\"ok\": true"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn one_long_string_spends_the_budget_and_says_where_the_rest_is() {
+        let file: String = (0..560)
+            .map(|i| format!("Line {i}: the quick brown fox jumps over the lazy dog.\n"))
+            .collect();
+        let value = json!({"content": file});
+        let text = fit_json(&value, 20_000).unwrap_or_default();
+        let shown = text.chars().count();
+        assert!(
+            (18_000..=20_000).contains(&shown),
+            "{shown} characters shown"
+        );
+        let parsed: Value = serde_json::from_str(&text).unwrap_or_default();
+        let cut = parsed["content"].as_str().unwrap_or_default();
+        assert!(
+            cut.starts_with("Line 0: ")
+                && cut.ends_with("Line 559: the quick brown fox jumps over the lazy dog.\n"),
+            "{cut}"
+        );
+        // The pointer names the path and the byte where what was left out starts.
+        let pointer = cut.split("json_path ").nth(1).unwrap_or_default();
+        let path: String =
+            serde_json::from_str(pointer.split(" and offset ").next().unwrap_or_default())
+                .unwrap_or_default();
+        let offset: usize = pointer
+            .split(" and offset ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(usize::MAX);
+        let whole = crate::select(&value, &path)
+            .ok()
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let head = cut.split("… [").next().unwrap_or_default();
+        assert_eq!(
+            offset,
+            head.len(),
+            "the offset is the head's length in bytes"
+        );
+        assert!(whole.starts_with(head) && whole.len() > offset, "{path}");
+    }
+
+    #[test]
+    fn a_string_under_an_odd_key_is_pointed_at_by_a_path_select_reads() {
+        let value = json!({"files": [{"the text": "é".repeat(40_000)}]});
+        let text = fit_json(&value, 5_000).unwrap_or_default();
+        assert!(text.chars().count() <= 5_000);
+        assert!(
+            text.contains(r#"json_path \"$.files[0][\\\"the text\\\"]\""#),
+            "{text}"
+        );
+        assert_eq!(
+            crate::select(&value, r#"$.files[0]["the text"]"#)
+                .ok()
+                .and_then(Value::as_str)
+                .map(str::len),
+            Some(80_000)
+        );
+    }
+
+    #[test]
+    fn rows_keep_their_count_and_keys_in_a_small_budget() {
+        let rows: Vec<Value> = (0..167)
+            .map(|i| json!({"id": format!("ticket-{i:05}"), "title": format!("A title of ticket {i}"), "state": "open", "owner": "someone", "n": i}))
+            .collect();
+        let text = fit_json(&Value::Array(rows), 400).unwrap_or_default();
+        assert!(text.chars().count() <= 400, "{text}");
+        let parsed: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(parsed["count"], 167, "{text}");
+        assert_eq!(parsed["keys"].as_array().map_or(0, Vec::len), 5, "{text}");
     }
 }

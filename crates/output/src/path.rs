@@ -62,6 +62,31 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
+/// Appends `.key` to a path, or `["key"]` when the key is not a plain name (the form [`select`]
+/// reads back).
+pub(crate) fn push_key(path: &mut String, key: &str) {
+    let plain = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if plain {
+        path.push('.');
+        path.push_str(key);
+    } else {
+        path.push('[');
+        path.push_str(&Value::String(key.to_string()).to_string());
+        path.push(']');
+    }
+}
+
+/// Appends `[index]` to a path.
+pub(crate) fn push_index(path: &mut String, index: usize) {
+    path.push('[');
+    path.push_str(&index.to_string());
+    path.push(']');
+}
+
 /// The key quoted at the start of `text` (by `quote`, with `\` escaping the next character, and
 /// JSON's escapes for a double quote), and how many bytes the quoted key takes.
 fn quoted_key(text: &str, quote: char) -> Option<(String, usize)> {
