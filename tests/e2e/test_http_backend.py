@@ -121,3 +121,83 @@ async def test_an_http_backend_that_answers_404_for_its_session_is_reinitialized
             assert before.split("session ")[1] != after.split("session ")[1], (before, after)
     finally:
         server.kill()
+
+
+class VideoBackend:
+    """Fault injection: a streamable HTTP backend (JSON answers, one session) whose one tool
+    answers with a text item and a content item of a type MCP does not define."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - the stdlib's name
+                message = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
+                if "id" not in message:
+                    self.send_response(202)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
+                method, params = message.get("method"), message.get("params") or {}
+                if method == "initialize":
+                    result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                              "capabilities": {"tools": {}}, "serverInfo": {"name": "video", "version": "1"}}
+                elif method == "tools/list":
+                    result = {"tools": [{"name": "clip", "description": "A clip of the meeting",
+                                         "inputSchema": {"type": "object", "properties": {}}}]}
+                elif method == "tools/call":
+                    result = {"content": [{"type": "text", "text": "before the video"},
+                                          {"type": "video", "data": "AAAA", "mimeType": "video/mp4"}]}
+                else:
+                    body = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no such method"}}
+                    return self.reply(body)
+                self.reply({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+            def reply(self, body):
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("mcp-session-id", "video-session")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802 - the stdlib's name
+                self.send_response(405)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def do_DELETE(self):  # noqa: N802 - the stdlib's name
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+async def test_an_http_backends_unknown_content_item_is_marked_and_the_rest_kept(tmp_path):
+    """Issue 47, item 15. Over stdio the stdout inspector kept the known items; over HTTP the
+    whole result was refused ("not a valid MCP tool result"). Now both keep them."""
+    backend = VideoBackend()
+    try:
+        config = write_config(tmp_path, "json", {"video": {"type": "http", "url": backend.url}})
+        async with connect("stdio", config) as client:
+            for code in ["return await video.clip({});", "const r = await video.clip({});\nreturn r;"]:
+                result = await client.call_tool("call_tool_chain", {"code": code})
+                data = structured(result)
+                assert not data.get("error"), data
+                text = json.dumps(data["result"])
+                assert "before the video" in text and '\\"video\\" was not passed on' in text, text
+    finally:
+        backend.close()

@@ -6,6 +6,7 @@
 //! async) so the server, the call tiers and the sandbox can all share one immutable snapshot,
 //! and so every behaviour here is unit-testable without a backend.
 
+mod arguments;
 mod catalog;
 mod error;
 mod names;
@@ -15,6 +16,7 @@ mod synonyms;
 mod terms;
 mod typescript;
 
+pub use arguments::argument_problems;
 pub use catalog::{Catalog, Collision, Entry, ToolSpec};
 pub use error::CatalogError;
 pub use names::{is_reserved_word, sanitize_ident};

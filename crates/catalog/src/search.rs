@@ -50,6 +50,25 @@ pub struct SearchIndex {
     doc_len: Vec<f32>,
     avg_len: f32,
     qualified: Vec<String>,
+    /// Entries whose description says they are deprecated: ranked below the tools that
+    /// replace them ("read a file" ranked the filesystem server's `DEPRECATED` `read_file`
+    /// first).
+    deprecated: Vec<bool>,
+}
+
+/// What a deprecated tool's score is multiplied by.
+const DEPRECATED_FACTOR: f32 = 0.5;
+
+/// Whether a tool's first description line says the tool is deprecated: `DEPRECATED` in
+/// capitals, or "deprecated" opening the line or followed by `:` or `)` (a description that
+/// mentions another tool as "the deprecated read_file" is not).
+fn says_deprecated(entry: &Entry) -> bool {
+    let summary = entry.summary();
+    let lower = summary.to_lowercase();
+    summary.contains("DEPRECATED")
+        || lower.starts_with("deprecated")
+        || lower.contains("deprecated:")
+        || lower.contains("deprecated)")
 }
 
 impl SearchIndex {
@@ -90,6 +109,7 @@ impl SearchIndex {
             doc_len.iter().sum::<f32>() / doc_len.len() as f32
         };
         let qualified = entries.iter().map(|e| e.qualified.clone()).collect();
+        let deprecated = entries.iter().map(says_deprecated).collect();
         let mut vocabulary: Vec<String> = postings.keys().cloned().collect();
         vocabulary.sort();
         let mut deletions: HashMap<String, Vec<u32>> = HashMap::new();
@@ -107,6 +127,7 @@ impl SearchIndex {
             doc_len,
             avg_len: avg_len.max(1.0),
             qualified,
+            deprecated,
         }
     }
 
@@ -143,7 +164,14 @@ impl SearchIndex {
             .into_iter()
             .enumerate()
             .filter(|(_, s)| *s > 0.0)
-            .map(|(entry, score)| SearchHit { entry, score })
+            .map(|(entry, score)| SearchHit {
+                entry,
+                score: if self.deprecated.get(entry) == Some(&true) {
+                    score * DEPRECATED_FACTOR
+                } else {
+                    score
+                },
+            })
             .collect();
         hits.sort_by(|a, b| {
             b.score

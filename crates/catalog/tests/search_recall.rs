@@ -142,3 +142,30 @@ fn paraphrases_find_their_tools() {
         "top-3 recall among 2,000 others {answered}/{all}"
     );
 }
+
+/// Issue 47, item 16: the filesystem server's `read_file` says "DEPRECATED: Use read_text_file
+/// instead", and ranked first for "read a file". A tool that says it is deprecated ranks below
+/// the tools that match as well.
+#[test]
+fn a_tool_that_says_it_is_deprecated_ranks_below_its_replacement() {
+    let catalog = Catalog::new(reference_tools());
+    for query in [
+        "read a file",
+        "read file contents",
+        "read the text of a file",
+    ] {
+        let names: Vec<&str> = catalog
+            .search_index()
+            .search(query, 5)
+            .iter()
+            .map(|hit| catalog.entries()[hit.entry].qualified.as_str())
+            .collect();
+        let replacement = names.iter().position(|n| *n == "filesystem.read_text_file");
+        let deprecated = names.iter().position(|n| *n == "filesystem.read_file");
+        assert!(replacement.is_some(), "{query}: {names:?}");
+        assert!(
+            deprecated.is_none_or(|d| Some(d) > replacement && d > 0),
+            "{query}: {names:?}"
+        );
+    }
+}

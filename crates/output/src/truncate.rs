@@ -31,12 +31,27 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
     let head_end = byte_index_of_char(text, head_chars);
     let tail_start = byte_index_of_char(text, text.chars().count() - tail_chars);
     let omitted = tail_start.saturating_sub(head_end);
-    format!(
+    let cut = format!(
         "{}... [truncated middle — {} omitted] ...{}",
         &text[..head_end],
-        kb(omitted),
+        size(omitted),
         &text[tail_start..]
-    )
+    );
+    // A cut that saves less than its marker costs shows the text whole (a 309-character text
+    // cut to 300 came back 342 characters long, "0.0KB omitted").
+    if cut.chars().count() >= text.chars().count() {
+        return text.to_string();
+    }
+    cut
+}
+
+/// A size as a marker says it: bytes under a KiB, else KB.
+fn size(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes} bytes")
+    } else {
+        kb(bytes)
+    }
 }
 
 /// Whole lines from the start and the end within the budgets, or `None` if not even one line
@@ -68,7 +83,7 @@ fn by_lines(text: &str, lines: &[&str], head_chars: usize, tail_chars: usize) ->
     let newline = if head_text.ends_with('\n') { "" } else { "\n" };
     Some(format!(
         "{head_text}{newline}... [{cut_lines} lines / {} truncated — showing first {head} + last {tail} lines] ...\n{tail_text}",
-        kb(cut_bytes)
+        size(cut_bytes)
     ))
 }
 
@@ -109,5 +124,17 @@ mod tests {
             assert!(cut.chars().count() > 0);
         }
         assert_eq!(floor_char_boundary("é", 1), 0);
+    }
+
+    #[test]
+    fn a_cut_that_saves_less_than_its_marker_is_not_made() {
+        let text = "word ".repeat(62);
+        assert_eq!(
+            truncate(&text, 300),
+            text,
+            "310 characters cut to 300 would grow"
+        );
+        let cut = truncate(&"x".repeat(1_000), 300);
+        assert!(cut.contains("— 700 bytes omitted]"), "{cut}");
     }
 }

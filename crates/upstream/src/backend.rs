@@ -315,7 +315,7 @@ impl Backend {
             match (context.progress, &live.direct) {
                 (Some(sink), _) => call_with_progress(&live, params, sink).await,
                 (None, Some(direct)) => direct.call_tool(params).await,
-                (None, None) => live.peer.call_tool(params).await,
+                (None, None) => call_plainly(&live, params).await,
             }
         };
         let outcome = timeout_at(deadline, call).await;
@@ -494,8 +494,38 @@ async fn call_with_progress(
     };
     unanswered.id = None;
     relay.finish(&mut notes).await;
-    match answer? {
+    tool_result(answer?)
+}
+
+/// A call without progress, as rmcp's own `call_tool` makes it (a call dropped before its
+/// answer is cancelled at the backend), except that a result of no known kind whose only fault
+/// is content items of types MCP does not define is kept (`crate::content`): over HTTP no
+/// stdout inspector has repaired it.
+async fn call_plainly(
+    live: &Live,
+    params: CallToolRequestParams,
+) -> Result<CallToolResult, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = live
+        .peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    let mut unanswered = CancelUnanswered {
+        peer: live.peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let answer = handle.await_response().await;
+    unanswered.id = None;
+    tool_result(answer?)
+}
+
+/// A call's answer as a tool result, its unknown content items replaced by notes.
+fn tool_result(answer: ServerResult) -> Result<CallToolResult, ServiceError> {
+    match answer {
         ServerResult::CallToolResult(result) => Ok(result),
+        ServerResult::CustomResult(rmcp::model::CustomResult(value)) => {
+            crate::content::tool_result_of(&value).ok_or(ServiceError::UnexpectedResponse)
+        }
         _ => Err(ServiceError::UnexpectedResponse),
     }
 }

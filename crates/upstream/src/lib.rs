@@ -10,6 +10,7 @@
 mod asks;
 mod backend;
 mod cache;
+mod content;
 mod context;
 mod direct_call;
 mod era;

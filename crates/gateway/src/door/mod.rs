@@ -80,6 +80,7 @@ pub trait RunStored: Send + Sync {
 }
 
 /// Where a call goes once it is allowed.
+#[derive(Clone, Copy)]
 enum Target {
     /// A backend's tool, called through the backends' calls half.
     Backend,
@@ -204,8 +205,9 @@ impl Door {
         // queues the result).
         let learn = matches!(&resolved, Ok(entry) if entry.spec.output_schema.is_none());
         let span = traces::start_tool_call(&knock.caller.trace, &backend, &tool);
+        let schema = resolved.as_ref().ok().map(|entry| &entry.spec.input_schema);
         let answer = match self
-            .call_tool_in(knock, call, args, limit, stored, &span)
+            .call_tool_in(knock, call, args, schema, limit, stored, &span)
             .await
         {
             Ok((answer, result)) => {
@@ -238,12 +240,15 @@ impl Door {
     }
 
     /// [`Door::call_tool`] inside its span `trace`: the answer, and a backend's successful
-    /// result to learn from.
+    /// result to learn from. `schema` is the tool's declared input, which a backend's
+    /// arguments are checked against before anything is sent.
+    #[allow(clippy::too_many_arguments)]
     async fn call_tool_in(
         &self,
         knock: &Knock,
         call: ToolCall,
         args: String,
+        schema: Option<&serde_json::Value>,
         limit: Option<Duration>,
         stored: &dyn RunStored,
         trace: &opentelemetry::Context,
@@ -272,6 +277,21 @@ impl Door {
                 ));
             }
         };
+        // Arguments the declaration plainly refuses are answered here, in the same words
+        // whatever the server is written in, and nobody is asked to approve them.
+        if let (Target::Backend, Some(schema)) = (target, schema) {
+            let problems = sandgate_catalog::argument_problems(schema, &arguments);
+            if !problems.is_empty() {
+                return Err(CallFailure::new(
+                    FailureKind::Failed,
+                    format!(
+                        "invalid arguments for {}: {}. Nothing was sent to the backend.",
+                        call.qualified(),
+                        problems.join("; ")
+                    ),
+                ));
+            }
+        }
         // A call a person must approve waits here for the answer; no other path goes out.
         self.approved(knock, call, &args).await?;
         if let Target::Stored = target {

@@ -214,7 +214,8 @@ fn tool_failed_hint(
 }
 
 /// Whether a tool's failure says its arguments were wrong: JSON-RPC's "invalid params" code,
-/// or the wording MCP servers use for a failed schema check.
+/// the gateway's own check ("invalid arguments"), or the wording MCP servers use for a failed
+/// schema check.
 fn rejected_arguments(message: &str) -> bool {
     let lower = message.to_lowercase();
     [
@@ -222,6 +223,8 @@ fn rejected_arguments(message: &str) -> bool {
         "invalid arguments",
         "invalid params",
         "input validation error",
+        // Pydantic's words, as Python (FastMCP) servers answer a call in an `isError` result.
+        "validation error for",
     ]
     .iter()
     .any(|sign| lower.contains(sign))

@@ -227,13 +227,10 @@ fn refusal(scanner: &Scanner, why: &Refusal) -> Decision {
     }
 }
 
-/// The content types MCP defines.
-const CONTENT_TYPES: [&str; 5] = ["text", "image", "audio", "resource", "resource_link"];
-
 /// A result rmcp read as no known kind (so not as a tool result) whose `content` holds items
-/// of types MCP does not define: those items become text that says they were not passed on,
-/// and the rest is read again as a tool result. Any other message is returned as it is (the
-/// check costs nothing for results rmcp reads).
+/// of types MCP does not define: those items become text that says they were not passed on
+/// (`crate::content`), and the rest is read again as a tool result. Any other message is
+/// returned as it is (the check costs nothing for results rmcp reads).
 fn keep_known_content(message: Incoming) -> Incoming {
     use rmcp::model::{CustomResult, JsonRpcMessage, ServerResult};
     let JsonRpcMessage::Response(mut response) = message else {
@@ -241,37 +238,12 @@ fn keep_known_content(message: Incoming) -> Incoming {
     };
     if let ServerResult::CustomResult(CustomResult(serde_json::Value::Object(result))) =
         &response.result
-        && let Some(serde_json::Value::Array(items)) = result.get("content")
+        && let Some(repaired) = crate::content::with_known_content(result)
+        && let Ok(read) =
+            serde_json::from_value::<ServerResult>(serde_json::Value::Object(repaired))
+        && !matches!(read, ServerResult::CustomResult(_))
     {
-        let mut result = result.clone();
-        let mut replaced = false;
-        let kept: Vec<serde_json::Value> = items
-            .iter()
-            .map(|item| {
-                let kind = item.get("type").and_then(serde_json::Value::as_str);
-                if kind.is_some_and(|k| CONTENT_TYPES.contains(&k)) {
-                    return item.clone();
-                }
-                replaced = true;
-                let shown: String = kind.unwrap_or("(none)").chars().take(40).collect();
-                serde_json::json!({
-                    "type": "text",
-                    "text": format!(
-                        "[sandgate: a content item of type {shown:?} was not passed on; MCP defines only {}]",
-                        CONTENT_TYPES.join(", ")
-                    ),
-                })
-            })
-            .collect();
-        if replaced {
-            result.insert("content".into(), serde_json::Value::Array(kept));
-            if let Ok(read) =
-                serde_json::from_value::<ServerResult>(serde_json::Value::Object(result))
-                && !matches!(read, ServerResult::CustomResult(_))
-            {
-                response.result = read;
-            }
-        }
+        response.result = read;
     }
     JsonRpcMessage::Response(response)
 }
