@@ -288,3 +288,31 @@ async def test_import_fs_where_fs_is_a_backend_names_the_backend_and_no_path(tmp
         assert '"sandgate": {"profiles"' in text and "[profiles.default]" not in text, text
     else:
         assert "[profiles.default]" in text, text
+
+
+def test_tools_search_and_info_answer_from_the_tool_cache(tmp_path):
+    """Issue 47, item 17: `tools search` and `tools info` started every backend (5 s each with
+    `npx` servers) though the tool cache could answer. Now they answer from it when it knows
+    every enabled backend; `--fresh` asks the backends."""
+    import time
+
+    servers = reference_servers(tmp_path)
+    slow = servers["everything"]
+    servers["everything"] = {"command": "sh", "args": ["-c", "sleep 3 && exec " + " ".join([slow["command"], *slow["args"]])]}
+    config = write_config(tmp_path, "toml", servers)
+
+    def timed(*args):
+        started = time.monotonic()
+        done = subprocess.run([SANDGATE, "tools", *args, "--config", str(config)], capture_output=True, text=True, timeout=60)
+        return done, time.monotonic() - started
+
+    first, took = timed("search", "add two numbers")
+    assert first.returncode == 0 and "everything.get-sum" in first.stdout, first.stderr
+    assert took > 3, f"the first search started the backends: {took:.1f}s"
+    cached, took = timed("search", "add two numbers")
+    assert cached.stdout == first.stdout, (cached.stdout, first.stdout)
+    assert took < 2, f"answered from the cache in {took:.1f}s"
+    info, took = timed("info", "get_sum")
+    assert info.returncode == 0 and "everything.get-sum" in info.stdout and took < 2, (info.stderr, took)
+    fresh, took = timed("search", "add two numbers", "--fresh")
+    assert fresh.returncode == 0 and took > 3, took

@@ -13,7 +13,12 @@ use crate::setup;
 #[derive(Debug, clap::Subcommand)]
 pub enum ToolsCommand {
     /// Every tool, with its one-line description.
-    List(ConfigArg),
+    List {
+        #[command(flatten)]
+        fresh: Fresh,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
     /// Tools ranked by how well they match a query.
     Search {
         /// What you want to do, in words.
@@ -22,12 +27,16 @@ pub enum ToolsCommand {
         #[arg(long, default_value_t = 10)]
         limit: usize,
         #[command(flatten)]
+        fresh: Fresh,
+        #[command(flatten)]
         config: ConfigArg,
     },
     /// One tool's TypeScript declaration and an example call.
     Info {
         /// Qualified, bare or sanitized name.
         name: String,
+        #[command(flatten)]
+        fresh: Fresh,
         #[command(flatten)]
         config: ConfigArg,
     },
@@ -94,6 +103,15 @@ pub enum ToolsCommand {
     },
 }
 
+/// Whether `list`, `search` and `info` ask the backends even when the tool cache knows every
+/// one of them.
+#[derive(Debug, clap::Args)]
+pub struct Fresh {
+    /// Start the backends and ask them, instead of answering from the tool cache.
+    #[arg(long)]
+    fresh: bool,
+}
+
 /// Arguments of `add`, `update` and `import`.
 #[derive(Debug, clap::Args)]
 pub struct PutArgs {
@@ -111,9 +129,21 @@ pub struct PutArgs {
 
 pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
     use super::stored::{Change, Query, put, query};
-    let config_arg = match command {
-        ToolsCommand::List(ref c) => c,
-        ToolsCommand::Search { ref config, .. } | ToolsCommand::Info { ref config, .. } => config,
+    let (config_arg, fresh) = match command {
+        ToolsCommand::List {
+            ref config,
+            ref fresh,
+        }
+        | ToolsCommand::Search {
+            ref config,
+            ref fresh,
+            ..
+        }
+        | ToolsCommand::Info {
+            ref config,
+            ref fresh,
+            ..
+        } => (config, fresh.fresh),
         ToolsCommand::Add(a) => {
             return put(Change::Add, &a.file, a.name, &a.profile, &a.config).await;
         }
@@ -156,18 +186,26 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
         }
     };
     let config = setup::load_config(config_arg.config.as_deref())?;
-    let (manager, _calls) = setup::start_backends(&config);
-    setup::wait_for_backends(&config, &manager).await?;
+    // The tool cache answers at once when it knows every enabled backend (`serve` keeps it);
+    // otherwise the backends are started and asked (`npx` servers take seconds each).
+    let mut specs = match cached_tools(&config).filter(|_| !fresh) {
+        Some(tools) => tools,
+        None => {
+            let (manager, _calls) = setup::start_backends(&config);
+            setup::wait_for_backends(&config, &manager).await?;
+            let tools = manager.tools();
+            manager.stop(std::time::Duration::from_secs(5)).await;
+            tools
+        }
+    };
     // Stored tools are listed and searched beside the backends', as `user.<name>`.
-    let mut specs = manager.tools();
     if let Ok(store) = setup::store_handle(&config).await {
         let stored = sandgate_gateway::stored::load(store.tools().await.unwrap_or_default());
         specs.extend(stored.values().map(|tool| tool.spec()));
     }
     let catalog = Catalog::new(specs);
-    manager.stop(std::time::Duration::from_secs(5)).await;
     match command {
-        ToolsCommand::List(_) => {
+        ToolsCommand::List { .. } => {
             for entry in catalog.entries() {
                 println!("{:40} {}", entry.qualified, entry.summary());
             }
@@ -217,4 +255,14 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every enabled backend's tools from the tool cache, when it holds a list for each of them.
+fn cached_tools(config: &sandgate_config::Config) -> Option<Vec<sandgate_catalog::ToolSpec>> {
+    let cached = setup::cache_for(config)?.load();
+    let mut tools = Vec::new();
+    for backend in config.backends.iter().filter(|b| b.enabled) {
+        tools.extend(cached.get(&backend.name)?.iter().cloned());
+    }
+    Some(tools)
 }
