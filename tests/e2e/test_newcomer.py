@@ -316,3 +316,14 @@ def test_tools_search_and_info_answer_from_the_tool_cache(tmp_path):
     assert info.returncode == 0 and "everything.get-sum" in info.stdout and took < 2, (info.stderr, took)
     fresh, took = timed("search", "add two numbers", "--fresh")
     assert fresh.returncode == 0 and took > 3, took
+
+
+def test_status_says_what_the_file_configures_for_http(tmp_path):
+    """Issue 47, item 16: `status` said "http: off" while a `serve --http` of that very config
+    was running. It says what the file configures."""
+    config = write_config(tmp_path, "toml", {})
+    done = subprocess.run([SANDGATE, "status", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert "http: not in this config (no [http] listen; `serve --http ADDR` serves HTTP anyway)" in done.stdout, done.stdout
+    config.write_text(config.read_text() + '\n[http]\nlisten = "127.0.0.1:8931"\n')
+    done = subprocess.run([SANDGATE, "status", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert "http: [http] listen = 127.0.0.1:8931" in done.stdout, done.stdout

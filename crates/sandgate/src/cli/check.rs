@@ -86,12 +86,16 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
             None => println!("tool cache: off (no HOME or XDG_CACHE_HOME)"),
         }
         match config.http.listen {
+            // What the file configures: `serve --http ADDR` may serve HTTP for a config that
+            // has no `[http] listen`, so "off" said something this command cannot know.
             Some(addr) => println!(
-                "http: {addr} (hosts: loopback{}; origins: loopback{})",
+                "http: [http] listen = {addr} (hosts: loopback{}; origins: loopback{})",
                 extra(&config.http.allowed_hosts),
                 extra(&config.http.allowed_origins)
             ),
-            None => println!("http: off (enable with --http or [http] listen)"),
+            None => println!(
+                "http: not in this config (no [http] listen; `serve --http ADDR` serves HTTP anyway)"
+            ),
         }
         report_access(&config);
         healthy &= report_sandbox(&config).await;
