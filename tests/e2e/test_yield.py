@@ -90,23 +90,52 @@ async def test_a_yielded_script_is_cancelled_and_starts_no_call_after(tmp_path, 
         assert {r["id"]: r for r in execution_records(path)}[execution]["calls"] == calls_then
 
 
-async def test_another_caller_cannot_wait_on_or_cancel_an_execution(tmp_path):
+OWNER_TOKEN = "owner-token-" + "o" * 24
+OTHER_TOKEN = "other-token-" + "t" * 24
+
+
+async def test_an_execution_is_its_callers_in_any_session_and_nobody_elses(tmp_path):
+    """Issue 47, item 18: `wait_execution` and `read_output` are bound to the caller (its
+    token), not to the MCP session that started the execution: another session of the same
+    token waits for it and reads its output. Another token of the same profile, and a made-up
+    id, get the same answer: nothing."""
     path = config(tmp_path)
-    server = HttpServer(path)
+    path.write_text(path.read_text() + f"""
+[[http.tokens]]
+name = "owner"
+token = "{OWNER_TOKEN}"
+profile = "default"
+
+[[http.tokens]]
+name = "other"
+token = "{OTHER_TOKEN}"
+profile = "default"
+""")
+    server = HttpServer(path, token=OWNER_TOKEN)
+    owner_headers = {"Authorization": f"Bearer {OWNER_TOKEN}"}
     try:
-        async with Client(server.target(), mode="legacy") as owner:
+        async with Client(server.target(owner_headers), mode="legacy") as owner:
             first = structured(await owner.call_tool("call_tool_chain", {"code": SCRIPT, "yield_after_ms": 100}))
             execution = first["execution_id"]
-            # Another session (another caller) and a made-up id get the same answer: nothing.
-            async with Client(server.target(), mode="legacy") as other:
+            async with Client(server.target({"Authorization": f"Bearer {OTHER_TOKEN}"}), mode="legacy") as other:
                 for asked in (execution, "ex-made-up-" + "0" * 32):
                     for arguments in ({"execution_id": asked}, {"execution_id": asked, "cancel": True}):
                         refused = await other.call_tool("wait_execution", arguments)
                         assert refused.is_error and "no execution" in text_of(refused), text_of(refused)
+                        assert "started with yield_after_ms (a caller is its token or user" in text_of(refused)
             bad = await owner.call_tool("wait_execution", {"execution_id": execution, "timeout_ms": "soon"})
             assert bad.is_error and "invalid arguments" in text_of(bad)
-            done = await owner.call_tool("wait_execution", {"execution_id": execution, "timeout_ms": 10_000})
+            large = structured(await owner.call_tool("call_tool_chain", {"code": "return 'x'.repeat(30000);"}))
+            assert large["output"]["stored"], large["output"]
+        # The owner's first session has ended; a new one of the same token is the same caller.
+        async with Client(server.target(owner_headers), mode="legacy") as again:
+            done = await again.call_tool("wait_execution", {"execution_id": execution, "timeout_ms": 10_000})
             assert structured(done)["result"] == {"done": True, "steps": 4}, "the other caller changed nothing"
+            read = await again.call_tool("read_output", {"execution_id": large["execution_id"], "length": 100})
+            assert not read.is_error and read.structured_content["text"] == "x" * 100, text_of(read)
+        async with Client(server.target({"Authorization": f"Bearer {OTHER_TOKEN}"}), mode="legacy") as other:
+            refused = await other.call_tool("read_output", {"execution_id": large["execution_id"]})
+            assert refused.is_error and "its token or user, in any session" in text_of(refused), text_of(refused)
     finally:
         server.close()
 

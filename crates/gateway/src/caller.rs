@@ -52,13 +52,15 @@ pub struct UserGrant {
 pub enum Owner {
     /// The stdio client: the local user.
     Local,
-    /// An HTTP client in an MCP session, by a hash of its session id.
+    /// An HTTP client without a credential, in an MCP session, by a hash of its session id.
     Session(String),
-    /// An HTTP client without a session.
+    /// An HTTP client without a credential or a session.
     Stateless,
-    /// A user an access token proved, without a session, by 128 bits of its identity's digest
-    /// (the user does not choose it, so no one can aim at another's).
+    /// A user an access token proved, by 128 bits of its identity's digest (the user does not
+    /// choose it, so no one can aim at another's): any of the user's sessions.
     User(String),
+    /// A static token, by its stable id (`HttpToken::id`): any session that presents it.
+    Token(String),
 }
 
 /// Who a caller is, whatever door it came through: the one identity everything it owns
@@ -215,10 +217,13 @@ impl Caller {
             .and_then(|a| a.user)
             .map(|digest| sandgate_identity::user_id_of(&digest));
         Caller {
-            owner: match (parts.headers.get("mcp-session-id"), &user) {
-                (Some(session), _) => Owner::Session(fnv_hex(session.as_bytes())),
-                (None, Some(user)) => Owner::User(user.clone()),
-                (None, None) => Owner::Stateless,
+            // What a caller's executions leave (outputs, executions that run on) is its own
+            // across its sessions when a credential names it; without one, its session's.
+            owner: match (&user, authenticated, parts.headers.get("mcp-session-id")) {
+                (Some(user), _, _) => Owner::User(user.clone()),
+                (None, Some(token), _) => Owner::Token(token.token_id.clone()),
+                (None, None, Some(session)) => Owner::Session(fnv_hex(session.as_bytes())),
+                (None, None, None) => Owner::Stateless,
             },
             user,
             grant: authenticated.and_then(|a| a.grant.clone()),
@@ -268,6 +273,7 @@ impl Caller {
             (Owner::Stateless, "default") => format!("{base}@http"),
             (Owner::Stateless, profile) => format!("{base}@http:{profile}"),
             (Owner::User(hash), profile) => format!("{base}@user:{hash}:{profile}"),
+            (Owner::Token(id), profile) => format!("{base}@token:{id}:{profile}"),
         }
     }
 }
@@ -374,7 +380,15 @@ pub(crate) mod tests {
         for part in [Part::Output, Part::Logs, Part::Error] {
             let mut keys = vec![];
             for profile in ["default", "reader", "writer"] {
-                for owner in [Owner::Local, one.clone(), two.clone(), Owner::Stateless] {
+                for owner in [
+                    Owner::Local,
+                    one.clone(),
+                    two.clone(),
+                    Owner::Stateless,
+                    Owner::Token("ci".into()),
+                    Owner::Token("sha256:0123456789abcdef".into()),
+                    Owner::User("0123456789abcdef0123456789abcdef".into()),
+                ] {
                     keys.push(caller(owner, profile).key("ex-1", part));
                 }
             }

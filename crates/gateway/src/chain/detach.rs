@@ -94,7 +94,7 @@ pub async fn wait_execution(
     let id = args.execution_id.trim();
     let Some(detached) = find(gateway, caller, id) else {
         return Err(format!(
-            "no execution {id} runs on for you: only an execution you started with yield_after_ms can be waited for, and a finished one is kept {} minutes (its record and any stored output remain: read_output reads them)",
+            "no execution {id} runs on for this caller. wait_execution finds the executions this caller started with yield_after_ms (a caller is its token or user, in any of its sessions; without auth, its MCP session), and keeps a finished one {} minutes (its record and any stored output remain: read_output reads them)",
             crate::detached::KEEP_FINISHED.as_secs() / 60
         ));
     };

@@ -135,7 +135,7 @@ pub(crate) async fn stored(
         );
     }
     Err(format!(
-        "{error}. Outputs are readable only by the session and profile (`{}`) that produced them, and by admin profiles.",
+        "{error}. Outputs are readable only by the caller that produced them (its token or user, in any session; without auth, its MCP session) under its profile (`{}`), and by admin profiles.",
         profile.name
     ))
 }
