@@ -327,3 +327,20 @@ def test_status_says_what_the_file_configures_for_http(tmp_path):
     config.write_text(config.read_text() + '\n[http]\nlisten = "127.0.0.1:8931"\n')
     done = subprocess.run([SANDGATE, "status", "--config", str(config)], capture_output=True, text=True, timeout=60)
     assert "http: [http] listen = 127.0.0.1:8931" in done.stdout, done.stdout
+
+
+def test_a_json_config_is_advised_in_json_and_its_misplaced_settings_are_named(tmp_path):
+    """Issue 47, item 10: a top-level "profiles" in an mcpServers file was ignored without a word
+    (it belongs under "sandgate"), and `"fs": ["/dir"]` failed without naming the object form."""
+    import json
+
+    misplaced = tmp_path / "misplaced.json"
+    misplaced.write_text(json.dumps({"mcpServers": {}, "profiles": {"default": {"tools": ["*"]}}}))
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"mcpServers": {}, "sandgate": {"profiles": {"default": {"fs": [str(tmp_path)]}}}}))
+    for path, words in [(misplaced, ['"sandgate": {"profiles": ...}']),
+                        (bare, ["is a bare path", f'[{{"path": "{tmp_path}", "write": false}}]'])]:
+        done = subprocess.run([SANDGATE, "check", "--config", str(path)], capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0, done.stdout
+        for word in words:
+            assert word in done.stderr, done.stderr

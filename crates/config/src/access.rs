@@ -233,17 +233,31 @@ impl Walker<'_> {
         let Some(value) = value else {
             return Ok(vec![]);
         };
+        let form = |path: &str| {
+            self.in_syntax(
+                &format!("[{{ path = {path:?}, write = false }}]"),
+                &format!(r#"[{{"path": {path:?}, "write": false}}]"#),
+            )
+        };
         let list = value.as_array().ok_or_else(|| {
             self.invalid(
                 key,
                 format!("must be a list of roots, found {}", kind(value)),
-                "write it like [{ path = \"/srv/data\", write = false }]",
+                format!("write it like {}", form("/srv/data")),
             )
         })?;
         list.iter()
             .enumerate()
             .map(|(i, entry)| {
                 let at = format!("{key}[{i}]");
+                // A bare path: the one form a newcomer writes first.
+                if let Some(path) = entry.as_str() {
+                    return Err(self.invalid(
+                        &at,
+                        "is a bare path; each root is an object with its path and whether code may write there",
+                        format!("write it like {}", form(path)),
+                    ));
+                }
                 let table = self.table(&at, entry)?;
                 self.check_keys(&at, table, FS_KEYS, &[])?;
                 let path = opt_string(self, &format!("{at}.path"), table.get("path"))?.ok_or_else(

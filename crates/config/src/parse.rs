@@ -96,6 +96,7 @@ pub fn parse_str(content: &str, format: Format, file: &str) -> Result<Config, Co
     let walker = Walker {
         file,
         timeouts_in_ms: format == Format::McpServersJson && gemini_shaped(file, &root),
+        json: format == Format::McpServersJson,
     };
     match format {
         Format::Toml => walker.toml_root(&root),
@@ -141,6 +142,14 @@ impl Walker<'_> {
     fn json_root(&self, root: &Value) -> Result<Config, ConfigError> {
         let root = self.table("<root>", root)?;
         for key in root.keys() {
+            // sandgate's own settings at the top of a client's file were ignored without a word.
+            if SETTINGS_KEYS.contains(&key.as_str()) {
+                return Err(self.invalid(
+                    key,
+                    "is one of sandgate's settings, which a JSON config keeps in its \"sandgate\" object",
+                    format!(r#"move it there: {{"mcpServers": {{...}}, "sandgate": {{"{key}": ...}}}}"#),
+                ));
+            }
             let suggestion = did_you_mean(key, JSON_ROOT_KEYS);
             if !JSON_ROOT_KEYS.contains(&key.as_str()) && !suggestion.is_empty() {
                 return Err(ConfigError::UnknownKey {

@@ -17,9 +17,16 @@ pub(crate) struct Walker<'a> {
     /// A bare number as a backend's `timeout` is milliseconds, as Gemini CLI writes it
     /// (sandgate's own unit is seconds).
     pub(crate) timeouts_in_ms: bool,
+    /// The file is JSON (an `mcpServers` file): advice is written in JSON.
+    pub(crate) json: bool,
 }
 
 impl Walker<'_> {
+    /// `toml` or `json`, whichever syntax the file is in.
+    pub(crate) fn in_syntax(&self, toml: &str, json: &str) -> String {
+        if self.json { json } else { toml }.to_string()
+    }
+
     pub(crate) fn invalid(
         &self,
         key: &str,

@@ -230,3 +230,45 @@ fn the_engine_is_chosen_per_sandbox_and_profile_and_a_wrong_name_says_which_exis
         "{empty}"
     );
 }
+
+/// Issue 47, item 10: advice in the config's own syntax, and nothing of sandgate's ignored.
+#[test]
+fn a_bare_fs_path_and_settings_at_the_top_of_a_json_file_are_named_in_its_syntax() {
+    let toml = toml_err("[profiles.docs]\nfs = [\"/srv/docs\"]\n");
+    assert!(
+        toml.contains("profiles.docs.fs[0]")
+            && toml.contains("is a bare path")
+            && toml.contains(r#"[{ path = "/srv/docs", write = false }]"#),
+        "{toml}"
+    );
+    let json = parse_str(
+        r#"{"mcpServers": {}, "sandgate": {"profiles": {"docs": {"fs": ["/srv/docs"]}}}}"#,
+        Format::McpServersJson,
+        ".mcp.json",
+    )
+    .expect_err("a bare path is refused")
+    .to_string();
+    assert!(
+        json.contains(r#"[{"path": "/srv/docs", "write": false}]"#) && !json.contains("path = "),
+        "{json}"
+    );
+    let misplaced = parse_str(
+        r#"{"mcpServers": {}, "profiles": {"docs": {"tools": ["*"]}}}"#,
+        Format::McpServersJson,
+        ".mcp.json",
+    )
+    .expect_err("profiles at the top is not ignored")
+    .to_string();
+    assert!(
+        misplaced.contains("one of sandgate's settings")
+            && misplaced.contains(r#""sandgate": {"profiles": ...}"#),
+        "{misplaced}"
+    );
+    // The client's own keys stay the client's.
+    parse_str(
+        r#"{"mcpServers": {}, "globalShortcut": "Ctrl+Space", "preferences": {}}"#,
+        Format::McpServersJson,
+        "claude_desktop_config.json",
+    )
+    .expect("a client's own keys are left alone");
+}
