@@ -113,6 +113,9 @@ CASES = [
     # The sandbox's copy of the names lacked read_output; the gateway now hands over its own.
     Case("read_output from code", "hint", "return await read_output({ execution_id: 'x' });", ["meta-tools"]),
     Case("unsupported locale", "hint", "return (5).toLocaleString('ja-JP');", ["not supported in the sandbox", "en (any region), de and fr"]),
+    # ---- a key the result's type lacks (issue 47, item 7) ----------------------------------------
+    Case("returns a key the result lacks", "hint", "const weather = await everything.get_structured_content({ location: 'Chicago' });\nreturn weather.temp;", ["`weather.temp` is undefined", "`temperature`", "declared output type"]),
+    Case("reads the text of a file as .text", "hint", "const roots: any = await filesystem.list_allowed_directories({});\nconst root = String(roots.content ?? roots).split('\\n').pop()!.trim();\nconst file = await filesystem.read_text_file({ path: `${root}/hello.txt` });\nreturn file.text;", ["`file.text` is undefined", "`content`"]),
     # ---- arguments the declaration refuses, checked before the call goes out (issue 47, item 8) --
     Case("misspelt argument key", "hint", "const r = await everything.echo({ mesage: 'hello' });\nreturn r;", ["missing required argument `message`", "did you mean `message`", "declared as"]),
     Case("numbers passed as strings", "hint", "const total = await everything.get_sum({ a: '2', b: '3' });\nreturn total;", ["`a` must be a number", "`b` must be a number", "declared as"]),

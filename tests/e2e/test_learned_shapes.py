@@ -227,3 +227,28 @@ return answers.length;"""
         print(f"\n{RANDOM_CALLS} calls with random key sets: gateway RSS {marks[0]:.1f} MiB at the half, "
               f"{marks[1]:.1f} MiB near the end; declaration {len(found['declaration'])} characters")
         assert grew < 8, f"the gateway grew by {grew:.1f} MiB over the second half of {RANDOM_CALLS} calls"
+
+
+async def test_what_a_result_lacks_is_named_from_its_learned_type(tmp_path):
+    """Issue 47, item 7. A script that returns a key the learned type lacks (`t.state`, or
+    `t.assignee.name` where the assignee has `login` and `team`) was told it "returned nothing
+    … add `return`". Now the note names the keys that level has, from the learned type. And
+    `res.tickets.map`, where `tickets` is also a backend, was told "`tickets` has no tool
+    `map`"."""
+    path = write_config(tmp_path, "toml", {"tickets": fake()})
+    ticket = {"id": "T-1", "status": "open", "assignee": {"login": "sam", "team": "ops"}}
+    get = f"const t = await tickets.echo({{ text: {json.dumps(json.dumps(ticket))} }});\n"
+    async with stdio(path) as client:
+        for _ in range(3):
+            assert (await chain(client, get + "return t;"))["status"] == "open"
+        await asyncio.sleep(0.5)  # the learner drains every 20 ms
+        for code, words in [
+            (get + "return t.state;", ["`t.state` is undefined", "`assignee`, `id`, `status`", "learned from"]),
+            (get + "return t.assignee.name;", ["`t.assignee.name` is undefined: `t.assignee`", "`login`, `team`"]),
+        ]:
+            data = structured(await client.call_tool("call_tool_chain", {"code": code}))
+            notes = " ".join(data.get("notes") or [])
+            assert all(w in notes for w in words) and "add `return" not in notes, notes
+        wrong = (await client.call_tool("call_tool_chain", {"code": get.replace("const t", "const res") + "return res.tickets.map((x) => x.id);"})).structured_content
+        hint = (wrong.get("error") or {}).get("hint") or ""
+        assert wrong["error"] and "has no tool `map`" not in hint, wrong["error"]

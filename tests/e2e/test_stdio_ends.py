@@ -167,6 +167,7 @@ def served_over_a_pipe(config, stderr) -> subprocess.Popen:
     if [a.get("id") for a in answers] != [1, 2]:
         proc.kill()
         raise AssertionError(f"the stdio client was not answered: {answers}")
+    proc.answers = answers
     return proc
 
 
@@ -187,13 +188,17 @@ def test_a_config_that_listens_on_http_still_serves_its_stdio_client_and_ends_wi
 
 def test_a_port_in_use_is_said_and_the_stdio_client_is_served_anyway(tmp_path):
     """The HTTP copy of the config already runs (here: something holds its port). The stdio
-    client is served all the same, and stderr says why HTTP is not."""
+    client is served all the same, and stderr and the client's first answer (`initialize`'s
+    instructions) say why HTTP is not."""
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
         proc = served_over_a_pipe(listen_config(tmp_path, port), subprocess.PIPE)
         try:
+            # The client's first answer says so too: its person never sees the server's stderr.
+            instructions = proc.answers[0]["result"].get("instructions", "")
+            assert f"127.0.0.1:{port}" in instructions and "HTTP is not served by this process" in instructions, instructions
             proc.stdin.close()
             proc.wait(timeout=5)
             said = proc.stderr.read().decode()

@@ -1,7 +1,10 @@
 //! Catalog benchmarks: search over 2,000 synthetic tools and `types.d.ts` generation for them.
 //! Targets (issue 2): search p50 ≤ 1 ms, declarations ≤ 50 ms. And growth (issue 13): build
 //! and search at 10,000 and 20,000 tools, and build with one 50 KB and one 100 KB description,
-//! each of which must scale linearly (memory: `tests/index_growth.rs`).
+//! each of which must scale linearly (memory: `tests/index_growth.rs`). And what checking a
+//! call's arguments against its tool's declaration costs on every backend call (issue 47, item
+//! 8): `arguments/*`, to set beside a tier-1 call's cost (`cargo bench -p sandgate --bench
+//! chain`).
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -138,5 +141,34 @@ fn growth(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, growth);
+fn arguments(c: &mut Criterion) {
+    use sandgate_catalog::argument_problems;
+    let sum = json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                     "required": ["a", "b"], "additionalProperties": false});
+    let good = json!({"a": 2, "b": 3});
+    let good = good.as_object().cloned().unwrap_or_default();
+    c.bench_function("arguments/get_sum, right", |b| {
+        b.iter(|| argument_problems(black_box(&sum), black_box(&good)))
+    });
+    // A GitHub-sized tool: twelve declared keys, an enum, six given.
+    let issue = json!({"type": "object", "required": ["owner", "repo", "title"], "properties": {
+        "owner": {"type": "string"}, "repo": {"type": "string"}, "title": {"type": "string"},
+        "body": {"type": "string"}, "assignees": {"type": "array"}, "labels": {"type": "array"},
+        "milestone": {"type": "integer"}, "state": {"enum": ["open", "closed"]},
+        "type": {"type": "string"}, "draft": {"type": "boolean"}, "head": {"type": "string"},
+        "base": {"type": "string"}}});
+    let given = json!({"owner": "acme", "repo": "app", "title": "Crash on start", "body": "Steps…",
+                       "labels": ["bug"], "state": "open"});
+    let given = given.as_object().cloned().unwrap_or_default();
+    c.bench_function("arguments/create_issue, right", |b| {
+        b.iter(|| argument_problems(black_box(&issue), black_box(&given)))
+    });
+    let wrong = json!({"owner": "acme", "repo": 5, "titel": "Crash"});
+    let wrong = wrong.as_object().cloned().unwrap_or_default();
+    c.bench_function("arguments/create_issue, three problems", |b| {
+        b.iter(|| argument_problems(black_box(&issue), black_box(&wrong)))
+    });
+}
+
+criterion_group!(benches, bench, growth, arguments);
 criterion_main!(benches);

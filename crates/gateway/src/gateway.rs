@@ -335,6 +335,15 @@ impl Gateway {
         self.catalogs.view_of(access, &full)
     }
 
+    /// The return shapes learned for tools that declare none, as a lookup by entry (for
+    /// declarations and for notes on what a result lacks).
+    pub(crate) fn observed(
+        &self,
+    ) -> impl Fn(&sandgate_catalog::Entry) -> Option<sandgate_catalog::Observed> + use<> {
+        let shapes = self.door().shapes().cloned();
+        move |entry| shapes.as_ref().and_then(|s| s.observed(entry))
+    }
+
     /// The profiles callers act under.
     pub fn profiles(&self) -> &Profiles {
         &self.profiles
@@ -380,6 +389,17 @@ impl Gateway {
     /// Why the served config's latest change did not load, if it did not.
     pub(crate) fn config_problem(&self) -> Option<ConfigProblem> {
         self.notice.config_problem()
+    }
+
+    /// Records why this process serves its stdio client without the config's HTTP (another
+    /// process holds the port): the client's `initialize` answer and the overview say so.
+    pub fn http_not_served(&self, message: String) {
+        self.notice.http_not_served(message);
+    }
+
+    /// Why this process does not serve the config's HTTP, if it does not.
+    pub(crate) fn http_problem(&self) -> Option<String> {
+        self.notice.http_problem()
     }
 
     /// Cancels every execution in progress (and any that starts from now on): the first step

@@ -1,4 +1,5 @@
-//! A served config that changed and did not load, told where the user looks.
+//! A served config that changed and did not load, and HTTP a stdio client's process could not
+//! serve: told where the user looks.
 //!
 //! sandgate keeps running the config it has when an edit does not load. That used to be said
 //! only on the server's stderr, which a Claude Desktop user never sees: they edit the file and
@@ -19,10 +20,12 @@ pub(crate) struct ConfigProblem {
     pub at_ms: u64,
 }
 
-/// The served config's latest problem, while it lasts.
+/// The served config's latest problem, while it lasts; and why HTTP is not served by a process
+/// that serves its stdio client without it.
 #[derive(Debug, Default)]
 pub(crate) struct Notice {
     problem: RwLock<Option<ConfigProblem>>,
+    http_unserved: RwLock<Option<String>>,
 }
 
 impl Notice {
@@ -46,6 +49,23 @@ impl Notice {
     /// Why the served config's latest change did not load, if it did not.
     pub(crate) fn config_problem(&self) -> Option<ConfigProblem> {
         self.problem
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records why this process does not serve the config's HTTP (its port is held): said in
+    /// the stdio client's first answer (`initialize`'s instructions) and the overview.
+    pub(crate) fn http_not_served(&self, message: String) {
+        *self
+            .http_unserved
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(message);
+    }
+
+    /// Why this process does not serve the config's HTTP, if it does not.
+    pub(crate) fn http_problem(&self) -> Option<String> {
+        self.http_unserved
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()

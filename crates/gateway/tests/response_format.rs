@@ -75,6 +75,7 @@ fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> C
         max_chars,
         started_at_ms: 0,
         caller: &caller,
+        observed: &|_| None,
     };
     futures::executor::block_on(
         respond(

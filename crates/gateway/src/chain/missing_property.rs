@@ -1,56 +1,94 @@
 //! A script that returned nothing because it read a property its tool's result does not have:
 //! `const r = await user.summarize({...}); return r.items;` where the stored tool answers
-//! `{ ok, data }`. The note names the property and the keys the result has, from the tool's
-//! declared output type, so the fix (`r.data.items`) is one read away.
+//! `{ ok, data }`, or `return t.assignee.name` where the learned type of `t.assignee` has
+//! `login` and `team`. The note names the property and the keys that level of the result has,
+//! from the tool's declared output type or, for a tool that declares none, the type learned
+//! from its results (issue 47, item 7), so the fix is one read away.
 
-use sandgate_catalog::Catalog;
+use sandgate_catalog::{Catalog, Entry, Observed};
 use serde_json::Value;
 
-/// The note for `code` when its last `return` reads `variable.property` of a tool's result
-/// whose declared type has no such key; `None` when that is not what happened.
-pub(super) fn note(code: &str, catalog: &Catalog) -> Option<String> {
-    let (variable, property) = returned_member(code)?;
+/// The note for `code` when its last `return` reads `variable.a.b…` of a tool's result whose
+/// declared or learned type has no such key at some level; `None` when that is not what
+/// happened. `observed` gives a tool's learned type.
+pub(super) fn note(
+    code: &str,
+    catalog: &Catalog,
+    observed: &dyn Fn(&Entry) -> Option<Observed>,
+) -> Option<String> {
+    let (variable, path) = returned_member(code)?;
     let tool = assigned_call(code, variable)?;
     let entry = catalog.resolve(tool).ok()?;
-    let schema = entry.spec.output_schema.as_ref()?;
-    let keys: Vec<&str> = schema
-        .get("properties")
-        .and_then(Value::as_object)?
-        .keys()
-        .map(String::as_str)
-        .collect();
-    if keys.is_empty() || keys.contains(&property) {
-        return None;
+    let learned = match &entry.spec.output_schema {
+        Some(_) => None,
+        None => observed(entry),
+    };
+    let (schema, source) = match (&entry.spec.output_schema, &learned) {
+        (Some(schema), _) => (schema, "its declared output type".to_string()),
+        (None, Some(seen)) => (
+            &seen.schema,
+            format!("its type learned from {} call(s)", seen.calls),
+        ),
+        (None, None) => return None,
+    };
+    // Down the path while each key is declared; the first that is not is the one to name.
+    let mut level = schema;
+    let mut walked = variable.to_string();
+    for (depth, property) in path.iter().enumerate() {
+        let properties = level.get("properties").and_then(Value::as_object)?;
+        let keys: Vec<&str> = properties.keys().map(String::as_str).collect();
+        if let Some(next) = properties.get(*property) {
+            level = next;
+            walked = format!("{walked}.{property}");
+            continue;
+        }
+        if keys.is_empty() {
+            return None;
+        }
+        let nested = (depth + 1 == path.len())
+            .then(|| {
+                keys.iter().find(|key| {
+                    properties[**key]
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .is_some_and(|inner| inner.contains_key(*property))
+                })
+            })
+            .flatten()
+            .map(|key| format!(" It is under `{key}`: write `{walked}.{key}.{property}`."))
+            .unwrap_or_default();
+        let holder = if depth == 0 {
+            format!("the result of `{}`", entry.js_qualified())
+        } else {
+            format!("`{walked}` (in the result of `{}`)", entry.js_qualified())
+        };
+        return Some(format!(
+            "`{walked}.{property}` is undefined: {holder} has the keys {} ({source}), and no `{property}`.{nested}",
+            keys.iter()
+                .take(24)
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
-    let nested = keys
-        .iter()
-        .find(|key| {
-            schema["properties"][**key]
-                .get("properties")
-                .and_then(Value::as_object)
-                .is_some_and(|inner| inner.contains_key(property))
-        })
-        .map(|key| format!(" It is under `{key}`: write `{variable}.{key}.{property}`."))
-        .unwrap_or_default();
-    Some(format!(
-        "`{variable}.{property}` is undefined: the result of `{}` has the keys {} (its declared output type), and no `{property}`.{nested}",
-        entry.js_qualified(),
-        keys.iter()
-            .map(|k| format!("`{k}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
+    None
 }
 
-/// `("r", "items")` for a script whose last `return` is `return r.items;`.
-fn returned_member(code: &str) -> Option<(&str, &str)> {
+/// `("t", ["assignee", "name"])` for a script whose last `return` is `return t.assignee.name;`.
+fn returned_member(code: &str) -> Option<(&str, Vec<&str>)> {
     let at = code.rfind("return ")?;
     let expression = code[at + "return ".len()..]
         .split([';', '\n'])
         .next()?
         .trim();
-    let (variable, property) = expression.split_once('.')?;
-    (is_identifier(variable) && is_identifier(property)).then_some((variable, property))
+    let mut parts = expression.split('.');
+    let variable = parts.next()?;
+    let path: Vec<&str> = parts.collect();
+    (is_identifier(variable)
+        && !path.is_empty()
+        && path.len() <= 8
+        && path.iter().all(|p| is_identifier(p)))
+    .then_some((variable, path))
 }
 
 /// `"user.summarize"` for `const r = await user.summarize(...)` (also `mcp.` and `tools.`).
@@ -84,25 +122,43 @@ fn is_identifier(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use sandgate_catalog::{Catalog, ToolSpec};
+    use sandgate_catalog::{Catalog, Entry, Observed, ToolSpec};
     use serde_json::json;
 
     use super::note;
 
     fn catalog() -> Catalog {
-        let spec: ToolSpec = serde_json::from_value(json!({
+        let declared: ToolSpec = serde_json::from_value(json!({
             "backend": "user", "name": "summarize",
             "input_schema": {"type": "object"},
             "output_schema": {"type": "object", "properties": {"ok": {"const": true}, "data": {"type": "object", "properties": {"items": {"type": "array"}}}}}
         }))
         .unwrap_or_else(|e| panic!("{e}"));
-        Catalog::new(vec![spec])
+        let learned: ToolSpec = serde_json::from_value(json!({
+            "backend": "desk", "name": "get_ticket", "input_schema": {"type": "object"}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        Catalog::new(vec![declared, learned])
+    }
+
+    fn none(_: &Entry) -> Option<Observed> {
+        None
+    }
+
+    fn learned(entry: &Entry) -> Option<Observed> {
+        (entry.spec.name == "get_ticket").then(|| Observed {
+            schema: json!({"type": "object", "properties": {
+                "id": {"type": "string"}, "status": {"type": "string"},
+                "assignee": {"type": "object", "properties": {"login": {"type": "string"}, "team": {"type": "string"}}}}}),
+            calls: 12,
+            since: "2026-11-28".into(),
+        })
     }
 
     #[test]
     fn a_property_the_result_does_not_have_is_named_with_the_keys_it_has() {
         let code = "const r = await user.summarize({ text: \"x\" });\nreturn r.items;";
-        let found = note(code, &catalog()).unwrap_or_default();
+        let found = note(code, &catalog(), &none).unwrap_or_default();
         assert!(
             found.contains("`r.items` is undefined")
                 && found.contains("`ok`, `data`")
@@ -112,10 +168,35 @@ mod tests {
         assert_eq!(
             note(
                 "const r = await user.summarize({});\nreturn r.data;",
-                &catalog()
+                &catalog(),
+                &none
             ),
             None
         );
-        assert_eq!(note("const r = 1;\nreturn r.items;", &catalog()), None);
+        assert_eq!(
+            note("const r = 1;\nreturn r.items;", &catalog(), &none),
+            None
+        );
+    }
+
+    #[test]
+    fn a_learned_type_names_the_keys_at_the_level_that_lacks_one() {
+        let state = "const t = await desk.get_ticket({ id: \"T-1\" });\nreturn t.state;";
+        let found = note(state, &catalog(), &learned).unwrap_or_default();
+        assert!(
+            found.contains("`t.state` is undefined")
+                && found.contains("`id`, `status`, `assignee`")
+                && found.contains("learned from 12 call(s)"),
+            "{found}"
+        );
+        let name = "const t = await desk.get_ticket({ id: \"T-1\" });\nreturn t.assignee.name;";
+        let found = note(name, &catalog(), &learned).unwrap_or_default();
+        assert!(
+            found.contains("`t.assignee.name` is undefined: `t.assignee`")
+                && found.contains("`login`, `team`"),
+            "{found}"
+        );
+        // Without a learned type there is nothing certain to say.
+        assert_eq!(note(state, &catalog(), &none), None);
     }
 }

@@ -424,6 +424,7 @@ async fn run(
         .max_output_size
         .filter(|&n| n > 0)
         .unwrap_or(runtime.output.max_chars);
+    let observed = gateway.observed();
     let request = response::Request {
         id: &id,
         code: &args.code,
@@ -431,6 +432,7 @@ async fn run(
         max_chars,
         started_at_ms,
         caller,
+        observed: &observed,
     };
     let response = response::respond(
         &outcome,

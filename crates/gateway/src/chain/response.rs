@@ -35,6 +35,9 @@ pub struct Request<'a> {
     pub started_at_ms: i64,
     /// Who may read what the execution stores.
     pub caller: &'a Caller,
+    /// The return types learned for tools that declare none, for the notes.
+    pub observed:
+        &'a (dyn Fn(&sandgate_catalog::Entry) -> Option<sandgate_catalog::Observed> + Sync),
 }
 
 impl Request<'_> {
@@ -137,7 +140,7 @@ pub fn respond(
             text.push_str(stopped);
         }
     }
-    let notes = notes(outcome, request.code, catalog);
+    let notes = notes(outcome, request.code, catalog, request.observed);
     for note in &notes {
         text.push_str("\n\n--- note ---\n");
         text.push_str(note);
@@ -249,7 +252,12 @@ impl Response {
 /// What a successful run most likely got wrong, when its shape says so: it made calls and
 /// returned nothing (a forgotten `return`), or calls were still running when it returned (a
 /// forgotten `await`; they were stopped). Each note says the fix.
-fn notes(outcome: &Outcome, code: &str, catalog: &Catalog) -> Vec<String> {
+fn notes(
+    outcome: &Outcome,
+    code: &str,
+    catalog: &Catalog,
+    observed: &dyn Fn(&sandgate_catalog::Entry) -> Option<sandgate_catalog::Observed>,
+) -> Vec<String> {
     let mut notes = Vec::new();
     if outcome.error.is_some() || outcome.calls.is_empty() {
         return notes;
@@ -271,7 +279,7 @@ fn notes(outcome: &Outcome, code: &str, catalog: &Catalog) -> Vec<String> {
     }
     if outcome.value.as_ref().is_none_or(Value::is_null) {
         notes.push(
-            super::missing_property::note(code, catalog).unwrap_or_else(|| {
+            super::missing_property::note(code, catalog, observed).unwrap_or_else(|| {
                 format!(
                     "the script returned nothing after {} call(s); add `return …` with the value you want back.",
                     outcome.calls.len()

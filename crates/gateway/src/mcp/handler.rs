@@ -59,7 +59,14 @@ impl ServerHandler for SandgateServer {
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("sandgate", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(match self.gateway.http_problem() {
+                // The stdio client's first answer says what its person would otherwise only
+                // find on the server's stderr.
+                Some(problem) => {
+                    format!("{INSTRUCTIONS}\n\nNote for the person running this client: {problem}")
+                }
+                None => INSTRUCTIONS.to_string(),
+            })
     }
 
     async fn list_tools(

@@ -240,8 +240,7 @@ pub(crate) async fn search(
 
 /// The return shapes `gateway` learned, for the declarations of tools that declare none.
 pub(crate) fn observed_by(gateway: &Gateway) -> impl Fn(&Entry) -> Option<Observed> + use<> {
-    let shapes = gateway.door().shapes().cloned();
-    move |entry| shapes.as_ref().and_then(|s| s.observed(entry))
+    gateway.observed()
 }
 
 /// `tool_info`: a tool outside the caller's view is answered like a missing one.

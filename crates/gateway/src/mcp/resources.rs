@@ -95,6 +95,9 @@ pub(crate) async fn overview(gateway: &std::sync::Arc<Gateway>, caller: &Caller)
             problem.message
         ));
     }
+    if let Some(problem) = gateway.http_problem() {
+        text.push_str(&format!("## HTTP is not served\n\n{problem}\n\n"));
+    }
     text.push_str("## Backends\n\n| backend | state | tools |\n|---|---|---|\n");
     for status in visible_statuses(gateway, caller) {
         let tools = catalog.backend_tools(&status.name).count();

@@ -614,7 +614,9 @@ fn unknown_member_hint(cx: &HintContext) -> Option<String> {
     None
 }
 
-/// Every `a.b` in the source where both sides are identifiers.
+/// Every `a.b` in the source where both sides are identifiers and `a` is where a chain starts
+/// (or the backend after `mcp.` or `tools.`): in `res.tickets.map`, `tickets` is a property of
+/// a result, not the backend of that name, and `map` is no tool of it.
 fn member_accesses(source: &str) -> Vec<(&str, &str)> {
     let bytes = source.as_bytes();
     let is_ident = expressions::is_ident;
@@ -626,7 +628,9 @@ fn member_accesses(source: &str) -> Vec<(&str, &str)> {
             while i < bytes.len() && is_ident(bytes[i]) {
                 i += 1;
             }
-            let mut object = &source[start..i];
+            let head = &source[start..i];
+            let mut object = head;
+            let mut depth = 0;
             while i < bytes.len()
                 && bytes[i] == b'.'
                 && i + 1 < bytes.len()
@@ -638,8 +642,11 @@ fn member_accesses(source: &str) -> Vec<(&str, &str)> {
                     i += 1;
                 }
                 let member = &source[member_start..i];
-                found.push((object, member));
+                if depth == 0 || (depth == 1 && (head == "mcp" || head == "tools")) {
+                    found.push((object, member));
+                }
                 object = member;
+                depth += 1;
             }
         } else {
             i += 1;
@@ -712,6 +719,11 @@ mod tests {
         assert_eq!(
             member_accesses("mcp.gh.list()"),
             [("mcp", "gh"), ("gh", "list")]
+        );
+        // A property of a result that shares a backend's name is not that backend.
+        assert_eq!(
+            member_accesses("return res.tickets.map((t) => t.id)"),
+            [("res", "tickets"), ("t", "id")]
         );
     }
 }

@@ -61,6 +61,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .map(|(auth, _)| HttpTokens::new(auth.clone()));
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
+    // Settles once HTTP listens or cannot: the stdio client's first answer may then say why it
+    // does not.
+    let mut http_settled: Option<tokio::sync::oneshot::Receiver<()>> = None;
     // stdio is served without HTTP; beside HTTP when asked (--stdio); and beside the HTTP of
     // the config's `[http] listen` when a client started sandgate over stdio (stdin is no
     // terminal): one config then serves a team's HTTP gateway and a developer's stdio entry.
@@ -77,19 +80,30 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             secure_cookies: config.secure_cookies(),
         };
         let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
+        let (settled, listening) = tokio::sync::oneshot::channel::<()>();
+        http_settled = Some(listening);
         tasks.spawn(async move {
-            let served = sandgate_gateway::serve_http(gateway, options, shutdown, |bound| {
-                notice.print(bound);
-                tracing::info!("serving MCP over streamable HTTP at http://{bound}/mcp");
-            })
-            .await;
+            let mut settled = Some(settled);
+            let served =
+                sandgate_gateway::serve_http(gateway.clone(), options, shutdown, |bound| {
+                    notice.print(bound);
+                    tracing::info!("serving MCP over streamable HTTP at http://{bound}/mcp");
+                    if let Some(settled) = settled.take() {
+                        let _ = settled.send(());
+                    }
+                })
+                .await;
             match served {
                 // Beside stdio, HTTP that cannot listen (another sandgate holds the port) is
                 // said, and the stdio client is served all the same: it ends when stdin does.
                 Err(e) if serve_stdio => {
-                    tracing::error!(
+                    let problem = format!(
                         "{e}: HTTP is not served by this process; stdio is. Another process (perhaps the HTTP sandgate of this config) holds the port; pass --http ADDR for another, or leave [http] listen out of the stdio client's config"
                     );
+                    tracing::error!("{problem}");
+                    gateway.http_not_served(problem);
+                    // Only now may the stdio client be answered.
+                    drop(settled);
                     std::future::pending::<()>().await;
                     Ok(())
                 }
@@ -109,6 +123,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         let gateway = gateway.clone();
         tasks.spawn(async move {
+            if let Some(listening) = http_settled {
+                let _ = tokio::time::timeout(HTTP_SETTLES_WITHIN, listening).await;
+            }
             tracing::info!("serving MCP over stdio");
             sandgate_gateway::serve_stdio(gateway)
                 .await
@@ -198,6 +215,10 @@ async fn drain_http(gateway: &sandgate_gateway::Gateway, drain: std::time::Durat
 
 /// How long shutting down may take before sandgate exits anyway (the whole shutdown stays
 /// within 2 s: this, then the runtime's own short grace in `main`).
+/// How long the stdio client's first answer waits for the config's HTTP to listen or fail
+/// (binding a port takes a moment; this bounds a stuck one).
+const HTTP_SETTLES_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(1200);
 
 /// SIGINT and SIGTERM (which stop sandgate) and SIGHUP (which must not: a terminal that closes
