@@ -59,6 +59,9 @@ CASES = [
     Case("localStorage for a cache", "hint", "const cached = localStorage.getItem('issues');\nif (cached) return JSON.parse(cached);\nconst fresh = await everything.echo({ message: 'x' });\nlocalStorage.setItem('issues', JSON.stringify(fresh));\nreturn fresh;", ["state.set", "state.get"]),
     Case("state with the Web Storage names", "hint", "await state.setItem('last_run', new Date().toISOString());\nreturn 'saved';", ["state.set", "no `setItem`"]),
     Case("sessionStorage read back", "hint", "return sessionStorage.getItem('cursor') ?? 'start';", ["state.get"]),
+    Case("globalThis cache from an earlier run", "hint", "const cached = globalThis.__issueCache.items;\nreturn cached.length;", ["fresh globals", "state.set"]),
+    Case("module-level cache expected to persist", "hint", "let cache;\nif (cache.issues) return cache.issues;\ncache = { issues: await everything.echo({ message: 'x' }) };\nreturn cache.issues;", ["module-level variable", "state.set"]),
+    Case("a Date read back from state", "hint", "await state.set('last_run', new Date());\nconst last = await state.get('last_run');\nreturn Date.now() - last.getTime();", ["ISO text", "new Date(last).getTime()"]),
     # ---- fan-out, loops and results ----------------------------------------------------------
     Case("Promise.all fan-out", "fit", "const words = ['a', 'b', 'c'];\nconst out = await Promise.all(words.map((w) => everything.echo({ message: w })));\nreturn out;", ["Echo: a", "Echo: b", "Echo: c"]),
     Case("destructured Promise.all", "fit", "const [x, y] = await Promise.all([everything.get_sum({ a: 1, b: 1 }), everything.echo({ message: 'y' })]);\nreturn [typeof x, y];", ["string", "Echo: y"]),

@@ -4,6 +4,7 @@
 //! a result that cannot be serialized, and limit hits).
 
 mod expressions;
+mod persisted;
 
 use crate::protocol::{BackendCondition, GuestError, ToolBinding};
 use crate::result::{ErrorKind, ExecError};
@@ -264,7 +265,10 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
         return Some("`fetch(...)` returns a Promise of the Response: `await fetch(url).json()` calls `.json()` on the Promise. Write `(await fetch(url)).json()`, or `const res = await fetch(url); await res.json()`.".into());
     }
     if message == "not a function" || message.starts_with("cannot read property") {
-        return unknown_member_hint(cx).or_else(|| unawaited_hint(cx, at)).or_else(|| {
+        return unknown_member_hint(cx)
+            .or_else(|| unawaited_hint(cx, at))
+            .or_else(|| persisted::hint(message, cx, at))
+            .or_else(|| {
             let shape = "If it came from a tool, check the shape of its result: results follow the tool's declared output type (tool_info, or __getToolInterface(\"backend.tool\") in code); a tool without one returns text or its content array.";
             Some(match undefined_holder(message, cx, at) {
                 // `res.content[0].text` on a result that is already the text.
