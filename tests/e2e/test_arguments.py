@@ -80,3 +80,15 @@ async def test_a_call_of_a_hundred_thousand_keys_is_judged_in_time(tmp_path):
         assert (fine.structured_content or {}).get("result") == "UTC", fine
         still = await client.call_tool("call_tool_chain", {"code": "return 'still here'"})
         assert (still.structured_content or {}).get("result") == "still here"
+
+
+async def test_an_argument_over_the_limit_names_the_limits_and_promises_no_output(tmp_path):
+    """A public benchmark's replay (issue 47): a 20 MB argument was stopped before it was sent,
+    but the message named no setting and the hint said "`e.content` has its output" though
+    nothing was sent."""
+    config = write_config(tmp_path, "toml", servers(tmp_path))
+    async with connect("stdio", config) as client:
+        error = await failure(client, "return await everything.echo({ message: 'x'.repeat(20 * 1024 * 1024) });")
+        assert "so the call was not sent" in error["message"], error
+        assert "max_call_args_bytes" in error["message"] and "max_argument_bytes" in error["message"], error
+        assert "e.content" not in error["hint"] and "Nothing was sent" in error["hint"], error["hint"]

@@ -290,6 +290,22 @@ async def test_import_fs_where_fs_is_a_backend_names_the_backend_and_no_path(tmp
         assert "[profiles.default]" in text, text
 
 
+async def test_a_callee_given_a_template_path_is_named_and_no_deprecated_tool_is_offered(tmp_path):
+    """A public benchmark's replay (issue 47): ``fs.readFile(`${ROOT}/…`)`` where `fs` is a
+    backend said "TypeError: ROOT is not a function" on QuickJS, and the hint offered the
+    filesystem server's `read_file`, which says it is deprecated."""
+    from conftest import NODE_MODULES
+
+    server = {"command": "node", "args": [str(NODE_MODULES / "server-filesystem/dist/index.js"), str(tmp_path)]}
+    config = write_config(tmp_path, "toml", {"fs": server})
+    async with connect("stdio", config) as client:
+        result = await client.call_tool("call_tool_chain", {
+            "code": f'const ROOT = "{tmp_path}";\nconst text = await fs.readFile(`${{ROOT}}/hello.txt`);\nreturn text;'})
+    error = (result.structured_content or {}).get("error") or {}
+    assert "fs.readFile is not a function" in error.get("message", ""), error
+    assert "fs.read_text_file" in error.get("hint", "") and "fs.read_file`" not in error.get("hint", ""), error
+
+
 def test_tools_search_and_info_answer_from_the_tool_cache(tmp_path):
     """Issue 47, item 17: `tools search` and `tools info` started every backend (5 s each with
     `npx` servers) though the tool cache could answer. Now they answer from it when it knows

@@ -184,6 +184,10 @@ fn tool_failed_hint(
     tool: Option<&ToolBinding>,
     condition: Option<BackendCondition>,
 ) -> Option<String> {
+    // Refused before it left: there is no output to read (`wire::errors::arguments_too_large`).
+    if message.contains("so the call was not sent") {
+        return Some("Nothing was sent, so there is no output to read. Send less per call: split the data over several calls, or pass a reference the tool can read (a path, an id, a URL) instead of the content.".into());
+    }
     if rejected_arguments(message) {
         return Some(match tool {
             Some(tool)
@@ -604,7 +608,15 @@ fn unknown_member_hint(cx: &HintContext) -> Option<String> {
                 meant.js_tool
             ));
         }
-        let best = closest(member, tools.iter().map(|t| t.js_tool.as_str()));
+        // A tool that says it is deprecated is offered only when nothing else is close.
+        let best = closest(
+            member,
+            tools
+                .iter()
+                .filter(|t| !says_deprecated(t))
+                .map(|t| t.js_tool.as_str()),
+        )
+        .or_else(|| closest(member, tools.iter().map(|t| t.js_tool.as_str())));
         return Some(match best {
             Some(best) => {
                 format!("`{object}` has no tool `{member}`. Did you mean `{object}.{best}`?")
@@ -616,6 +628,11 @@ fn unknown_member_hint(cx: &HintContext) -> Option<String> {
         });
     }
     None
+}
+
+/// Whether a tool's declaration says it is deprecated (`DEPRECATED: Use read_text_file`).
+fn says_deprecated(tool: &ToolBinding) -> bool {
+    tool.declaration.contains("DEPRECATED") || tool.declaration.contains("Deprecated:")
 }
 
 /// Every `a.b` in the source where both sides are identifiers and `a` is where a chain starts

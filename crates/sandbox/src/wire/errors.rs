@@ -63,7 +63,7 @@ pub fn cancelled_guest_error() -> GuestError {
 /// worker or the host refused it, so every tier says the same.
 pub fn arguments_too_large(qualified: &str, bytes: usize, max_bytes: usize) -> String {
     format!(
-        "the arguments of {qualified} are {bytes} bytes of JSON; one call's arguments may be at most {max_bytes} bytes ({}), so the call was not sent",
+        "the arguments of {qualified} are {bytes} bytes of JSON; one call's arguments may be at most {max_bytes} bytes ({}), so the call was not sent (the operator's limits: [sandbox] max_call_args_bytes, and max_argument_bytes of the backend's entry)",
         mib(max_bytes)
     )
 }

@@ -61,6 +61,17 @@ pub(super) fn callee_at(source: &str, line: u32, column: u32) -> Option<&str> {
     while before > 0 && bytes[before - 1] == b' ' {
         before -= 1;
     }
+    // Inside a template literal's `${…}` (``fs.readFile(`${ROOT}/a`)`` fails "at" `ROOT`):
+    // the argument is the literal, which starts at its backtick.
+    if before >= 2
+        && &text[before - 2..before] == "${"
+        && let Some(tick) = text[..before - 2].rfind('`')
+    {
+        before = tick;
+        while before > 0 && bytes[before - 1] == b' ' {
+            before -= 1;
+        }
+    }
     let argument = before > 0 && matches!(bytes[before - 1], b'(' | b',');
     if argument {
         // The innermost `(` still open before the argument.
@@ -282,6 +293,16 @@ mod tests {
             None,
             "no name there"
         );
+    }
+
+    #[test]
+    fn a_call_given_a_template_literal_names_its_callee() {
+        let source = "const text = await fs.readFile(`${ROOT}/hello.txt`);";
+        let at = source.find("ROOT}").map_or(0, |i| i as u32 + 1);
+        assert_eq!(callee_at(source, 1, at), Some("fs.readFile"));
+        let two = "f(a, `x ${b}`)";
+        let at = two.find("b}").map_or(0, |i| i as u32 + 1);
+        assert_eq!(callee_at(two, 1, at), Some("f"));
     }
 
     #[test]
