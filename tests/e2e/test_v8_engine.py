@@ -200,3 +200,21 @@ async def test_on_v8_ready_isolates_give_back_what_a_burst_of_heavy_runs_left(tm
         after = deno_mib()
     assert before > 0, "no Deno worker found under the gateway"
     assert after - before < 100, f"the V8 worker grew from {before:.0f} to {after:.0f} MiB after bursts of heavy runs"
+
+
+async def test_code_that_times_out_computing_on_quickjs_is_pointed_at_v8(tmp_path):
+    """A public benchmark's replay (issue 47): a naive search over a few thousand files timed
+    out at 30 s on QuickJS and took 1.4 s on V8. A timeout with no call in flight says so: a
+    caller that may choose is told `engine: "v8"`; one that may not, what the operator sets."""
+    spin = "let n = 0;\nfor (let i = 0; i < 1e12; i++) n += i % 7;\nreturn n;"
+    (tmp_path / "any").mkdir()
+    async with stdio(config(tmp_path / "any", '\n[profiles.default]\ntools = ["*"]\nengine = "any"\n')) as client:
+        error = (await failed(client, spin, timeout_ms=300))["error"]
+        assert error["kind"] == "timeout" and 'engine: "v8"' in error["hint"], error
+        waiting = (await failed(client, "await everything.trigger_long_running_operation({ duration: 5, steps: 5 });", timeout_ms=300))["error"]
+        assert waiting["kind"] == "timeout" and "v8" not in waiting["hint"], "a wait for a call is not computing"
+    (tmp_path / "plain").mkdir()
+    plain = write_config(tmp_path / "plain", "toml", {"everything": reference_servers(tmp_path)["everything"]})
+    async with stdio(plain) as client:
+        error = (await failed(client, spin, timeout_ms=300))["error"]
+        assert 'engine = "any"' in error["hint"] and "[profiles.default]" in error["hint"], error

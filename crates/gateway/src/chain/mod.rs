@@ -7,6 +7,7 @@
 
 pub(crate) mod bounds;
 pub(crate) mod detach;
+mod engine_advice;
 mod missing_property;
 pub(crate) mod read;
 pub mod response;
@@ -409,6 +410,14 @@ async fn run(
     if let Some(error) = outcome.error.as_mut() {
         explain_absent_backend(gateway, &caller.access, error);
         ungranted::explain(gateway, &knock, &gateway.catalog(), &args.code, error);
+        if outcome.tier == Tier::Sandbox {
+            engine_advice::advise(
+                error,
+                engine,
+                caller.access.profile(),
+                runtime.sandbox.has(Engine::V8),
+            );
+        }
     }
     let status = response::status(&outcome);
     gateway
