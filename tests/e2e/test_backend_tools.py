@@ -33,6 +33,30 @@ async def test_hostile_names_and_schemas_give_declarations_that_parse_and_declar
     assert report["statements"] >= 2
 
 
+async def test_types_d_ts_of_tools_whose_names_read_alike_passes_tsc(tmp_path):
+    """Issue 47, item 14: `getSum`, `get_sum` and `get-sum` of one backend read alike in Pascal
+    case and were declared under one type name: `tsc` merged their interfaces and failed
+    ("Subsequent property declarations must have the same type"; a type alias fails with
+    "Duplicate identifier")."""
+    import asyncio
+
+    config = write_config(tmp_path, "toml", {"lister": fake("hostile-list")})
+    async with connect("stdio", config) as client:
+        await client.call_tool("search_tools", {"query": "sum"})  # waits for the backend
+        for _ in range(2):  # calls of each (their output types are declared)
+            await client.call_tool("call_tool_chain", {"code": (
+                'return [await lister.get_sum({a: 1, as_object: true}), await lister["get-sum"]({a: 2, as_object: true}),'
+                ' await lister.getSum({a: "3", as_object: true})];')})
+        await asyncio.sleep(0.5)
+        declarations = (await client.read_resource("sandgate://types.d.ts")).contents[0].text
+    (tmp_path / "types.d.ts").write_text(declarations)
+    tsc = REPO / "tests" / "node" / "node_modules" / ".bin" / "tsc"
+    done = subprocess.run([str(tsc), "--noEmit", "--strict", "--target", "es2022", "--lib", "es2022", "types.d.ts"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "sum?: number" in declarations, "the output types are declared"
+
+
 async def test_names_that_sanitize_alike_stay_reachable_in_every_tier(tmp_path):
     config = write_config(tmp_path, "toml", {"lister": fake("hostile-list")})
     async with connect("stdio", config) as client:
