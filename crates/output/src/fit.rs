@@ -216,17 +216,18 @@ fn prune(value: &Value, width: usize, chars: usize, depth: usize, at: &mut Strin
             }
             Value::Object(kept)
         }
-        Value::String(s) if chars != usize::MAX && s.chars().count() > chars => {
-            json!(cut_string(s, chars, at))
-        }
+        Value::String(s) if chars != usize::MAX => match s.chars().count() {
+            total if total > chars => json!(cut_string(s, total, chars, at)),
+            _ => value.clone(),
+        },
         other => other.clone(),
     }
 }
 
-/// `text` cut to `chars` characters. A long cut keeps the head and the tail, and says what was
-/// left out and where `read_output` reads it: at the string's path, from the head's bytes.
-fn cut_string(text: &str, chars: usize, at: &str) -> String {
-    let total = text.chars().count();
+/// `text` (`total` characters) cut to `chars` characters. A long cut keeps the head and the
+/// tail, and says what was left out and where `read_output` reads it: at the string's path,
+/// from the head's bytes.
+fn cut_string(text: &str, total: usize, chars: usize, at: &str) -> String {
     if chars < POINTED_CHARS {
         let head: String = text.chars().take(chars).collect();
         return format!("{head}… ({} more characters)", total - chars);

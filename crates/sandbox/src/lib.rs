@@ -61,6 +61,7 @@ on_linux! {
     pub use limits::{LimitRequest, Limits};
     pub use lockdown::Protections;
     pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
+    pub use wire::errors::TIMED_OUT_COMPUTING;
     pub use protocol::{BackendCondition, CallFailure, FailureKind, RunMode, ToolAnswer, ToolBinding};
     pub use result::{
         CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine, kept_arguments,

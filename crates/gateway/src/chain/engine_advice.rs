@@ -4,18 +4,14 @@
 //! for V8; one whose profile does not, what the operator would set.
 
 use sandgate_policy::{EngineGrant, Profile};
-use sandgate_sandbox::{Engine, ErrorKind, ExecError};
-
-/// What QuickJS's timeout message says when the deadline found the code computing (not
-/// waiting for a call or a timer).
-const COMPUTING: &str = "while its code was computing";
+use sandgate_sandbox::{Engine, ErrorKind, ExecError, TIMED_OUT_COMPUTING};
 
 /// Adds the engine advice to `error`'s hint when it is a timeout of code that was computing on
 /// QuickJS; `v8_running` is whether this gateway runs the V8 engine.
 pub(super) fn advise(error: &mut ExecError, engine: Engine, profile: &Profile, v8_running: bool) {
     if error.kind != ErrorKind::Timeout
         || engine != Engine::Quickjs
-        || !error.message.contains(COMPUTING)
+        || !error.message.contains(TIMED_OUT_COMPUTING)
     {
         return;
     }

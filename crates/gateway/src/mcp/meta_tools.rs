@@ -231,16 +231,7 @@ pub(crate) async fn search(
     args: Value,
 ) -> Result<CallToolResult, String> {
     let catalog = gateway.settled_view(&caller.access).await.catalog;
-    search_tools(
-        &catalog,
-        &observed_by(gateway),
-        parse("search_tools", args)?,
-    )
-}
-
-/// The return shapes `gateway` learned, for the declarations of tools that declare none.
-pub(crate) fn observed_by(gateway: &Gateway) -> impl Fn(&Entry) -> Option<Observed> + use<> {
-    gateway.observed()
+    search_tools(&catalog, &gateway.observed(), parse("search_tools", args)?)
 }
 
 /// `tool_info`: a tool outside the caller's view is answered like a missing one.
@@ -252,7 +243,7 @@ pub(crate) async fn info(
     let catalog = gateway.settled_view(&caller.access).await.catalog;
     let args = parse::<InfoArgs>("tool_info", args)?;
     let asked = args.name.clone();
-    tool_info(&catalog, &observed_by(gateway), args)
+    tool_info(&catalog, &gateway.observed(), args)
         .map_err(|e| crate::chain::ungranted::outside_view(gateway, caller, &asked, e))
 }
 

@@ -158,7 +158,7 @@ const STATE_DECLARATION: &str = "/** Values kept between executions: this caller
 /// connection.
 pub(crate) async fn types(gateway: &Gateway, caller: &Caller) -> String {
     let catalog = gateway.settled_view(&caller.access).await.catalog;
-    let observed = super::meta_tools::observed_by(gateway);
+    let observed = gateway.observed();
     let globals = if caller.access.grants(sandgate_policy::Capability::State) {
         STATE_DECLARATION
     } else {

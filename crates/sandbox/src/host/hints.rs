@@ -185,7 +185,7 @@ fn tool_failed_hint(
     condition: Option<BackendCondition>,
 ) -> Option<String> {
     // Refused before it left: there is no output to read (`wire::errors::arguments_too_large`).
-    if message.contains("so the call was not sent") {
+    if message.contains(crate::wire::errors::NOT_SENT) {
         return Some("Nothing was sent, so there is no output to read. Send less per call: split the data over several calls, or pass a reference the tool can read (a path, an id, a URL) instead of the content.".into());
     }
     if rejected_arguments(message) {

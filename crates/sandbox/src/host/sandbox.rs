@@ -263,8 +263,9 @@ impl Sandbox {
                 // timeouts do.
                 if error.kind == ErrorKind::Timeout && guest.message.contains("interrupted") {
                     error.message = format!(
-                        "the execution ran out of time ({} ms) while its code was computing",
-                        execution.limits.wall_ms
+                        "the execution ran out of time ({} ms) {}",
+                        execution.limits.wall_ms,
+                        wire::errors::TIMED_OUT_COMPUTING
                     );
                 }
                 ExecutionResult {

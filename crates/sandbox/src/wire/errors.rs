@@ -6,6 +6,11 @@ use crate::wire::protocol::{ErrorKind, GuestError};
 
 /// How the error of a result that holds a Promise starts (the host adds the calls still out).
 pub const PROMISE_IN_RESULT: &str = "the result holds a Promise";
+/// How a timeout says the deadline found the code computing (not waiting for a call or a
+/// timer); the gateway's engine advice looks for it.
+pub const TIMED_OUT_COMPUTING: &str = "while its code was computing";
+/// How a call refused before it left says so (`arguments_too_large`); its hint looks for it.
+pub const NOT_SENT: &str = "so the call was not sent";
 
 /// The guest error of an execution that ran out of time.
 pub fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
@@ -63,7 +68,7 @@ pub fn cancelled_guest_error() -> GuestError {
 /// worker or the host refused it, so every tier says the same.
 pub fn arguments_too_large(qualified: &str, bytes: usize, max_bytes: usize) -> String {
     format!(
-        "the arguments of {qualified} are {bytes} bytes of JSON; one call's arguments may be at most {max_bytes} bytes ({}), so the call was not sent (the operator's limits: [sandbox] max_call_args_bytes, and max_argument_bytes of the backend's entry)",
+        "the arguments of {qualified} are {bytes} bytes of JSON; one call's arguments may be at most {max_bytes} bytes ({}), {NOT_SENT} (the operator's limits: [sandbox] max_call_args_bytes, and max_argument_bytes of the backend's entry)",
         mib(max_bytes)
     )
 }
