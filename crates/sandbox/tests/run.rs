@@ -7,7 +7,6 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use common::*;
 use sandgate_sandbox::{ErrorKind, PoolConfig, Sandbox};
@@ -130,17 +129,17 @@ async fn a_result_that_is_not_json_fails_the_call_at_the_calling_line() {
 async fn fan_out_runs_concurrently_up_to_the_cap() {
     let sb = sandbox(1).await;
     let bridge = Arc::new(TestBridge::default());
-    let started = Instant::now();
     let result = sb
         .run(execution("const r = await Promise.all([1,2,3,4,5,6,7,8].map(() => test.slow({ms: 200}))); return r.length;"), bridge.clone())
         .await;
     assert_eq!(value(&result), json!(8));
-    assert!(
-        started.elapsed().as_millis() < 700,
-        "8 × 200 ms ran concurrently, took {:?}",
-        started.elapsed()
+    // Concurrency is shown by the bridge, which counts the calls it holds at once; a wall-time
+    // bound would also count the engine's start (250–400 ms for a V8 isolate here).
+    assert_eq!(
+        bridge.max_in_flight.load(Ordering::SeqCst),
+        8,
+        "all 8 calls were in flight at once"
     );
-    assert_eq!(bridge.max_in_flight.load(Ordering::SeqCst), 8);
     assert_eq!(result.trace.len(), 8);
     assert!(result.trace.iter().all(|c| c.ok && c.name == "test.slow"));
 
