@@ -87,6 +87,12 @@ CASES = [
     Case("numeric collator", "fit", "return ['file10', 'file2', 'file1'].sort(new Intl.Collator(undefined, { numeric: true }).compare);", ["file1", "file2", "file10"]),
     Case("toLocaleString grouping", "fit", "return (1234567.5).toLocaleString('en-US');", "1,234,567.5"),
     Case("currency", "fit", "return new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' }).format(1234.5);", "$1,234.50"),
+    # ---- locale formats as a UK user's report or a dashboard wants them (issue 47, item 11) -----
+    Case("UK date", "fit", "const due = new Date(Date.UTC(2024, 3, 2));\nreturn `Due: ${due.toLocaleDateString('en-GB')}`;", "Due: 02/04/2024"),
+    Case("list of names", "fit", "const names = ['Ana', 'Ben', 'Cy'];\nreturn `Assigned to ${new Intl.ListFormat('en', { style: 'long', type: 'conjunction' }).format(names)}`;", "Assigned to Ana, Ben, and Cy"),
+    Case("compact follower counts", "fit", "const fmt = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });\nreturn [1234, 56789, 1250000].map((n) => fmt.format(n));", ["1.2K", "56.8K", "1.3M"]),
+    Case("file sizes with units", "fit", "const mb = 1536 / 1024;\nreturn new Intl.NumberFormat('en-US', { style: 'unit', unit: 'megabyte', maximumFractionDigits: 1 }).format(mb);", "1.5 MB"),
+    Case("timing a loop with performance.now", "fit", "const t0 = performance.now();\nlet s = 0; for (let i = 0; i < 1e5; i++) s += i;\nconst ms = performance.now() - t0;\nreturn typeof ms === 'number' && ms >= 0 && s > 0;", True),
     Case("dates", "fit", "const d = new Date(Date.UTC(2026, 0, 5));\nreturn d.toLocaleDateString('en-US', { year: 'numeric', month: 'long', day: 'numeric' });", "January 5, 2026"),
     Case("AbortSignal.timeout on a fast call", "fit", "const r = await everything.echo({ message: 'fast' }, { signal: AbortSignal.timeout(5000) });\nreturn r;", "Echo: fast"),
     Case("AbortController on a slow call", "fit", "const c = new AbortController();\nsetTimeout(() => c.abort(), 50);\ntry { await everything.trigger_long_running_operation({ duration: 5, steps: 5 }, { signal: c.signal }); return 'done'; } catch (e: any) { return e.name; }", "AbortError"),
@@ -115,7 +121,7 @@ CASES = [
     Case("meta-tool from code", "hint", "return await search_tools({ query: 'echo' });", ["meta-tools"]),
     # The sandbox's copy of the names lacked read_output; the gateway now hands over its own.
     Case("read_output from code", "hint", "return await read_output({ execution_id: 'x' });", ["meta-tools"]),
-    Case("unsupported locale", "hint", "return (5).toLocaleString('ja-JP');", ["not supported in the sandbox", "en (any region), de and fr"]),
+    Case("unsupported locale", "hint", "return (5).toLocaleString('ja-JP');", ["not supported in the sandbox", "en-US, en-GB, de-DE and fr-FR", "V8 engine"]),
     # ---- a key the result's type lacks (issue 47, item 7) ----------------------------------------
     Case("returns a key the result lacks", "hint", "const weather = await everything.get_structured_content({ location: 'Chicago' });\nreturn weather.temp;", ["`weather.temp` is undefined", "`temperature`", "declared output type"]),
     Case("reads the text of a file as .text", "hint", "const roots: any = await filesystem.list_allowed_directories({});\nconst root = String(roots.content ?? roots).split('\\n').pop()!.trim();\nconst file = await filesystem.read_text_file({ path: `${root}/hello.txt` });\nreturn file.text;", ["`file.text` is undefined", "`content`"]),

@@ -9,6 +9,7 @@ isolates give back what a burst of heavy runs left. Deno comes from npm (`script
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 
 import pytest
@@ -59,6 +60,7 @@ SAME_ON_BOTH = [
     "return [typeof Deno, typeof fetch, typeof WebAssembly, typeof Worker, typeof SharedArrayBuffer, typeof require];",
     "return new URL('https://example.com/a?b=1').searchParams.get('b');",
     "return (1234.5).toLocaleString('en-US', { style: 'currency', currency: 'USD' });",
+    "return [new Date(Date.UTC(2024, 3, 2)).toLocaleDateString('en-GB'), new Intl.ListFormat('en').format(['a', 'b', 'c']), new Intl.NumberFormat('en', { notation: 'compact' }).format(1234), typeof performance.now()];",
 ]
 
 
@@ -218,3 +220,24 @@ async def test_code_that_times_out_computing_on_quickjs_is_pointed_at_v8(tmp_pat
     async with stdio(plain) as client:
         error = (await failed(client, spin, timeout_ms=300))["error"]
         assert 'engine = "any"' in error["hint"] and "[profiles.default]" in error["hint"], error
+
+
+def test_the_hosts_time_zone_never_reaches_either_engine(tmp_path):
+    """The host says Tokyo (its /etc/localtime and the gateway's TZ, in a private mount
+    namespace); `Date` and `Intl` say UTC on both engines (V8's `Intl` is ICU's own)."""
+    code = tmp_path / "zone.ts"
+    code.write_text("return [new Date(0).getTimezoneOffset(), Intl.DateTimeFormat().resolvedOptions().timeZone, "
+                    "new Date(Date.UTC(2024, 0, 1, 23)).toLocaleString('en-US'), new Date(0).toString()];")
+    probe = "date +%Z"
+    for engine in ("quickjs", "v8"):
+        cfg = tmp_path / f"{engine}.toml"
+        cfg.write_text(f'[sandbox]\nengine = "{engine}"\ndeno = "{DENO}"\n')
+        script = (f"mount --bind /usr/share/zoneinfo/Asia/Tokyo /etc/localtime && {probe} && "
+                  f"TZ=Asia/Tokyo exec {SANDGATE} run --json --config {cfg} {code}")
+        done = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        zone, _, answer = done.stdout.partition("\n")
+        assert zone == "JST", f"the namespace's host says Tokyo: {zone!r}"
+        result = json.loads(answer)["value"]
+        assert result[:3] == [0, "UTC", "1/1/2024, 11:00:00 PM"], (engine, result)
+        assert result[3].startswith("Thu Jan 01 1970 00:00:00 GMT+0000"), (engine, result)

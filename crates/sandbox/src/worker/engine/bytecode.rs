@@ -2,8 +2,8 @@
 //!
 //! Parsing ~20 KB of JavaScript costs QuickJS about 2 ms on our machines, which would dwarf
 //! everything else in an execution. Loading the same code as bytecode into each fresh context
-//! is about ten times cheaper, and the web basics (URL, TextEncoder, ...) are only loaded when
-//! a script first touches one of them.
+//! is about ten times cheaper, and the web basics (URL, TextEncoder, ...) and the locale formats
+//! (`Intl`) are only loaded when a script first touches one of them.
 
 use std::sync::OnceLock;
 
@@ -13,10 +13,13 @@ use rquickjs::{Context, Ctx, Function, Module, Runtime, WriteOptions};
 const PREAMBLE: &str = include_str!("preamble.js");
 /// URL, TextEncoder and friends. See `web.js`.
 const WEB: &str = include_str!("web.js");
+/// `Intl` and the locale methods of builtins, for an engine without ICU. See `locale.js`.
+const LOCALE: &str = include_str!("locale.js");
 
 struct Compiled {
     preamble: Vec<u8>,
     web: Vec<u8>,
+    locale: Vec<u8>,
 }
 
 static COMPILED: OnceLock<Result<Compiled, String>> = OnceLock::new();
@@ -35,6 +38,7 @@ fn compiled() -> Result<&'static Compiled, String> {
                 Ok(Compiled {
                     preamble: compile("sandgate:preamble", PREAMBLE)?,
                     web: compile("sandgate:web", WEB)?,
+                    locale: compile("sandgate:locale", LOCALE)?,
                 })
             })
         })
@@ -42,7 +46,7 @@ fn compiled() -> Result<&'static Compiled, String> {
         .map_err(Clone::clone)
 }
 
-/// Compiles both modules now, so the first execution does not pay for it.
+/// Compiles the modules now, so the first execution does not pay for it.
 pub fn warm_up() -> Result<(), String> {
     compiled().map(|_| ())
 }
@@ -61,6 +65,13 @@ pub(crate) fn web<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
     load_default(ctx, &compiled.web)
 }
 
+/// The locale formats' entry function, loaded into `ctx`.
+pub(crate) fn locale<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    let compiled =
+        compiled().map_err(|e| rquickjs::Error::new_from_js_message("bytecode", "locale", e))?;
+    load_default(ctx, &compiled.locale)
+}
+
 /// Loads a module from bytecode, evaluates it and returns its default export.
 #[expect(unsafe_code, reason = "`bytecode` was produced by `Module::write` in this very process, from our own source, by the same QuickJS build that reads it here; it is never read from outside.")]
 fn load_default<'js>(ctx: &Ctx<'js>, bytecode: &[u8]) -> rquickjs::Result<Function<'js>> {
@@ -75,7 +86,7 @@ fn load_default<'js>(ctx: &Ctx<'js>, bytecode: &[u8]) -> rquickjs::Result<Functi
 #[cfg(test)]
 mod tests {
     #[test]
-    fn the_preamble_and_web_basics_compile() {
-        super::warm_up().expect("both modules compile");
+    fn the_preamble_web_basics_and_locale_formats_compile() {
+        super::warm_up().expect("the three modules compile");
     }
 }

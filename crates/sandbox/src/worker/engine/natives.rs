@@ -86,6 +86,19 @@ pub(crate) fn prepare<'js>(
         )?,
     )?;
     natives.set(
+        "loadLocale",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>| -> rquickjs::Result<Value<'js>> {
+                super::bytecode::locale(&ctx)?.call(())
+            },
+        )?,
+    )?;
+    natives.set(
+        "monotonic",
+        Function::new(ctx.clone(), monotonic_ms)?,
+    )?;
+    natives.set(
         "parseUrl",
         Function::new(
             ctx.clone(),
@@ -101,6 +114,17 @@ pub(crate) fn prepare<'js>(
         .get::<_, Object>("Math")?
         .set("random", random)?;
     preamble.call((natives,))
+}
+
+/// Milliseconds on a clock that only goes forward (from when this worker first asked): what
+/// `performance.now()` counts from.
+fn monotonic_ms() -> f64 {
+    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    ORIGIN
+        .get_or_init(Instant::now)
+        .elapsed()
+        .as_secs_f64()
+        * 1000.0
 }
 
 /// `Math.random`: xorshift64* over the execution's OS-seeded state, 53 bits per number.

@@ -7,7 +7,7 @@
 export default function (natives) {
   "use strict";
   const G = globalThis;
-  const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl, loadWeb, toolsOf, declarationOf, lastCallId, cancelCall } = natives;
+  const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl, loadWeb, loadLocale, nativeIntl, monotonic, toolsOf, declarationOf, lastCallId, cancelCall } = natives;
   // Captured now: backends are bound lazily, after guest code may have replaced these.
   const freeze = Object.freeze;
   const defineProperty = Object.defineProperty;
@@ -174,7 +174,6 @@ export default function (natives) {
     }
   }
   const NativeSet = Set;
-  const objectKeys = Object.keys;
   // `console.group` indents what follows, two spaces a level, every line of it.
   let groupDepth = 0;
   const indented = (text) => {
@@ -282,25 +281,59 @@ export default function (natives) {
         return value;
       },
     });
-  ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto", "Intl", "AbortController", "AbortSignal"].forEach(lazyWeb);
-  // The locale methods of builtins use the same code as `Intl` (see web.js): the common
-  // locales and options give what every other runtime gives; anything else is a RangeError
-  // that says so, never a silently different result.
-  method(String.prototype, "localeCompare", function localeCompare(that, locales, options) {
-    return webNow().localeCompare(String(this), String(that), locales, options);
-  });
-  method(Number.prototype, "toLocaleString", function toLocaleString(locales, options) {
-    return webNow().numberToLocale(Number(this), locales, options);
-  });
-  method(Date.prototype, "toLocaleString", function toLocaleString(locales, options) {
-    return webNow().dateToLocale(this, "both", locales, options);
-  });
-  method(Date.prototype, "toLocaleDateString", function toLocaleDateString(locales, options) {
-    return webNow().dateToLocale(this, "date", locales, options);
-  });
-  method(Date.prototype, "toLocaleTimeString", function toLocaleTimeString(locales, options) {
-    return webNow().dateToLocale(this, "time", locales, options);
-  });
+  ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto", "AbortController", "AbortSignal"].forEach(lazyWeb);
+
+  // ---- locale ---------------------------------------------------------------------------
+  // An engine with ICU (V8) passes its own `Intl`, and its builtins' locale methods stay its
+  // own. Without one (QuickJS), `Intl` and those methods are `locale.js`, loaded on first use:
+  // the common locales and options give what ICU gives; anything else is a RangeError that
+  // says so, never a silently different result.
+  if (nativeIntl !== undefined) {
+    fixed(G, "Intl", nativeIntl, false);
+  } else {
+    let locale = null;
+    const localeNow = () => {
+      if (locale === null) locale = loadLocale();
+      return locale;
+    };
+    defineProperty(G, "Intl", {
+      configurable: true,
+      enumerable: false,
+      get() {
+        const value = localeNow().Intl;
+        fixed(G, "Intl", value, false);
+        return value;
+      },
+    });
+    method(String.prototype, "localeCompare", function localeCompare(that, locales, options) {
+      return localeNow().localeCompare(String(this), String(that), locales, options);
+    });
+    method(Number.prototype, "toLocaleString", function toLocaleString(locales, options) {
+      return localeNow().numberToLocale(Number(this), locales, options);
+    });
+    method(Date.prototype, "toLocaleString", function toLocaleString(locales, options) {
+      return localeNow().dateToLocale(this, "both", locales, options);
+    });
+    method(Date.prototype, "toLocaleDateString", function toLocaleDateString(locales, options) {
+      return localeNow().dateToLocale(this, "date", locales, options);
+    });
+    method(Date.prototype, "toLocaleTimeString", function toLocaleTimeString(locales, options) {
+      return localeNow().dateToLocale(this, "time", locales, options);
+    });
+  }
+
+  // ---- performance: this execution's clock -----------------------------------------------
+  // `performance.now()` counts milliseconds since the execution began, in steps of 0.1 ms on
+  // both engines (a finer clock times caches, not code: SECURITY.md); `timeOrigin` is when it
+  // began, in milliseconds since 1970. Set anew by `bind`.
+  let clockOrigin = 0;
+  let clockOriginEpoch = 0;
+  const floor = Math.floor;
+  fixed(G, "performance", freeze({
+    now: () => floor((monotonic() - clockOrigin) * 10) / 10,
+    get timeOrigin() { return clockOriginEpoch; },
+    toJSON: () => ({ timeOrigin: clockOriginEpoch }),
+  }), false);
 
   // ---- per execution: the tools, host functions and context it was given -------------
   // QuickJS serves small allocations from 4 KiB arenas, one list per size class, and frees an
@@ -368,7 +401,7 @@ export default function (natives) {
       fixed(fs, name, () => rejected(new TypeError(`fs.${name} is not available: ${FS_HAS}.`)), false);
     }
   };
-  const moduleHint = (name, spaces, hostFunctions) => {
+  const moduleHint = (name, hostFunctions) => {
     const bare = name.replace(/^node:/, "").split("/")[0];
     const hasFetch = hostFunctions.indexOf("fetch") >= 0;
     if (["axios", "node-fetch", "got", "request", "undici", "superagent", "http", "https"].indexOf(bare) >= 0) {
@@ -408,6 +441,8 @@ export default function (natives) {
 
   return function bind(backendList, hostFunctions, context, toolMode, envValues) {
     void arenaPins;
+    clockOrigin = monotonic();
+    clockOriginEpoch = Date.now();
     // ---- backends and tools -------------------------------------------------------------
     // Errors raised after an await have lost the caller's stack; remember where the call was
     // made so the host can point at the user's line.
@@ -611,7 +646,7 @@ export default function (natives) {
           if (spaces.fs === undefined) throw new ReferenceError("fs is not defined");
           return spaces.fs;
         }
-        throw new Error(`${JSON.stringify(text)} cannot be loaded: there are no modules in the sandbox. ${moduleHint(text, spaces, hostFunctions)}`);
+        throw new Error(`${JSON.stringify(text)} cannot be loaded: there are no modules in the sandbox. ${moduleHint(text, hostFunctions)}`);
       };
       // `require` exists only beside a granted `fs`, so code without one finds no loader to
       // probe; the rewritten imports always reach `__m`, which names the grant they lack.

@@ -21,6 +21,9 @@
   const hostUrl = host.url;
   const hostTimer = host.timer;
   const hostClearTimer = host.clearTimer;
+  const hostNow = host.now;
+  // This context's own `Intl` (V8's, with all of ICU): the preamble puts it back.
+  const NativeIntl = G.Intl;
   // Timers are the shell's (its event loop's), each firing as a `fire` message for this run;
   // the callbacks stay here.
   const dueCallbacks = { __proto__: null };
@@ -357,6 +360,8 @@
     randomBytes,
     parseUrl,
     loadWeb: (n) => webFactory(n),
+    nativeIntl: NativeIntl,
+    monotonic: () => across(hostNow, []),
     toolsOf,
     declarationOf,
     lastCallId: () => lastCallId,

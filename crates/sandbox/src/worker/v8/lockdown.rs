@@ -8,8 +8,8 @@
 //! - **Landlock:** reading and running the `deno` executable, reading the shared libraries it
 //!   links and the few kernel files V8 and Tokio size themselves by; nothing else, and no
 //!   network at all.
-//! - **an empty environment:** the host starts the worker with none; Deno gets three fixed
-//!   settings of its own.
+//! - **an empty environment:** the host starts the worker with none; Deno gets four fixed
+//!   settings of its own (`TZ=UTC` among them).
 //! - **seccomp:** an allowlist of the system calls Deno needs to run isolates (threads,
 //!   memory, epoll, time, the pipes). No socket, no `connect`, no file creation; `execve`
 //!   stays open for the one that starts Deno (Landlock then allows running only `deno`);

@@ -140,12 +140,15 @@ pub fn launch(args: &[String]) -> i32 {
     66
 }
 
-/// Deno's whole environment: no update check, no colours in errors, and a cache directory that
-/// the lockdown leaves unreachable (so nothing is cached across executions or processes).
+/// Deno's whole environment: no update check, no colours in errors, a cache directory that
+/// the lockdown leaves unreachable (so nothing is cached across executions or processes), and
+/// UTC as the time zone of `Date` and of ICU (guests have V8's own `Intl`), whatever the
+/// host's `/etc/localtime` says.
 const DENO_ENV: &[&str] = &[
     "DENO_NO_UPDATE_CHECK=1",
     "NO_COLOR=1",
     "DENO_DIR=/nonexistent/sandgate-deno",
+    "TZ=UTC",
 ];
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 // context costs about 0.3 ms). An isolate runs one execution at a time.
 //
 // Between the two realms only text and numbers pass. The guest context gets the functions of
-// `host` below (`post`, `done`, `random`, `heap`, `url`, `timer`, `clearTimer`), each taking
+// `host` below (`post`, `done`, `random`, `heap`, `url`, `timer`, `clearTimer`, `now`), each taking
 // and giving back primitives (`random` fills the guest's own bytes), which `guest.js` captures
 // and hides before any guest code runs; every message from `main.js` reaches it as text, parsed
 // there with its own `JSON`. No object of this realm ever reaches guest code, so none of its
@@ -141,6 +141,9 @@
         for (const item of kept) queue.push(item);
       }
     },
+    // Milliseconds on this event loop's clock (`performance.now()` of the guest counts from
+    // its execution's start on it).
+    now: () => nowHere(),
     // Fills the guest's own Uint8Array (at most 65,536 bytes, as the web's limit).
     random: (bytes) => { getRandomValues(bytes); },
     heap: (committed) => {
