@@ -22,7 +22,7 @@ import pytest
 
 from mcp import Client, StdioServerParameters
 
-from conftest import FAKE_BACKEND, REPO, SANDGATE, reference_servers, structured, write_config
+from conftest import FAKE_BACKEND, REPO, SANDGATE, reference_servers, settled, structured, write_config
 from hostile import Case, watched_gateway
 
 pytestmark = pytest.mark.anyio
@@ -90,6 +90,7 @@ def checks_for(seen: dict[str, list]) -> str:
 async def test_tool_info_declares_what_the_tools_returned_and_tsc_holds_every_result_to_it(tmp_path):
     path = config(tmp_path)
     async with stdio(path) as client:
+        await settled(client)
         before = await info(client, "everything.get_sum")
         assert "Promise<unknown>" in before["signature"] and "returns" not in before, before
         seen: dict[str, list] = {name: [] for name in CALLS}

@@ -96,11 +96,11 @@ async def test_the_first_list_and_resources_wait_for_a_cold_start(tmp_path):
     (tmp_path / "waiting").mkdir()
     waiting = write_config(tmp_path / "waiting", "toml", {"slowpoke": slow})
     waiting.write_text(waiting.read_text().replace("[gateway]", '[gateway]\nstartup_wait = "10s"'))
-    async with connect("stdio", waiting) as client:
+    async with connect("stdio", waiting, settle=False) as client:
         listed = await client.list_tools()
         search = next(t.description for t in listed.tools if t.name == "search_tools")
         assert "slowpoke (" in search and "no backends are connected yet" not in search, search
-    async with connect("stdio", config) as client:
+    async with connect("stdio", config, settle=False) as client:
         started = time.monotonic()
         await client.list_tools()
         assert time.monotonic() - started < 1.5, "the first tools/list waited for a slow backend"
@@ -108,6 +108,59 @@ async def test_the_first_list_and_resources_wait_for_a_cold_start(tmp_path):
         assert "| slowpoke | ready |" in overview, overview
         types = (await client.read_resource("sandgate://types.d.ts")).contents[0].text
         assert "slowpoke" in types
+
+
+async def test_the_meta_tools_answer_at_once_naming_the_backends_still_starting(tmp_path):
+    """A backend that takes 4 s to start, beside one that is ready: `search_tools`,
+    `tool_info` and `list_tools_meta` answer at once with what is ready and name the one still
+    starting, with when to ask again (item 13); once it is up, they find its tools. With
+    `startup_wait` written in the config, they wait for it as before."""
+    from conftest import FAKE_BACKEND, settled
+    import sys
+    import time
+
+    quick = {"command": sys.executable, "args": [str(FAKE_BACKEND), "ok"]}
+    slow = {"command": "sh", "args": ["-c", f"sleep 4 && exec {sys.executable} {FAKE_BACKEND} ok"]}
+    config = write_config(tmp_path, "toml", {"quick": quick, "slowpoke": slow})
+    async with connect("stdio", config, settle=False) as client:
+        await client.list_tools()
+        for _ in range(50):  # the quick one is up within a moment
+            found = (await client.call_tool("search_tools", {"query": "echo the text"})).structured_content
+            if any(r["name"] == "quick.echo" for r in found["results"]):
+                break
+        asked = [
+            ("search_tools", {"query": "echo the text back"}),
+            ("list_tools_meta", {}),
+            ("tool_info", {"name": "slowpoke.echo"}),
+        ]
+        for name, args in asked:
+            started = time.monotonic()
+            result = await client.call_tool(name, args)
+            took = time.monotonic() - started
+            text = "\n".join(c.text for c in result.content)
+            assert took < 1.5, f"{name} waited {took:.1f} s for a starting backend"
+            assert "Still starting (first connection): `slowpoke`" in text and "Ask again in a few seconds" in text, (name, text)
+            if name == "tool_info":
+                assert result.is_error, text
+            else:
+                assert result.structured_content["starting"] == ["slowpoke"], result.structured_content
+                assert "quick.echo" in text and "slowpoke." not in text.split("Still starting")[0], text
+        await settled(client)
+        search = await client.call_tool("search_tools", {"query": "echo the text back"})
+        names = [r["name"] for r in search.structured_content["results"]]
+        assert "slowpoke.echo" in names and "starting" not in search.structured_content, search.structured_content
+        info = await client.call_tool("tool_info", {"name": "slowpoke.echo"})
+        assert not info.is_error, info.content
+
+    (tmp_path / "waiting").mkdir()
+    waiting = write_config(tmp_path / "waiting", "toml", {"quick": quick, "slowpoke": slow})
+    waiting.write_text(waiting.read_text().replace("[gateway]", '[gateway]\nstartup_wait = "10s"'))
+    async with connect("stdio", waiting, settle=False) as client:
+        started = time.monotonic()
+        search = await client.call_tool("search_tools", {"query": "echo the text back"})
+        assert time.monotonic() - started > 2, "with startup_wait written, the search waits"
+        names = [r["name"] for r in search.structured_content["results"]]
+        assert "slowpoke.echo" in names and "starting" not in search.structured_content, search.structured_content
 
 
 async def test_the_wait_has_a_configurable_bound(tmp_path):
@@ -119,7 +172,7 @@ async def test_the_wait_has_a_configurable_bound(tmp_path):
     slow = {"command": "sh", "args": ["-c", f"sleep 5 && exec {sys.executable} {FAKE_BACKEND} ok"]}
     config = write_config(tmp_path, "toml", {"slowpoke": slow})
     config.write_text(config.read_text().replace("[gateway]", '[gateway]\nstartup_wait = "1s"'))
-    async with connect("stdio", config) as client:
+    async with connect("stdio", config, settle=False) as client:
         started = time.monotonic()
         listed = await client.list_tools()
         assert time.monotonic() - started < 3

@@ -30,7 +30,7 @@ async def test_a_server_that_takes_12_s_to_start_connects(tmp_path):
         "timeout": "40s",
     }
     config = write_config(tmp_path, "toml", {"slowmemory": slow})
-    async with connect("stdio", config) as client:
+    async with connect("stdio", config, settle=False) as client:
         started = time.monotonic()
         status = await settled_status(client, "slowmemory", 40)
         assert status["state"] == "ready", status

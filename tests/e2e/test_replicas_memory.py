@@ -9,7 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from conftest import OneProcess, structured
+from conftest import OneProcess, settled, structured
 from test_replicas import TOKEN_A, TOKEN_B, replica_config
 from cluster import fresh_database
 
@@ -29,6 +29,7 @@ async def test_state_and_learned_shapes_are_shared_by_replicas(tmp_path):
             assert structured(read)["result"] == {"page": 3}
             theirs = await other.call_tool("call_tool_chain", {"code": "return [await state.get('cursor'), await state.keys()];"})
             assert structured(theirs)["result"] == [None, []]
+            await settled(b)
             before = structured(await b.call_tool("tool_info", {"name": "fake.secret_record"}))
             assert "returns" not in before, before
             taught = await a.call_tool("call_tool_chain", {

@@ -15,7 +15,8 @@ use sandgate_upstream::Backends;
 use crate::stored::loaded::Tools;
 use crate::views::{CachedView, View};
 
-/// Longest a meta-tool waits for backends that are still starting and have nothing cached.
+/// Longest a `call_tool_chain` or an overview resource waits for backends that are still
+/// starting and have nothing cached (the meta-tools wait only when `startup_wait` is written).
 pub const STARTUP_WAIT: Duration = Duration::from_secs(10);
 
 /// How long a caller waits for a catalog refresh already under way before it builds one.
@@ -33,7 +34,8 @@ pub struct Catalogs {
     stored: RwLock<Tools>,
     /// How long a first answer waits for backends on their first connection, in ms.
     startup_wait_ms: AtomicU64,
-    /// `tools/list` waits for cold backends too (`[gateway] startup_wait` is configured).
+    /// `tools/list` and the meta-tools wait for cold backends too (`[gateway] startup_wait` is
+    /// configured).
     list_waits: AtomicBool,
     builds: AtomicU64,
     /// Held while a catalog is rebuilt (see `rebuild`).
@@ -130,6 +132,15 @@ impl Catalogs {
             self.backends.wait_settled_for(&cold, wait).await;
             return self.rebuilt().await;
         }
+        self.caught_up_full_view_for(needed).await
+    }
+
+    /// The full view as it stands, waiting for no backend that is still starting: only for a
+    /// refresh already under way that adds what a backend `needed` names just gained.
+    pub(crate) async fn caught_up_full_view_for(
+        self: &Arc<Self>,
+        needed: impl Fn(&str) -> bool,
+    ) -> View {
         // A backend the caller needs that became ready or changed a moment ago may not be in the
         // snapshot yet: its generation says so. The refresh that change set off is under way;
         // wait for it rather than build the same catalog twice (a second build of a large
@@ -206,7 +217,8 @@ impl Catalogs {
         self.list_waits.store(true, Ordering::Relaxed);
     }
 
-    /// Whether `tools/list` waits for cold backends (only when `startup_wait` is configured).
+    /// Whether `tools/list` and the meta-tools wait for cold backends (only when `startup_wait`
+    /// is configured).
     pub(crate) fn list_waits(&self) -> bool {
         self.list_waits.load(Ordering::Relaxed)
     }

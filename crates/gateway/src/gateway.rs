@@ -83,8 +83,9 @@ impl GatewayBuilder {
         self
     }
 
-    /// How long first answers wait for backends still on their first connection attempt
-    /// (`[gateway] startup_wait`); written in the config, it also holds the first `tools/list`.
+    /// How long a `call_tool_chain` and the overview resources wait for backends still on their
+    /// first connection attempt (`[gateway] startup_wait`); written in the config, it also holds
+    /// `tools/list` and the meta-tools, which otherwise answer at once (`mcp::starting`).
     pub fn startup_wait(mut self, wait: Option<Duration>) -> Self {
         self.startup_wait = wait;
         self
@@ -333,6 +334,23 @@ impl Gateway {
     pub async fn settled_view_for(&self, access: &Access, needed: impl Fn(&str) -> bool) -> View {
         let full = self.catalogs.settled_full_view_for(needed).await;
         self.catalogs.view_of(access, &full)
+    }
+
+    /// The current catalog as `access` sees it, waiting for no backend that is still starting
+    /// (the meta-tools answer at once, and name those: see `starting_backends`).
+    pub async fn known_view(&self, access: &Access) -> View {
+        let full = self.catalogs.caught_up_full_view_for(|_| true).await;
+        self.catalogs.view_of(access, &full)
+    }
+
+    /// The backends `access` may reach that are still on their first connection attempt with
+    /// no cached tool list: their tools are in no view yet.
+    pub fn starting_backends(&self, access: &Access) -> Vec<String> {
+        self.backends
+            .cold_backends()
+            .into_iter()
+            .filter(|name| access.may_reach_backend(name, &sandgate_catalog::sanitize_ident(name)))
+            .collect()
     }
 
     /// The return shapes learned for tools that declare none, as a lookup by entry (for

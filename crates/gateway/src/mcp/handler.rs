@@ -86,8 +86,8 @@ impl ServerHandler for SandgateServer {
         // and a slow backend must not hold it up (one that answers `initialize` after 25 s, or
         // never answers `tools/list`). The list names the backends that are ready; when one
         // more comes up, connected clients hear `tools/list_changed` (see `Gateway::refresh`).
-        // Search and `tool_info` still give cold backends `[gateway] startup_wait`, and so does
-        // this list when the operator wrote `startup_wait` in the config.
+        // The meta-tools answer at once too, naming the backends still starting; this list and
+        // they wait for them only when the operator wrote `startup_wait` in the config.
         if self.gateway.catalogs().list_waits() {
             self.gateway.settled_view(&caller.access).await;
         }

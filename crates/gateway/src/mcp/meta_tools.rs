@@ -21,6 +21,7 @@ use crate::chain::bounds::{bounded, short_text};
 use crate::chain::{self, ChainArgs};
 use crate::door::granted;
 use crate::gateway::Gateway;
+use crate::mcp::starting;
 use crate::progress::ProgressSink;
 use crate::runtime::Cancellation;
 
@@ -224,37 +225,41 @@ pub(crate) async fn read_output(
     chain::read::read_output(gateway, caller, parse("read_output", args)?).await
 }
 
-/// `search_tools`, over what the caller sees once its backends have settled.
+/// `search_tools`, over what the caller sees now (naming the backends still starting).
 pub(crate) async fn search(
     gateway: &Arc<Gateway>,
     caller: &Caller,
     args: Value,
 ) -> Result<CallToolResult, String> {
-    let catalog = gateway.settled_view(&caller.access).await.catalog;
-    search_tools(&catalog, &gateway.observed(), parse("search_tools", args)?)
+    let (catalog, starting) = starting::meta_catalog(gateway, caller).await;
+    let answer = search_tools(&catalog, &gateway.observed(), parse("search_tools", args)?);
+    starting::noted(answer, &starting)
 }
 
-/// `tool_info`: a tool outside the caller's view is answered like a missing one.
+/// `tool_info`: a tool outside the caller's view is answered like a missing one; one of a
+/// backend still starting says so.
 pub(crate) async fn info(
     gateway: &Arc<Gateway>,
     caller: &Caller,
     args: Value,
 ) -> Result<CallToolResult, String> {
-    let catalog = gateway.settled_view(&caller.access).await.catalog;
+    let (catalog, starting) = starting::meta_catalog(gateway, caller).await;
     let args = parse::<InfoArgs>("tool_info", args)?;
     let asked = args.name.clone();
     tool_info(&catalog, &gateway.observed(), args)
         .map_err(|e| crate::chain::ungranted::outside_view(gateway, caller, &asked, e))
+        .map_err(|e| starting::lookup_error(e, &asked, &starting))
 }
 
-/// `list_tools_meta`.
+/// `list_tools_meta`, of what the caller sees now (naming the backends still starting).
 pub(crate) async fn list(
     gateway: &Arc<Gateway>,
     caller: &Caller,
     args: Value,
 ) -> Result<CallToolResult, String> {
-    let catalog = gateway.settled_view(&caller.access).await.catalog;
-    list_tools_meta(&catalog, parse("list_tools_meta", args)?)
+    let (catalog, starting) = starting::meta_catalog(gateway, caller).await;
+    let answer = list_tools_meta(&catalog, parse("list_tools_meta", args)?);
+    starting::noted(answer, &starting)
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, String> {

@@ -10,6 +10,7 @@ mod handler;
 pub(crate) mod meta_tools;
 pub(crate) mod resources;
 pub(crate) mod routes;
+mod starting;
 mod stored_tools;
 mod tasks;
 
