@@ -35,6 +35,31 @@ pub struct ToolSpec {
     pub annotations: Option<Value>,
 }
 
+impl ToolSpec {
+    /// Takes out text no person sees (zero-width, bidirectional and tag characters, HTML
+    /// comments: `sandgate_pins::clean`) from the description, the schemas and the annotations.
+    /// Every way a spec enters the catalog calls it: a backend's listing (`upstream::listing`),
+    /// the tool cache (which an older build wrote uncleaned) and a stored tool, so no surface
+    /// made from the catalog shows any. Says whether it took anything out.
+    pub fn take_out_hidden_text(&mut self) -> bool {
+        let mut took_out = false;
+        if let Some(description) = &self.description
+            && let std::borrow::Cow::Owned(cleaned) = sandgate_pins::clean(description)
+        {
+            self.description = Some(cleaned);
+            took_out = true;
+        }
+        took_out |= sandgate_pins::clean_json(&mut self.input_schema);
+        if let Some(schema) = self.output_schema.as_mut() {
+            took_out |= sandgate_pins::clean_json(schema);
+        }
+        if let Some(annotations) = self.annotations.as_mut() {
+            took_out |= sandgate_pins::clean_json(annotations);
+        }
+        took_out
+    }
+}
+
 /// A tool in the catalog: its spec plus the names it is reachable by.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {

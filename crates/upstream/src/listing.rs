@@ -184,8 +184,11 @@ fn whole_list(problem: String) -> ToolProblem {
     }
 }
 
+/// The name as an operator may read it: cut to 100 characters, with characters no person sees
+/// written as escapes.
 fn shown_name(name: &str) -> String {
-    match cut_at_chars(name, 100) {
+    let name = sandgate_pins::escaped(name);
+    match cut_at_chars(&name, 100) {
         Some((kept, _)) => format!("{kept}…"),
         None => name.to_string(),
     }
@@ -226,6 +229,12 @@ fn judge(raw: Value, config: &BackendConfig, problems: &mut Problems) -> Option<
     if name.chars().any(char::is_control) {
         return drop("its name holds control characters; the tool is dropped".into());
     }
+    if sandgate_pins::hidden(&name).any() {
+        return drop(
+            "its name holds characters no person sees (zero-width, bidirectional or tag characters), so it can pass for another; the tool is dropped"
+                .into(),
+        );
+    }
     let input_schema = match raw.remove("inputSchema") {
         Some(Value::Object(schema)) => schema,
         Some(_) => {
@@ -265,17 +274,24 @@ fn judge(raw: Value, config: &BackendConfig, problems: &mut Problems) -> Option<
         });
     }
     let size = name.len() + description.as_ref().map_or(0, String::len) + input_size + output_size;
-    Some((
-        ToolSpec {
-            backend: config.name.clone(),
-            name,
-            description,
-            input_schema,
-            output_schema,
-            annotations,
-        },
-        size,
-    ))
+    let mut spec = ToolSpec {
+        backend: config.name.clone(),
+        name,
+        description,
+        input_schema,
+        output_schema,
+        annotations,
+    };
+    // Text no person sees (tag characters that spell an instruction, zero-width and
+    // bidirectional characters, HTML comments) never reaches a model: it is taken out here, where
+    // every definition comes in, and the operator is told (issue 49).
+    if spec.take_out_hidden_text() {
+        problems.push(ToolProblem {
+            tool: shown_name(&spec.name),
+            problem: "its definition holds text no person sees (zero-width, bidirectional or tag characters, or HTML comments); it is taken out before any model reads it".into(),
+        });
+    }
+    Some((spec, size))
 }
 
 /// The schema itself, or an empty schema (rendered `unknown`) when it is too deep or too

@@ -58,14 +58,17 @@ impl Loaded {
 
     /// How the catalog lists it.
     pub fn spec(&self) -> ToolSpec {
-        ToolSpec {
+        let mut spec = ToolSpec {
             backend: BACKEND.to_string(),
             name: self.stored.name.clone(),
             description: Some(self.meta.description.clone()),
             input_schema: self.meta.input.clone(),
             output_schema: Some(result_schema(self.meta.output.as_ref())),
             annotations: None,
-        }
+        };
+        // A stored tool's text reaches every model as a backend's does (issue 49).
+        spec.take_out_hidden_text();
+        spec
     }
 }
 
