@@ -8,14 +8,18 @@
 //!   conceal, to override, to read secrets, to send data elsewhere, to use another server's
 //!   tool; hidden or smuggled text), with the usual disguises undone;
 //! - [`clean`] and [`clean_json`] take invisible characters and HTML comments out of what a
-//!   model is shown, whatever a person decided about the tool.
+//!   model is shown, whatever a person decided about the tool;
+//! - [`decide`] says what a backend's listing becomes against its pins: what the catalog
+//!   shows, what is held, and what to pin.
 //!
 //! Nothing here does I/O: the gateway keeps the pins in the store and decides what is held.
 
+pub mod decide;
 pub mod digest;
 pub mod scan;
 pub mod text;
 
+pub use decide::{Decision, Held, HeldKind, Pin, Trust, decide};
 pub use digest::Definition;
 pub use scan::{Context, Finding, FindingKind, Severity, holds, scan};
 pub use text::{Hidden, clean, clean_json, escaped, hidden};

@@ -127,15 +127,11 @@ fn the_poisoned_corpus_is_held() {
     );
 }
 
-/// A second poisoned set, written after the rules were set and never tuned on: the figure that
-/// says how the rules do on wording they have not seen. Reported, and held to 80%.
+/// Poisoned sets written after the rules were set: the figures that say how the rules do on
+/// wording they have not seen. The first was then tuned on (23 of 30 before, 30 after); the
+/// second was not. Each is held to 80%, and the figures are printed.
 #[test]
-fn the_held_out_poisoned_set_is_mostly_held() {
-    let corpus: Value = serde_json::from_slice(
-        &std::fs::read(fixtures().join("poisoned_tools_heldout.json"))
-            .expect("poisoned_tools_heldout.json"),
-    )
-    .expect("JSON");
+fn the_held_out_poisoned_sets_are_mostly_held() {
     let others = [
         ("mail", "send_email"),
         ("fs", "read_file"),
@@ -143,26 +139,31 @@ fn the_held_out_poisoned_set_is_mostly_held() {
     ]
     .map(|(b, t)| (b.to_string(), t.to_string()));
     let context = Context::new("utils", &others);
-    let cases = corpus["cases"].as_array().expect("cases");
-    let missed: Vec<String> = cases
-        .iter()
-        .filter(|case| !holds(&scan(&definition(&case["tool"]), &context)))
-        .map(|case| {
-            format!(
-                "{} ({}): {}",
-                case["id"], case["technique"], case["tool"]["name"]
-            )
-        })
-        .collect();
-    let held = cases.len() - missed.len();
-    println!(
-        "held-out: {held} of {} held; missed: {missed:?}",
-        cases.len()
-    );
-    assert!(
-        held * 100 >= cases.len() * 80,
-        "held {held} of {}; missed:\n{}",
-        cases.len(),
-        missed.join("\n")
-    );
+    for file in [
+        "poisoned_tools_heldout.json",
+        "poisoned_tools_heldout2.json",
+    ] {
+        let corpus: Value =
+            serde_json::from_slice(&std::fs::read(fixtures().join(file)).expect(file))
+                .expect("JSON");
+        let cases = corpus["cases"].as_array().expect("cases");
+        let missed: Vec<String> = cases
+            .iter()
+            .filter(|case| !holds(&scan(&definition(&case["tool"]), &context)))
+            .map(|case| {
+                format!(
+                    "{} ({}): {}",
+                    case["id"], case["technique"], case["tool"]["name"]
+                )
+            })
+            .collect();
+        let held = cases.len() - missed.len();
+        println!("{file}: {held} of {} held; missed: {missed:?}", cases.len());
+        assert!(
+            held * 100 >= cases.len() * 80,
+            "{file}: held {held} of {}; missed:\n{}",
+            cases.len(),
+            missed.join("\n")
+        );
+    }
 }
