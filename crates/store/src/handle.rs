@@ -18,7 +18,7 @@ use crate::sqlite_queue::SqliteQueue;
 use crate::tools::Changer;
 use crate::{
     CredentialEntry, ExecutionRecord, OutputSlice, RecordFilter, Retention, ShapeMerge, Stats,
-    Store, StoreError, StoredShape, StoredTool, ToolVersion,
+    Store, StoreError, StoredHeld, StoredPin, StoredShape, StoredTool, ToolVersion,
 };
 
 /// A cheap, cloneable handle to the store.
@@ -435,6 +435,59 @@ impl StoreHandle {
         let (backend, tool) = (backend.to_string(), tool.to_string());
         dispatch!(self, |s| s.merge_shape(&backend, &tool, merge), |p| p
             .merge_shape(&backend, &tool, merge))
+    }
+
+    /// Every pin of a tool definition (of `backend`, or of all backends).
+    pub async fn pins(&self, backend: Option<&str>) -> Result<Vec<StoredPin>, StoreError> {
+        let backend = backend.map(str::to_string);
+        dispatch!(self, |s| s.pins(backend.as_deref()), |p| p
+            .pins(backend.as_deref()))
+    }
+
+    /// Every definition held for review (of `backend`, or of all backends).
+    pub async fn held(&self, backend: Option<&str>) -> Result<Vec<StoredHeld>, StoreError> {
+        let backend = backend.map(str::to_string);
+        dispatch!(self, |s| s.held(backend.as_deref()), |p| p
+            .held(backend.as_deref()))
+    }
+
+    /// Records what `backend`'s listing decided: `pinned` where no pin is yet, `held` as the
+    /// backend's held changes (a rejection of the same definition is kept).
+    pub async fn record_listing(
+        &self,
+        backend: &str,
+        pinned: Vec<StoredPin>,
+        held: Vec<StoredHeld>,
+    ) -> Result<(), StoreError> {
+        let backend = backend.to_string();
+        dispatch!(self, |s| s.record_listing(&backend, &pinned, &held), |p| p
+            .record_listing(&backend, &pinned, &held))
+    }
+
+    /// Accepts the held change of `backend`'s `tool`: it becomes the pin, decided by `by`.
+    /// The change accepted, or `None` when none was held.
+    pub async fn accept_held(
+        &self,
+        backend: &str,
+        tool: &str,
+        by: &str,
+    ) -> Result<Option<StoredHeld>, StoreError> {
+        let (backend, tool, by) = (backend.to_string(), tool.to_string(), by.to_string());
+        dispatch!(self, |s| s.accept_held(&backend, &tool, &by), |p| p
+            .accept_held(&backend, &tool, &by))
+    }
+
+    /// Rejects the held change of `backend`'s `tool` (it stays held, marked rejected by `by`).
+    /// Whether one was held.
+    pub async fn reject_held(
+        &self,
+        backend: &str,
+        tool: &str,
+        by: &str,
+    ) -> Result<bool, StoreError> {
+        let (backend, tool, by) = (backend.to_string(), tool.to_string(), by.to_string());
+        dispatch!(self, |s| s.reject_held(&backend, &tool, &by), |p| p
+            .reject_held(&backend, &tool, &by))
     }
 }
 

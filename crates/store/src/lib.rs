@@ -17,6 +17,7 @@ mod error;
 mod handle;
 pub mod migrate;
 mod outputs;
+mod pins;
 pub mod postgres;
 mod records;
 mod shapes;
@@ -28,6 +29,7 @@ pub use credentials::{CredentialEntry, MAX_CREDENTIALS_PER_OWNER, MAX_SEALED_BYT
 pub use error::StoreError;
 pub use handle::{Commit, StoreHandle};
 pub use outputs::{OutputSlice, slice};
+pub use pins::{MAX_PIN_BYTES, StoredHeld, StoredPin};
 pub use postgres::{Admitted, Notice, SessionKind, SharedSession};
 pub use records::{
     BackendStats, CallRow, ExecutionRecord, KEEP_SHOWN, MAX_CALL_ERROR_CHARS, MAX_SHOWN_BYTES,

@@ -10,6 +10,7 @@ mod batch;
 mod credentials;
 mod listen;
 mod outputs;
+mod pins;
 mod rates;
 mod records;
 pub mod schema;

@@ -132,6 +132,28 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (owner, key)
     );
     CREATE INDEX script_state_by_expiry ON script_state(expires_at_ms);",
+    // 6: pins of backends' tool definitions, and the changes held for review (as the SQLite
+    // store's version 11).
+    "CREATE TABLE tool_pins (
+        backend TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        decided_by TEXT NOT NULL,
+        updated_at_ms BIGINT NOT NULL,
+        PRIMARY KEY (backend, tool)
+    );
+    CREATE TABLE tool_pins_held (
+        backend TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        findings TEXT NOT NULL,
+        rejected_by TEXT,
+        seen_at_ms BIGINT NOT NULL,
+        PRIMARY KEY (backend, tool)
+    );",
 ];
 
 /// The schema version this build writes.
