@@ -1,5 +1,5 @@
 //! What the supply-chain guard costs a listing: the scan of every tool of the real servers in
-//! `tests/fixtures/real_tools` (the context made once, as the gateway does for a listing), the
+//! `tests/fixtures/real_tools` (the names made once, as the gateway does for a listing), the
 //! digest of each, and cleaning a description. None of it is on a call's path: it runs when a
 //! listing arrives or changes.
 
@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sandgate_pins::{Context, Definition, clean, scan};
+use sandgate_pins::{Definition, Names, clean, scan};
 use serde_json::Value;
 
 fn real() -> Vec<(String, Definition)> {
@@ -56,7 +56,8 @@ fn bench(c: &mut Criterion) {
         .collect();
     c.bench_function("listing/notion_24_tools_scanned", |b| {
         b.iter(|| {
-            let context = Context::new("notion", &names);
+            let all = Names::new(&names);
+            let context = all.context("notion");
             notion
                 .iter()
                 .map(|d| scan(d, &context).len())
@@ -65,20 +66,15 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("listing/all_real_tools_scanned", |b| {
         b.iter(|| {
-            let mut contexts = std::collections::BTreeMap::new();
+            let all = Names::new(&names);
             tools
                 .iter()
-                .map(|(s, d)| {
-                    scan(
-                        d,
-                        contexts
-                            .entry(s.as_str())
-                            .or_insert_with(|| Context::new(s, &names)),
-                    )
-                    .len()
-                })
+                .map(|(s, d)| scan(d, &all.context(s)).len())
                 .sum::<usize>()
         })
+    });
+    c.bench_function("listing/names_of_233_tools_made", |b| {
+        b.iter(|| Names::new(&names))
     });
     c.bench_function("listing/all_real_tools_digested", |b| {
         b.iter(|| tools.iter().map(|(_, d)| d.digest().len()).sum::<usize>())

@@ -11,6 +11,7 @@
 //! and URLs: the rules look for what those lack (`tests/real_tools.rs` holds them to zero
 //! false alarms on the published tool lists in `tests/fixtures/real_tools`).
 
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -72,40 +73,34 @@ pub struct Finding {
     pub excerpt: String,
 }
 
-/// What the scan knows besides the definition: its backend, and the other backends' tools (a
-/// description that tells the model how to use one of those shadows it). Made once for a
-/// listing: it holds a matcher over every name.
+/// Every tool name the gateway lists, made once for a listing: a matcher over each name as a
+/// description could use it (qualified, quoted, or bare when it reads as a name).
 #[derive(Debug)]
-pub struct Context {
-    backend: String,
+pub struct Names {
     /// `(backend, tool)` of each pattern of `matcher`, lower case.
     owners: Vec<(String, String)>,
-    /// The tools the definition's own backend has (a name it shares is its own to mention).
-    own: std::collections::HashSet<String>,
+    /// Each backend's tools, lower case (a name a backend shares is its own to mention).
+    by_backend: HashMap<String, HashSet<String>>,
     matcher: Option<aho_corasick::AhoCorasick>,
 }
 
-impl Context {
-    /// The context of a definition of `backend`, beside `tools` (`(backend, tool)` of every tool
-    /// the gateway lists, its own backend's among them).
-    pub fn new(backend: &str, tools: &[(String, String)]) -> Context {
-        let own = tools
-            .iter()
-            .filter(|(b, _)| b == backend)
-            .map(|(_, t)| t.to_lowercase())
-            .collect::<std::collections::HashSet<_>>();
+impl Names {
+    /// The names of `tools` (`(backend, tool)` of every tool the gateway lists).
+    pub fn new(tools: &[(String, String)]) -> Names {
+        let mut by_backend: HashMap<String, HashSet<String>> = HashMap::new();
         let mut patterns = Vec::new();
         let mut owners = Vec::new();
-        for (other, tool) in tools {
-            let name = tool.to_lowercase();
-            if other == backend || own.contains(&name) {
-                continue;
-            }
+        for (backend, tool) in tools {
+            let (backend, name) = (backend.to_lowercase(), tool.to_lowercase());
+            by_backend
+                .entry(backend.clone())
+                .or_default()
+                .insert(name.clone());
             let mut add = |pattern: String| {
                 patterns.push(pattern);
-                owners.push((other.to_lowercase(), name.clone()));
+                owners.push((backend.clone(), name.clone()));
             };
-            add(format!("{}.{name}", other.to_lowercase()));
+            add(format!("{backend}.{name}"));
             for (open, close) in [('`', '`'), ('"', '"'), ('\'', '\''), ('“', '”')] {
                 add(format!("{open}{name}{close}"));
             }
@@ -117,15 +112,43 @@ impl Context {
             .match_kind(aho_corasick::MatchKind::LeftmostLongest)
             .build(&patterns)
             .ok();
-        Context {
-            backend: backend.to_string(),
+        Names {
             owners,
-            own,
+            by_backend,
             matcher,
         }
     }
 
-    /// The definition's own backend.
+    /// What the scan of a definition of `backend` knows.
+    pub fn context<'a>(&'a self, backend: &str) -> Context<'a> {
+        let backend = backend.to_lowercase();
+        Context {
+            own: self.by_backend.get(&backend),
+            backend,
+            names: self,
+        }
+    }
+
+    /// Whether `name` (of `owner`) is another backend's, not one `context`'s backend has too.
+    fn foreign(&self, context: &Context<'_>, pattern: usize) -> Option<&str> {
+        let (owner, name) = self.owners.get(pattern)?;
+        let own =
+            owner == &context.backend || context.own.is_some_and(|tools| tools.contains(name));
+        (!own).then_some(name.as_str())
+    }
+}
+
+/// What the scan knows besides the definition: its backend, and every other backend's tools
+/// (a description that tells the model how to use one of those shadows it).
+#[derive(Debug)]
+pub struct Context<'a> {
+    backend: String,
+    own: Option<&'a HashSet<String>>,
+    names: &'a Names,
+}
+
+impl Context<'_> {
+    /// The definition's own backend (lower case).
     pub fn backend(&self) -> &str {
         &self.backend
     }
@@ -141,7 +164,7 @@ const MAX_STRINGS: usize = 2_000;
 const MAX_DEPTH: usize = 32;
 
 /// Scans `definition` (see the module's documentation).
-pub fn scan(definition: &Definition, context: &Context) -> Vec<Finding> {
+pub fn scan(definition: &Definition, context: &Context<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut strings: Vec<(String, &str)> = Vec::new();
     strings.push(("name".into(), &definition.name));
@@ -234,7 +257,7 @@ fn push(
 }
 
 /// Reads one string: its hidden text, then what it says, as written and with disguises undone.
-fn read(raw: &str, place: &str, context: &Context, findings: &mut Vec<Finding>) {
+fn read(raw: &str, place: &str, context: &Context<'_>, findings: &mut Vec<Finding>) {
     let hidden = text::hidden(raw);
     if hidden.tags > 0 || hidden.bidi > 0 {
         push(
@@ -265,6 +288,12 @@ fn read(raw: &str, place: &str, context: &Context, findings: &mut Vec<Finding>) 
             place,
             "zero-width characters",
         );
+    }
+    // A single short word (a type, a key, an enum value) says nothing to a model but a tag
+    // posing as its instructions (`[system]`): the phrase rules are for sentences.
+    if hidden.tag_text.is_empty() && raw.len() < 40 && !raw.contains(char::is_whitespace) {
+        rules::tag(&raw.to_lowercase(), place, findings);
+        return;
     }
     let mut versions = vec![normal(raw)];
     if !hidden.tag_text.is_empty() {

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sandgate_pins::{Context, Definition, Severity, holds, scan};
+use sandgate_pins::{Definition, Names, Severity, holds, scan};
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
@@ -66,12 +66,9 @@ fn no_real_servers_tool_is_held() {
         .collect();
     let mut held = Vec::new();
     let mut warnings = 0;
-    let mut contexts = std::collections::BTreeMap::new();
+    let names = Names::new(&others);
     for (server, tool) in &tools {
-        let context = contexts
-            .entry(server.clone())
-            .or_insert_with(|| Context::new(server, &others));
-        let findings = scan(&definition(tool), context);
+        let findings = scan(&definition(tool), &names.context(server));
         warnings += findings
             .iter()
             .filter(|f| f.severity == Severity::Warning)
@@ -107,7 +104,8 @@ fn the_poisoned_corpus_is_held() {
         .collect();
     let cases = corpus["cases"].as_array().expect("cases");
     let mut missed = Vec::new();
-    let context = Context::new("utils", &others);
+    let names = Names::new(&others);
+    let context = names.context("utils");
     for case in cases {
         let findings = scan(&definition(&case["tool"]), &context);
         if !holds(&findings) {
@@ -138,7 +136,8 @@ fn the_held_out_poisoned_sets_are_mostly_held() {
         ("github", "create_pull_request"),
     ]
     .map(|(b, t)| (b.to_string(), t.to_string()));
-    let context = Context::new("utils", &others);
+    let names = Names::new(&others);
+    let context = names.context("utils");
     for file in [
         "poisoned_tools_heldout.json",
         "poisoned_tools_heldout2.json",

@@ -159,7 +159,20 @@ static TOOL_USE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Reads what `text` (normalized) says, and adds what it found.
-pub(super) fn says(text: &str, place: &str, context: &Context, findings: &mut Vec<Finding>) {
+/// A tag or block posing as the model's instructions in `text` (lower case).
+pub(super) fn tag(text: &str, place: &str, findings: &mut Vec<Finding>) {
+    if let Some(found) = INSTRUCTION_TAG.find(text) {
+        push(
+            findings,
+            FindingKind::Override,
+            Severity::High,
+            place,
+            &text[found.start()..],
+        );
+    }
+}
+
+pub(super) fn says(text: &str, place: &str, context: &Context<'_>, findings: &mut Vec<Finding>) {
     if text.is_empty() {
         return;
     }
@@ -322,19 +335,22 @@ pub(super) fn distinctive(tool: &str) -> bool {
 fn shadowing(
     text: &str,
     place: &str,
-    context: &Context,
+    context: &Context<'_>,
     findings: &mut Vec<Finding>,
     excerpt: &dyn Fn(usize) -> String,
 ) {
     if place == "name" {
         return;
     }
-    let Some(matcher) = &context.matcher else {
+    let Some(matcher) = &context.names.matcher else {
         return;
     };
     for found in matcher.find_iter(text) {
-        let (_, name) = &context.owners[found.pattern().as_usize()];
-        if context.own.contains(name) {
+        if context
+            .names
+            .foreign(context, found.pattern().as_usize())
+            .is_none()
+        {
             continue;
         }
         // A bare name must stand as a word of its own.
