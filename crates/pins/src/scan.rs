@@ -129,12 +129,12 @@ impl Names {
         }
     }
 
-    /// Whether `name` (of `owner`) is another backend's, not one `context`'s backend has too.
-    fn foreign(&self, context: &Context<'_>, pattern: usize) -> Option<&str> {
-        let (owner, name) = self.owners.get(pattern)?;
-        let own =
-            owner == &context.backend || context.own.is_some_and(|tools| tools.contains(name));
-        (!own).then_some(name.as_str())
+    /// Whether the name of `pattern` is another backend's, not one the backend of `context`
+    /// has too.
+    fn foreign(&self, context: &Context<'_>, pattern: usize) -> bool {
+        self.owners.get(pattern).is_some_and(|(owner, name)| {
+            owner != &context.backend && !context.own.is_some_and(|tools| tools.contains(name))
+        })
     }
 }
 
@@ -145,13 +145,6 @@ pub struct Context<'a> {
     backend: String,
     own: Option<&'a HashSet<String>>,
     names: &'a Names,
-}
-
-impl Context<'_> {
-    /// The definition's own backend (lower case).
-    pub fn backend(&self) -> &str {
-        &self.backend
-    }
 }
 
 /// A description longer than this is a warning (the longest of hundreds of real tools is about

@@ -48,7 +48,7 @@ pub struct StoredHeld {
 }
 
 /// Refuses text larger than any the gateway writes.
-pub(crate) fn check_pin_text(what: &str, text: &str) -> Result<(), StoreError> {
+fn check_pin_text(what: &str, text: &str) -> Result<(), StoreError> {
     if text.len() > MAX_PIN_BYTES {
         return Err(StoreError::Invalid(format!(
             "a pinned {what} may be at most {MAX_PIN_BYTES} bytes; this one is {}",
@@ -56,6 +56,34 @@ pub(crate) fn check_pin_text(what: &str, text: &str) -> Result<(), StoreError> {
         )));
     }
     Ok(())
+}
+
+/// Refuses a listing's record holding text larger than any the gateway writes (both engines).
+pub(crate) fn check_listing(pinned: &[StoredPin], held: &[StoredHeld]) -> Result<(), StoreError> {
+    for pin in pinned {
+        check_pin_text("definition", &pin.definition)?;
+    }
+    for change in held {
+        check_pin_text("definition", &change.definition)?;
+        check_pin_text("finding list", &change.findings)?;
+    }
+    Ok(())
+}
+
+/// The columns a held change is read by, in [`held_row`]'s order.
+pub(crate) const HELD_COLUMNS: &str =
+    "backend, tool, kind, digest, definition, findings, rejected_by";
+
+fn held_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredHeld> {
+    Ok(StoredHeld {
+        backend: row.get(0)?,
+        tool: row.get(1)?,
+        kind: row.get(2)?,
+        digest: row.get(3)?,
+        definition: row.get(4)?,
+        findings: row.get(5)?,
+        rejected_by: row.get(6)?,
+    })
 }
 
 impl Store {
@@ -79,21 +107,10 @@ impl Store {
 
     /// Every held change (of `backend`, or of all backends).
     pub fn held(&self, backend: Option<&str>) -> Result<Vec<StoredHeld>, StoreError> {
-        let mut statement = self.conn.prepare(
-            "SELECT backend, tool, kind, digest, definition, findings, rejected_by FROM tool_pins_held
-             WHERE ?1 IS NULL OR backend = ?1 ORDER BY backend, tool",
-        )?;
-        let rows = statement.query_map([backend], |row| {
-            Ok(StoredHeld {
-                backend: row.get(0)?,
-                tool: row.get(1)?,
-                kind: row.get(2)?,
-                digest: row.get(3)?,
-                definition: row.get(4)?,
-                findings: row.get(5)?,
-                rejected_by: row.get(6)?,
-            })
-        })?;
+        let mut statement = self.conn.prepare(&format!(
+            "SELECT {HELD_COLUMNS} FROM tool_pins_held WHERE ?1 IS NULL OR backend = ?1 ORDER BY backend, tool"
+        ))?;
+        let rows = statement.query_map([backend], held_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -106,13 +123,7 @@ impl Store {
         pinned: &[StoredPin],
         held: &[StoredHeld],
     ) -> Result<(), StoreError> {
-        for pin in pinned {
-            check_pin_text("definition", &pin.definition)?;
-        }
-        for change in held {
-            check_pin_text("definition", &change.definition)?;
-            check_pin_text("finding list", &change.findings)?;
-        }
+        check_listing(pinned, held)?;
         let tx = self.conn.transaction()?;
         let now = now_ms();
         for pin in pinned {
@@ -158,20 +169,11 @@ impl Store {
         let tx = self.conn.transaction()?;
         let held: Option<StoredHeld> = tx
             .query_row(
-                "SELECT backend, tool, kind, digest, definition, findings, rejected_by FROM tool_pins_held
-                 WHERE backend = ?1 AND tool = ?2",
+                &format!(
+                    "SELECT {HELD_COLUMNS} FROM tool_pins_held WHERE backend = ?1 AND tool = ?2"
+                ),
                 params![backend, tool],
-                |row| {
-                    Ok(StoredHeld {
-                        backend: row.get(0)?,
-                        tool: row.get(1)?,
-                        kind: row.get(2)?,
-                        digest: row.get(3)?,
-                        definition: row.get(4)?,
-                        findings: row.get(5)?,
-                        rejected_by: row.get(6)?,
-                    })
-                },
+                held_row,
             )
             .optional()?;
         let Some(held) = held else {

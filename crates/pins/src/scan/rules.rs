@@ -11,8 +11,40 @@ use regex::{Regex, RegexSet};
 
 use super::{Context, Finding, FindingKind, Severity, push, unreachable_regex};
 
-fn set(patterns: &[&str]) -> RegexSet {
-    RegexSet::new(patterns).unwrap_or_else(|_| RegexSet::empty())
+/// Phrases of one kind: a set that says whether any matches, and each compiled once to say
+/// where the first one starts (for the finding's excerpt).
+struct Phrases {
+    set: RegexSet,
+    each: Vec<Regex>,
+}
+
+impl Phrases {
+    /// Where the earliest matching phrase starts, if any matches.
+    fn first(&self, text: &str) -> Option<usize> {
+        self.set
+            .matches(text)
+            .iter()
+            .filter_map(|i| self.each.get(i)?.find(text).map(|m| m.start()))
+            .min()
+    }
+}
+
+#[cfg(test)]
+impl Phrases {
+    fn is_match(&self, text: &str) -> bool {
+        self.set.is_match(text)
+    }
+
+    fn len(&self) -> usize {
+        self.each.len()
+    }
+}
+
+fn set(patterns: &[&str]) -> Phrases {
+    Phrases {
+        set: RegexSet::new(patterns).unwrap_or_else(|_| RegexSet::empty()),
+        each: patterns.iter().map(|p| one(p)).collect(),
+    }
 }
 
 fn one(pattern: &str) -> Regex {
@@ -20,7 +52,7 @@ fn one(pattern: &str) -> Regex {
 }
 
 /// Keeping something from the user.
-static CONCEALMENT: LazyLock<RegexSet> = LazyLock::new(|| {
+static CONCEALMENT: LazyLock<Phrases> = LazyLock::new(|| {
     set(&[
         r"\b(do not|don't|dont|never|must not|mustn't|should not|shouldn't|without)\s+(ever\s+)?(tell|telling|inform|informing|mention|mentioning|reveal|revealing|disclose|disclosing|notify|notifying|alert|alerting|show|showing|let|letting|warn|warning|explain)\b[^.;!?\n]{0,60}\b(user|users|human|person|operator|owner|customer|client|anyone|them|him|her)\b",
         r"\bwithout\s+(the\s+)?(user|human|person|operator)('s|s)?\s+(knowing|knowledge|noticing|awareness|being aware|consent|approval|permission|being told|seeing)",
@@ -56,7 +88,7 @@ static CONCEALMENT: LazyLock<RegexSet> = LazyLock::new(|| {
 });
 
 /// Setting the model's instructions aside, or posing as them.
-static OVERRIDE: LazyLock<RegexSet> = LazyLock::new(|| {
+static OVERRIDE: LazyLock<Phrases> = LazyLock::new(|| {
     set(&[
         r"\b(ignore|ignoring|disregard|disregarding|forget|forgetting|override|overriding|bypass|bypassing|skip|discard|drop)\s+(all\s+|any\s+|every\s+)?(of\s+)?(the\s+|your\s+|these\s+|those\s+)?(previous|prior|above|earlier|preceding|former|original|existing|initial|system|safety|other|user's|user)\s+(instructions|instruction|prompts|prompt|rules|directives|guidelines|messages|constraints|policies|requests)",
         r"\b(new|updated|real|actual|true|revised|additional|hidden|secret)\s+(system\s+)?(instructions|directives|orders)\s*:",
@@ -185,23 +217,22 @@ pub(super) fn says(text: &str, place: &str, context: &Context<'_>, findings: &mu
             .unwrap_or(0);
         text[from..].chars().take(120).collect()
     };
-    let concealment = CONCEALMENT.matches(text);
-    if concealment.matched_any() {
+    if let Some(at) = CONCEALMENT.first(text) {
         push(
             findings,
             FindingKind::Concealment,
             Severity::High,
             place,
-            &first_match(text, &CONCEALMENT).map_or_else(|| text.to_string(), excerpt),
+            &excerpt(at),
         );
     }
-    if OVERRIDE.is_match(text) {
+    if let Some(at) = OVERRIDE.first(text) {
         push(
             findings,
             FindingKind::Override,
             Severity::High,
             place,
-            &first_match(text, &OVERRIDE).map_or_else(|| text.to_string(), excerpt),
+            &excerpt(at),
         );
     }
     if let Some(tag) = INSTRUCTION_TAG.find(text) {
@@ -225,15 +256,6 @@ pub(super) fn says(text: &str, place: &str, context: &Context<'_>, findings: &mu
         );
     }
     shadowing(text, place, context, findings, &excerpt);
-}
-
-fn first_match(text: &str, patterns: &RegexSet) -> Option<usize> {
-    patterns
-        .matches(text)
-        .iter()
-        .filter_map(|i| Regex::new(&patterns.patterns()[i]).ok())
-        .filter_map(|re| re.find(text).map(|m| m.start()))
-        .min()
 }
 
 /// Sentences of `text` (split at `.`, `;`, `!`, `?`, newlines and their CJK forms), with
@@ -346,11 +368,7 @@ fn shadowing(
         return;
     };
     for found in matcher.find_iter(text) {
-        if context
-            .names
-            .foreign(context, found.pattern().as_usize())
-            .is_none()
-        {
+        if !context.names.foreign(context, found.pattern().as_usize()) {
             continue;
         }
         // A bare name must stand as a word of its own.

@@ -5,7 +5,7 @@
 use tokio_postgres::Row;
 
 use super::PgStore;
-use crate::pins::{StoredHeld, StoredPin, check_pin_text};
+use crate::pins::{HELD_COLUMNS, StoredHeld, StoredPin, check_listing};
 use crate::{StoreError, now_ms};
 
 fn pin(row: &Row) -> Result<StoredPin, StoreError> {
@@ -53,8 +53,7 @@ impl PgStore {
         let client = self.client().await?;
         client
             .query(
-                "SELECT backend, tool, kind, digest, definition, findings, rejected_by FROM tool_pins_held
-                 WHERE $1::TEXT IS NULL OR backend = $1 ORDER BY backend, tool",
+                &format!("SELECT {HELD_COLUMNS} FROM tool_pins_held WHERE $1::TEXT IS NULL OR backend = $1 ORDER BY backend, tool"),
                 &[&backend],
             )
             .await?
@@ -70,13 +69,7 @@ impl PgStore {
         pinned: &[StoredPin],
         changes: &[StoredHeld],
     ) -> Result<(), StoreError> {
-        for pin in pinned {
-            check_pin_text("definition", &pin.definition)?;
-        }
-        for change in changes {
-            check_pin_text("definition", &change.definition)?;
-            check_pin_text("finding list", &change.findings)?;
-        }
+        check_listing(pinned, changes)?;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         tx.execute(LOCK, &[&backend]).await?;
@@ -129,8 +122,9 @@ impl PgStore {
         tx.execute(LOCK, &[&backend]).await?;
         let Some(row) = tx
             .query_opt(
-                "SELECT backend, tool, kind, digest, definition, findings, rejected_by FROM tool_pins_held
-                 WHERE backend = $1 AND tool = $2",
+                &format!(
+                    "SELECT {HELD_COLUMNS} FROM tool_pins_held WHERE backend = $1 AND tool = $2"
+                ),
                 &[&backend, &tool],
             )
             .await?
