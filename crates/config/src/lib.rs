@@ -31,7 +31,8 @@ pub use model::{
     BackendBounds, BackendConfig, Config, DEFAULT_CALL_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_RECORDS,
     DEFAULT_OUTPUT_RETENTION_HOURS, HttpConfig, HttpLimits, MAX_TOOL_NAME_BYTES, OutputConfig,
-    RateLimitFallback, RecordWrites, StoreBackend, StoreConfig, StoredToolsConfig, Transport,
+    PinMode, RateLimitFallback, RecordWrites, StoreBackend, StoreConfig, StoredToolsConfig,
+    Transport,
 };
 pub use parse::{Format, load_file, parse_str};
 pub use secret::Secret;

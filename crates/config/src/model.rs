@@ -103,6 +103,9 @@ pub struct Config {
     pub credentials: crate::sections::credentials::CredentialsConfig,
     /// How calls that need a person's approval wait (`[approvals]`).
     pub approvals: crate::sections::approvals::ApprovalsConfig,
+    /// How backends' tool definitions are pinned when their entry does not say (`[gateway]
+    /// pin`).
+    pub pin: PinMode,
 }
 
 /// Settings of stored tools.
@@ -479,6 +482,33 @@ pub struct BackendConfig {
     /// schema (`learn_shapes`, on by default): off for tools whose results are private even
     /// in shape.
     pub learn_shapes: bool,
+    /// How its tool definitions are pinned against changes (`pin`; `[gateway] pin` when the
+    /// entry does not say).
+    pub pin: PinMode,
+}
+
+/// How a backend's tool definitions are pinned (issue 49: the supply-chain guard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PinMode {
+    /// Each tool is pinned the first time it is seen (unless the scan holds it); a later
+    /// change is held until a person accepts it (`"first_use"`, the default).
+    #[default]
+    FirstUse,
+    /// Every tool not pinned yet is held until a person accepts it (`"review"`).
+    Review,
+    /// Nothing is pinned or held: for a backend whose tools change by design (`false`).
+    Off,
+}
+
+impl PinMode {
+    /// The mode as the config writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PinMode::FirstUse => "first_use",
+            PinMode::Review => "review",
+            PinMode::Off => "off",
+        }
+    }
 }
 
 /// How sandgate reaches a backend.

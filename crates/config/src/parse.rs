@@ -133,7 +133,7 @@ impl Walker<'_> {
         self.check_keys("", root, &known, &[])?;
         let mut config = self.settings("", root)?;
         if let Some(servers) = root.get("servers") {
-            config.backends = self.backends("servers", servers)?;
+            config.backends = self.backends("servers", servers, config.pin)?;
         }
         self.check_per_user(&config, "servers")?;
         Ok(config)
@@ -184,7 +184,7 @@ impl Walker<'_> {
             self.check_keys("sandgate", extra, SETTINGS_KEYS, &[])?;
             config = self.settings("sandgate.", extra)?;
         }
-        config.backends = self.backends(key, servers)?;
+        config.backends = self.backends(key, servers, config.pin)?;
         self.check_per_user(&config, key)?;
         Ok(config)
     }

@@ -44,6 +44,7 @@ const BACKEND_KEYS: &[&str] = &[
     "deny_tools",
     "approve",
     "learn_shapes",
+    "pin",
 ];
 /// Keys other MCP clients put in `mcpServers` entries. They mean nothing to sandgate, and
 /// refusing them would stop users from pointing sandgate at the file they already have.
@@ -133,6 +134,7 @@ impl Walker<'_> {
         &self,
         key: &str,
         value: &Value,
+        pin: PinMode,
     ) -> Result<Vec<BackendConfig>, ConfigError> {
         let table = self.table(key, value)?;
         let mut seen: BTreeMap<String, String> = BTreeMap::new();
@@ -163,7 +165,7 @@ impl Walker<'_> {
                     "rename one of them",
                 ));
             }
-            backends.push(self.backend(&path, name, entry)?);
+            backends.push(self.backend(&path, name, entry, pin)?);
         }
         Ok(backends)
     }
@@ -193,7 +195,13 @@ impl Walker<'_> {
         }
     }
 
-    fn backend(&self, path: &str, name: &str, value: &Value) -> Result<BackendConfig, ConfigError> {
+    fn backend(
+        &self,
+        path: &str,
+        name: &str,
+        value: &Value,
+        pin: PinMode,
+    ) -> Result<BackendConfig, ConfigError> {
         let table = self.table(path, value)?;
         let known: Vec<&str> = BACKEND_KEYS
             .iter()
@@ -357,6 +365,9 @@ impl Walker<'_> {
             approve,
             learn_shapes: opt_bool(self, &key("learn_shapes"), table.get("learn_shapes"))?
                 .unwrap_or(true),
+            pin: self
+                .pin_mode(&key("pin"), table.get("pin"), true)?
+                .unwrap_or(pin),
             skipped: skipped.clone(),
             env_file,
             name: name.to_string(),

@@ -38,6 +38,8 @@ pub enum Subject {
     Output,
     /// A person's approval of a call: asked, and how it was answered.
     Approval,
+    /// A tool definition held by the supply-chain guard, and a person's decision on it.
+    Pin,
 }
 
 impl Subject {
@@ -51,6 +53,7 @@ impl Subject {
             Subject::Http => "http",
             Subject::Output => "output",
             Subject::Approval => "approval",
+            Subject::Pin => "pin",
         }
     }
 }
@@ -90,6 +93,9 @@ struct Inner {
     arguments: bool,
     dropped: AtomicU64,
     path: PathBuf,
+    /// Lines handed to the writer, and lines it has written (with a signal for `flush`).
+    sent: AtomicU64,
+    written: (std::sync::Mutex<u64>, std::sync::Condvar),
 }
 
 impl AuditLog {
@@ -110,6 +116,8 @@ impl AuditLog {
             arguments,
             dropped: AtomicU64::new(0),
             path: path.to_path_buf(),
+            sent: AtomicU64::new(0),
+            written: Default::default(),
         });
         let shared = Arc::downgrade(&inner);
         std::thread::Builder::new()
@@ -120,9 +128,11 @@ impl AuditLog {
                 // error): each passes the one redaction step here, off the caller's path.
                 while let Ok(line) = queue.recv() {
                     let _ = writeln!(out, "{}", sandgate_redact::redact(&line));
+                    let mut lines = 1;
                     // Write what else is queued, then flush once.
                     while let Ok(line) = queue.try_recv() {
                         let _ = writeln!(out, "{}", sandgate_redact::redact(&line));
+                        lines += 1;
                     }
                     if let Some(inner) = shared.upgrade() {
                         let dropped = inner.dropped.swap(0, Ordering::Relaxed);
@@ -132,6 +142,13 @@ impl AuditLog {
                         }
                     }
                     let _ = out.flush();
+                    if let Some(inner) = shared.upgrade() {
+                        let (count, signal) = &inner.written;
+                        *count
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) += lines;
+                        signal.notify_all();
+                    }
                 }
             })
             .map_err(|cause| GatewayError::Audit {
@@ -149,6 +166,21 @@ impl AuditLog {
     /// The file, when enabled.
     pub fn path(&self) -> Option<&Path> {
         self.inner.as_ref().map(|i| i.path.as_path())
+    }
+
+    /// Waits (at most two seconds) until every line recorded so far is written: for a command
+    /// that records a decision and then exits.
+    pub fn flush(&self) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let sent = inner.sent.load(Ordering::SeqCst);
+        let (count, signal) = &inner.written;
+        let written = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ =
+            signal.wait_timeout_while(written, std::time::Duration::from_secs(2), |w| *w < sent);
     }
 
     /// Records one decision, without waiting.
@@ -176,7 +208,9 @@ impl AuditLog {
             map.insert("arguments".into(), Value::String(arguments.to_string()));
         }
         match inner.lines.try_send(line.to_string()) {
-            Ok(()) => {}
+            Ok(()) => {
+                inner.sent.fetch_add(1, Ordering::SeqCst);
+            }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 inner.dropped.fetch_add(1, Ordering::Relaxed);
             }

@@ -21,6 +21,9 @@ pub enum GatewayError {
         /// The OS error (in the message, not chained, so it is said once).
         cause: std::io::Error,
     },
+    /// A review of pinned tool definitions could not be done (`sandgate pins`, the console).
+    #[error("{0}")]
+    Pins(String),
     /// The MCP session failed to start or ended with an error.
     #[error("MCP session failed: {0}")]
     Serve(String),

@@ -47,9 +47,17 @@ pub struct GatewayBuilder {
     rate_limit_fallback: sandgate_config::RateLimitFallback,
     credentials: Option<Arc<crate::credentials::Credentials>>,
     approvals: sandgate_config::ApprovalsConfig,
+    pins: Option<Arc<crate::pins::PinGuard>>,
 }
 
 impl GatewayBuilder {
+    /// The supply-chain guard the backends' listings pass: the gateway follows the pins other
+    /// replicas and `sandgate pins` change, and its console reviews what is held.
+    pub fn pins(mut self, guard: Arc<crate::pins::PinGuard>) -> Self {
+        self.pins = Some(guard);
+        self
+    }
+
     /// How calls that need a person's approval wait (`[approvals]`; defaults without it).
     pub fn approvals(mut self, approvals: sandgate_config::ApprovalsConfig) -> Self {
         self.approvals = approvals;
@@ -112,6 +120,9 @@ impl GatewayBuilder {
         let host =
             sandgate_capabilities::Host::new(Arc::new(sandgate_capabilities::SystemResolver));
         let catalogs = Arc::new(Catalogs::new(self.backends.clone()));
+        if let Some(guard) = &self.pins {
+            guard.follow(Arc::downgrade(&self.backends));
+        }
         let store = self.chain.as_ref().and_then(|c| c.store.clone());
         let shapes = crate::shapes::Shapes::start(store.clone(), self.backends.clone()).await;
         if let Some(wait) = self.startup_wait {
@@ -232,6 +243,7 @@ impl Gateway {
             rate_limit_fallback: Default::default(),
             credentials: None,
             approvals: Default::default(),
+            pins: None,
         }
     }
 

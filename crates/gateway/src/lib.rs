@@ -20,6 +20,7 @@ pub mod credentials;
 mod detached;
 mod error;
 mod notice;
+pub mod pins;
 mod profiles;
 mod progress;
 mod runtime;

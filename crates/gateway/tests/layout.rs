@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("detached.rs", 1),
     ("error.rs", 1),
     ("notice.rs", 1),
+    ("pins/", 1),
     ("profiles.rs", 1),
     ("progress.rs", 1),
     ("runtime.rs", 1),

@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-/// The parts of a tool definition a pin covers, as the backend sent them.
+/// The parts of a tool definition a pin covers, as the backend sent them (serialized with MCP's
+/// names: `inputSchema`, `outputSchema`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Definition {
     /// The tool's name.
     pub name: String,

@@ -61,6 +61,7 @@ fn bench(c: &mut Criterion) {
             inherited_env: inherited_env.clone(),
             cache: None,
             restart: Default::default(),
+            guard: None,
         };
         // The direct measurement calls a backend of its own (the gateway's door keeps the
         // gateway's backends' only calls half): the same server, started the same way.

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use sandgate_config::{Config, RecordWrites, StoreBackend};
+use sandgate_gateway::pins::PinGuard;
 use sandgate_gateway::{ChainRuntime, Gateway};
 use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
 use sandgate_store::{Retention, Store, StoreHandle};
@@ -256,10 +257,9 @@ fn open_store(config: &Config) -> anyhow::Result<Store> {
 }
 
 /// Starts the sandbox and the store: what `call_tool_chain` and stored tools run on.
-pub async fn chain_runtime(config: &Config) -> anyhow::Result<ChainRuntime> {
+pub async fn chain_runtime(config: &Config, store: StoreHandle) -> anyhow::Result<ChainRuntime> {
     warn_of_short_approvals(config);
     let sandbox = start_sandbox(config).await?;
-    let store = store_handle(config).await?;
     Ok(ChainRuntime {
         sandbox,
         store: Some(store),
@@ -287,6 +287,7 @@ pub async fn build_gateway(
     manager: Arc<BackendManager>,
     calls: ManagerCalls,
     runtime: ChainRuntime,
+    base: &Base,
 ) -> anyhow::Result<Arc<Gateway>> {
     let stored = vault(config)?.zip(runtime.store.clone());
     let exchanger = crate::access::token_exchanger(config)?;
@@ -298,7 +299,8 @@ pub async fn build_gateway(
     }
     Ok(builder
         .profiles(config.access_profiles())
-        .audit(crate::access::audit_log(config)?)
+        .audit(base.audit.clone())
+        .pins(base.guard.clone())
         .chain(runtime)
         .startup_wait(config.startup_wait)
         .expose_stored_tools(config.stored_tools.expose_as_mcp_tools)
@@ -339,9 +341,33 @@ pub fn recorded_argument_bytes(config: &Config) -> usize {
     }
 }
 
+/// What every command that starts backends opens first: the store, the audit log, and the
+/// supply-chain guard every listing passes (so no command shows or caches a definition the
+/// guard holds).
+pub struct Base {
+    /// The store of `config`.
+    pub store: StoreHandle,
+    /// The audit log of `config`.
+    pub audit: sandgate_gateway::AuditLog,
+    /// The guard of backends' tool definitions, keeping its pins in `store`.
+    pub guard: Arc<PinGuard>,
+}
+
+/// Opens the [`Base`] of `config`.
+pub async fn open_base(config: &Config) -> anyhow::Result<Base> {
+    let store = store_handle(config).await?;
+    let audit = crate::access::audit_log(config)?;
+    let guard = PinGuard::new(Some(store.clone()), audit.clone());
+    Ok(Base {
+        store,
+        audit,
+        guard,
+    })
+}
+
 /// Starts every backend. Children inherit only `PATH` and `HOME` from sandgate. Returns the
 /// manager and its calls half (for the gateway's door; a command that calls no tool drops it).
-pub fn start_backends(config: &Config) -> (Arc<BackendManager>, ManagerCalls) {
+pub fn start_backends(config: &Config, base: &Base) -> (Arc<BackendManager>, ManagerCalls) {
     let inherited_env = sandgate_upstream::INHERITED_ENV
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
@@ -352,6 +378,7 @@ pub fn start_backends(config: &Config) -> (Arc<BackendManager>, ManagerCalls) {
             inherited_env,
             cache: cache_for(config),
             restart: Default::default(),
+            guard: Some(base.guard.clone() as Arc<dyn sandgate_upstream::ListingGuard>),
         },
     )
 }

@@ -444,6 +444,11 @@ impl StoreHandle {
             .pins(backend.as_deref()))
     }
 
+    /// The digest of every pin, as `(backend, tool, digest)`: cheap to poll.
+    pub async fn pin_digests(&self) -> Result<Vec<(String, String, String)>, StoreError> {
+        dispatch!(self, |s| s.pin_digests(), |p| p.pin_digests())
+    }
+
     /// Every definition held for review (of `backend`, or of all backends).
     pub async fn held(&self, backend: Option<&str>) -> Result<Vec<StoredHeld>, StoreError> {
         let backend = backend.map(str::to_string);

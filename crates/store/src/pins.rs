@@ -105,6 +105,16 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The digest of every pin, as `(backend, tool, digest)`: what a replica compares to see
+    /// that a pin changed elsewhere, without reading definitions.
+    pub fn pin_digests(&self) -> Result<Vec<(String, String, String)>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT backend, tool, digest FROM tool_pins ORDER BY backend, tool")?;
+        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Every held change (of `backend`, or of all backends).
     pub fn held(&self, backend: Option<&str>) -> Result<Vec<StoredHeld>, StoreError> {
         let mut statement = self.conn.prepare(&format!(

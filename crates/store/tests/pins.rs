@@ -116,6 +116,16 @@ async fn pins_and_held_changes_are_shared_and_decided_once() {
             e.name
         );
         assert!(e.one.held(Some("mail")).await.expect("read").is_empty());
+        // Another replica sees the accepted pin by its digest alone.
+        assert!(
+            e.one.pin_digests().await.expect("digests").contains(&(
+                "mail".into(),
+                "read".into(),
+                "r3".into()
+            )),
+            "{}",
+            e.name
+        );
         assert!(
             e.one
                 .accept_held("mail", "read", "bob")

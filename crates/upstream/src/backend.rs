@@ -120,6 +120,8 @@ pub(crate) struct Live {
     /// Routes the backend's progress notifications to the calls that asked for them.
     pub progress: ProgressDispatcher,
     pub tools: Arc<Vec<ToolSpec>>,
+    /// The tools the supply-chain guard holds: a call to one is refused.
+    pub held: std::collections::BTreeMap<String, sandgate_pins::HeldKind>,
     /// What was wrong with the tools the backend listed.
     pub problems: Vec<ToolProblem>,
     pub protocol_version: String,
@@ -138,6 +140,7 @@ impl Live {
             direct,
             progress,
             tools: Arc::new(listing.tools),
+            held: listing.held,
             problems: listing.problems,
             protocol_version,
         }
@@ -173,6 +176,9 @@ pub(crate) struct Backend {
     /// has forgotten its sessions, and one that answers the old session with 400 (not the 404
     /// rmcp re-initializes on) left every later call waiting for its timeout.
     pub suspect: tokio::sync::Notify,
+    /// Told when the pins of its tools changed (a person accepted or rejected a change): the
+    /// supervisor then lists its tools again, so they are decided against the new pins.
+    pub relist: tokio::sync::Notify,
     /// The calls in flight, with who each may ask (see `asks`).
     pub in_flight: Arc<crate::asks::InFlight>,
     permits: Semaphore,
@@ -196,6 +202,7 @@ impl Backend {
             tools_generation: Default::default(),
             ended_by_reload: Mutex::default(),
             suspect: tokio::sync::Notify::new(),
+            relist: tokio::sync::Notify::new(),
             in_flight: Arc::default(),
             config,
         }
@@ -218,6 +225,14 @@ impl Backend {
     pub(crate) fn live_tools(&self) -> Option<Arc<Vec<ToolSpec>>> {
         match &*self.conn.borrow() {
             Conn::Ready(live) => Some(live.tools.clone()),
+            _ => None,
+        }
+    }
+
+    /// Why `tool` is held by the supply-chain guard, if it is (as of the last listing).
+    pub(crate) fn held(&self, tool: &str) -> Option<sandgate_pins::HeldKind> {
+        match &*self.conn.borrow() {
+            Conn::Ready(live) => live.held.get(tool).copied(),
             _ => None,
         }
     }

@@ -62,6 +62,20 @@ pub enum UpstreamError {
         /// The tool asked for.
         tool: String,
     },
+    /// The tool is held by the supply-chain guard until a person reviews it (issue 49).
+    #[error(
+        "`{backend}.{tool}` is held for review: {reason}. Nothing was sent to the backend. An operator reviews it with `sandgate pins diff {backend}.{tool}`, then `sandgate pins accept {backend}.{tool}` or `sandgate pins reject {backend}.{tool}` (or on the console's Pins page); until then use another tool."
+    )]
+    Held {
+        /// The backend.
+        backend: String,
+        /// The tool.
+        tool: String,
+        /// Why it is held.
+        reason: &'static str,
+        /// Whether it changed (else it is new).
+        changed: bool,
+    },
     /// The call took longer than the timeout.
     #[error("calling `{backend}.{tool}` timed out after {timeout:?}{hint}")]
     Timeout {

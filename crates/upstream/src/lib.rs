@@ -17,6 +17,7 @@ mod era;
 mod error;
 mod escapees;
 mod frames;
+mod guard;
 mod listing;
 mod manager;
 mod per_user;
@@ -32,6 +33,7 @@ pub use cache::ToolCache;
 pub use context::{BackendProgress, CallContext};
 pub use error::UpstreamError;
 pub use escapees::{BACKEND_RUN_VAR, SELF_AS_BACKEND, kill_every_backend_process};
+pub use guard::{ListingGuard, held_reason};
 pub use listing::ToolProblem;
 pub use manager::{
     BackendManager, INHERITED_ENV, ManagerCalls, ManagerOptions, RestartPolicy, UpstreamEvent,

@@ -16,6 +16,7 @@ use sandgate_config::{BackendBounds, BackendConfig, MAX_TOOL_NAME_BYTES};
 use serde::Serialize;
 
 use crate::error::cut_at_chars;
+use sandgate_pins::Definition;
 use serde_json::{Map, Value};
 
 /// Something wrong with one tool (or with the list) that a backend sent, and what sandgate did.
@@ -30,8 +31,13 @@ pub struct ToolProblem {
 /// The tools of one listing, and what was wrong with what the backend sent.
 #[derive(Debug, Default)]
 pub(crate) struct Listing {
+    /// The tools as the catalog shows them (hidden text taken out).
     pub tools: Vec<ToolSpec>,
+    /// The same tools as served (within the bounds, hidden text kept): what pins are of.
+    pub definitions: Vec<Definition>,
     pub problems: Vec<ToolProblem>,
+    /// Tools the supply-chain guard holds, by name (see `guard`).
+    pub held: std::collections::BTreeMap<String, sandgate_pins::HeldKind>,
 }
 
 /// How many problems one listing keeps; past it they are counted, not kept. A backend that
@@ -71,6 +77,7 @@ impl Problems {
 struct Reading {
     config: BackendConfig,
     tools: Vec<ToolSpec>,
+    definitions: Vec<Definition>,
     problems: Problems,
     seen: std::collections::HashSet<String>,
     bytes: usize,
@@ -85,6 +92,7 @@ pub(crate) async fn list_tools(
     let mut reading = Reading {
         config: config.clone(),
         tools: Vec::new(),
+        definitions: Vec::new(),
         problems: Problems::default(),
         seen: std::collections::HashSet::new(),
         bytes: 0,
@@ -121,7 +129,9 @@ pub(crate) async fn list_tools(
     }
     Ok(Listing {
         tools: reading.tools,
+        definitions: reading.definitions,
         problems: reading.problems.into_vec(),
+        held: Default::default(),
     })
 }
 
@@ -149,7 +159,7 @@ impl Reading {
                 return Ok(None);
             }
             match judge(raw, &self.config, &mut self.problems) {
-                Some((spec, size)) if self.seen.insert(spec.name.clone()) => {
+                Some((definition, size)) if self.seen.insert(definition.name.clone()) => {
                     self.bytes += size;
                     if self.bytes > bounds.max_list_bytes {
                         self.problems.push(whole_list(format!(
@@ -159,12 +169,20 @@ impl Reading {
                         )));
                         return Ok(None);
                     }
-                    if permitted(&self.config, &spec.name) {
+                    if permitted(&self.config, &definition.name) {
+                        let (spec, cleaned) = spec_of(&self.config.name, &definition);
+                        if cleaned {
+                            self.problems.push(ToolProblem {
+                                tool: shown_name(&spec.name),
+                                problem: HIDDEN_TEXT_PROBLEM.into(),
+                            });
+                        }
                         self.tools.push(spec);
+                        self.definitions.push(definition);
                     }
                 }
-                Some((spec, _)) => self.problems.push(ToolProblem {
-                    tool: shown_name(&spec.name),
+                Some((definition, _)) => self.problems.push(ToolProblem {
+                    tool: shown_name(&definition.name),
                     problem: "is listed twice; the first one is kept".into(),
                 }),
                 None => {}
@@ -194,9 +212,33 @@ fn shown_name(name: &str) -> String {
     }
 }
 
-/// One tool as sent, judged against the bounds: the spec to keep (with its size in bytes), or
-/// `None` when it is dropped. Problems are recorded either way.
-fn judge(raw: Value, config: &BackendConfig, problems: &mut Problems) -> Option<(ToolSpec, usize)> {
+/// What the operator is told of a tool whose definition held text no person sees.
+const HIDDEN_TEXT_PROBLEM: &str = "its definition holds text no person sees (zero-width, bidirectional or tag characters, or HTML comments); it is taken out before any model reads it";
+
+/// A definition as the catalog shows it: text no person sees (tag characters that spell an
+/// instruction, zero-width and bidirectional characters, HTML comments) never reaches a model,
+/// so it is taken out here, where every definition from a backend becomes a spec (issue 49).
+/// Says whether anything was taken out.
+pub(crate) fn spec_of(backend: &str, definition: &Definition) -> (ToolSpec, bool) {
+    let mut spec = ToolSpec {
+        backend: backend.to_string(),
+        name: definition.name.clone(),
+        description: definition.description.clone(),
+        input_schema: definition.input_schema.clone(),
+        output_schema: definition.output_schema.clone(),
+        annotations: definition.annotations.clone(),
+    };
+    let cleaned = spec.take_out_hidden_text();
+    (spec, cleaned)
+}
+
+/// One tool as sent, judged against the bounds: the definition to keep (with its size in
+/// bytes), or `None` when it is dropped. Problems are recorded either way.
+fn judge(
+    raw: Value,
+    config: &BackendConfig,
+    problems: &mut Problems,
+) -> Option<(Definition, usize)> {
     let bounds = &config.bounds;
     let Value::Object(mut raw) = raw else {
         problems.push(whole_list(
@@ -261,7 +303,12 @@ fn judge(raw: Value, config: &BackendConfig, problems: &mut Problems) -> Option<
         }
     };
     let description = match raw.remove("description") {
-        Some(Value::String(text)) => Some(cut_description(text, bounds, &mut notes)),
+        Some(Value::String(text)) => Some(cut_description(text, "description", bounds, &mut notes)),
+        _ => None,
+    };
+    // A title is a line, not a description: cut where a description would be.
+    let title = match raw.remove("title") {
+        Some(Value::String(text)) => Some(cut_description(text, "title", bounds, &mut notes)),
         _ => None,
     };
     let annotations = raw
@@ -273,25 +320,22 @@ fn judge(raw: Value, config: &BackendConfig, problems: &mut Problems) -> Option<
             problem: note,
         });
     }
-    let size = name.len() + description.as_ref().map_or(0, String::len) + input_size + output_size;
-    let mut spec = ToolSpec {
-        backend: config.name.clone(),
-        name,
-        description,
-        input_schema,
-        output_schema,
-        annotations,
-    };
-    // Text no person sees (tag characters that spell an instruction, zero-width and
-    // bidirectional characters, HTML comments) never reaches a model: it is taken out here, where
-    // every definition comes in, and the operator is told (issue 49).
-    if spec.take_out_hidden_text() {
-        problems.push(ToolProblem {
-            tool: shown_name(&spec.name),
-            problem: "its definition holds text no person sees (zero-width, bidirectional or tag characters, or HTML comments); it is taken out before any model reads it".into(),
-        });
-    }
-    Some((spec, size))
+    let size = name.len()
+        + description.as_ref().map_or(0, String::len)
+        + title.as_ref().map_or(0, String::len)
+        + input_size
+        + output_size;
+    Some((
+        Definition {
+            name,
+            title,
+            description,
+            input_schema,
+            output_schema,
+            annotations,
+        },
+        size,
+    ))
 }
 
 /// The schema itself, or an empty schema (rendered `unknown`) when it is too deep or too
@@ -322,12 +366,17 @@ fn bounded_schema(
     (schema, size)
 }
 
-fn cut_description(text: String, bounds: &BackendBounds, notes: &mut Vec<String>) -> String {
+fn cut_description(
+    text: String,
+    what: &str,
+    bounds: &BackendBounds,
+    notes: &mut Vec<String>,
+) -> String {
     let Some((kept, _)) = cut_at_chars(&text, bounds.max_description_chars) else {
         return text;
     };
     notes.push(format!(
-        "its description has more than {} characters (max_description_chars); it is cut",
+        "its {what} has more than {} characters (max_description_chars); it is cut",
         bounds.max_description_chars
     ));
     format!("{kept}…")
@@ -379,7 +428,7 @@ mod tests {
 
     fn judged(raw: Value) -> (Option<ToolSpec>, Vec<ToolProblem>) {
         let mut problems = Problems::default();
-        let spec = judge(raw, &config(), &mut problems).map(|(spec, _)| spec);
+        let spec = judge(raw, &config(), &mut problems).map(|(d, _)| spec_of("b", &d).0);
         (spec, problems.into_vec())
     }
 

@@ -45,6 +45,9 @@ pub struct ManagerOptions {
     pub cache: Option<ToolCache>,
     /// Restart pacing.
     pub restart: RestartPolicy,
+    /// The supply-chain guard every listing of a backend's shared connection passes; `None`
+    /// shows listings as served.
+    pub guard: Option<Arc<dyn crate::ListingGuard>>,
 }
 
 /// State the supervisors report into.
@@ -80,8 +83,11 @@ impl Shared {
     fn silent(options: &ManagerOptions) -> Arc<Shared> {
         let (events, _) = broadcast::channel(1);
         Arc::new(Shared {
+            // A user's own connection lists its tools only to know what it may be sent; what
+            // is held is decided by the shared connection's listing, which the catalog shows.
             options: ManagerOptions {
                 cache: None,
+                guard: None,
                 ..options.clone()
             },
             events,
@@ -408,6 +414,14 @@ impl BackendManager {
                 known: backends.keys().cloned().collect::<Vec<_>>().join(", "),
             });
         };
+        if let Some(kind) = target.held(tool) {
+            return Err(UpstreamError::Held {
+                backend: backend.clone(),
+                tool: tool.clone(),
+                reason: crate::guard::held_reason(kind),
+                changed: kind == sandgate_pins::HeldKind::Changed,
+            });
+        }
         match &target.config.per_user {
             None => target.call(tool, arguments, context).await,
             Some(per_user) => {
@@ -422,6 +436,34 @@ impl BackendManager {
                     .call(target, per_user, &user, tool, arguments, context)
                     .await
             }
+        }
+    }
+
+    /// The tools the supply-chain guard holds now, as `(backend, tool, kind)`.
+    pub fn held_tools(&self) -> Vec<(String, String, sandgate_pins::HeldKind)> {
+        let mut held = Vec::new();
+        for (name, backend) in self.backends().iter() {
+            if let crate::backend::Conn::Ready(live) = &*backend.conn.borrow() {
+                held.extend(
+                    live.held
+                        .iter()
+                        .map(|(tool, kind)| (name.clone(), tool.clone(), *kind)),
+                );
+            }
+        }
+        held
+    }
+
+    /// Why `backend`'s `tool` is held by the supply-chain guard, if it is.
+    pub fn held(&self, backend: &str, tool: &str) -> Option<sandgate_pins::HeldKind> {
+        self.backends().get(backend)?.held(tool)
+    }
+
+    /// Lists `backend`'s tools again (its pins changed): they are decided against the pins
+    /// as they are now. Does nothing for a backend this manager does not have.
+    pub fn relist(&self, backend: &str) {
+        if let Some(backend) = self.backends().get(backend) {
+            backend.relist.notify_one();
         }
     }
 

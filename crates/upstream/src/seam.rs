@@ -63,6 +63,16 @@ pub trait Backends: Send + Sync + Debug {
     fn approves_any(&self) -> bool {
         false
     }
+    /// Why `backend`'s `tool` is held by the supply-chain guard, if it is.
+    fn held(&self, _backend: &str, _tool: &str) -> Option<sandgate_pins::HeldKind> {
+        None
+    }
+    /// Every tool the supply-chain guard holds, as `(backend, tool, kind)`.
+    fn held_tools(&self) -> Vec<(String, String, sandgate_pins::HeldKind)> {
+        Vec::new()
+    }
+    /// Lists `backend`'s tools again (its pins changed).
+    fn relist(&self, _backend: &str) {}
     /// Whether the shapes of the backend's results are learned (`learn_shapes`).
     fn learns_shapes(&self, _backend: &str) -> bool {
         true
@@ -159,6 +169,15 @@ impl Backends for BackendManager {
             .any(|b| !b.config.approve.is_empty())
     }
 
+    fn held(&self, backend: &str, tool: &str) -> Option<sandgate_pins::HeldKind> {
+        BackendManager::held(self, backend, tool)
+    }
+    fn held_tools(&self) -> Vec<(String, String, sandgate_pins::HeldKind)> {
+        BackendManager::held_tools(self)
+    }
+    fn relist(&self, backend: &str) {
+        BackendManager::relist(self, backend)
+    }
     fn learns_shapes(&self, backend: &str) -> bool {
         self.backends()
             .get(backend)

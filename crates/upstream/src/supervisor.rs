@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{Backend, Conn, Live};
 use crate::direct_call::{DirectCalls, SharedStdin};
 use crate::era::{self, Era};
+use crate::guard::guarded;
 use crate::listing::list_tools;
 use crate::manager::Shared;
 use crate::transport::{ChildGroup, http_transport, spawn_stdio};
@@ -376,6 +377,7 @@ async fn run_once(
     let listing = timeout(handshake, list_tools(config, &peer))
         .await
         .map_err(|_| format!("tools/list did not answer within {handshake:?}"))??;
+    let listing = guarded(shared.options.guard.as_ref(), config, listing).await;
     let live = Live::new(
         peer.clone(),
         progress.clone(),
@@ -434,6 +436,10 @@ async fn run_once(
                     .into());
                 }
             }
+            () = backend.relist.notified() => {
+                // The pins changed: list again at once (a person is waiting for the answer).
+                let _ = changed_tx.try_send(());
+            }
             Some(()) = changed_rx.recv() => {
                 // Coalesce a flood: one re-fetch at a time, at most one per interval, and every
                 // notice that arrived meanwhile is answered by that one re-fetch.
@@ -444,6 +450,7 @@ async fn run_once(
                 last_refresh = Instant::now();
                 match timeout(handshake, list_tools(config, &peer)).await {
                     Ok(Ok(listing)) => {
+                        let listing = guarded(shared.options.guard.as_ref(), config, listing).await;
                         let live = Live::new(peer.clone(), progress.clone(), listing, protocol_version.clone(), direct.clone());
                         let tools = live.tools.clone();
                         shared.tools_changing(backend);

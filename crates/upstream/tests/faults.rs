@@ -368,6 +368,7 @@ async fn a_command_that_does_not_exist_is_failed_at_once_not_restarted() {
             inherited_env: common::inherited_env(),
             cache: None,
             restart: common::fast_restarts(),
+            guard: None,
         },
     );
     let failed = tokio::time::timeout(Duration::from_secs(5), async {

@@ -380,7 +380,18 @@ async fn run(
             duration_ms: 0.0,
         },
         Route::BadJson(message) => json_error(ErrorKind::Syntax, message),
-        Route::UnknownTool(message) => json_error(ErrorKind::Runtime, message),
+        Route::UnknownTool(message) => {
+            // A tool held as new is in no list; a JSON call to it is answered as held.
+            let named = serde_json::from_str::<Value>(args.code.trim())
+                .ok()
+                .and_then(|v| v.get("tool").and_then(Value::as_str).map(str::to_string));
+            match named.and_then(|name| {
+                crate::pins::held_by_name(gateway.backends().as_ref(), &knock.caller.access, &name)
+            }) {
+                Some(held) => json_error(ErrorKind::ToolHeld, held),
+                None => json_error(ErrorKind::Runtime, message),
+            }
+        }
         Route::Sandbox => {
             let execution = Execution {
                 code: args.code.clone(),

@@ -19,6 +19,9 @@ use crate::door::Knock;
 use crate::gateway::Gateway;
 use crate::views::{call_of, name_of};
 
+/// What code that reached for a held tool is told to do.
+const HELD_HINT: &str = "Retrying will not help until an operator decides; use another tool, or tell the user which tool is held.";
+
 /// Most hidden tools audited for one execution (its code may name many).
 const MAX_AUDITED: usize = 1;
 
@@ -34,6 +37,13 @@ pub(crate) fn explain(
 ) {
     let access = &knock.caller.access;
     if !reached_for_something_absent(error) {
+        return;
+    }
+    // A tool held as new is absent from the sandbox too; code that names it is told it is held.
+    if let Some(held) = crate::pins::held_in_code(gateway.backends().as_ref(), access, code) {
+        error.kind = ErrorKind::ToolHeld;
+        error.message = held;
+        error.hint = Some(HELD_HINT.into());
         return;
     }
     if let Some(global) = undefined_name(&error.message)
@@ -151,7 +161,7 @@ fn reached_for_something_absent(error: &ExecError) -> bool {
         return false;
     }
     let message = &error.message;
-    message.ends_with("is not a function")
+    message.ends_with("not a function")
         || message.ends_with("is not defined")
         || message.contains("cannot read property")
         || message.contains("no tool named")

@@ -465,6 +465,7 @@ impl Door {
 fn failure_of(error: UpstreamError) -> CallFailure {
     let kind = match error {
         UpstreamError::Timeout { .. } => FailureKind::Timeout,
+        UpstreamError::Held { .. } => FailureKind::Held,
         _ => FailureKind::Failed,
     };
     let condition = match &error {

@@ -247,6 +247,11 @@ pub(crate) async fn info(
     let args = parse::<InfoArgs>("tool_info", args)?;
     let asked = args.name.clone();
     tool_info(&catalog, &gateway.observed(), args)
+        .map_err(|e| {
+            // A tool held as new is in no list; asked for by name, it is said to be held.
+            crate::pins::held_by_name(gateway.backends().as_ref(), &caller.access, &asked)
+                .unwrap_or(e)
+        })
         .map_err(|e| crate::chain::ungranted::outside_view(gateway, caller, &asked, e))
         .map_err(|e| starting::lookup_error(e, &asked, &starting))
 }

@@ -57,7 +57,11 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
     let (line, mut column) = crate::stacks::first_user_position(&error.stack, cx.positions)
         .map_or((None, None), |(l, c)| (Some(l), Some(c)));
     // A failed call points at the call, not at whatever argument QuickJS evaluated last.
-    if let (ErrorKind::ToolFailed | ErrorKind::ToolDenied, Some(tool), Some((l, c))) =
+    if let (
+        ErrorKind::ToolFailed | ErrorKind::ToolDenied | ErrorKind::ToolHeld,
+        Some(tool),
+        Some((l, c)),
+    ) =
         (kind, cx.failed_tool, line.zip(column))
     {
         let callee = format!("{}.{}", tool.js_backend, tool.js_tool);
@@ -94,7 +98,11 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
     let message = match (kind, not_a_function) {
         (_, Some(expression)) => format!("{}: {expression} is not a function", error.name),
         (
-            ErrorKind::Runtime | ErrorKind::Syntax | ErrorKind::ToolFailed | ErrorKind::ToolDenied,
+            ErrorKind::Runtime
+            | ErrorKind::Syntax
+            | ErrorKind::ToolFailed
+            | ErrorKind::ToolDenied
+            | ErrorKind::ToolHeld,
             None,
         ) => {
             format!("{}: {}", error.name, error.message)
@@ -147,6 +155,7 @@ fn hint(
         ErrorKind::ToolDenied if error.name == "ApprovalDenied" => Some("A person did not approve the call (they said no, did not answer in time, or this client cannot ask them); the message says which. The call did not run. Catch it to go on without it: try { ... } catch (e) { if (e instanceof ApprovalDenied) ... }.".into()),
         ErrorKind::ToolDenied => Some("The gateway's policy refused it; the message names the rule and where an operator changes it. Use what this caller is granted: search_tools lists its tools.".into()),
         ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool, cx.failed_condition),
+        ErrorKind::ToolHeld => Some("The tool's definition waits for a person's review (the gateway holds a tool whose description or parameters changed, or that is new), so the call was not sent; retrying will not help until an operator decides. Use another tool, or tell the user which tool is held. Catch it to go on without it: catch (e) { if (e.kind === \"tool_held\") ... }.".into()),
         ErrorKind::Runtime => runtime_hint(error, cx, at).or_else(|| call_site(error, cx)),
         _ => None,
     }

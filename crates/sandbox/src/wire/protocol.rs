@@ -169,10 +169,13 @@ pub enum FailureKind {
     /// could be asked): the guest's `ApprovalDenied`.
     #[serde(rename = "approval_denied")]
     ApprovalDenied,
+    /// The tool is held by the supply-chain guard until a person reviews its definition.
+    #[serde(rename = "tool_held")]
+    Held,
 }
 
 impl FailureKind {
-    const ALL: [FailureKind; 7] = [
+    const ALL: [FailureKind; 8] = [
         FailureKind::Denied,
         FailureKind::Failed,
         FailureKind::Timeout,
@@ -180,6 +183,7 @@ impl FailureKind {
         FailureKind::Memory,
         FailureKind::Internal,
         FailureKind::ApprovalDenied,
+        FailureKind::Held,
     ];
 
     /// The kind's name, as the guest's Error carries it in `kind`.
@@ -192,6 +196,7 @@ impl FailureKind {
             FailureKind::Memory => "memory",
             FailureKind::Internal => "internal",
             FailureKind::ApprovalDenied => "approval_denied",
+            FailureKind::Held => "tool_held",
         }
     }
 
@@ -204,6 +209,7 @@ impl FailureKind {
             FailureKind::Cancelled => ErrorKind::Cancelled,
             FailureKind::Memory => ErrorKind::Memory,
             FailureKind::Internal => ErrorKind::Internal,
+            FailureKind::Held => ErrorKind::ToolHeld,
         }
     }
 
@@ -218,6 +224,7 @@ impl FailureKind {
             FailureKind::Denied => "ToolDeniedError",
             FailureKind::Timeout => "ToolTimeoutError",
             FailureKind::ApprovalDenied => "ApprovalDenied",
+            FailureKind::Held => "ToolHeldError",
             _ => "ToolCallError",
         }
     }
@@ -326,6 +333,8 @@ pub enum ErrorKind {
     ToolDenied,
     /// A tool call that failed (error result, backend down, timeout) and was not caught.
     ToolFailed,
+    /// A call to a tool the supply-chain guard holds until a person reviews its definition.
+    ToolHeld,
     /// The result is larger than the output limit.
     OutputLimit,
     /// No worker is free and the queue is full.
@@ -351,6 +360,7 @@ impl ErrorKind {
             ErrorKind::Stack => "stack",
             ErrorKind::ToolDenied => "tool_denied",
             ErrorKind::ToolFailed => "tool_failed",
+            ErrorKind::ToolHeld => "tool_held",
             ErrorKind::OutputLimit => "output_limit",
             ErrorKind::Busy => "busy",
             ErrorKind::Internal => "internal",

@@ -15,7 +15,8 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
         setup::describe(&config),
         config.backends.len()
     );
-    let (manager, _calls) = setup::start_backends(&config);
+    let base = setup::open_base(&config).await?;
+    let (manager, _calls) = setup::start_backends(&config, &base);
     setup::wait_for_backends(&config, &manager).await?;
     let statuses = manager.statuses();
     let catalog = Catalog::new(manager.tools());

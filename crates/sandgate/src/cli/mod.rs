@@ -1,10 +1,11 @@
 //! Command-line interface: `serve`, `run`, `check`, `tools`, `executions`, `credentials`,
-//! `migrate`, `status`.
+//! `pins`, `migrate`, `status`.
 
 mod args;
 mod check;
 mod credentials;
 mod executions;
+mod pins;
 mod reload;
 mod run;
 mod serve;
@@ -56,6 +57,13 @@ pub enum Command {
         #[command(subcommand)]
         command: credentials::CredentialsCommand,
     },
+    /// Review the tool definitions the supply-chain guard pinned and holds: list, diff, accept,
+    /// reject.
+    Pins {
+        /// Which pins command.
+        #[command(subcommand)]
+        command: pins::PinsCommand,
+    },
     /// Bring the store's schema to this version and exit: for a deployment job that runs
     /// before replicas start (they migrate by themselves too, one at a time).
     Migrate(ConfigArg),
@@ -74,6 +82,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { command } => tools::run(command).await,
         Command::Executions { command } => executions::run(command).await,
         Command::Credentials { command } => credentials::run(command).await,
+        Command::Pins { command } => pins::run(command).await,
         Command::Migrate(args) => {
             let config = crate::setup::load_config(args.config.as_deref())?;
             let store = crate::setup::store_handle(&config).await?;

@@ -38,15 +38,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot read {}", args.file.display()))?
     };
     let config = setup::load_config(args.config.config.as_deref())?;
-    let (manager, calls) = setup::start_backends(&config);
+    let base = setup::open_base(&config).await?;
+    let (manager, calls) = setup::start_backends(&config, &base);
     // The local user runs under the default profile, as a stdio client would, with the same
     // runtime as `serve` (the sandbox, the store and the stored tools it holds, so
     // `user.<name>` is there as it is for any client).
     let (runtime, ()) = tokio::join!(
-        setup::chain_runtime(&config),
+        setup::chain_runtime(&config, base.store.clone()),
         setup::wait_for_backends(&config, &manager).map(|_| ())
     );
-    let gateway = setup::build_gateway(&config, manager.clone(), calls, runtime?).await?;
+    let gateway = setup::build_gateway(&config, manager.clone(), calls, runtime?, &base).await?;
     let sandbox = gateway
         .chain_sandbox()
         .context("the sandbox did not start")?;

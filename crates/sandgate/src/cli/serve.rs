@@ -53,9 +53,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let telemetry = crate::telemetry::install(&config.telemetry)?;
-    let (manager, calls) = setup::start_backends(&config);
-    let runtime = setup::chain_runtime(&config).await?;
-    let gateway = setup::build_gateway(&config, manager.clone(), calls, runtime).await?;
+    let base = setup::open_base(&config).await?;
+    let (manager, calls) = setup::start_backends(&config, &base);
+    let runtime = setup::chain_runtime(&config, base.store.clone()).await?;
+    let gateway = setup::build_gateway(&config, manager.clone(), calls, runtime, &base).await?;
     let tokens = http_auth
         .as_ref()
         .map(|(auth, _)| HttpTokens::new(auth.clone()));

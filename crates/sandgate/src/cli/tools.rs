@@ -191,7 +191,8 @@ pub async fn run(command: ToolsCommand) -> anyhow::Result<ExitCode> {
     let mut specs = match cached_tools(&config).filter(|_| !fresh) {
         Some(tools) => tools,
         None => {
-            let (manager, _calls) = setup::start_backends(&config);
+            let base = setup::open_base(&config).await?;
+            let (manager, _calls) = setup::start_backends(&config, &base);
             setup::wait_for_backends(&config, &manager).await?;
             let tools = manager.tools();
             manager.stop(std::time::Duration::from_secs(5)).await;

@@ -48,6 +48,20 @@ impl PgStore {
             .collect()
     }
 
+    /// The digest of every pin, as `(backend, tool, digest)`.
+    pub async fn pin_digests(&self) -> Result<Vec<(String, String, String)>, StoreError> {
+        let client = self.client().await?;
+        Ok(client
+            .query(
+                "SELECT backend, tool, digest FROM tool_pins ORDER BY backend, tool",
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect())
+    }
+
     /// Every held change (of `backend`, or of all backends).
     pub async fn held(&self, backend: Option<&str>) -> Result<Vec<StoredHeld>, StoreError> {
         let client = self.client().await?;

@@ -59,6 +59,7 @@ pub fn start_with(backends: &[(&str, &str, &str)], cache: Option<ToolCache>) -> 
             inherited_env: inherited_env(),
             cache,
             restart: fast_restarts(),
+            guard: None,
         },
     );
     Started { manager, calls }

@@ -520,6 +520,7 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) 
         call_kind.map(|kind| match kind {
             FailureKind::Denied | FailureKind::ApprovalDenied => ErrorKind::ToolDenied,
             FailureKind::Memory => ErrorKind::Memory,
+            FailureKind::Held => ErrorKind::ToolHeld,
             _ => ErrorKind::ToolFailed,
         })
     };

@@ -192,7 +192,7 @@
     }
     return error;
   };
-  const ERROR_NAMES = { __proto__: null, tool_denied: "ToolDeniedError", timeout: "ToolTimeoutError", approval_denied: "ApprovalDenied" };
+  const ERROR_NAMES = { __proto__: null, tool_denied: "ToolDeniedError", timeout: "ToolTimeoutError", approval_denied: "ApprovalDenied", tool_held: "ToolHeldError" };
   // Stacks are frames alone (see `prepareStackTrace` below), unless the guest replaced it.
   const frames = (stack) => stack;
   const SITE = /code\.js:(\d+):(\d+)/;
@@ -578,6 +578,7 @@
       else if (apply(regexpExec, OUT_OF_MEMORY, [message]) !== null) kind = "memory";
       else if (callKind === "tool_denied" || callKind === "approval_denied") kind = "tool_denied";
       else if (callKind === "memory") kind = "memory";
+      else if (callKind === "tool_held") kind = "tool_held";
       else if (callKind === "tool_failed" || callKind === "timeout" || callKind === "cancelled" || callKind === "internal") kind = "tool_failed";
       if (kind === null && callKind === null) message = inQuickjsWords(name, message);
       return { kind, name: bounded(name, 256), message: bounded(message, texts.maxErrorMessage), stack: bounded(stack, texts.maxErrorStack) };

@@ -1,0 +1,337 @@
+//! The supply-chain guard's memory (issue 49): pins of backends' tool definitions and the
+//! changes held for review, kept in the store so every replica shares them and they outlive a
+//! restart. [`PinGuard`] is what the backends' listings pass (`sandgate_upstream::ListingGuard`):
+//! each listing is decided against the pins (`sandgate_pins::decide`) off the async threads,
+//! what it pins and holds is recorded, and a pin another replica recorded first wins. A person
+//! decides held changes with `sandgate pins` or the console (`review`); every replica follows
+//! those decisions by polling the pins' digests ([`PinGuard::follow`]).
+
+mod held;
+pub mod review;
+
+pub(crate) use held::{held_by_name, held_in_code};
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use sandgate_config::{BackendConfig, PinMode};
+use sandgate_pins::{Decision, Definition, Names, Pin, Trust};
+use sandgate_store::{StoreHandle, StoredHeld, StoredPin};
+use sandgate_upstream::{Backends, ListingGuard};
+
+use crate::audit::{AuditLog, Decision as AuditDecision, Subject};
+
+/// How often a replica looks for pins another one (or `sandgate pins`) changed.
+pub const FOLLOW_EVERY: Duration = Duration::from_secs(2);
+
+/// Who decided a pin made on first sight.
+pub const FIRST_USE: &str = "first use";
+
+/// The guard of every backend's listing: see the module's documentation.
+#[derive(Debug)]
+pub struct PinGuard {
+    /// Where pins are kept; `None` keeps them in this process only.
+    store: Option<StoreHandle>,
+    /// The pins as last read or written, by backend and tool: what a listing is decided
+    /// against when the store cannot be read.
+    pins: Mutex<BTreeMap<String, BTreeMap<String, Pin>>>,
+    /// Each backend's tool names as last listed: the other backends' names a description may
+    /// shadow.
+    names: Mutex<BTreeMap<String, Vec<String>>>,
+    /// The digests of the tools held, by backend: a hold is audited once, when it begins.
+    held: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    audit: AuditLog,
+}
+
+impl PinGuard {
+    /// A guard keeping its pins in `store` (or in memory), auditing what it holds to `audit`.
+    pub fn new(store: Option<StoreHandle>, audit: AuditLog) -> Arc<PinGuard> {
+        Arc::new(PinGuard {
+            store,
+            pins: Mutex::default(),
+            names: Mutex::default(),
+            held: Mutex::default(),
+            audit,
+        })
+    }
+
+    /// The pins of `backend`: from the store, else as last known.
+    async fn pins_of(&self, backend: &str) -> BTreeMap<String, Pin> {
+        if let Some(store) = &self.store {
+            match store.pins(Some(backend)).await {
+                Ok(stored) => {
+                    let pins: BTreeMap<String, Pin> = stored
+                        .into_iter()
+                        .filter_map(|p| {
+                            let definition = serde_json::from_str(&p.definition).ok()?;
+                            Some((
+                                p.tool,
+                                Pin {
+                                    digest: p.digest,
+                                    definition,
+                                },
+                            ))
+                        })
+                        .collect();
+                    lock(&self.pins).insert(backend.to_string(), pins.clone());
+                    return pins;
+                }
+                Err(e) => tracing::warn!(
+                    backend,
+                    "reading the pins failed ({e}); the listing is decided against the pins last read"
+                ),
+            }
+        }
+        lock(&self.pins).get(backend).cloned().unwrap_or_default()
+    }
+
+    /// Where the pins are kept, when in a store.
+    pub fn store(&self) -> Option<&StoreHandle> {
+        self.store.as_ref()
+    }
+
+    /// Every backend's tool names but with `backend`'s as `listing` has them.
+    fn names_with(&self, backend: &str, listing: &[Definition]) -> Vec<(String, String)> {
+        let mut names = lock(&self.names);
+        names.insert(
+            backend.to_string(),
+            listing.iter().map(|d| d.name.clone()).collect(),
+        );
+        names
+            .iter()
+            .flat_map(|(b, tools)| tools.iter().map(move |t| (b.clone(), t.clone())))
+            .collect()
+    }
+
+    async fn decide_listing(&self, config: &BackendConfig, listing: Vec<Definition>) -> Decision {
+        let backend = config.name.clone();
+        let trust = match config.pin {
+            PinMode::Review => Trust::AfterReview,
+            PinMode::FirstUse | PinMode::Off => Trust::OnFirstUse,
+        };
+        let names = Arc::new(Names::new(&self.names_with(&backend, &listing)));
+        let listing = Arc::new(listing);
+        let pins = self.pins_of(&backend).await;
+        let mut decision = decided(&backend, &listing, pins, trust, &names).await;
+        if let Some(store) = &self.store {
+            let (pinned, held) = stored_listing(&backend, &decision);
+            if let Err(e) = store.record_listing(&backend, pinned, held).await {
+                tracing::warn!(backend, "recording the listing's pins failed: {e}");
+            } else if !decision.pinned.is_empty() {
+                // Another replica may have pinned one of these first, with another definition:
+                // its pin wins, and this listing is decided again against it.
+                let now = self.pins_of(&backend).await;
+                let lost = decision
+                    .pinned
+                    .iter()
+                    .any(|(tool, pin)| now.get(tool).is_some_and(|p| p.digest != pin.digest));
+                if lost {
+                    decision = decided(&backend, &listing, now, trust, &names).await;
+                }
+            }
+        }
+        {
+            let mut pins = lock(&self.pins);
+            let known = pins.entry(backend.clone()).or_default();
+            for (tool, pin) in &decision.pinned {
+                known.entry(tool.clone()).or_insert_with(|| pin.clone());
+            }
+        }
+        self.audit_holds(&backend, &decision);
+        decision
+    }
+
+    /// Writes an audit line for each tool held now that was not held (with this digest) before.
+    fn audit_holds(&self, backend: &str, decision: &Decision) {
+        let mut held = lock(&self.held);
+        let before = held.remove(backend).unwrap_or_default();
+        let now: BTreeMap<String, String> = decision
+            .held
+            .iter()
+            .map(|(tool, h)| (tool.clone(), h.digest.clone()))
+            .collect();
+        for (tool, h) in &decision.held {
+            if before.get(tool) == Some(&h.digest) {
+                continue;
+            }
+            let findings: Vec<String> = h
+                .findings
+                .iter()
+                .map(|f| format!("{:?} in {}", f.kind, f.place))
+                .collect();
+            let rule = format!(
+                "held ({}): {}{}",
+                match h.kind {
+                    sandgate_pins::HeldKind::Changed => "changed",
+                    sandgate_pins::HeldKind::New => "new",
+                },
+                h.digest,
+                if findings.is_empty() {
+                    String::new()
+                } else {
+                    format!("; findings: {}", findings.join(", "))
+                }
+            );
+            self.audit.record(&AuditDecision {
+                profile: None,
+                token_id: None,
+                execution_id: None,
+                subject: Subject::Pin,
+                target: &format!("{backend}.{tool}"),
+                allowed: false,
+                rule: &rule,
+                arguments: None,
+                asked: false,
+            });
+        }
+        held.insert(backend.to_string(), now);
+    }
+
+    /// Follows pins changed elsewhere (another replica, `sandgate pins`, the console): every
+    /// [`FOLLOW_EVERY`], the pins' digests are compared with the last seen, and each backend
+    /// whose pins changed lists its tools again. Ends when the manager is gone.
+    pub fn follow(self: &Arc<Self>, manager: Weak<dyn Backends>) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let guard = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut seen: Option<Vec<(String, String, String)>> = None;
+            loop {
+                tokio::time::sleep(FOLLOW_EVERY).await;
+                let (Some(manager), Some(_guard)) = (manager.upgrade(), guard.upgrade()) else {
+                    return;
+                };
+                let Ok(now) = store.pin_digests().await else {
+                    continue;
+                };
+                if let Some(before) = &seen {
+                    for backend in changed_backends(before, &now) {
+                        manager.relist(&backend);
+                    }
+                }
+                seen = Some(now);
+            }
+        });
+    }
+}
+
+impl ListingGuard for PinGuard {
+    fn decide<'a>(
+        &'a self,
+        config: &'a BackendConfig,
+        listing: Vec<Definition>,
+    ) -> BoxFuture<'a, Decision> {
+        Box::pin(self.decide_listing(config, listing))
+    }
+}
+
+/// `listing` decided against `pins`, scanned off the async threads (a listing of thousands of
+/// tools takes a while).
+async fn decided(
+    backend: &str,
+    listing: &Arc<Vec<Definition>>,
+    pins: BTreeMap<String, Pin>,
+    trust: Trust,
+    names: &Arc<Names>,
+) -> Decision {
+    let (backend, listing, names) = (backend.to_string(), listing.clone(), names.clone());
+    tokio::task::spawn_blocking(move || {
+        let context = names.context(&backend);
+        sandgate_pins::decide(&listing, &pins, trust, |d| sandgate_pins::scan(d, &context))
+    })
+    .await
+    .unwrap_or_default()
+}
+
+/// What the store keeps of `decision`.
+fn stored_listing(backend: &str, decision: &Decision) -> (Vec<StoredPin>, Vec<StoredHeld>) {
+    let pinned = decision
+        .pinned
+        .iter()
+        .map(|(tool, pin)| StoredPin {
+            backend: backend.to_string(),
+            tool: tool.clone(),
+            digest: pin.digest.clone(),
+            definition: json(&pin.definition),
+            decided_by: FIRST_USE.into(),
+        })
+        .collect();
+    let held = decision
+        .held
+        .iter()
+        .map(|(tool, held)| StoredHeld {
+            backend: backend.to_string(),
+            tool: tool.clone(),
+            kind: kind_name(held.kind).into(),
+            digest: held.digest.clone(),
+            definition: json(&held.definition),
+            findings: json(&held.findings),
+            rejected_by: None,
+        })
+        .collect();
+    (pinned, held)
+}
+
+/// A held change's kind as the store and the CLI write it.
+pub fn kind_name(kind: sandgate_pins::HeldKind) -> &'static str {
+    match kind {
+        sandgate_pins::HeldKind::Changed => "changed",
+        sandgate_pins::HeldKind::New => "new",
+    }
+}
+
+/// `value` as JSON text (`null` if it cannot be: never for the types written here).
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+/// The backends whose pins differ between two readings of the digests.
+fn changed_backends(
+    before: &[(String, String, String)],
+    now: &[(String, String, String)],
+) -> Vec<String> {
+    let group = |rows: &[(String, String, String)]| {
+        let mut by: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for (backend, tool, digest) in rows {
+            by.entry(backend.clone())
+                .or_default()
+                .push((tool.clone(), digest.clone()));
+        }
+        by
+    };
+    let (before, now) = (group(before), group(now));
+    let mut changed: Vec<String> = now
+        .iter()
+        .filter(|(backend, pins)| before.get(*backend) != Some(pins))
+        .map(|(backend, _)| backend.clone())
+        .collect();
+    changed.extend(before.keys().filter(|b| !now.contains_key(*b)).cloned());
+    changed
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(b: &str, t: &str, d: &str) -> (String, String, String) {
+        (b.into(), t.into(), d.into())
+    }
+
+    #[test]
+    fn only_backends_whose_pins_changed_list_again() {
+        let before = vec![row("a", "x", "1"), row("b", "y", "2"), row("c", "z", "3")];
+        let now = vec![row("a", "x", "1"), row("b", "y", "9"), row("d", "w", "4")];
+        assert_eq!(
+            changed_backends(&before, &now),
+            vec!["b".to_string(), "d".to_string(), "c".to_string()]
+        );
+        assert!(changed_backends(&now, &now).is_empty());
+    }
+}
