@@ -66,6 +66,11 @@ pub struct BackendStatus {
     pub tool_problems: Vec<ToolProblem>,
     /// When restarting: milliseconds until the next attempt.
     pub retry_in_ms: Option<u64>,
+    /// How its tool definitions are pinned (`first_use`, `review`, `off`).
+    pub pin: &'static str,
+    /// Its tools the supply-chain guard holds for review (live connection only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<String>,
 }
 
 impl BackendStatus {
@@ -275,6 +280,11 @@ impl Backend {
                 Conn::Ready(live) => live.problems.clone(),
                 _ => vec![],
             },
+            pin: self.config.pin.as_str(),
+            held: match &conn {
+                Conn::Ready(live) => live.held.keys().cloned().collect(),
+                _ => vec![],
+            },
         }
     }
 
@@ -293,6 +303,10 @@ impl Backend {
         let started = Instant::now();
         let deadline = started + timeout;
         let live = self.wait_until_ready(deadline, started).await?;
+        // Held as of the listing this call waited for (the manager asked before it waited).
+        if let Some(&kind) = live.held.get(tool) {
+            return Err(crate::guard::held_error(name, tool, kind));
+        }
         if !live.tools.iter().any(|t| t.name == tool) {
             return Err(UpstreamError::UnknownTool {
                 backend: name.clone(),

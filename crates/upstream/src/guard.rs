@@ -67,6 +67,16 @@ fn held_kinds(held: &BTreeMap<String, sandgate_pins::Held>) -> BTreeMap<String, 
         .collect()
 }
 
+/// The error a call to `backend`'s held `tool` fails with.
+pub(crate) fn held_error(backend: &str, tool: &str, kind: HeldKind) -> crate::UpstreamError {
+    crate::UpstreamError::Held {
+        backend: backend.to_string(),
+        tool: tool.to_string(),
+        reason: held_reason(kind),
+        changed: kind == HeldKind::Changed,
+    }
+}
+
 /// Why a tool of `kind` is held, in words for a person or a model.
 pub fn held_reason(kind: HeldKind) -> &'static str {
     match kind {

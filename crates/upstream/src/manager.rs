@@ -415,12 +415,7 @@ impl BackendManager {
             });
         };
         if let Some(kind) = target.held(tool) {
-            return Err(UpstreamError::Held {
-                backend: backend.clone(),
-                tool: tool.clone(),
-                reason: crate::guard::held_reason(kind),
-                changed: kind == sandgate_pins::HeldKind::Changed,
-            });
+            return Err(crate::guard::held_error(backend, tool, kind));
         }
         match &target.config.per_user {
             None => target.call(tool, arguments, context).await,

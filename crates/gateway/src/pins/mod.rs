@@ -198,7 +198,8 @@ impl PinGuard {
         };
         let guard = Arc::downgrade(self);
         tokio::spawn(async move {
-            let mut seen: Option<Vec<(String, String, String)>> = None;
+            // Read at once: a decision made while the backends start is a change from this.
+            let mut seen: Option<Vec<(String, String, String)>> = store.pin_digests().await.ok();
             loop {
                 tokio::time::sleep(FOLLOW_EVERY).await;
                 let (Some(manager), Some(_guard)) = (manager.upgrade(), guard.upgrade()) else {

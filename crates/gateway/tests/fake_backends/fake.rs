@@ -177,6 +177,8 @@ impl Backends for FakeBackends {
                 protocol_version: None,
                 tool_problems: Vec::new(),
                 retry_in_ms: None,
+                pin: "first_use",
+                held: Vec::new(),
             })
             .collect()
     }
