@@ -14,6 +14,7 @@ mod approvals;
 mod credentials;
 mod logins;
 mod oauth;
+mod pins;
 mod reply;
 mod session;
 
@@ -55,6 +56,8 @@ pub(crate) fn router(console: Console) -> Router {
                 .put(credentials::set)
                 .delete(credentials::remove),
         )
+        .route("/ui/api/pins", get(pins::list).post(pins::decide))
+        .route("/ui/api/pins/diff", get(pins::diff))
         .route(
             "/ui/api/approvals",
             get(approvals::list).post(approvals::answer),

@@ -99,6 +99,7 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
             ),
         }
         report_access(&config);
+        report_pins(&config, &base.store).await;
         healthy &= report_sandbox(&config).await;
     }
     // Why a backend is down is often only in what it printed: shown to the operator here (never
@@ -124,6 +125,54 @@ pub async fn run(args: ConfigArg, detailed: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The supply-chain guard: each backend's pin mode, what is pinned and held, and the findings
+/// that hold nothing (warnings).
+async fn report_pins(config: &sandgate_config::Config, store: &sandgate_store::StoreHandle) {
+    let modes: Vec<String> = config
+        .backends
+        .iter()
+        .map(|b| format!("{} {}", b.name, b.pin.as_str()))
+        .collect();
+    println!("pins: {}", modes.join(", "));
+    let rows = match sandgate_gateway::pins::review::list(store).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            println!("  cannot read the pins: {e}");
+            return;
+        }
+    };
+    let held: Vec<&sandgate_gateway::pins::review::Reviewed> =
+        rows.iter().filter(|r| r.state == "held").collect();
+    println!(
+        "  {} pinned, {} held for review{}",
+        rows.len() - held.len(),
+        held.len(),
+        if held.is_empty() {
+            ""
+        } else {
+            " (`sandgate pins list`, `sandgate pins diff BACKEND.TOOL`)"
+        }
+    );
+    for row in &held {
+        println!(
+            "  held: {} ({})",
+            sandgate_pins::escaped(&row.name),
+            row.held.as_deref().unwrap_or("")
+        );
+    }
+    for row in rows.iter().filter(|r| r.state == "pinned") {
+        for finding in &row.findings {
+            println!(
+                "  warning: {}: {:?} in {}: {}",
+                sandgate_pins::escaped(&row.name),
+                finding.kind,
+                finding.place,
+                finding.excerpt
+            );
+        }
+    }
 }
 
 /// Who may use the gateway: HTTP auth, the tokens (by name, never their value), each profile's

@@ -174,7 +174,7 @@ function route() {
   for (const link of document.querySelectorAll("#nav a")) {
     link.classList.toggle("active", link.dataset.page === page);
   }
-  const pages = { backends: backendsPage, tools: toolsPage, executions: executionsPage, playground: playgroundPage, stats: statsPage, credentials: credentialsPage, approvals: approvalsPage };
+  const pages = { backends: backendsPage, tools: toolsPage, executions: executionsPage, playground: playgroundPage, stats: statsPage, credentials: credentialsPage, approvals: approvalsPage, pins: pinsPage };
   if (page === "executions" && arg) return executionPage(decodeURIComponent(arg));
   (pages[page] || backendsPage)();
 }
@@ -524,4 +524,74 @@ async function approvalsPage() {
     el("table", { id: "approvals" },
       el("thead", {}, el("tr", {}, ["Tool", "Arguments", "Rule", "Asked by", "Execution", "Asked", ""].map((h) => el("th", {}, h)))),
       el("tbody", {}, ...rows)));
+}
+
+// --- pins ----------------------------------------------------------------------------------
+
+// Every pinned tool definition and every change held for review (admins): a held one opens its
+// diff, pinned on the left and served now on the right, and is accepted or rejected there.
+async function pinsPage() {
+  show(el("h2", {}, "Pins"), el("p", { class: "muted" }, "Loading…"));
+  let data;
+  try {
+    data = await api("/ui/api/pins");
+  } catch (error) {
+    show(el("h2", {}, "Pins"), failure(error));
+    return;
+  }
+  const held = data.pins.filter((p) => p.state === "held");
+  const findings = (p) => p.findings.map((f) => f.severity + " " + f.kind + " in " + f.place).join("; ");
+  const rows = data.pins.map((p) => el("tr", { "data-pin": p.name },
+    el("td", { class: "name" }, p.state === "held"
+      ? el("a", { href: "#/pins", on: { click: (event) => { event.preventDefault(); pinDiff(p.name); } } }, p.name)
+      : p.name),
+    el("td", {}, p.state === "held" ? badge("held (" + p.held + ")") : "pinned (" + p.pinned_by + ")"),
+    el("td", {}, p.rejected_by ? "rejected by " + p.rejected_by : ""),
+    el("td", {}, findings(p))));
+  const intro = el("p", { class: "muted" }, held.length
+    ? plural(held.length, "tool is", "tools are") + " held for review: agents see the pinned definition (or nothing, for a new tool), and calls fail until you decide. Open one to see what changed."
+    : "Nothing is held. A tool is pinned the first time it is seen; a later change to its definition is held here.");
+  show(el("h2", {}, "Pins"), intro, el("div", { id: "pin-diff" }),
+    el("table", { id: "pins" },
+      el("thead", {}, el("tr", {}, ["Tool", "State", "Decided", "Findings"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, ...rows)));
+}
+
+async function pinDiff(name) {
+  const into = document.getElementById("pin-diff");
+  into.replaceChildren(el("p", { class: "muted" }, "Loading…"));
+  let diff;
+  try {
+    diff = await api("/ui/api/pins/diff?tool=" + encodeURIComponent(name));
+  } catch (error) {
+    into.replaceChildren(failure(error));
+    return;
+  }
+  const message = el("span", { class: "muted" });
+  const decide = (accept) => async () => {
+    try {
+      await api("/ui/api/pins?tool=" + encodeURIComponent(name), {
+        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ accept }) });
+      pinsPage();
+    } catch (error) {
+      message.textContent = String(error.message || error);
+    }
+  };
+  // Side by side: a line only in the pinned definition on the left, one only served now on
+  // the right, a line in both on both.
+  const left = [], right = [];
+  for (const line of diff.lines) {
+    if (line.side !== "served") left.push(el("div", { class: line.side === "pinned" ? "removed" : "" }, line.text || " "));
+    if (line.side !== "pinned") right.push(el("div", { class: line.side === "served" ? "added" : "" }, line.text || " "));
+  }
+  into.replaceChildren(
+    el("h3", {}, diff.name + ": held (" + diff.held + ")" + (diff.rejected_by ? ", rejected by " + diff.rejected_by : "")),
+    el("ul", { id: "pin-findings" }, ...diff.findings.map((f) => el("li", {}, f.severity + " " + f.kind + " in " + f.place + ": " + f.excerpt))),
+    el("table", { id: "pin-sides" },
+      el("thead", {}, el("tr", {}, el("th", {}, diff.pinned ? "Pinned" : "Pinned (none: a new tool)"), el("th", {}, "Served now"))),
+      el("tbody", {}, el("tr", {}, el("td", {}, el("pre", {}, ...left)), el("td", {}, el("pre", {}, ...right))))),
+    el("div", { class: "row" },
+      el("button", { id: "pin-accept", on: { click: decide(true) } }, "Accept"),
+      el("button", { class: "plain", id: "pin-reject", on: { click: decide(false) } }, "Reject"),
+      message));
 }
