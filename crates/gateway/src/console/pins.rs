@@ -26,17 +26,24 @@ pub(crate) struct Decision {
     accept: bool,
 }
 
+/// Why a request is refused: its status and the words the page shows.
+type Refusal = (StatusCode, &'static str);
+
+fn refused((status, why): Refusal) -> Response {
+    problem(status, why)
+}
+
 /// The login's name for the audit log, or the refusal for one that may not review.
-fn reviewer(console: &Console, user: &ConsoleUser) -> Result<String, Response> {
+fn reviewer(console: &Console, user: &ConsoleUser) -> Result<String, Refusal> {
     let principal = user.principal();
     if !console.gateway.profile(&user.profile).admin {
-        return Err(problem(
+        return Err((
             StatusCode::FORBIDDEN,
             "only an admin profile reviews tool definitions (or `sandgate pins` on the gateway's machine)",
         ));
     }
     if !principal.is_accountable() {
-        return Err(problem(
+        return Err((
             StatusCode::FORBIDDEN,
             "with HTTP auth off nobody is accountable for a console login: review with `sandgate pins` on the gateway's machine",
         ));
@@ -44,13 +51,11 @@ fn reviewer(console: &Console, user: &ConsoleUser) -> Result<String, Response> {
     Ok(format!("console:{}:{}", user.profile, principal.key()))
 }
 
-fn store(console: &Console) -> Result<sandgate_store::StoreHandle, Response> {
-    console.gateway.chain_store().ok_or_else(|| {
-        problem(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "this gateway keeps no store, so nothing is pinned",
-        )
-    })
+fn store(console: &Console) -> Result<sandgate_store::StoreHandle, Refusal> {
+    console.gateway.chain_store().ok_or((
+        StatusCode::SERVICE_UNAVAILABLE,
+        "this gateway keeps no store, so nothing is pinned",
+    ))
 }
 
 /// `GET /ui/api/pins`: every pin and held change.
@@ -60,7 +65,7 @@ pub(crate) async fn list(
 ) -> Response {
     let store = match reviewer(&console, &user).and(store(&console)) {
         Ok(store) => store,
-        Err(refused) => return refused,
+        Err(refusal) => return refused(refusal),
     };
     match review::list(&store).await {
         Ok(rows) => json(&json!({ "pins": rows })),
@@ -76,7 +81,7 @@ pub(crate) async fn diff(
 ) -> Response {
     let store = match reviewer(&console, &user).and(store(&console)) {
         Ok(store) => store,
-        Err(refused) => return refused,
+        Err(refusal) => return refused(refusal),
     };
     match review::diff(&store, &query.tool).await {
         Ok(diff) => json(&serde_json::to_value(diff).unwrap_or_default()),
@@ -93,11 +98,11 @@ pub(crate) async fn decide(
 ) -> Response {
     let by = match reviewer(&console, &user) {
         Ok(by) => by,
-        Err(refused) => return refused,
+        Err(refusal) => return refused(refusal),
     };
     let store = match store(&console) {
         Ok(store) => store,
-        Err(refused) => return refused,
+        Err(refusal) => return refused(refusal),
     };
     let audit = console.gateway.door().audit();
     let decided = if body.accept {
