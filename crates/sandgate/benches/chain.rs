@@ -57,11 +57,14 @@ fn bench(c: &mut Criterion) {
             .iter()
             .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
             .collect();
+        // Listings pass the supply-chain guard, as they do in `sandgate serve` (pins in memory).
+        let guard =
+            sandgate_gateway::pins::PinGuard::new(None, sandgate_gateway::AuditLog::disabled());
         let options = || ManagerOptions {
             inherited_env: inherited_env.clone(),
             cache: None,
             restart: Default::default(),
-            guard: None,
+            guard: Some(guard.clone() as std::sync::Arc<dyn sandgate_upstream::ListingGuard>),
         };
         // The direct measurement calls a backend of its own (the gateway's door keeps the
         // gateway's backends' only calls half): the same server, started the same way.
