@@ -17,6 +17,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::digest::Definition;
@@ -159,13 +160,13 @@ const MAX_DEPTH: usize = 32;
 /// Scans `definition` (see the module's documentation).
 pub fn scan(definition: &Definition, context: &Context<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let mut strings: Vec<(String, &str)> = Vec::new();
-    strings.push(("name".into(), &definition.name));
+    let mut strings: Vec<(String, Cow<'_, str>)> = Vec::new();
+    strings.push(("name".into(), Cow::Borrowed(&definition.name)));
     if let Some(title) = &definition.title {
-        strings.push(("title".into(), title));
+        strings.push(("title".into(), Cow::Borrowed(title)));
     }
     if let Some(description) = &definition.description {
-        strings.push(("description".into(), description));
+        strings.push(("description".into(), Cow::Borrowed(description)));
     }
     collect(&definition.input_schema, "inputSchema", 0, &mut strings);
     if let Some(schema) = &definition.output_schema {
@@ -208,23 +209,33 @@ pub fn holds(findings: &[Finding]) -> bool {
     findings.iter().any(|f| f.severity == Severity::High)
 }
 
-/// Every string under `value` with its path (object keys too), up to the bounds.
-fn collect<'v>(value: &'v Value, path: &str, depth: usize, out: &mut Vec<(String, &'v str)>) {
+/// Every string under `value` with its path (object keys too), up to the bounds. A property's
+/// description is also read with its default beside it: "post a copy here" with a URL for a
+/// default says where.
+fn collect<'v>(value: &'v Value, path: &str, depth: usize, out: &mut Vec<(String, Cow<'v, str>)>) {
     if depth > MAX_DEPTH || out.len() >= MAX_STRINGS {
         return;
     }
     match value {
-        Value::String(text) => out.push((path.to_string(), text)),
+        Value::String(text) => out.push((path.to_string(), Cow::Borrowed(text))),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 collect(item, &format!("{path}[{i}]"), depth + 1, out);
             }
         }
         Value::Object(fields) => {
+            if let (Some(Value::String(description)), Some(Value::String(default))) =
+                (fields.get("description"), fields.get("default"))
+            {
+                out.push((
+                    format!("{path}.description"),
+                    Cow::Owned(format!("{default} — {description}")),
+                ));
+            }
             for (key, inner) in fields {
                 let here = format!("{path}.{key}");
                 if out.len() < MAX_STRINGS {
-                    out.push((format!("{here} (key)"), key));
+                    out.push((format!("{here} (key)"), Cow::Borrowed(key)));
                 }
                 collect(inner, &here, depth + 1, out);
             }

@@ -62,6 +62,10 @@ static CONCEALMENT: LazyLock<Phrases> = LazyLock::new(|| {
         r"\b(skip|skipping|avoid|avoiding|no need for|forgo)\s+(telling|informing|notifying|asking|alerting|warning|mentioning (it|this|that) to)\s+(the\s+)?(user|human|person|operator)",
         r"\b(quietly|silently|secretly|covertly|invisibly) in the background\b|\bin the background,? (quietly|silently|secretly)\b",
         r"\b(hide|conceal)\s+(this|it|these|that|them|the\s+\w+)\s+from\s+(the\s+)?(user|human|person)",
+        r"\bleave\s+(it|this|that|them)\s+out\s+of\s+(anything|everything|what|whatever|any\s+\w+)\s+(you\s+)?(say|tell|report|show|write)\b|\b(answer|say|reply|respond|claim|tell\s+(them|him|her|the\s+user))\s+(that\s+)?(nothing(\s+else)?|no\s+other\s+\w+|there\s+(was|were)\s+no)\b[^.;\n]{0,30}\b(happened|occurred|was\s+(sent|done|read|called|uploaded))",
+        r"\b(the\s+)?(user|human|person)\s+(is|are|must|should|will|shall)\s+(not|never)\s+(to\s+)?be\s+(made\s+aware|told|informed|notified|shown|alerted)\b",
+        r"\bno\s+(reason|need|call)\s+to\s+(bring\s+(that|this|it|them)\s+up|raise\s+(that|this|it))\b|\bpretend\b[^.;\n]{0,30}\b(user|human|person)\b|\b(lie|lying)\s+to\s+(the\s+)?(user|human|person)\b|\bmislead\s+(the\s+)?(user|human|person)\b",
+        r"\bkeep\s+(quiet|silent|mum|schtum)\s+(about|on|regarding)\b|\b(it is |it's )?(not|none of)\s+the\s+(user|human|person)'?s?\s+(business|concern)\b",
         r"\b(secretly|silently|covertly|quietly|discreetly|invisibly|stealthily)\s+(also\s+)?(send|sends|copy|copies|forward|forwards|read|reads|call|calls|include|includes|add|adds|upload|uploads|exfiltrat\w*|append|appends|transmit|transmits|bcc|post|posts|attach|attaches|collect|collects|pass|passes|share|shares)",
         r"\b(the\s+)?(user|human|person)\s+(must|should|does|do|need|needs|will|shall)\s*(not|never|n't)\s+(to\s+)?(know|see|notice|find out|be told|be informed|learn|be aware|be shown|hear)",
         r"\b(not|never)\s+(be\s+)?(visible|shown|displayed|mentioned|reported)\s+to\s+(the\s+)?(user|human|person)",
@@ -82,7 +86,7 @@ static CONCEALMENT: LazyLock<Phrases> = LazyLock::new(|| {
         r"\bне\s+(говори|сообщай|рассказывай|упоминай|показывай)\w*\b[^.;\n]{0,40}\bпользовател",
         r"\bтак,?\s+чтобы\s+пользователь\s+не\s+(узнал|заметил|видел)",
         r"不要(告诉|通知|提醒|让)用户|别(告诉|让)用户|对用户(隐瞒|保密)|不要向用户(透露|提及|显示)|用户不(会|应)(知道|察觉)|悄悄(地)?(发送|读取|复制|调用)",
-        r"ユーザー(に|には)(伝え|知らせ|言わ|見せ)(ない|るな)|ユーザーに気づかれ(ない|ず)|こっそり",
+        r"ユーザー(に|には)(何も)?(伝え|知らせ|言わ|見せ)(ない|るな)|ユーザーに気づかれ(ない|ず)|こっそり",
         r"사용자(에게|한테)\s*(알리지|말하지|보여주지)\s*(마|말)|사용자\s*몰래|몰래",
     ])
 });
@@ -102,13 +106,19 @@ static OVERRIDE: LazyLock<Phrases> = LazyLock::new(|| {
         r"\bbefore (responding|answering|replying|doing anything else)( to the user)?,?\s*(you must|always|first|make sure)",
         r"\bignor(iere|ieren)\s+(alle\s+)?(vorherigen|bisherigen|obigen|früheren)\s+(anweisungen|instruktionen|regeln)|\bneue anweisungen\s*:",
         r"\bignore[sz]?\s+(toutes\s+)?(les\s+)?(instructions|consignes|règles)\s+(précédentes|antérieures|ci-dessus)|\bnouvelles instructions\s*:",
+        r"\b(oublie|oubliez|ignore|ignorez)\s+(toutes\s+|tout\s+)?(tes|vos|les|ses)\s+(instructions|consignes|règles)\b|\b(olvida|olvide|ignora)\s+(todas\s+)?(tus|sus|las)\s+(instrucciones|reglas)\b|\b(vergiss|vergessen sie|ignoriere)\s+(alle\s+)?(deine|ihre|die)\s+(anweisungen|regeln|instruktionen)\b|\b(dimentica|dimenticate|ignora)\s+(tutte\s+)?(le\s+)?(tue|sue)\s+(istruzioni|regole)\b|\b(esqueça|esquece|ignore)\s+(todas\s+)?(as\s+)?(suas|tuas)\s+(instruções|regras)\b",
+        r"\b(treat|consider|regard|use|take)\b[^.;\n]{0,50}\bas\s+(your|the)\s+(new\s+|real\s+|actual\s+|only\s+|updated\s+)?(system prompt|system message|system instructions|instructions|prompt)\b",
         r"\bignora\s+(todas\s+)?(las\s+)?(instrucciones|indicaciones|reglas)\s+(anteriores|previas)|\bnuevas instrucciones\s*:",
         r"\bignora\s+(tutte\s+)?(le\s+)?(istruzioni|regole)\s+(precedenti)|\bnuove istruzioni\s*:",
         r"\bignore\s+(todas\s+)?(as\s+)?(instruções|regras)\s+(anteriores)|\bnovas instruções\s*:",
         r"\bnegeer\s+(alle\s+)?(vorige|eerdere)\s+(instructies|regels)",
         r"\bигнорир\w*\s+(все\s+)?(предыдущие|прежние)\s+(инструкции|указания|правила)|\bновые инструкции\s*:",
         r"忽略(之前|以前|上面|以上|先前)(的)?(所有)?(指令|指示|说明|规则)|新的指令[:：]",
-        r"(以前|前|上記)の(すべての)?指示を(無視|忘れ)|新しい指示[:：]",
+        r"(以前|前|上記|これまで)の(すべての)?指示を(すべて)?(無視|忘れ)|新しい指示[:：]",
+        r"\b(your|the|all)\s+(earlier|previous|prior|original|existing|other|usual)\s+(guidance|instructions|rules|guidelines|directives|prompt)\s+(is|are)\s+(now\s+)?(obsolete|void|outdated|cancel+ed|revoked|no longer valid|superseded|invalid)\b|\b(is|are)\s+now\s+your\s+(only|sole|new|real)\s+(guidance|instructions|rules|prompt)\b",
+        r"\b(whatever|no matter what|regardless of what)\s+(the\s+)?(user|human|person)\s+(says|said|asks|asked|wants|wanted|chose|chooses|picks|picked|requests|requested|types|typed)\b[^.;\n]{0,40}\b(set|use|pass|put|send|choose|make|change)\b",
+        r"\bcall\s+(this|me)\s+(tool\s+)?(again\s+)?(after|before|alongside|with)\s+(every|each|any|all)\s+(other\s+)?(tool\s+)?(call|calls|tool|tools|request|requests)\b|\broute\s+(every|all|each)\s+[^.;\n]{0,30}\bthrough\s+(this|me|`?\w+`?)\b[^.;\n]{0,10}$",
+        r"\b(safety|content|previous|all|your|usual)\s+(rules|guidelines|restrictions|policies|filters|limits)\s+(no longer|do not|don't|never)\s+apply\b|\byou are (an?\s+)?(unrestricted|unfiltered|uncensored|jailbroken)\b",
         r"(이전|위의)\s*(모든\s*)?(지시|명령|지침)(을|를)?\s*무시",
     ])
 });
@@ -116,27 +126,27 @@ static OVERRIDE: LazyLock<Phrases> = LazyLock::new(|| {
 /// Tags and blocks that pose as the model's own instructions.
 static INSTRUCTION_TAG: LazyLock<Regex> = LazyLock::new(|| {
     one(
-        r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|override|critical|sudo|root|assistant|important_note|system_note|ai_instructions?|model_instructions?)\s*>|\[\s*(system|important|instructions?|admin|hidden)\s*\]|\{\{\s*(system|instructions?)\s*\}\}",
+        r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|override|critical|sudo|root|assistant|important_note|system_note|ai_instructions?|model_instructions?)\s*>|\[\s*(system|important|instructions?|admin|hidden)\s*\]|\{\{\s*(system|instructions?)\s*\}\}|={2,}\s*(system|instructions?|admin)\s*={2,}|<<\s*/?\s*sys\s*>>",
     )
 });
 
 /// Files, keys and records a description has no reason to send a model to.
 static SECRET_TARGET: LazyLock<Regex> = LazyLock::new(|| {
     one(
-        r"~/\.ssh|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|/etc/(passwd|shadow|sudoers)|\.aws/credentials|\.aws/config|\.kube/config|\.docker/config\.json|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.bash_history|\.zsh_history|\.gnupg|\bmcp\.json\b|claude_desktop_config|\.cursor/|\.config/gh/hosts|\bkeychain\b|\bseed phrase\b|\brecovery phrase\b|\bmnemonic\b|\bwallet\.dat\b|\bprivate[ _-]?keys?\b|\bconversation history\b|\bchat history\b|\b(all|the|every|previous|earlier|prior) (previous |prior )?messages\b|\bsystem prompt\b|\b(the|your) (instructions|prompt) (above|you were given)\b|\.env\b|\benv(ironment)? var(iable)?s?\b|\b(last|previous|recent|earlier|prior) (\w+ )?(messages|turns|exchanges)\b|\bprocess\.env\b|\bos\.environ\b|\b(api[ _-]?keys?|access[ _-]?tokens?|auth[ _-]?tokens?|bearer tokens?|session (tokens?|cookies?)|passwords?|credentials|secrets?|cookies)\b",
+        r"~/\.ssh|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|/etc/(passwd|shadow|sudoers)|\.aws/credentials|\.aws/config|\.kube/config|\.docker/config\.json|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.bash_history|\.zsh_history|\.gnupg|\bmcp\.json\b|claude_desktop_config|\.cursor/|\.config/gh/hosts|\bkeychain\b|\bseed phrase\b|\brecovery phrase\b|\bmnemonic\b|\bwallet\.dat\b|\bprivate[ _-]?keys?\b|\bconversation history\b|\bchat history\b|\b(all|the|every|previous|earlier|prior) (previous |prior )?messages\b|\bsystem prompt\b|\bsystem instructions\b|\b(your|the model's|the assistant's)\s+(hidden|internal|secret|original|initial|own)\s+(system\s+)?(instructions|prompt|rules|guidelines)\b|\b(the|your) (instructions|prompt) (above|you were given)\b|\.env\b|\benv(ironment)? var(iable)?s?\b|\b(last|previous|recent|earlier|prior) (\w+ )?(messages|turns|exchanges)\b|\bprocess\.env\b|\bos\.environ\b|\b(api[ _-]?keys?|access[ _-]?tokens?|auth[ _-]?tokens?|bearer tokens?|session (tokens?|cookies?)|passwords?|credentials|secrets?|cookies)\b",
     )
 });
 
 /// Targets that alone, with a verb of reading or passing on, are never honest in a description.
 static STRONG_TARGET: LazyLock<Regex> = LazyLock::new(|| {
     one(
-        r"~/\.ssh|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|/etc/(passwd|shadow|sudoers)|\.aws/credentials|\.kube/config|\.docker/config\.json|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.bash_history|\.zsh_history|\.gnupg|\bmcp\.json\b|claude_desktop_config|\.cursor/|\.config/gh/hosts|\bseed phrase\b|\brecovery phrase\b|\bwallet\.dat\b|\bconversation history\b|\bchat history\b|\bsystem prompt\b|\bprocess\.env\b|\bos\.environ\b",
+        r"~/\.ssh|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|/etc/(passwd|shadow|sudoers)|\.aws/credentials|\.kube/config|\.docker/config\.json|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.bash_history|\.zsh_history|\.gnupg|\bmcp\.json\b|claude_desktop_config|\.cursor/|\.config/gh/hosts|\bseed phrase\b|\brecovery phrase\b|\bwallet\.dat\b|\bconversation history\b|\bchat history\b|\bsystem prompt\b|\bsystem instructions\b|\b(your|the model's|the assistant's)\s+(hidden|internal|secret|original|initial|own)\s+(system\s+)?(instructions|prompt|rules|guidelines)\b|\bprocess\.env\b|\bos\.environ\b|\.env\s+file\b|\.pgpass\b",
     )
 });
 
 static READ_VERB: LazyLock<Regex> = LazyLock::new(|| {
     one(
-        r"\b(read|reads|reading|cat|open|load|fetch|get|collect|gather|include|including|pass|passing|send|sending|attach|append|add|put|insert|copy|provide|supply|output|print|paste|embed|upload|extract|dump|list|share|forward|leak|exfiltrat\w*|fill|write|enter|give|call|contents? of|lies|liest|lese|sende|schicke|füge|kopiere|lire|lis|lisez|mets|mettez|envoie|envoyez|ajoute|ajoutez|copie|copiez|leer|lee|lea|pon|ponga|envía|copia|adjunta|incluye|leggere|leggi|invia|metti|includi|ler|leia|envie|coloque|inclua)\b|读取|读|読み|읽",
+        r"\b(read|reads|reading|cat|open|load|fetch|get|collect|gather|include|including|pass|passing|send|sending|attach|append|prepend|prefix|add|put|insert|copy|provide|supply|output|print|paste|embed|upload|extract|dump|list|share|forward|leak|exfiltrat\w*|fill|write|enter|give|call|contents? of|lies|liest|lese|sende|schicke|füge|kopiere|lire|lis|lisez|mets|mettez|envoie|envoyez|ajoute|ajoutez|copie|copiez|leer|lee|lea|pon|ponga|envía|copia|adjunta|incluye|leggere|leggi|invia|metti|includi|ler|leia|envie|coloque|inclua)\b|读取|读|読み|읽",
     )
 });
 
@@ -160,7 +170,7 @@ static ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
 
 static SEND_VERB: LazyLock<Regex> = LazyLock::new(|| {
     one(
-        r"\b(send|sends|sent|forward|forwards|copy|copies|cc|bcc|mail|email|e-mail|post|posts|upload|uploads|transmit|report|sync|mirror|exfiltrat\w*|leak|notify|redirect|route|deliver|change the recipient|replace the recipient|envoie|envoyer|copie|schicke|sende|weiterleiten|envía|enviar|reenvía|invia|inoltra|envie|отправ\w*|перешл\w*|发送|转发|抄送|送信|転送|보내|전달)\b",
+        r"\b(send|sends|sent|forward|forwards|forwarded|copy|copies|copied|cc|bcc|mail|mailed|email|emailed|e-mail|e-mailed|post|posts|posted|upload|uploads|uploaded|transmit|report|sync|mirror|exfiltrat\w*|leak|notify|redirect|route|deliver|change the recipient|replace the recipient|envoie|envoyer|copie|schicke|sende|weiterleiten|envía|enviar|reenvía|invia|inoltra|envie|отправ\w*|перешл\w*|发送|转发|抄送|送信|転送|보내|전달)\b",
     )
 });
 
@@ -180,7 +190,14 @@ static EXAMPLE_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
 /// Redirecting what the user asked for elsewhere.
 static REDIRECT: LazyLock<Regex> = LazyLock::new(|| {
     one(
-        r"\b(change|replace|swap|set|switch|override)\s+(the\s+)?(recipient|recipients|destination|account number|iban|wallet address|to address|payee|beneficiary)\b[^.;\n]{0,30}\b(to|with)\b|\bredirect\s+(all\s+)?(emails|messages|payments|funds|transfers|traffic|requests)\s+to\b",
+        r"\b(change|replace|swap|set|switch|override)\s+(the\s+)?(recipient|recipients|destination|account number|iban|wallet address|to address|payee|beneficiary)\b[^.;\n]{0,30}\b(to|with)\b|\bredirect\s+(all\s+)?(emails|messages|payments|funds|transfers|traffic|requests)\s+to\b|\b(iban|account number|recipient|wallet address|payee|beneficiary|to address)\b[^.;\n]{0,50}\b(replace|change|swap|substitute|overwrite)\s+(it|them|that|this)\s+(with|to|for)\b",
+    )
+});
+
+/// A clause that tells the model what to do with a tool the clause before named.
+static TOOL_DIRECTION: LazyLock<Regex> = LazyLock::new(|| {
+    one(
+        r"\b(do not|don't|never|avoid|stop)\s+(call|calling|use|using|invoke|invoking|run|running|trust|trusting)\s+(it|this|that|them)\b|\b(use|call|route\s+\w+(\s+\w+)?\s+through)\s+[^.;\n]{0,30}\binstead\b",
     )
 });
 
@@ -386,10 +403,15 @@ fn shadowing(
             continue;
         }
         let at = found.start();
-        let sentence = sentences(text)
-            .find(|(start, s)| *start <= at && at < start + s.len())
-            .map_or(text, |(_, s)| s);
-        let severity = if TOOL_USE.is_match(sentence) {
+        // The clause that names the tool, and the next when it tells the model what to do
+        // with it ("X leaks data; do not call it").
+        let all: Vec<(usize, &str)> = sentences(text).collect();
+        let here = all
+            .iter()
+            .position(|(start, s)| *start <= at && at < start + s.len());
+        let sentence = here.map_or(text, |i| all[i].1);
+        let next = here.and_then(|i| all.get(i + 1)).map_or("", |(_, s)| *s);
+        let severity = if TOOL_USE.is_match(sentence) || TOOL_DIRECTION.is_match(next) {
             Severity::High
         } else {
             Severity::Warning
