@@ -18,7 +18,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use sandgate_config::{BackendConfig, PinMode};
 use sandgate_pins::{Decision, Definition, Names, Pin, Trust};
-use sandgate_store::{StoreHandle, StoredHeld, StoredPin};
+use sandgate_store::{MAX_PIN_BYTES, StoreHandle, StoredHeld, StoredPin};
 use sandgate_upstream::{Backends, ListingGuard};
 
 use crate::audit::{AuditLog, Decision as AuditDecision, Subject};
@@ -112,9 +112,15 @@ impl PinGuard {
             PinMode::FirstUse | PinMode::Off => Trust::OnFirstUse,
         };
         let names = Arc::new(Names::new(&self.names_with(&backend, &listing)));
+        // A definition larger than the store keeps for review can be neither pinned nor shown
+        // to a person: it is held, in this process only, and never recorded.
+        let (listing, oversize): (Vec<Definition>, Vec<Definition>) = listing
+            .into_iter()
+            .partition(|d| serde_json::to_vec(d).map_or(usize::MAX, |b| b.len()) <= MAX_PIN_BYTES);
         let listing = Arc::new(listing);
         let pins = self.pins_of(&backend).await;
-        let mut decision = decided(&backend, &listing, pins, trust, &names).await;
+        let oversize_held = oversize_holds(&oversize, &pins);
+        let mut decision = decided(&backend, &listing, pins.clone(), trust, &names).await;
         if let Some(store) = &self.store {
             let (pinned, held) = stored_listing(&backend, &decision);
             if let Err(e) = store.record_listing(&backend, pinned, held).await {
@@ -131,6 +137,13 @@ impl PinGuard {
                     decision = decided(&backend, &listing, now, trust, &names).await;
                 }
             }
+        }
+        // Added after the record: they are never stored.
+        for (definition, held) in oversize_held {
+            if let Some(pin) = pins.get(&definition.name) {
+                decision.shown.push(pin.definition.clone());
+            }
+            decision.held.insert(definition.name.clone(), held);
         }
         {
             let mut pins = lock(&self.pins);
@@ -245,6 +258,46 @@ async fn decided(
     })
     .await
     .unwrap_or_default()
+}
+
+/// The holds of definitions too large to keep for review: changed if the tool is pinned, else
+/// new, with the finding that says why.
+fn oversize_holds(
+    oversize: &[Definition],
+    pins: &BTreeMap<String, Pin>,
+) -> Vec<(Definition, sandgate_pins::Held)> {
+    oversize
+        .iter()
+        .map(|definition| {
+            let size = serde_json::to_vec(definition).map_or(usize::MAX, |b| b.len());
+            let held = sandgate_pins::Held {
+                kind: if pins.contains_key(&definition.name) {
+                    sandgate_pins::HeldKind::Changed
+                } else {
+                    sandgate_pins::HeldKind::New
+                },
+                definition: Definition {
+                    description: None,
+                    input_schema: serde_json::Value::Null,
+                    output_schema: None,
+                    annotations: None,
+                    ..definition.clone()
+                },
+                digest: definition.digest(),
+                findings: vec![sandgate_pins::Finding {
+                    kind: sandgate_pins::FindingKind::Oversize,
+                    severity: sandgate_pins::Severity::High,
+                    place: "definition".into(),
+                    excerpt: format!(
+                        "a definition of {} KiB, more than the {} KiB sandgate keeps for review",
+                        size / 1024,
+                        MAX_PIN_BYTES / 1024
+                    ),
+                }],
+            };
+            (definition.clone(), held)
+        })
+        .collect()
 }
 
 /// What the store keeps of `decision`.
