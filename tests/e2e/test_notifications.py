@@ -8,7 +8,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import FAKE_BACKEND, SANDGATE, HttpServer, one_process_only, structured, write_config
+from conftest import FAKE_BACKEND, SANDGATE, HttpServer, one_process_only, settled, structured, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -57,6 +57,8 @@ async def test_stateless_listen_streams_tools_list_changed(tmp_path):
     server = HttpServer(config)
     try:
         async with Client(server.target(), mode="2026-07-28") as client:
+            # The backend's first connection has its own notice; this test is about the growth.
+            await settled(client)
             await client.call_tool("search_tools", {"query": "echo"})
             first = structured(await client.call_tool("search_tools", {"query": "added at run time"}))
             assert all(r["name"] != "grower.extra" for r in first["results"])

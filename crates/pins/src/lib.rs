@@ -21,5 +21,5 @@ pub mod text;
 
 pub use decide::{Decision, Held, HeldKind, Pin, Trust, decide};
 pub use digest::Definition;
-pub use scan::{Context, Finding, FindingKind, Names, Severity, holds, scan};
+pub use scan::{Context, Finding, FindingKind, Names, Severity, holds, scan, warm};
 pub use text::{Hidden, clean, clean_json, escaped, hidden};

@@ -42,17 +42,25 @@ pub struct PinGuard {
     names: Mutex<BTreeMap<String, Vec<String>>>,
     /// The digests of the tools held, by backend: a hold is audited once, when it begins.
     held: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Backends whose listing is being decided now: what the store holds of them may be ahead
+    /// of `pins` until the decision is done, and that is not a change made elsewhere.
+    deciding: Mutex<std::collections::BTreeSet<String>>,
     audit: AuditLog,
 }
 
 impl PinGuard {
     /// A guard keeping its pins in `store` (or in memory), auditing what it holds to `audit`.
     pub fn new(store: Option<StoreHandle>, audit: AuditLog) -> Arc<PinGuard> {
+        // The scan's patterns compile while the backends start, not in their first listing.
+        let _ = std::thread::Builder::new()
+            .name("sandgate-pins-warm".into())
+            .spawn(sandgate_pins::warm);
         Arc::new(PinGuard {
             store,
             pins: Mutex::default(),
             names: Mutex::default(),
             held: Mutex::default(),
+            deciding: Mutex::default(),
             audit,
         })
     }
@@ -107,6 +115,19 @@ impl PinGuard {
 
     async fn decide_listing(&self, config: &BackendConfig, listing: Vec<Definition>) -> Decision {
         let backend = config.name.clone();
+        lock(&self.deciding).insert(backend.clone());
+        let decision = self.decide_listing_of(&backend, config, listing).await;
+        lock(&self.deciding).remove(&backend);
+        decision
+    }
+
+    async fn decide_listing_of(
+        &self,
+        backend: &str,
+        config: &BackendConfig,
+        listing: Vec<Definition>,
+    ) -> Decision {
+        let backend = backend.to_string();
         let trust = match config.pin {
             PinMode::Review => Trust::AfterReview,
             PinMode::FirstUse | PinMode::Off => Trust::OnFirstUse,
@@ -202,31 +223,55 @@ impl PinGuard {
         held.insert(backend.to_string(), now);
     }
 
+    /// The backends whose pins in the store (`now`, as `(backend, tool, digest)`) differ from
+    /// the pins their last listing was decided against: changed elsewhere. A backend never
+    /// listed here, or being decided now, is not one.
+    fn stale_backends(&self, now: &[(String, String, String)]) -> Vec<String> {
+        let mut stored: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+        for (backend, tool, digest) in now {
+            stored
+                .entry(backend)
+                .or_default()
+                .push((tool.as_str(), digest.as_str()));
+        }
+        let deciding = lock(&self.deciding).clone();
+        let pins = lock(&self.pins);
+        pins.iter()
+            .filter(|(backend, _)| !deciding.contains(*backend))
+            .filter(|(backend, known)| {
+                let known: Vec<(&str, &str)> = known
+                    .iter()
+                    .map(|(tool, pin)| (tool.as_str(), pin.digest.as_str()))
+                    .collect();
+                stored
+                    .get(backend.as_str())
+                    .map_or(!known.is_empty(), |s| *s != known)
+            })
+            .map(|(backend, _)| backend.clone())
+            .collect()
+    }
+
     /// Follows pins changed elsewhere (another replica, `sandgate pins`, the console): every
-    /// [`FOLLOW_EVERY`], the pins' digests are compared with the last seen, and each backend
-    /// whose pins changed lists its tools again. Ends when the manager is gone.
+    /// [`FOLLOW_EVERY`], the pins' digests in the store are compared with the pins each
+    /// backend's last listing was decided against, and a backend whose pins changed lists its
+    /// tools again. Ends when the manager is gone.
     pub fn follow(self: &Arc<Self>, manager: Weak<dyn Backends>) {
         let Some(store) = self.store.clone() else {
             return;
         };
         let guard = Arc::downgrade(self);
         tokio::spawn(async move {
-            // Read at once: a decision made while the backends start is a change from this.
-            let mut seen: Option<Vec<(String, String, String)>> = store.pin_digests().await.ok();
             loop {
                 tokio::time::sleep(FOLLOW_EVERY).await;
-                let (Some(manager), Some(_guard)) = (manager.upgrade(), guard.upgrade()) else {
+                let (Some(manager), Some(guard)) = (manager.upgrade(), guard.upgrade()) else {
                     return;
                 };
                 let Ok(now) = store.pin_digests().await else {
                     continue;
                 };
-                if let Some(before) = &seen {
-                    for backend in changed_backends(before, &now) {
-                        manager.relist(&backend);
-                    }
+                for backend in guard.stale_backends(&now) {
+                    manager.relist(&backend);
                 }
-                seen = Some(now);
             }
         });
     }
@@ -342,30 +387,6 @@ fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
-/// The backends whose pins differ between two readings of the digests.
-fn changed_backends(
-    before: &[(String, String, String)],
-    now: &[(String, String, String)],
-) -> Vec<String> {
-    let group = |rows: &[(String, String, String)]| {
-        let mut by: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-        for (backend, tool, digest) in rows {
-            by.entry(backend.clone())
-                .or_default()
-                .push((tool.clone(), digest.clone()));
-        }
-        by
-    };
-    let (before, now) = (group(before), group(now));
-    let mut changed: Vec<String> = now
-        .iter()
-        .filter(|(backend, pins)| before.get(*backend) != Some(pins))
-        .map(|(backend, _)| backend.clone())
-        .collect();
-    changed.extend(before.keys().filter(|b| !now.contains_key(*b)).cloned());
-    changed
-}
-
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -378,14 +399,26 @@ mod tests {
         (b.into(), t.into(), d.into())
     }
 
+    fn pin(digest: &str) -> Pin {
+        Pin {
+            digest: digest.into(),
+            definition: serde_json::from_value(serde_json::json!({"name": "x"})).expect("def"),
+        }
+    }
+
     #[test]
-    fn only_backends_whose_pins_changed_list_again() {
-        let before = vec![row("a", "x", "1"), row("b", "y", "2"), row("c", "z", "3")];
+    fn only_backends_whose_pins_changed_elsewhere_list_again() {
+        let guard = PinGuard::new(None, AuditLog::disabled());
+        lock(&guard.pins).insert("a".into(), [("x".to_string(), pin("1"))].into());
+        lock(&guard.pins).insert("b".into(), [("y".to_string(), pin("2"))].into());
+        lock(&guard.pins).insert("c".into(), [("z".to_string(), pin("3"))].into());
         let now = vec![row("a", "x", "1"), row("b", "y", "9"), row("d", "w", "4")];
         assert_eq!(
-            changed_backends(&before, &now),
-            vec!["b".to_string(), "d".to_string(), "c".to_string()]
+            guard.stale_backends(&now),
+            vec!["b".to_string(), "c".to_string()],
+            "b changed, c's pins are gone; d was never listed here"
         );
-        assert!(changed_backends(&now, &now).is_empty());
+        lock(&guard.deciding).insert("b".into());
+        assert_eq!(guard.stale_backends(&now), vec!["c".to_string()]);
     }
 }

@@ -11,11 +11,12 @@ use regex::{Regex, RegexSet};
 
 use super::{Context, Finding, FindingKind, Severity, push, unreachable_regex};
 
-/// Phrases of one kind: a set that says whether any matches, and each compiled once to say
-/// where the first one starts (for the finding's excerpt).
+/// Phrases of one kind: a set that says whether any matches, and each compiled once, the first
+/// time it matches, to say where it starts (for the finding's excerpt).
 struct Phrases {
     set: RegexSet,
-    each: Vec<Regex>,
+    patterns: Vec<&'static str>,
+    each: Vec<std::sync::OnceLock<Regex>>,
 }
 
 impl Phrases {
@@ -24,7 +25,11 @@ impl Phrases {
         self.set
             .matches(text)
             .iter()
-            .filter_map(|i| self.each.get(i)?.find(text).map(|m| m.start()))
+            .filter_map(|i| {
+                let pattern = self.patterns.get(i)?;
+                let regex = self.each.get(i)?.get_or_init(|| one(pattern));
+                regex.find(text).map(|m| m.start())
+            })
             .min()
     }
 }
@@ -36,14 +41,18 @@ impl Phrases {
     }
 
     fn len(&self) -> usize {
-        self.each.len()
+        self.patterns.len()
     }
 }
 
-fn set(patterns: &[&str]) -> Phrases {
+fn set(patterns: &[&'static str]) -> Phrases {
     Phrases {
         set: RegexSet::new(patterns).unwrap_or_else(|_| RegexSet::empty()),
-        each: patterns.iter().map(|p| one(p)).collect(),
+        patterns: patterns.to_vec(),
+        each: patterns
+            .iter()
+            .map(|_| std::sync::OnceLock::new())
+            .collect(),
     }
 }
 
@@ -206,6 +215,29 @@ static TOOL_USE: LazyLock<Regex> = LazyLock::new(|| {
         r"\b(must|should|always|never|instead|when|whenever|before|after|make sure|remember|ensure|important|do not|don't|required|first|also|only|every)\b",
     )
 });
+
+/// Compiles every pattern of the rules now.
+pub(super) fn warm() {
+    LazyLock::force(&CONCEALMENT);
+    LazyLock::force(&OVERRIDE);
+    for pattern in [
+        &INSTRUCTION_TAG,
+        &SECRET_TARGET,
+        &STRONG_TARGET,
+        &READ_VERB,
+        &PASS_ON,
+        &NEGATED,
+        &ADDRESS,
+        &SEND_VERB,
+        &EVERY,
+        &EXAMPLE_ADDRESS,
+        &REDIRECT,
+        &TOOL_DIRECTION,
+        &TOOL_USE,
+    ] {
+        LazyLock::force(pattern);
+    }
+}
 
 /// Reads what `text` (normalized) says, and adds what it found.
 /// A tag or block posing as the model's instructions in `text` (lower case).
@@ -436,6 +468,9 @@ mod tests {
     #[test]
     fn every_pattern_compiles_and_matches_what_it_is_for() {
         assert!(CONCEALMENT.len() > 20 && OVERRIDE.len() > 15);
+        for pattern in CONCEALMENT.patterns.iter().chain(&OVERRIDE.patterns) {
+            assert!(Regex::new(pattern).is_ok(), "{pattern}");
+        }
         let cases: [(&Regex, &str); 13] = [
             (&INSTRUCTION_TAG, "<important>"),
             (&SECRET_TARGET, "the api keys"),
