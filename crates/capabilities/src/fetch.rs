@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use sandgate_policy::{Access, Authorized, NetLookup, NetTarget, PolicyError};
 use url::{Host, Url};
 
-use crate::{CapabilityError, Resolve};
+use crate::error::CapabilityError;
+use crate::resolve::Resolve;
 
 /// The policy's two questions for each hop of a fetch.
 pub trait Authorize: Sync {

@@ -41,7 +41,7 @@ impl Host {
     pub fn read_file(
         &self,
         proof: &Authorized<FsAccess>,
-        limits: &crate::FsLimits,
+        limits: &crate::fs::FsLimits,
     ) -> Result<Vec<u8>, CapabilityError> {
         crate::fs::read_file(proof, limits)
     }
@@ -52,7 +52,7 @@ impl Host {
         &self,
         proof: &Authorized<FsAccess>,
         bytes: &[u8],
-        limits: &crate::FsLimits,
+        limits: &crate::fs::FsLimits,
     ) -> Result<usize, CapabilityError> {
         crate::fs::write_file(proof, bytes, limits)
     }
@@ -62,7 +62,7 @@ impl Host {
     pub fn read_dir(
         &self,
         proof: &Authorized<FsAccess>,
-        limits: &crate::FsLimits,
+        limits: &crate::fs::FsLimits,
     ) -> Result<Vec<String>, CapabilityError> {
         crate::fs::read_dir(proof, limits)
     }

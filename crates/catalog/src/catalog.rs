@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::CatalogError;
+use crate::error::CatalogError;
 use crate::names::sanitize_ident;
 use crate::search::SearchIndex;
 

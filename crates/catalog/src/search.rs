@@ -31,7 +31,7 @@ const PREFIX_FACTOR: f32 = 0.5;
 /// One search result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchHit {
-    /// Index into [`crate::Catalog::entries`].
+    /// Index into [`crate::catalog::Catalog::entries`].
     pub entry: usize,
     /// BM25 score (higher is better).
     pub score: f32,

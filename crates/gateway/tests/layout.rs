@@ -1,11 +1,12 @@
 //! The gateway is built in layers, each using only those below it (ARCHITECTURE.md lists
 //! them): the parts, the catalog, the door, the gateway with its bridge, `call_tool_chain`,
 //! the MCP surface, and the HTTP front with the console. This test reads the sources, follows
-//! every `crate::` and `super::` path to the file it names, and holds two rules:
+//! every `crate::` and `super::` path to the file it names, and holds three rules:
 //!
 //! - no file imports a file of a higher layer;
-//! - in the gateway, the binary and the config crate, no files import each other in a circle
-//!   of more than two.
+//! - in every crate but those `CIRCLES_LEFT` names, no files import each other in a circle of
+//!   more than two (a file that imports a re-export of its crate root imports the root);
+//! - no Rust or JavaScript source file under `crates/` is over 800 lines.
 //!
 //! The last test builds a small tree with a crossing and a circle of three, and checks both are
 //! caught.
@@ -389,16 +390,72 @@ fn no_gateway_file_imports_a_higher_layer() {
     );
 }
 
-#[test]
-fn no_circle_of_more_than_two_files_in_the_gateway_the_binary_or_config() {
-    let found: Vec<_> = ["gateway", "sandgate", "config"]
-        .into_iter()
-        .flat_map(|name| circles(&imports(&crate_src(name))))
+/// Every crate of the workspace, by its directory under `crates/`.
+fn every_crate() -> Vec<String> {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut names: Vec<String> = std::fs::read_dir(&crates)
+        .expect("crates/")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().join("src").is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .collect();
+    names.sort();
+    names
+}
+
+/// Crates whose files still import each other in circles (mostly through their crate root's
+/// re-exports), to be untangled as the gateway, the binary and config were (issue 48). The
+/// test fails when one of them no longer has a circle, so the list only shrinks.
+const CIRCLES_LEFT: &[&str] = &["sandbox", "store", "upstream"];
+
+#[test]
+fn no_circle_of_more_than_two_files_in_any_crate() {
+    let crates = every_crate();
+    assert!(crates.len() >= 14, "{crates:?}");
+    let mut found = Vec::new();
+    for name in &crates {
+        let circles = circles(&imports(&crate_src(name)));
+        if CIRCLES_LEFT.contains(&name.as_str()) {
+            assert!(
+                !circles.is_empty(),
+                "{name} has no circle left: take it out of CIRCLES_LEFT"
+            );
+        } else {
+            found.extend(circles);
+        }
+    }
     assert!(
         found.is_empty(),
         "files that import each other in a circle: {found:#?}"
     );
+}
+
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut long = Vec::new();
+    let mut stack = vec![crates];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("readable dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path
+                    .file_name()
+                    .is_some_and(|n| n != "target" && n != "node_modules")
+                {
+                    stack.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs" || e == "js") {
+                let lines = std::fs::read_to_string(&path)
+                    .map(|t| t.lines().count())
+                    .unwrap_or(0);
+                if lines > 800 {
+                    long.push(format!("{} ({lines} lines)", path.display()));
+                }
+            }
+        }
+    }
+    assert!(long.is_empty(), "files over 800 lines: {long:#?}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ use sandgate_config::Secret;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::IdentityError;
+use crate::error::IdentityError;
 use crate::jwks::{IssuerKeys, cut};
 use crate::settings::IssuerSettings;
 use crate::verify::now_seconds;

@@ -11,8 +11,8 @@
 use serde_json::Value;
 
 use crate::jwks::{IssuerKeys, cut};
+use crate::refusal::Refusal;
 use crate::settings::IssuerClient;
-use crate::verify::Refusal;
 
 /// The most introspection requests in flight at once.
 pub const MAX_IN_FLIGHT: usize = 8;
@@ -26,7 +26,7 @@ pub(crate) async fn introspect(
     now: u64,
     leeway: u64,
 ) -> Result<Value, Refusal> {
-    let unreadable = |e: crate::IdentityError| {
+    let unreadable = |e: crate::error::IdentityError| {
         tracing::warn!("{e}");
         Refusal::Invalid(format!(
             "the issuer could not be asked about the token ({e}); try again shortly"

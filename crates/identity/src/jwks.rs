@@ -16,9 +16,9 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use serde_json::Value;
 use tokio::sync::{Mutex, RwLock};
 
-use crate::IdentityError;
+use crate::error::IdentityError;
+use crate::refusal::Refusal;
 use crate::settings::{IssuerSettings, origin};
-use crate::verify::Refusal;
 
 /// The least time between two fetches of one issuer's keys.
 pub const MIN_REFRESH: Duration = Duration::from_secs(10);

@@ -13,7 +13,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::IdentityError;
+use crate::error::IdentityError;
 use crate::jwks::{IssuerKeys, cut};
 use crate::settings::IssuerSettings;
 

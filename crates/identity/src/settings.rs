@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jsonwebtoken::Algorithm;
 
-use crate::IdentityError;
+use crate::error::IdentityError;
 use crate::rules::ClaimRule;
 
 /// The algorithms accepted when an issuer names none: the asymmetric ones providers use.

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use sandgate_config::Secret;
 use sha2::{Digest, Sha256};
 
-use crate::IdentityError;
+use crate::error::IdentityError;
 
 /// The first byte of every sealed secret: the format's version.
 const FORMAT: u8 = 1;

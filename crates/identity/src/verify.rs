@@ -6,8 +6,9 @@ use jsonwebtoken::{Validation, decode, decode_header};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::IdentityError;
+use crate::error::IdentityError;
 use crate::jwks::{IssuerKeys, cut};
+use crate::refusal::Refusal;
 use crate::rules::profile_for;
 use crate::settings::OAuthSettings;
 
@@ -76,32 +77,6 @@ impl Identity {
     /// How logs and the audit name it: the subject at its issuer.
     pub fn name(&self) -> String {
         format!("{} at {}", self.subject, self.issuer)
-    }
-}
-
-/// Why a token is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// It proves nothing (401).
-    Invalid(String),
-    /// It is valid, and no rule gives it a profile (403).
-    NoProfile(String),
-}
-
-impl Refusal {
-    /// The HTTP status the refusal deserves.
-    pub fn status(&self) -> u16 {
-        match self {
-            Refusal::Invalid(_) => 401,
-            Refusal::NoProfile(_) => 403,
-        }
-    }
-
-    /// Why, in words (never the token).
-    pub fn reason(&self) -> &str {
-        match self {
-            Refusal::Invalid(why) | Refusal::NoProfile(why) => why,
-        }
     }
 }
 

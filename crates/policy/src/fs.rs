@@ -12,7 +12,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::{Access, Authorized, PolicyError};
+use crate::decision::{Authorized, PolicyError};
+use crate::profile::Access;
 
 /// A root the `fs` capability may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,7 +185,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::Profile;
+    use crate::profile::Profile;
 
     fn reader() -> Access {
         let mut profile = Profile::granting_nothing("reader", "profiles.reader", "sandgate.toml");

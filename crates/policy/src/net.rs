@@ -9,7 +9,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::glob_match;
+use crate::glob::glob_match;
 
 /// What kind of address a connection would go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

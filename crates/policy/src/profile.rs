@@ -4,9 +4,11 @@
 
 use std::sync::Arc;
 
+use crate::decision::{Authorized, PolicyError};
 use crate::fs::FsRoot;
+use crate::net::{NetGrant, NetLookup, NetTarget};
 use crate::tools::Refusal;
-use crate::{Authorized, Grant, NetGrant, NetLookup, NetTarget, PolicyError, ToolCall, ToolName};
+use crate::tools::{Grant, ToolCall, ToolName};
 
 /// Limits a profile puts on each execution; a caller may only lower them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -311,7 +313,8 @@ impl Access {
                 .iter()
                 .any(|pattern| match pattern.split_once('.') {
                     Some((backend, _)) => {
-                        crate::glob_match(backend, name) || crate::glob_match(backend, ident)
+                        crate::glob::glob_match(backend, name)
+                            || crate::glob::glob_match(backend, ident)
                     }
                     None => pattern.contains('*'),
                 })
@@ -510,7 +513,7 @@ impl Access {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::HostPattern;
+    use crate::net::HostPattern;
 
     fn reader() -> Arc<Profile> {
         Arc::new(Profile {

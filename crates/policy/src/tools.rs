@@ -6,7 +6,7 @@
 //! matches a tool when it matches *any* of those names, for deny and allow alike: a
 //! `deny_tools` entry written the way the model calls the tool must deny it.
 
-use crate::glob_match;
+use crate::glob::glob_match;
 
 /// A request to call one backend tool, named by its original backend and tool names, and by
 /// the identifiers code calls it by when they differ.

@@ -19,9 +19,9 @@ use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
 use tokio::time::{Instant, timeout_at};
 
-use crate::UpstreamError;
 use crate::context::{BackendProgress, CallContext};
 use crate::direct_call::DirectCalls;
+use crate::error::UpstreamError;
 use crate::frames::{REFUSED_CODE, REFUSED_MARK, StdoutNoise};
 use crate::listing::{Listing, ToolProblem};
 use crate::stderr::StderrRing;

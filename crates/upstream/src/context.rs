@@ -21,10 +21,10 @@ pub struct CallContext {
     pub progress: Option<mpsc::Sender<BackendProgress>>,
     /// Who the call is for, on a backend that serves each user on a connection of its own
     /// (`per_user`); ignored by other backends.
-    pub user: Option<crate::UserConnection>,
+    pub user: Option<crate::per_user::UserConnection>,
     /// Where the backend's own requests during the call go (`elicitation/create`,
     /// `sampling/createMessage`): the person behind the call's client (see `asks`).
-    pub asks: Option<std::sync::Arc<dyn crate::AskClient>>,
+    pub asks: Option<std::sync::Arc<dyn crate::asks::AskClient>>,
 }
 
 /// One progress notification a backend sent for a call.

@@ -68,8 +68,8 @@ fn held_kinds(held: &BTreeMap<String, sandgate_pins::Held>) -> BTreeMap<String, 
 }
 
 /// The error a call to `backend`'s held `tool` fails with.
-pub(crate) fn held_error(backend: &str, tool: &str, kind: HeldKind) -> crate::UpstreamError {
-    crate::UpstreamError::Held {
+pub(crate) fn held_error(backend: &str, tool: &str, kind: HeldKind) -> crate::error::UpstreamError {
+    crate::error::UpstreamError::Held {
         backend: backend.to_string(),
         tool: tool.to_string(),
         reason: held_reason(kind),

@@ -12,9 +12,10 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, BackendState, BackendStatus, Conn};
+use crate::cache::ToolCache;
 use crate::cache::{CacheWriter, KnownTools};
+use crate::error::UpstreamError;
 pub use crate::supervisor::RestartPolicy;
-use crate::{ToolCache, UpstreamError};
 
 /// Something about the backends changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +48,7 @@ pub struct ManagerOptions {
     pub restart: RestartPolicy,
     /// The supply-chain guard every listing of a backend's shared connection passes; `None`
     /// shows listings as served.
-    pub guard: Option<Arc<dyn crate::ListingGuard>>,
+    pub guard: Option<Arc<dyn crate::guard::ListingGuard>>,
 }
 
 /// State the supervisors report into.
@@ -404,7 +405,7 @@ impl BackendManager {
         &self,
         call: &Authorized<ToolCall>,
         arguments: Option<JsonObject>,
-        context: crate::CallContext,
+        context: crate::context::CallContext,
     ) -> Result<CallToolResult, UpstreamError> {
         let ToolCall { backend, tool, .. } = call.get();
         let backends = self.backends();

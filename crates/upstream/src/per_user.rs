@@ -25,8 +25,9 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, Conn};
+use crate::context::CallContext;
+use crate::error::UpstreamError;
 use crate::manager::{Shared, Supervised};
-use crate::{CallContext, UpstreamError};
 
 /// Who a call is for, on a per-user backend: the user's id, and its secret when the backend
 /// takes one.

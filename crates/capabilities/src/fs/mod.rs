@@ -25,7 +25,7 @@ use std::path::Path;
 use sandgate_policy::{Authorized, FsAccess, deciding_root};
 use serde_json::{Value, json};
 
-use crate::CapabilityError;
+use crate::error::CapabilityError;
 
 /// Sizes the fs capability keeps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
