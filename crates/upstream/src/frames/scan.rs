@@ -327,3 +327,144 @@ impl Scanner {
         }
     }
 }
+
+/// The scanner against `serde_json` as the oracle: for any JSON-RPC message, the depth, the id,
+/// whether it is a response and whether its result lists tools are what parsing it says; a
+/// well-formed line is left as it is; a lone surrogate escape is repaired into one that parses;
+/// and a cut copy is the message with everything deeper than the limit made `null`.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z\"\\\\/ \t\n]{0,12}".prop_map(Value::String),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(8, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z]{1,6}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn message() -> impl Strategy<Value = Value> {
+        let id = prop_oneof![
+            any::<i64>().prop_map(|n| json!(n)),
+            ".{0,20}".prop_map(Value::String),
+        ];
+        (
+            prop::option::of(id),
+            0..3u8,
+            value(),
+            any::<bool>(),
+            prop::collection::btree_map("[a-z]{1,5}", value(), 0..3),
+        )
+            .prop_map(|(id, kind, body, tools, extra)| {
+                let mut m = Map::new();
+                m.insert("jsonrpc".into(), json!("2.0"));
+                if let Some(id) = id {
+                    m.insert("id".into(), id);
+                }
+                match kind {
+                    0 => {
+                        m.insert("method".into(), json!("tools/call"));
+                        m.insert("params".into(), body);
+                    }
+                    1 => {
+                        let mut result = Map::new();
+                        if tools {
+                            result.insert("tools".into(), body);
+                        } else {
+                            result.insert("content".into(), body);
+                        }
+                        m.insert("result".into(), Value::Object(result));
+                    }
+                    _ => {
+                        m.insert(
+                            "error".into(),
+                            json!({"code": -1, "message": body.to_string()}),
+                        );
+                    }
+                }
+                for (k, v) in extra {
+                    m.entry(format!("x{k}")).or_insert(v);
+                }
+                Value::Object(m)
+            })
+    }
+
+    fn depth(v: &Value) -> usize {
+        match v {
+            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    fn cut(v: &Value, limit: usize, at: usize) -> Value {
+        match v {
+            Value::Array(_) | Value::Object(_) if at + 1 > limit => Value::Null,
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|i| cut(i, limit, at + 1)).collect())
+            }
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, i)| (k.clone(), cut(i, limit, at + 1)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn the_scan_agrees_with_parsing(m in message()) {
+            let text = serde_json::to_vec(&m).expect("serializes");
+            let mut line = text.clone();
+            let mut scanner = Scanner::default();
+            scanner.feed_repairing(&mut line);
+            prop_assert_eq!(&line, &text, "a well-formed line is left as it is");
+            prop_assert_eq!(scanner.max_depth, depth(&m));
+            match m.get("id") {
+                Some(id) => {
+                    let captured: Value = serde_json::from_slice(&scanner.id).expect("the id's text");
+                    prop_assert_eq!(&captured, id);
+                }
+                None => prop_assert!(scanner.id.is_empty()),
+            }
+            let response = m.get("method").is_none() && (m.get("result").is_some() || m.get("error").is_some());
+            prop_assert_eq!(scanner.is_response(), response);
+            let lists = m.get("result").and_then(|r| r.get("tools")).is_some();
+            prop_assert_eq!(scanner.result_lists_tools, lists);
+        }
+
+        #[test]
+        fn a_cut_copy_is_the_message_with_deep_parts_null(m in message(), limit in 1usize..6) {
+            let text = serde_json::to_vec(&m).expect("serializes");
+            let copy: Value = serde_json::from_slice(&cut_deeper_than(&text, limit)).expect("the cut copy parses");
+            prop_assert_eq!(copy, cut(&m, limit, 0));
+        }
+
+        #[test]
+        fn a_lone_surrogate_is_repaired_into_json_that_parses(before in "[a-z ]{0,8}", after in "[a-z ]{0,8}", high in any::<bool>()) {
+            let escape = if high { "\\ud83d" } else { "\\ude00" };
+            let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"text":"{before}{escape}{after}"}}}}"#);
+            prop_assert!(serde_json::from_str::<Value>(&text).is_err(), "the oracle refuses it as sent");
+            let mut line = text.into_bytes();
+            Scanner::default().feed_repairing(&mut line);
+            let repaired: Value = serde_json::from_slice(&line).expect("repaired");
+            let expected = format!("{before}\u{fffd}{after}");
+            prop_assert_eq!(repaired["result"]["text"].as_str(), Some(expected.as_str()));
+        }
+    }
+}
