@@ -264,3 +264,46 @@ pub(crate) fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a
         .map(|(_, value)| value)
         .filter(|v| !v.is_empty())
 }
+
+/// The cookie parser against the pairs it was sent: over one `Cookie` header or several, the
+/// value of a name is that of its first pair (none when that one is empty), and no header
+/// makes it fail.
+#[cfg(test)]
+mod properties {
+    use super::cookie;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_cookie_is_its_first_pairs_value(
+            pairs in prop::collection::vec(("[a-d]{1,2}", "[A-Za-z0-9_-]{0,8}"), 0..8),
+            split in 1usize..4,
+            name in "[a-d]{1,2}",
+        ) {
+            let mut headers = http::HeaderMap::new();
+            for chunk in pairs.chunks(split) {
+                let text: Vec<String> = chunk.iter().map(|(n, v)| format!("{n}={v}")).collect();
+                if let Ok(value) = http::HeaderValue::from_str(&text.join("; ")) {
+                    headers.append(http::header::COOKIE, value);
+                }
+            }
+            let expected = pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_str())
+                .filter(|v| !v.is_empty());
+            prop_assert_eq!(cookie(&headers, &name), expected);
+        }
+
+        #[test]
+        fn any_header_is_read_without_failing(value in "[ -~]{0,60}") {
+            let mut headers = http::HeaderMap::new();
+            if let Ok(value) = http::HeaderValue::from_str(&value) {
+                headers.append(http::header::COOKIE, value);
+            }
+            if let Some(found) = cookie(&headers, "sandgate_session") {
+                prop_assert!(!found.is_empty() && value.contains(found));
+            }
+        }
+    }
+}

@@ -332,3 +332,42 @@ mod tests {
         }
     }
 }
+
+/// The bearer parser against what a header says: any token of header characters without
+/// whitespace, under any casing of the scheme, is read back as sent; whatever else a header
+/// holds, what is read (if anything) is its text after `Bearer `, and two headers are refused.
+#[cfg(test)]
+mod properties {
+    use super::bearer;
+    use proptest::prelude::*;
+
+    fn headers(values: &[&str]) -> http::HeaderMap {
+        let mut map = http::HeaderMap::new();
+        for value in values {
+            if let Ok(value) = http::HeaderValue::from_str(value) {
+                map.append(http::header::AUTHORIZATION, value);
+            }
+        }
+        map
+    }
+
+    proptest! {
+        #[test]
+        fn a_token_is_read_back_as_sent(scheme in "[bB][eE][aA][rR][eE][rR]", token in "[!-~]{1,64}") {
+            let value = format!("{scheme} {token}");
+            let one = headers(&[&value]);
+            prop_assert_eq!(bearer(&one), Ok(token.as_str()));
+            prop_assert!(bearer(&headers(&[&value, &value])).is_err(), "two headers are refused");
+        }
+
+        #[test]
+        fn anything_else_is_refused_or_read_after_the_scheme(value in "[ -~\t]{0,40}") {
+            let sent = headers(&[&value]);
+            if let Ok(token) = bearer(&sent) {
+                prop_assert!(!token.is_empty() && !token.contains(char::is_whitespace));
+                let scheme = value.strip_suffix(token).and_then(|s| s.strip_suffix(' '));
+                prop_assert!(scheme.is_some_and(|s| s.eq_ignore_ascii_case("bearer")), "{value:?}");
+            }
+        }
+    }
+}
