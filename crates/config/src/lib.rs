@@ -7,7 +7,7 @@
 //! file, the key, the problem and a fix.
 //!
 //! This crate never reads the process environment. `${VAR}` references in backend `env` and
-//! `headers` are resolved by [`Config::resolve_env`] against a lookup the caller passes in.
+//! `headers` are resolved by [`Config::resolved`] against a lookup the caller passes in.
 
 mod access;
 mod error;

@@ -247,7 +247,7 @@ impl Caller {
         }
     }
 
-    /// Who the caller is (see [`Principal`]).
+    /// Who the caller is (see `Principal`).
     pub fn principal(&self) -> Principal {
         Principal::proved(
             self.user.as_deref(),

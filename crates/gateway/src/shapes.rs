@@ -2,13 +2,13 @@
 //!
 //! The door hands each successful result of a tool that declares no output schema to
 //! [`Shapes::offer`], which only queues it: a full queue drops the lesson, never the call. A
-//! task drains the queue every [`DRAIN_EVERY`] (never woken by a call, so a call pays for no
+//! task drains the queue every `DRAIN_EVERY` (never woken by a call, so a call pays for no
 //! wake-up) and learns from each result (the value the script got from it: its structured
 //! content, or its one text block, read as JSON when it is JSON), on a blocking thread when the
 //! batch is large; every
-//! [`PERSIST_EVERY`] merges what it learned into the store, in the store's transaction, so
+//! `PERSIST_EVERY` merges what it learned into the store, in the store's transaction, so
 //! replicas that learn at once each add what they saw; on a shared store each replica also reads
-//! every [`CATCH_UP_EVERY`] what the others wrote. Declarations read [`Shapes::observed`].
+//! every `CATCH_UP_EVERY` what the others wrote. Declarations read [`Shapes::observed`].
 
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -137,7 +137,7 @@ impl Shapes {
 
     /// Learns what waits and writes what was learned to the store, then returns: a clean stop
     /// keeps the shapes of its last calls (they used to be lost when they came within the last
-    /// [`PERSIST_EVERY`]).
+    /// `PERSIST_EVERY`).
     pub async fn flush(&self) {
         let (done, finished) = tokio::sync::oneshot::channel();
         if self.flushes.send(done).await.is_ok() {

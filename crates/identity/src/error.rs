@@ -20,7 +20,7 @@ impl IdentityError {
     }
 }
 
-/// What can go wrong in this crate outside a token's own check (which is a [`Refusal`]).
+/// What can go wrong in this crate outside a token's own check (which is a `Refusal`).
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
     /// The settings cannot work.

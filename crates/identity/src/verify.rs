@@ -212,7 +212,7 @@ impl Verifier {
     }
 
     /// Who `token` proves, or why it proves no one. A token that passed is remembered (by its
-    /// SHA-256, at most [`MAX_CACHED_TOKENS`]) until it expires, and passes again without its
+    /// SHA-256, at most `MAX_CACHED_TOKENS`) until it expires, and passes again without its
     /// signature being checked; a refused one is checked again each time.
     pub async fn verify(&self, token: &str) -> Result<Identity, Refusal> {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();

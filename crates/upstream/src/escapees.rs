@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// The environment variable that names a backend run.
 pub(crate) const RUN_VAR: &str = "SANDGATE_BACKEND_RUN";
-/// [`RUN_VAR`], for a sandgate that checks whether it was started as someone's backend.
+/// `RUN_VAR`, for a sandgate that checks whether it was started as someone's backend.
 pub const BACKEND_RUN_VAR: &str = RUN_VAR;
 /// What a sandgate started as a backend of another writes on stderr before it exits; the
 /// parent marks the entry failed (never retried) when it reads it.

@@ -1,7 +1,7 @@
 //! Calls a person approves before they run, even from a script.
 //!
 //! A profile's `approve` and a backend's own `approve` name tools whose calls need a yes from a
-//! person. The door asks here before such a call goes out ([`Approvals::ask`]); the call waits,
+//! person. The door asks here before such a call goes out (`Approvals::ask`); the call waits,
 //! and with it the script, which parks like any script waiting on a slow tool. The question
 //! goes to the person the way the request's client can take it ([`Asking`]): `elicitation/create`
 //! on a 2025-11-25 session; an input-required result on a 2026-07-28 request, answered by the
@@ -449,7 +449,7 @@ impl Approvals {
 }
 
 /// Where a backend's own requests during one execution's call go: the person behind the
-/// execution's client, through [`Approvals::relay`].
+/// execution's client, through `Approvals::relay`.
 #[derive(Debug)]
 pub struct AsksFor {
     /// The questions' registry.

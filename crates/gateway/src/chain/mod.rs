@@ -1,8 +1,8 @@
 //! `call_tool_chain`: the product's main tool. It takes JSON or TypeScript, runs it on the
-//! cheapest path that gives exactly what the sandbox would ([`route`]), shapes the result for
+//! cheapest path that gives exactly what the sandbox would (`route`), shapes the result for
 //! the model without losing any of it ([`response`]), and records the execution in the store.
 //!
-//! Every tier calls tools through the same [`UpstreamBridge`], so every call passes the policy
+//! Every tier calls tools through the same `ExecutionBridge` and the door, so every call passes the policy
 //! exactly once, and every tier honours the caller's timeout and the output limits.
 
 pub(crate) mod bounds;

@@ -52,7 +52,7 @@ pub struct Limits {
     pub max_tool_calls: u32,
     /// Calls in flight at once; more wait in the worker.
     pub max_concurrent_calls: u32,
-    /// Serialized result, in bytes (the raw limit; see [`DEFAULT_MAX_RESULT_BYTES`]).
+    /// Serialized result, in bytes (the raw limit; see `DEFAULT_MAX_RESULT_BYTES`).
     pub max_result_bytes: usize,
     /// Captured logs, in bytes.
     pub max_log_bytes: usize,
@@ -65,7 +65,7 @@ pub struct Limits {
     /// One call's arguments, in JSON bytes.
     pub max_call_args_bytes: usize,
     /// The calls' arguments the call list keeps, in bytes over the whole execution (each
-    /// call's cut at [`RECORDED_ARGUMENT_BYTES_PER_CALL`]); 0, the default, keeps none. The
+    /// call's cut at `RECORDED_ARGUMENT_BYTES_PER_CALL`); 0, the default, keeps none. The
     /// host holds them, never the worker (`[store] record_arguments` turns it on).
     pub max_recorded_argument_bytes: usize,
     /// Whether each tool call says where in the code it was made (its line, which a call a
