@@ -136,7 +136,7 @@ function loginPage() {
 async function start() {
   try {
     me = await api("/ui/api/me");
-  } catch (error) {
+  } catch {
     return;
   }
   const who = document.getElementById("who");
@@ -179,8 +179,8 @@ function route() {
   (pages[page] || backendsPage)();
 }
 
-window.addEventListener("hashchange", route);
-window.addEventListener("DOMContentLoaded", start);
+globalThis.addEventListener("hashchange", route);
+globalThis.addEventListener("DOMContentLoaded", start);
 
 // --- backends ------------------------------------------------------------------------------
 
@@ -210,7 +210,7 @@ async function backendsPage() {
 
 // --- tools ---------------------------------------------------------------------------------
 
-async function toolsPage() {
+function toolsPage() {
   const list = el("div", { class: "tool-list", id: "tool-list" });
   const detail = el("div", { id: "tool-detail" }, el("p", { class: "muted" }, "Pick a tool to see its TypeScript declaration."));
   const query = el("input", { type: "search", id: "tool-search", placeholder: "search as search_tools ranks it" });
