@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use rmcp::model::RequestMetaObject;
+use sandgate_config::Secret;
 use tokio::sync::mpsc;
 
 /// One call's context. The default is no limit beyond the backend's, no trace and no
@@ -21,7 +22,7 @@ pub struct CallContext {
     pub progress: Option<mpsc::Sender<BackendProgress>>,
     /// Who the call is for, on a backend that serves each user on a connection of its own
     /// (`per_user`); ignored by other backends.
-    pub user: Option<crate::per_user::UserConnection>,
+    pub user: Option<UserConnection>,
     /// Where the backend's own requests during the call go (`elicitation/create`,
     /// `sampling/createMessage`): the person behind the call's client (see `asks`).
     pub asks: Option<std::sync::Arc<dyn crate::asks::AskClient>>,
@@ -48,5 +49,24 @@ impl CallContext {
             meta.set_tracestate(state.as_str());
         }
         Some(meta)
+    }
+}
+
+/// Who a call is for, on a per-user backend: the user's id, and its secret when the backend
+/// takes one.
+#[derive(Clone)]
+pub struct UserConnection {
+    /// The user's id (a user an identity provider proved, a static token, or the local user).
+    pub owner: String,
+    /// The user's secret for this backend (its own stored one, or an exchanged token).
+    pub secret: Option<Secret>,
+}
+
+impl std::fmt::Debug for UserConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserConnection")
+            .field("owner", &self.owner)
+            .field("secret", &self.secret.as_ref().map(|_| "<hidden>"))
+            .finish()
     }
 }

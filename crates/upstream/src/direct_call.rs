@@ -30,7 +30,8 @@ use rmcp::service::{RoleClient, ServiceError, TxJsonRpcMessage};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
-use crate::frames::Incoming;
+/// A message from a backend as rmcp reads it (what the stdout inspector in `frames` passes on).
+pub(crate) type Incoming = rmcp::service::RxJsonRpcMessage<rmcp::service::RoleClient>;
 
 /// Every request id of this path starts so; rmcp numbers its own, the era probe has its own
 /// prefix.

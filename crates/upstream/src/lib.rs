@@ -23,6 +23,7 @@ mod manager;
 mod per_user;
 mod reload;
 mod seam;
+mod shared;
 mod stderr;
 mod supervisor;
 mod transport;
@@ -30,7 +31,7 @@ mod transport;
 pub use asks::AskClient;
 pub use backend::{BackendState, BackendStatus};
 pub use cache::ToolCache;
-pub use context::{BackendProgress, CallContext};
+pub use context::{BackendProgress, CallContext, UserConnection};
 pub use error::UpstreamError;
 pub use escapees::{BACKEND_RUN_VAR, SELF_AS_BACKEND, kill_every_backend_process};
 pub use guard::{ListingGuard, held_reason};
@@ -38,7 +39,6 @@ pub use listing::ToolProblem;
 pub use manager::{
     BackendManager, INHERITED_ENV, ManagerCalls, ManagerOptions, RestartPolicy, UpstreamEvent,
 };
-pub use per_user::UserConnection;
 pub use reload::Reloaded;
 pub use rmcp::model::CallToolResult;
 pub use seam::{BackendCalls, Backends};

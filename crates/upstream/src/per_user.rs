@@ -25,28 +25,9 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, Conn};
-use crate::context::CallContext;
+use crate::context::{CallContext, UserConnection};
 use crate::error::UpstreamError;
-use crate::manager::{Shared, Supervised};
-
-/// Who a call is for, on a per-user backend: the user's id, and its secret when the backend
-/// takes one.
-#[derive(Clone)]
-pub struct UserConnection {
-    /// The user's id (a user an identity provider proved, a static token, or the local user).
-    pub owner: String,
-    /// The user's secret for this backend (its own stored one, or an exchanged token).
-    pub secret: Option<Secret>,
-}
-
-impl std::fmt::Debug for UserConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UserConnection")
-            .field("owner", &self.owner)
-            .field("secret", &self.secret.as_ref().map(|_| "<hidden>"))
-            .finish()
-    }
-}
+use crate::shared::{Shared, Supervised};
 
 /// One user's connection to one backend.
 struct Instance {

@@ -34,7 +34,7 @@ use crate::direct_call::{DirectCalls, SharedStdin};
 use crate::era::{self, Era};
 use crate::guard::guarded;
 use crate::listing::list_tools;
-use crate::manager::Shared;
+use crate::shared::Shared;
 use crate::transport::{ChildGroup, http_transport, spawn_stdio};
 
 /// How restarts are paced. The defaults suit production; tests shorten them.

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{JsonRpcMessage, ServerNotification};
-use rmcp::service::{RoleClient, RxJsonRpcMessage};
+
 use scan::{Scanner, cut_deeper_than};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
@@ -65,7 +65,7 @@ impl StdoutNoise {
 }
 
 /// A message read from a backend, as rmcp takes it.
-pub(crate) type Incoming = RxJsonRpcMessage<RoleClient>;
+pub(crate) use crate::direct_call::Incoming;
 
 /// Reads a backend's stdout line by line, inspects each (see the module docs) and sends the
 /// messages on to rmcp, parsed. Ends when either side closes.
