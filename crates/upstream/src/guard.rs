@@ -5,7 +5,6 @@
 //! and a call to a held tool is refused here, in the one crate that talks to backends, whatever
 //! route it came by.
 
-use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -40,7 +39,9 @@ pub(crate) async fn guarded(
     if config.pin == PinMode::Off {
         return listing;
     }
-    let decision = guard.decide(config, listing.definitions.clone()).await;
+    // The definitions are not needed past the decision.
+    let definitions = std::mem::take(&mut listing.definitions);
+    let decision = guard.decide(config, definitions).await;
     listing.tools = decision
         .shown
         .iter()
@@ -57,18 +58,16 @@ pub(crate) async fn guarded(
             ),
         });
     }
-    listing.held = held_kinds(&decision.held);
+    listing.held = decision
+        .held
+        .into_iter()
+        .map(|(name, held)| (name, held.kind))
+        .collect();
     listing
 }
 
-fn held_kinds(held: &BTreeMap<String, sandgate_pins::Held>) -> BTreeMap<String, HeldKind> {
-    held.iter()
-        .map(|(name, h)| (name.clone(), h.kind))
-        .collect()
-}
-
 /// The error a call to `backend`'s held `tool` fails with.
-pub(crate) fn held_error(backend: &str, tool: &str, kind: HeldKind) -> crate::error::UpstreamError {
+pub fn held_error(backend: &str, tool: &str, kind: HeldKind) -> crate::error::UpstreamError {
     crate::error::UpstreamError::Held {
         backend: backend.to_string(),
         tool: tool.to_string(),
@@ -78,7 +77,7 @@ pub(crate) fn held_error(backend: &str, tool: &str, kind: HeldKind) -> crate::er
 }
 
 /// Why a tool of `kind` is held, in words for a person or a model.
-pub fn held_reason(kind: HeldKind) -> &'static str {
+pub(crate) fn held_reason(kind: HeldKind) -> &'static str {
     match kind {
         HeldKind::Changed => {
             "its definition changed since it was pinned, and the change waits for a person's review"

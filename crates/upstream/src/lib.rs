@@ -34,7 +34,7 @@ pub use cache::ToolCache;
 pub use context::{BackendProgress, CallContext, UserConnection};
 pub use error::UpstreamError;
 pub use escapees::{BACKEND_RUN_VAR, SELF_AS_BACKEND, kill_every_backend_process};
-pub use guard::{ListingGuard, held_reason};
+pub use guard::{ListingGuard, held_error};
 pub use listing::ToolProblem;
 pub use manager::{
     BackendManager, INHERITED_ENV, ManagerCalls, ManagerOptions, RestartPolicy, UpstreamEvent,

@@ -236,12 +236,15 @@ impl BackendManager {
                 known: backends.keys().cloned().collect::<Vec<_>>().join(", "),
             });
         };
-        if let Some(kind) = target.held(tool) {
-            return Err(crate::guard::held_error(backend, tool, kind));
-        }
         match &target.config.per_user {
+            // The backend checks what is held on the listing the call waited for.
             None => target.call(tool, arguments, context).await,
             Some(per_user) => {
+                // A user's own connection is not guarded: the shared connection's listing says
+                // what is held.
+                if let Some(kind) = target.held(tool) {
+                    return Err(crate::guard::held_error(backend, tool, kind));
+                }
                 let Some(user) = context.user.clone() else {
                     return Err(UpstreamError::Unavailable {
                         backend: backend.clone(),
@@ -269,11 +272,6 @@ impl BackendManager {
             }
         }
         held
-    }
-
-    /// Why `backend`'s `tool` is held by the supply-chain guard, if it is.
-    pub fn held(&self, backend: &str, tool: &str) -> Option<sandgate_pins::HeldKind> {
-        self.backends().get(backend)?.held(tool)
     }
 
     /// Lists `backend`'s tools again (its pins changed): they are decided against the pins

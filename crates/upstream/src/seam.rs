@@ -63,10 +63,6 @@ pub trait Backends: Send + Sync + Debug {
     fn approves_any(&self) -> bool {
         false
     }
-    /// Why `backend`'s `tool` is held by the supply-chain guard, if it is.
-    fn held(&self, _backend: &str, _tool: &str) -> Option<sandgate_pins::HeldKind> {
-        None
-    }
     /// Every tool the supply-chain guard holds, as `(backend, tool, kind)`.
     fn held_tools(&self) -> Vec<(String, String, sandgate_pins::HeldKind)> {
         Vec::new()
@@ -169,9 +165,6 @@ impl Backends for BackendManager {
             .any(|b| !b.config.approve.is_empty())
     }
 
-    fn held(&self, backend: &str, tool: &str) -> Option<sandgate_pins::HeldKind> {
-        BackendManager::held(self, backend, tool)
-    }
     fn held_tools(&self) -> Vec<(String, String, sandgate_pins::HeldKind)> {
         BackendManager::held_tools(self)
     }

@@ -33,8 +33,12 @@ fn refused((status, why): Refusal) -> Response {
     problem(status, why)
 }
 
-/// The login's name for the audit log, or the refusal for one that may not review.
-fn reviewer(console: &Console, user: &ConsoleUser) -> Result<String, Refusal> {
+/// The login's name for the audit log and the store the pins are in, or the refusal for a login
+/// that may not review (or a gateway without a store).
+fn reviewing(
+    console: &Console,
+    user: &ConsoleUser,
+) -> Result<(String, sandgate_store::StoreHandle), Refusal> {
     let principal = user.principal();
     if !console.gateway.profile(&user.profile).admin {
         return Err((
@@ -48,13 +52,13 @@ fn reviewer(console: &Console, user: &ConsoleUser) -> Result<String, Refusal> {
             "with HTTP auth off nobody is accountable for a console login: review with `sandgate pins` on the gateway's machine",
         ));
     }
-    Ok(format!("console:{}:{}", user.profile, principal.key()))
-}
-
-fn store(console: &Console) -> Result<sandgate_store::StoreHandle, Refusal> {
-    console.gateway.chain_store().ok_or((
+    let store = console.gateway.chain_store().ok_or((
         StatusCode::SERVICE_UNAVAILABLE,
         "this gateway keeps no store, so nothing is pinned",
+    ))?;
+    Ok((
+        format!("console:{}:{}", user.profile, principal.key()),
+        store,
     ))
 }
 
@@ -63,8 +67,8 @@ pub(crate) async fn list(
     State(console): State<Console>,
     Extension(user): Extension<ConsoleUser>,
 ) -> Response {
-    let store = match reviewer(&console, &user).and(store(&console)) {
-        Ok(store) => store,
+    let (_, store) = match reviewing(&console, &user) {
+        Ok(reviewing) => reviewing,
         Err(refusal) => return refused(refusal),
     };
     match review::list(&store).await {
@@ -79,8 +83,8 @@ pub(crate) async fn diff(
     Extension(user): Extension<ConsoleUser>,
     Query(query): Query<ToolQuery>,
 ) -> Response {
-    let store = match reviewer(&console, &user).and(store(&console)) {
-        Ok(store) => store,
+    let (_, store) = match reviewing(&console, &user) {
+        Ok(reviewing) => reviewing,
         Err(refusal) => return refused(refusal),
     };
     match review::diff(&store, &query.tool).await {
@@ -96,21 +100,12 @@ pub(crate) async fn decide(
     Query(query): Query<ToolQuery>,
     axum::Json(body): axum::Json<Decision>,
 ) -> Response {
-    let by = match reviewer(&console, &user) {
-        Ok(by) => by,
-        Err(refusal) => return refused(refusal),
-    };
-    let store = match store(&console) {
-        Ok(store) => store,
+    let (by, store) = match reviewing(&console, &user) {
+        Ok(reviewing) => reviewing,
         Err(refusal) => return refused(refusal),
     };
     let audit = console.gateway.door().audit();
-    let decided = if body.accept {
-        review::accept(&store, audit, &query.tool, &by).await
-    } else {
-        review::reject(&store, audit, &query.tool, &by).await
-    };
-    match decided {
+    match review::decide(&store, audit, &query.tool, &by, body.accept).await {
         Ok(names) => {
             let backend = query
                 .tool

@@ -5,9 +5,8 @@
 //! of the held error. Only a tool the caller's profile may reach is named.
 
 use sandgate_catalog::sanitize_ident;
-use sandgate_pins::HeldKind;
 use sandgate_policy::{Access, ToolName};
-use sandgate_upstream::{Backends, UpstreamError};
+use sandgate_upstream::{Backends, held_error};
 
 /// The held error for `name` (`backend.tool`, as written or as identifiers), if it names a
 /// held tool `access` may reach.
@@ -21,7 +20,7 @@ pub(crate) fn held_by_name(backends: &dyn Backends, access: &Access, name: &str)
                 && (t == tool || sanitize_ident(t) == tool)
         })
         .filter(|(b, t, _)| reachable(access, b, t))
-        .map(|(b, t, kind)| message(b, t, kind))
+        .map(|(b, t, kind)| held_error(&b, &t, kind).to_string())
 }
 
 /// The held error for the first held tool `access` may reach that `code` names (its backend
@@ -38,7 +37,7 @@ pub(crate) fn held_in_code(backends: &dyn Backends, access: &Access, code: &str)
     let named = |name: &str| words.contains(name) || words.contains(sanitize_ident(name).as_str());
     held.into_iter()
         .find(|(b, t, _)| named(b) && named(t) && reachable(access, b, t))
-        .map(|(b, t, kind)| message(b, t, kind))
+        .map(|(b, t, kind)| held_error(&b, &t, kind).to_string())
 }
 
 fn reachable(access: &Access, backend: &str, tool: &str) -> bool {
@@ -49,14 +48,4 @@ fn reachable(access: &Access, backend: &str, tool: &str) -> bool {
         js_backend: &js_backend,
         js_tool: &js_tool,
     })
-}
-
-fn message(backend: String, tool: String, kind: HeldKind) -> String {
-    UpstreamError::Held {
-        backend,
-        tool,
-        reason: sandgate_upstream::held_reason(kind),
-        changed: kind == HeldKind::Changed,
-    }
-    .to_string()
 }

@@ -197,10 +197,7 @@ impl PinGuard {
                 .collect();
             let rule = format!(
                 "held ({}): {}{}",
-                match h.kind {
-                    sandgate_pins::HeldKind::Changed => "changed",
-                    sandgate_pins::HeldKind::New => "new",
-                },
+                kind_name(h.kind),
                 h.digest,
                 if findings.is_empty() {
                     String::new()

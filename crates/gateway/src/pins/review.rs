@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use sandgate_pins::{Definition, Finding, Names, Severity};
-use sandgate_store::{StoreHandle, StoredHeld};
+use sandgate_pins::{Definition, Finding, Names};
+use sandgate_store::StoreHandle;
 use serde::Serialize;
 
 use crate::audit::{AuditLog, Decision as AuditDecision, Subject};
@@ -151,56 +151,39 @@ pub async fn diff(store: &StoreHandle, name: &str) -> Result<Diff, GatewayError>
     })
 }
 
-/// Accepts the held changes `target` names (`BACKEND.TOOL`, or `BACKEND` for all of its): each
-/// becomes the pin, decided by `by`, and an audit line. Returns the names accepted.
-pub async fn accept(
+/// Decides the held changes `target` names (`BACKEND.TOOL`, or `BACKEND` for all of its), as
+/// `by`, with an audit line each. Accepted, a change becomes the pin; rejected, it stays held (a
+/// call to the tool keeps failing with the held error, and the pinned definition stays shown),
+/// marked rejected by `by`. Returns the names decided.
+pub async fn decide(
     store: &StoreHandle,
     audit: &AuditLog,
     target: &str,
     by: &str,
+    accept: bool,
 ) -> Result<Vec<String>, GatewayError> {
-    let mut accepted = Vec::new();
+    let mut decided = Vec::new();
     for (backend, tool) in targets(store, target).await? {
-        if let Some(change) = store
-            .accept_held(&backend, &tool, by)
-            .await
-            .map_err(store_failed)?
-        {
+        let rule = if accept {
+            store
+                .accept_held(&backend, &tool, by)
+                .await
+                .map_err(store_failed)?
+                .map(|change| format!("accepted by {by}: {} {}", change.kind, change.digest))
+        } else {
+            store
+                .reject_held(&backend, &tool, by)
+                .await
+                .map_err(store_failed)?
+                .then(|| format!("rejected by {by}"))
+        };
+        if let Some(rule) = rule {
             let name = format!("{backend}.{tool}");
-            record(
-                audit,
-                &name,
-                true,
-                &format!("accepted by {by}: {}", summary(&change)),
-            );
-            accepted.push(name);
+            record(audit, &name, accept, &rule);
+            decided.push(name);
         }
     }
-    Ok(accepted)
-}
-
-/// Rejects the held changes `target` names: they stay held (a call to the tool keeps failing
-/// with the held error, and the pinned definition stays shown), marked rejected by `by`, and an
-/// audit line. Returns the names rejected.
-pub async fn reject(
-    store: &StoreHandle,
-    audit: &AuditLog,
-    target: &str,
-    by: &str,
-) -> Result<Vec<String>, GatewayError> {
-    let mut rejected = Vec::new();
-    for (backend, tool) in targets(store, target).await? {
-        if store
-            .reject_held(&backend, &tool, by)
-            .await
-            .map_err(store_failed)?
-        {
-            let name = format!("{backend}.{tool}");
-            record(audit, &name, false, &format!("rejected by {by}"));
-            rejected.push(name);
-        }
-    }
-    Ok(rejected)
+    Ok(decided)
 }
 
 /// The held changes `target` names: one tool, or every one of a backend.
@@ -233,11 +216,6 @@ fn record(audit: &AuditLog, target: &str, allowed: bool, rule: &str) {
         arguments: None,
         asked: false,
     });
-}
-
-/// What a held change was, for an audit line.
-fn summary(change: &StoredHeld) -> String {
-    format!("{} {}", change.kind, change.digest)
 }
 
 fn split(name: &str) -> Result<(&str, &str), GatewayError> {
@@ -297,11 +275,6 @@ fn diff_lines(pinned: &str, served: &str) -> Vec<DiffLine> {
             text: sandgate_pins::escaped(change.value().trim_end_matches('\n')).into_owned(),
         })
         .collect()
-}
-
-/// Whether any finding would hold a tool.
-pub fn any_high(findings: &[Finding]) -> bool {
-    findings.iter().any(|f| f.severity == Severity::High)
 }
 
 #[cfg(test)]

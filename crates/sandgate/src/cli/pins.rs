@@ -107,11 +107,7 @@ async fn decide(
             .unwrap_or_else(|_| "operator".into());
         format!("{login} (cli)")
     });
-    let decided = if accept {
-        review::accept(&store, &audit, &target, &by).await?
-    } else {
-        review::reject(&store, &audit, &target, &by).await?
-    };
+    let decided = review::decide(&store, &audit, &target, &by, accept).await?;
     for name in &decided {
         println!(
             "{name}: {} by {by}",
