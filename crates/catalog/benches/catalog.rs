@@ -61,6 +61,7 @@ fn synthetic_tools(count: usize) -> Vec<ToolSpec> {
             }, "required": ["owner", "id"]}),
             output_schema: (i % 3 == 0).then(|| json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object"}}, "total": {"type": "integer"}}})),
             annotations: None,
+            origin: Default::default(),
         });
     }
     tools
@@ -104,6 +105,7 @@ fn long_description(bytes: usize) -> Vec<ToolSpec> {
         input_schema: json!({"type": "object"}),
         output_schema: None,
         annotations: None,
+        origin: Default::default(),
     }]
 }
 

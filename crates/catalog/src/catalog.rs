@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::error::CatalogError;
 use crate::names::sanitize_ident;
 use crate::search::SearchIndex;
+use crate::tool_ref::{Origin, ToolRef};
 
 /// A tool as a backend described it. This is the catalog's input, and what the tool cache
 /// file stores.
@@ -33,6 +34,10 @@ pub struct ToolSpec {
     /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// Where the tool comes from (a backend, unless a stored tool's spec says otherwise):
+    /// never stored in the tool cache, which holds backends' tools only.
+    #[serde(skip)]
+    pub origin: Origin,
 }
 
 impl ToolSpec {
@@ -175,7 +180,7 @@ impl Catalog {
                 unique_ident(&spec.name, taken, Some(&spec.backend), &mut collisions)
             };
             entries.push(Entry {
-                qualified: format!("{}.{}", spec.backend, spec.name),
+                qualified: ToolRef::new(&spec.backend, &spec.name).to_string(),
                 js_backend,
                 js_tool,
                 spec,
@@ -240,6 +245,13 @@ impl Catalog {
     /// The search index over these tools.
     pub fn search_index(&self) -> &SearchIndex {
         &self.index
+    }
+
+    /// The entry of `tool`, by its original names.
+    pub fn entry(&self, tool: &ToolRef) -> Option<&Entry> {
+        self.by_qualified
+            .get(&tool.to_string())
+            .map(|&i| &self.entries[i])
     }
 
     /// Resolves a qualified (`my-server.get-sum`), sanitized (`my_server.get_sum`) or bare
@@ -338,6 +350,7 @@ mod tests {
             input_schema: json!({}),
             output_schema: None,
             annotations: None,
+            origin: Default::default(),
         }
     }
 

@@ -14,6 +14,7 @@ mod search;
 mod shapes;
 mod synonyms;
 mod terms;
+mod tool_ref;
 mod typescript;
 
 pub use arguments::argument_problems;
@@ -25,4 +26,5 @@ pub use shapes::{
     LearnedShape, MAX_SHAPE_DEPTH, MAX_SHAPE_FIELDS, MAX_SHAPE_NODES, Observed, is_field_name,
     is_vocabulary_word, names_a_secret,
 };
+pub use tool_ref::{Origin, ToolRef};
 pub use typescript::{Detail, TsDecl};

@@ -59,6 +59,7 @@ fn tools(count: usize) -> Vec<ToolSpec> {
             input_schema: json!({"type": "object", "properties": {"id": {"type": "string"}}}),
             output_schema: None,
             annotations: None,
+            origin: Default::default(),
         })
         .collect()
 }
@@ -83,6 +84,7 @@ fn one_word_description(chars: usize) -> Vec<ToolSpec> {
         input_schema: json!({"type": "object"}),
         output_schema: None,
         annotations: None,
+        origin: Default::default(),
     }]
 }
 

@@ -17,6 +17,7 @@ fn tool(backend: &str, name: &str, description: &str, params: &[&str]) -> ToolSp
         input_schema: json!({"type": "object", "properties": props}),
         output_schema: None,
         annotations: None,
+        origin: Default::default(),
     }
 }
 

@@ -70,6 +70,7 @@ fn distractors(count: usize) -> Vec<ToolSpec> {
                 input_schema: json!({"type": "object", "properties": {"owner": {"type": "string"}, "id": {"type": "integer"}}}),
                 output_schema: None,
                 annotations: None,
+                origin: Default::default(),
             }
         })
         .collect()

@@ -19,6 +19,7 @@ fn decl(
         input_schema: input,
         output_schema: output,
         annotations: None,
+        origin: Default::default(),
     }]);
     TsDecl::for_entry(&catalog.entries()[0])
 }
@@ -143,6 +144,7 @@ fn whole_catalog_declarations() {
             input_schema: json!({"type": "object", "properties": {"message": {"type": "string", "description": "Message to echo"}}, "required": ["message"]}),
             output_schema: None,
             annotations: None,
+            origin: Default::default(),
         },
         ToolSpec {
             backend: "everything".into(),
@@ -151,6 +153,7 @@ fn whole_catalog_declarations() {
             input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
             output_schema: None,
             annotations: None,
+            origin: Default::default(),
         },
         ToolSpec {
             backend: "my-server".into(),
@@ -159,6 +162,7 @@ fn whole_catalog_declarations() {
             input_schema: json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}),
             output_schema: None,
             annotations: None,
+            origin: Default::default(),
         },
     ]);
     insta::assert_snapshot!(catalog.declarations());
@@ -176,6 +180,7 @@ fn tools_whose_names_read_alike_get_type_names_of_their_own() {
         input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
         output_schema: Some(json!({"type": "object", "properties": {"sum": {"type": "number"}}})),
         annotations: None,
+        origin: Default::default(),
     };
     let catalog = Catalog::new(vec![tool("getSum"), tool("get_sum"), tool("get-sum")]);
     let declarations = catalog.declarations();

@@ -55,11 +55,9 @@ pub(crate) fn name_of(entry: &Entry) -> ToolName<'_> {
 
 /// Whether `access` sees `backend.tool`, asked by every name `catalog` knows it by.
 pub(crate) fn sees(catalog: &Catalog, access: &Access, backend: &str, tool: &str) -> bool {
-    match catalog.resolve(&format!("{backend}.{tool}")) {
-        Ok(entry) if entry.spec.backend == backend && entry.spec.name == tool => {
-            access.sees_tool(&name_of(entry))
-        }
-        _ => access.sees_tool(&ToolName::plain(backend, tool)),
+    match catalog.entry(&sandgate_catalog::ToolRef::new(backend, tool)) {
+        Some(entry) => access.sees_tool(&name_of(entry)),
+        None => access.sees_tool(&ToolName::plain(backend, tool)),
     }
 }
 

@@ -23,6 +23,7 @@ fn catalog() -> Catalog {
         input_schema: json!({"type": "object"}),
         output_schema: None,
         annotations: read_only.map(|r| json!({"readOnlyHint": r})),
+        origin: Default::default(),
     };
     Catalog::new(vec![
         spec("memory", "create_entities", Some(false)),
@@ -153,6 +154,7 @@ fn logs_and_a_runtime_error_with_its_hint() {
             line: Some(3),
             column: Some(9),
             hint: Some("Did you mean `github`?".into()),
+            fault: None,
         }),
     );
     failed.logs = vec![
@@ -182,6 +184,7 @@ fn a_timeout_lists_completed_calls_and_writes() {
             line: None,
             column: None,
             hint: Some("The code ran out of time.".into()),
+            fault: None,
         }),
     );
     timed_out.calls = vec![

@@ -62,7 +62,9 @@ on_linux! {
     pub use lockdown::Protections;
     pub use pool::{Bridge, COMPUTING_SLICE, Pool, PoolConfig, WorkerInfo};
     pub use wire::errors::TIMED_OUT_COMPUTING;
-    pub use protocol::{BackendCondition, CallFailure, FailureKind, RunMode, ToolAnswer, ToolBinding};
+    pub use protocol::{
+        BackendCondition, CallFailure, FailureKind, Fault, Nullish, RunMode, ToolAnswer, ToolBinding,
+    };
     pub use result::{
         CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, LogLine, kept_arguments,
     };

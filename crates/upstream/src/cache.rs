@@ -156,6 +156,7 @@ mod tests {
                 input_schema: serde_json::json!({"properties": {"x": {"description": "x\u{200B}y"}}}),
                 output_schema: None,
                 annotations: None,
+                origin: Default::default(),
             }],
         );
         cache.store(&backends).expect("store");
@@ -182,6 +183,7 @@ mod tests {
                 input_schema: serde_json::json!({}),
                 output_schema: None,
                 annotations: None,
+                origin: Default::default(),
             }],
         );
         cache.store(&backends).expect("store");

@@ -227,6 +227,7 @@ pub(crate) fn spec_of(backend: &str, definition: &Definition) -> (ToolSpec, bool
         input_schema: definition.input_schema.clone(),
         output_schema: definition.output_schema.clone(),
         annotations: definition.annotations.clone(),
+        origin: Default::default(),
     };
     let cleaned = spec.take_out_hidden_text();
     (spec, cleaned)

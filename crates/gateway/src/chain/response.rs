@@ -7,7 +7,7 @@
 //! the store first, and the response names where to read it.
 
 use rmcp::model::{CallToolResult, ContentBlock};
-use sandgate_catalog::Catalog;
+use sandgate_catalog::{Catalog, ToolRef};
 use sandgate_output::{Shaped, shape};
 use sandgate_sandbox::{CallRecord, ErrorKind, ExecError};
 use sandgate_store::{CallRow, ExecutionRecord};
@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use sandgate_output::OutputConfig;
 use sandgate_store::{Commit, StoreHandle};
 
-use super::Outcome;
 use super::bounds::{self, may_change_state};
+use super::outcome::Outcome;
 use crate::caller::{Caller, Part};
 use crate::door::HostFunction;
 
@@ -464,7 +464,7 @@ fn summary_line(outcome: &Outcome, id: &str) -> String {
 pub(super) fn running_record(
     id: &str,
     started_at_ms: i64,
-    tier: super::Tier,
+    tier: super::route::Tier,
     code: &str,
     caller: &crate::caller::Caller,
 ) -> ExecutionRecord {
@@ -527,8 +527,8 @@ pub fn call_rows(calls: &[CallRecord], catalog: &Catalog) -> Vec<CallRow> {
                 catalog
                     .resolve(&c.name)
                     .map(|e| (e.spec.backend.clone(), e.spec.name.clone()))
-                    .unwrap_or_else(|_| match c.name.split_once('.') {
-                        Some((b, t)) => (b.to_string(), t.to_string()),
+                    .unwrap_or_else(|_| match ToolRef::parse(&c.name) {
+                        Some(written) => (written.backend, written.tool),
                         None => (String::new(), c.name.clone()),
                     })
             };

@@ -61,8 +61,14 @@ pub enum Route {
     Sandbox,
     /// JSON input that is not a valid call; the message says how to fix it.
     BadJson(String),
-    /// JSON input naming a tool that does not exist (with "did you mean").
-    UnknownTool(String),
+    /// JSON input naming a tool that is not available: the message says why (with "did you
+    /// mean"); `absent` is the fault when no tool in the caller's view has the name.
+    UnknownTool {
+        /// What to tell the caller.
+        message: String,
+        /// `NoSuchTool` when the name is in no tool of the view.
+        absent: Option<sandgate_sandbox::Fault>,
+    },
 }
 
 /// Picks the route for `code`.
@@ -126,15 +132,23 @@ fn json_call(mut call: Map<String, Value>, catalog: &Catalog, bindings: &[ToolBi
     };
     let entry = match catalog.resolve(&name) {
         Ok(entry) => entry,
-        Err(e) => return Route::UnknownTool(e.to_string()),
+        Err(e) => {
+            let absent = matches!(e, sandgate_catalog::CatalogError::NotFound { .. })
+                .then(|| sandgate_sandbox::Fault::NoSuchTool { name: name.clone() });
+            return Route::UnknownTool {
+                message: e.to_string(),
+                absent,
+            };
+        }
     };
     let Some(index) = bindings
         .iter()
         .position(|b| b.backend == entry.spec.backend && b.name == entry.spec.name)
     else {
-        return Route::UnknownTool(format!(
-            "{name} is not available right now; retry in a moment"
-        ));
+        return Route::UnknownTool {
+            message: format!("{name} is not available right now; retry in a moment"),
+            absent: None,
+        };
     };
     let Value::Object(arguments) = js_json(Value::Object(arguments)) else {
         return Route::BadJson(JSON_SHAPE.into());

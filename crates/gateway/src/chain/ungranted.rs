@@ -11,7 +11,7 @@
 
 use sandgate_catalog::Catalog;
 use sandgate_policy::Capability;
-use sandgate_sandbox::{ErrorKind, ExecError};
+use sandgate_sandbox::{ErrorKind, ExecError, Fault};
 
 use crate::audit::Subject;
 use crate::caller::Caller;
@@ -46,7 +46,7 @@ pub(crate) fn explain(
         error.hint = Some(HELD_HINT.into());
         return;
     }
-    if let Some(global) = undefined_name(&error.message)
+    if let Some(global) = error.fault.as_ref().and_then(Fault::undefined_name)
         && let Some(capability) = Capability::of_global(global)
         && !access.grants(capability)
     {
@@ -147,24 +147,12 @@ pub(crate) fn outside_view(
     format!("{message} {}", grant_note(caller))
 }
 
-/// `x` of "ReferenceError: x is not defined".
-fn undefined_name(message: &str) -> Option<&str> {
-    let message = message.strip_prefix("ReferenceError: ").unwrap_or(message);
-    message
-        .strip_suffix(" is not defined")
-        .map(|m| m.trim_matches('`'))
-}
-
-/// Whether the failure is what code gets when it reaches for a tool that is not there.
+/// Whether the failure is what code gets when it reaches for a tool, backend or global that
+/// is not there (the engine's fault says so).
 fn reached_for_something_absent(error: &ExecError) -> bool {
-    if error.kind != ErrorKind::Runtime {
-        return false;
-    }
-    let message = &error.message;
-    message.ends_with("not a function")
-        || message.ends_with("is not defined")
-        || message.contains("cannot read property")
-        || message.contains("no tool named")
-        || message.contains("no tool is named")
-        || message.contains("is not a tool")
+    error.kind == ErrorKind::Runtime
+        && error
+            .fault
+            .as_ref()
+            .is_some_and(Fault::reaches_for_something_absent)
 }

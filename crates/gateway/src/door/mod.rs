@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use sandgate_capabilities::Host;
-use sandgate_catalog::Catalog;
+use sandgate_catalog::{Catalog, Entry, Origin, ToolRef};
 use sandgate_policy::{Authorized, PolicyError, ToolCall};
 use sandgate_sandbox::{BackendCondition, CallFailure, FailureKind, ToolAnswer};
 use sandgate_upstream::{BackendCalls, BackendProgress, Backends, CallContext, UpstreamError};
@@ -89,11 +89,12 @@ enum Target {
 }
 
 impl Target {
-    fn of(call: &ToolCall) -> Target {
-        if call.backend == crate::stored::loaded::BACKEND {
-            Target::Stored
-        } else {
-            Target::Backend
+    /// Where a call to `entry` goes: its origin says. A tool in no catalog (a backend's, gone
+    /// while the call was made) goes to the backends, which say what became of it.
+    fn of(entry: Option<&Entry>) -> Target {
+        match entry.map(|e| e.spec.origin) {
+            Some(Origin::Stored) => Target::Stored,
+            Some(Origin::Backend) | None => Target::Backend,
         }
     }
 }
@@ -200,14 +201,13 @@ impl Door {
     ) -> Result<ToolAnswer, CallFailure> {
         let started = std::time::Instant::now();
         let (backend, tool) = (call.backend.clone(), call.tool.clone());
-        let resolved = catalog.resolve(&format!("{backend}.{tool}"));
+        let resolved = catalog.entry(&ToolRef::new(&backend, &tool));
         // A tool that declares no output schema is learned from (off this path: `offer` only
         // queues the result).
-        let learn = matches!(&resolved, Ok(entry) if entry.spec.output_schema.is_none());
+        let learn = matches!(resolved, Some(entry) if entry.spec.output_schema.is_none());
         let span = traces::start_tool_call(&knock.caller.trace, &backend, &tool);
-        let schema = resolved.as_ref().ok().map(|entry| &entry.spec.input_schema);
         let answer = match self
-            .call_tool_in(knock, call, args, schema, limit, stored, &span)
+            .call_tool_in(knock, call, args, resolved, limit, stored, &span)
             .await
         {
             Ok((answer, result)) => {
@@ -229,7 +229,7 @@ impl Door {
                 _ => CallOutcome::Failed,
             },
         };
-        let known = resolved.is_ok();
+        let known = resolved.is_some();
         self.metrics
             .call_finished(&backend, &tool, known, outcome, started.elapsed());
         traces::end_tool_call(
@@ -240,15 +240,16 @@ impl Door {
     }
 
     /// [`Door::call_tool`] inside its span `trace`: the answer, and a backend's successful
-    /// result to learn from. `schema` is the tool's declared input, which a backend's
-    /// arguments are checked against before anything is sent.
+    /// result to learn from. `entry` is the tool in the catalog: its origin says where the
+    /// call goes, and its declared input is what a backend's arguments are checked against
+    /// before anything is sent.
     #[allow(clippy::too_many_arguments)]
     async fn call_tool_in(
         &self,
         knock: &Knock,
         call: ToolCall,
         args: String,
-        schema: Option<&serde_json::Value>,
+        entry: Option<&Entry>,
         limit: Option<Duration>,
         stored: &dyn RunStored,
         trace: &opentelemetry::Context,
@@ -257,7 +258,8 @@ impl Door {
         let call = authorized.get();
         // Checked on the text, before it is parsed or sent: a backend that is sent more than
         // it accepts may exit, and then it is down for every client.
-        let target = Target::of(call);
+        let target = Target::of(entry);
+        let schema = entry.map(|e| &e.spec.input_schema);
         let max = match target {
             Target::Backend => self.backends.max_argument_bytes(&call.backend),
             Target::Stored => Some(MAX_STORED_ARGUMENT_BYTES),

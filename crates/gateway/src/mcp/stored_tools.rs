@@ -34,7 +34,8 @@ pub(crate) fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
     }
     if gateway.exposes_stored_tools() {
         for loaded in gateway.catalogs().stored_tools().values() {
-            let qualified = format!("{}.{}", BACKEND, loaded.stored.name);
+            let qualified =
+                sandgate_catalog::ToolRef::new(BACKEND, &loaded.stored.name).to_string();
             let name = ToolName::plain(BACKEND, &loaded.stored.name);
             if !caller.access.sees_tool(&name) {
                 continue;

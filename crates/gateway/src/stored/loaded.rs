@@ -65,6 +65,7 @@ impl Loaded {
             input_schema: self.meta.input.clone(),
             output_schema: Some(result_schema(self.meta.output.as_ref())),
             annotations: None,
+            origin: sandgate_catalog::Origin::Stored,
         };
         // A stored tool's text reaches every model as a backend's does (issue 49).
         spec.take_out_hidden_text();

@@ -148,10 +148,7 @@ fn declared(caps: &Map<String, Value>, problems: &mut Vec<String>) -> Declared {
             let at = format!("{path}[{i}]");
             match (key.as_str(), item) {
                 ("tools", Value::String(name))
-                    if name
-                        .split_once('.')
-                        .is_some_and(|(b, t)| !b.is_empty() && !t.is_empty())
-                        && !name.contains('*') =>
+                    if sandgate_catalog::ToolRef::parse(name).is_some() && !name.contains('*') =>
                 {
                     out.tools.push(name.clone());
                 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sandgate_catalog::Catalog;
+use sandgate_catalog::{Catalog, ToolRef};
 use sandgate_policy::{Access, FsRoot, Grant, HostPattern, NetGrant, Profile, ToolName};
 use sandgate_sandbox::tool_file;
 
@@ -129,12 +129,7 @@ fn source_problem(p: &sandgate_sandbox::transpile::SourceProblem) -> String {
 fn beyond_grant(name: &str, meta: &Meta, access: &Access, catalog: &Catalog) -> Vec<String> {
     let profile = access.profile();
     let mut problems = Vec::new();
-    if meta
-        .capabilities
-        .tools
-        .iter()
-        .any(|t| *t == format!("user.{name}"))
-    {
+    if meta.capabilities.tools.iter().any(|t| is_itself(t, name)) {
         problems.push(format!(
             "meta.capabilities.tools: `user.{name}` is this tool itself; a tool may not call itself"
         ));
@@ -146,17 +141,14 @@ fn beyond_grant(name: &str, meta: &Meta, access: &Access, catalog: &Catalog) -> 
         ));
     };
     for tool in &meta.capabilities.tools {
-        if *tool == format!("user.{name}") {
+        if is_itself(tool, name) {
             continue;
         }
         // A declared tool is checked by every name it can be called by: a denial written
         // as the model calls the tool must hold here too.
         let seen = match catalog.resolve(tool) {
             Ok(entry) => access.sees_tool(&crate::views::name_of(entry)),
-            Err(_) => {
-                let (backend, rest) = tool.split_once('.').unwrap_or((tool, ""));
-                access.sees_tool(&ToolName::plain(backend, rest))
-            }
+            Err(_) => sees_written(access, tool),
         };
         if !seen {
             refuse(format!("the tool `{tool}`"), "tools");
@@ -210,12 +202,7 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
             Ok(entry) => owner
                 .sees_tool(&crate::views::name_of(entry))
                 .then(|| entry.qualified.clone()),
-            Err(_) => {
-                let (backend, rest) = t.split_once('.').unwrap_or((t, ""));
-                owner
-                    .sees_tool(&ToolName::plain(backend, rest))
-                    .then(|| t.clone())
-            }
+            Err(_) => sees_written(owner, t).then(|| t.clone()),
         })
         .collect();
     let net = meta
@@ -253,7 +240,7 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         .cloned()
         .collect();
     Access::new(Arc::new(Profile {
-        name: format!("user.{name}"),
+        name: ToolRef::new(super::BACKEND, name).to_string(),
         key: format!(
             "the stored tool user.{name} (meta.capabilities, owned by profile `{}`)",
             profile.name
@@ -275,6 +262,17 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         state: false,
         engine: Default::default(),
     }))
+}
+
+/// Whether `access` sees the tool `written` names, by its names as written (a declared tool
+/// that is in no catalog yet).
+fn sees_written(access: &Access, written: &str) -> bool {
+    ToolRef::parse(written).is_some_and(|t| access.sees_tool(&ToolName::plain(&t.backend, &t.tool)))
+}
+
+/// Whether `written` names the stored tool `name` itself.
+fn is_itself(written: &str, name: &str) -> bool {
+    ToolRef::parse(written) == Some(ToolRef::new(super::BACKEND, name))
 }
 
 #[cfg(test)]

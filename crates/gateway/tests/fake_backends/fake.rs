@@ -87,6 +87,7 @@ impl Fakes {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             annotations: read_only.map(|r| json!({"readOnlyHint": r})),
+            origin: Default::default(),
         };
         self.state
             .tools

@@ -190,6 +190,7 @@ pub fn call_failure(failure: &CallFailure, tool: &ToolBinding) -> ExecError {
         name: failure.kind.error_name().to_string(),
         message: failure.message.clone(),
         stack: String::new(),
+        fault: None,
     };
     explain(&error, Some(tool), failure.condition)
 }
@@ -224,6 +225,7 @@ fn guest_failure(name: &str, message: String, tool: Option<&ToolBinding>) -> Exe
         name: name.to_string(),
         message,
         stack: String::new(),
+        fault: None,
     };
     explain(&error, tool, None)
 }

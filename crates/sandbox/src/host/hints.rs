@@ -6,7 +6,7 @@
 mod expressions;
 mod persisted;
 
-use crate::protocol::{BackendCondition, GuestError, ToolBinding};
+use crate::protocol::{BackendCondition, Fault, GuestError, ToolBinding};
 use crate::result::{ErrorKind, ExecError};
 use crate::transpile::PositionMap;
 
@@ -43,6 +43,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
             line: None,
             column: None,
             hint: hint(ErrorKind::Memory, error, cx, None),
+            fault: None,
         };
     }
     let kind = match error.kind {
@@ -68,22 +69,15 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         column = expressions::call_column(cx.source, l, c, &callee).or(column);
     }
     // A property read from nothing points at what it was read from.
-    let unreadable = error
-        .message
-        .strip_prefix("cannot read property '")
-        .and_then(|rest| rest.split_once("' of "))
-        .map(|(property, _)| property);
-    if let (ErrorKind::Runtime, Some(property), Some((l, c))) =
-        (kind, unreadable, line.zip(column))
+    if let (ErrorKind::Runtime, Some(Fault::NullishRead { property, .. }), Some((l, c))) =
+        (kind, &error.fault, line.zip(column))
     {
         column = expressions::holder_column(cx.source, l, c, property).or(column);
     }
-    // A name that is not defined points at the name.
-    if let (ErrorKind::Runtime, Some(name), Some((l, c))) = (
-        kind,
-        error.message.strip_suffix(" is not defined"),
-        line.zip(column),
-    ) {
+    // A name no scope declares points at the name.
+    if let (ErrorKind::Runtime, Some(Fault::NotDefined { name }), Some((l, c))) =
+        (kind, &error.fault, line.zip(column))
+    {
         column = expressions::name_column(cx.source, l, c, name).or(column);
     }
     // An error the code constructs and throws points at its `throw`.
@@ -91,7 +85,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         column = expressions::throw_column(cx.source, l, c, &error.name).or(column);
     }
     // QuickJS does not say what was not a function; the source at the error's position does.
-    let not_a_function = (kind == ErrorKind::Runtime && error.message == "not a function")
+    let not_a_function = (kind == ErrorKind::Runtime && error.fault == Some(Fault::NotAFunction))
         .then(|| line.zip(column))
         .flatten()
         .and_then(|(l, c)| expressions::callee_at(cx.source, l, c));
@@ -115,6 +109,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         line,
         column,
         hint: hint(kind, error, cx, line.zip(column)),
+        fault: error.fault.clone(),
     }
 }
 
@@ -246,7 +241,9 @@ fn rejected_arguments(message: &str) -> bool {
 
 fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) -> Option<String> {
     let message = error.message.as_str();
-    if let Some(name) = message.strip_suffix(" is not initialized") {
+    let fault = error.fault.as_ref();
+    if let Some(Fault::NotInitialized { name }) = fault {
+        let name = name.as_str();
         if backend_names(cx).any(|b| b == name) {
             return Some(format!(
                 "`{name}` is a backend, but this code also declares a variable named `{name}`, which hides it (and is not ready yet where it is used). Rename the variable, e.g. `const {name}Result = await {name}.some_tool(...)`."
@@ -256,7 +253,7 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
             "`{name}` is used before its declaration runs; move the declaration up."
         ));
     }
-    if let Some(name) = message.strip_suffix(" is not defined") {
+    if let Some(Fault::NotDefined { name }) = fault {
         return Some(not_defined_hint(name, cx));
     }
     if error.name == "SyntaxError" && cx.source.contains("JSON.parse") {
@@ -274,16 +271,16 @@ fn runtime_hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) ->
     if let Some(hint) = positional_arguments_hint(message, cx) {
         return Some(hint);
     }
-    if message == "not a function" && unawaited_fetch(cx.source) {
+    if fault == Some(&Fault::NotAFunction) && unawaited_fetch(cx.source) {
         return Some("`fetch(...)` returns a Promise of the Response: `await fetch(url).json()` calls `.json()` on the Promise. Write `(await fetch(url)).json()`, or `const res = await fetch(url); await res.json()`.".into());
     }
-    if message == "not a function" || message.starts_with("cannot read property") {
+    if matches!(fault, Some(Fault::NotAFunction | Fault::NullishRead { .. })) {
         return unknown_member_hint(cx)
             .or_else(|| unawaited_hint(cx, at))
-            .or_else(|| persisted::hint(message, cx, at))
+            .or_else(|| persisted::hint(error, cx, at))
             .or_else(|| {
             let shape = "If it came from a tool, check the shape of its result: results follow the tool's declared output type (tool_info, or __getToolInterface(\"backend.tool\") in code); a tool without one returns text or its content array.";
-            Some(match undefined_holder(message, cx, at) {
+            Some(match undefined_holder(error, cx, at) {
                 // `res.content[0].text` on a result that is already the text.
                 Some((holder, _, _)) if holder == "content" || holder.ends_with(".content") => format!(
                     "`{holder}` is undefined because a tool's result arrives already mapped: a single text item is the text itself (JSON text is parsed into its value), so read the result directly instead of `.content[0].text`. For the whole MCP result, call the tool with `.raw(...)`."
@@ -513,18 +510,19 @@ fn declared_parameters(declaration: &str) -> Vec<String> {
     names
 }
 
-/// For "cannot read property 'p' of undefined": the expression on the error's line that `p`
-/// was read from, with the property and what the holder was.
+/// For a property read from `undefined` or `null`: the expression on the error's line that
+/// the property was read from, with the property and what the holder was.
 fn undefined_holder<'s>(
-    message: &'s str,
+    error: &'s GuestError,
     cx: &HintContext<'s>,
     at: Option<(u32, u32)>,
-) -> Option<(&'s str, &'s str, &'s str)> {
+) -> Option<(&'s str, &'s str, &'static str)> {
     let (line, _) = at?;
-    let rest = message.strip_prefix("cannot read property '")?;
-    let (property, nothing) = rest.split_once("' of ")?;
+    let Some(Fault::NullishRead { property, of }) = &error.fault else {
+        return None;
+    };
     let holder = expressions::holder_of(cx.source, line, property)?;
-    Some((holder, property, nothing))
+    Some((holder, property, of.as_str()))
 }
 
 /// For a Promise used as a result: the failing expression's variable was assigned from a

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::wire::protocol::{BackendCondition, ErrorKind};
+pub use crate::wire::protocol::{BackendCondition, ErrorKind, Fault};
 
 /// Why an execution failed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -19,6 +19,10 @@ pub struct ExecError {
     pub column: Option<u32>,
     /// How to fix it, when we know.
     pub hint: Option<String>,
+    /// What the code reached for and could not use, as the engine classified it: what the
+    /// gateway's notes match on (never shown: the message says it).
+    #[serde(skip)]
+    pub fault: Option<Fault>,
 }
 
 /// One console line.

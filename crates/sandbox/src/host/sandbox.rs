@@ -172,6 +172,7 @@ impl Sandbox {
                     line: Some(problem.line),
                     column: Some(problem.column),
                     hint: problem.hint,
+                    fault: None,
                 });
             }
         };
@@ -185,6 +186,7 @@ impl Sandbox {
                     line: None,
                     column: None,
                     hint: Some("Run the code without `engine: \"v8\"`; the operator starts V8 with [sandbox] engine or a profile's engine (docs/config.md).".into()),
+                    fault: None,
                 });
             }
         };
@@ -242,6 +244,7 @@ impl Sandbox {
                         line: None,
                         column: None,
                         hint: Some("Return a flatter value: for example a list of paths and values, or the deep part as a JSON string.".into()),
+                        fault: None,
                     }),
                 },
             },

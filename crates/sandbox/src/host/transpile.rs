@@ -147,6 +147,7 @@ pub fn code_too_large(bytes: usize, limit: usize) -> crate::ExecError {
         line: None,
         column: None,
         hint: Some("Keep data out of the code: read it with a tool inside the script, or split the work into several executions.".into()),
+        fault: None,
     }
 }
 

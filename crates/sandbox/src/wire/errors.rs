@@ -21,6 +21,7 @@ pub fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
             "the execution ran out of time ({wall_ms} ms) with {in_flight} call(s) still in flight"
         ),
         stack: String::new(),
+        fault: None,
     }
 }
 
@@ -35,6 +36,7 @@ pub fn no_isolate_in_time_guest_error(wall_ms: u64, in_flight: u32) -> GuestErro
             "the sandbox is busy: no V8 isolate was free for this execution within its time limit ({wall_ms} ms), so none of its code ran; {in_flight} executions were in flight on its worker"
         ),
         stack: String::new(),
+        fault: None,
     }
 }
 
@@ -47,6 +49,7 @@ pub fn output_limit_guest_error(bytes: usize, max_bytes: usize) -> GuestError {
             "the result is {bytes} bytes of JSON, over the {max_bytes}-byte raw result limit (limits.max_result_bytes); results below it are shortened for the response and kept whole, never refused"
         ),
         stack: String::new(),
+        fault: None,
     }
 }
 
@@ -61,6 +64,7 @@ pub fn cancelled_guest_error() -> GuestError {
         name: "CancelledError".into(),
         message: CANCELLED_MESSAGE.into(),
         stack: String::new(),
+        fault: None,
     }
 }
 

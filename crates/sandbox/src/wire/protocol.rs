@@ -9,6 +9,8 @@
 use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::wire::fault::{Fault, Nullish};
 use serde_json::Value;
 
 use crate::wire::limits::Limits;
@@ -381,8 +383,12 @@ pub struct GuestError {
     pub name: String,
     /// The error's message.
     pub message: String,
-    /// The QuickJS stack, positions in the wrapped script.
+    /// The engine's stack, positions in the wrapped script.
     pub stack: String,
+    /// What the code reached for and could not use, as the engine that raised the error
+    /// classified it (see [`Fault`]); `None` for every other error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
 }
 
 /// Resource use of one run.

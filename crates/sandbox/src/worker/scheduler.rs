@@ -396,6 +396,7 @@ fn busy(run: u64, held: usize) -> WorkerFrame {
                 PARKED_BUDGET_BYTES >> 20
             ),
             stack: String::new(),
+            fault: None,
         }),
         stats: Default::default(),
     }
@@ -411,5 +412,6 @@ fn out_of_room(held: usize) -> GuestError {
             held >> 20
         ),
         stack: String::new(),
+        fault: None,
     }
 }

@@ -181,7 +181,7 @@ pub(super) fn holder_column(source: &str, line: u32, column: u32, property: &str
     (start < end).then(|| text[..start].chars().count() as u32 + 1)
 }
 
-/// Where, on line `line` of `source`, the identifier `name` that an "is not defined" error at
+/// Where, on line `line` of `source`, the identifier `name` that a `NotDefined` fault at
 /// `column` is about starts, as a 1-based column: the first whole-word `name` from `column` on
 /// (V8 places the error at the start of the statement that reads it; QuickJS at the name).
 pub(super) fn name_column(source: &str, line: u32, column: u32, name: &str) -> Option<u32> {

@@ -5,6 +5,7 @@
 //! and what to write instead.
 
 use super::{HintContext, expressions, has_state, undefined_holder};
+use crate::protocol::{Fault, GuestError};
 
 /// Methods of `Date` that a value read back from `state` (an ISO string) lacks.
 const DATE_METHODS: &[&str] = &[
@@ -21,15 +22,15 @@ const DATE_METHODS: &[&str] = &[
     "valueOf",
 ];
 
-/// The hint for `message` (a property read from nothing, or something that is not a function)
+/// The hint for `error` (a property read from nothing, or something that is not a function)
 /// when the code expected a value from an earlier execution; `None` otherwise.
-pub(super) fn hint(message: &str, cx: &HintContext, at: Option<(u32, u32)>) -> Option<String> {
+pub(super) fn hint(error: &GuestError, cx: &HintContext, at: Option<(u32, u32)>) -> Option<String> {
     let keep = if has_state(cx) {
         "Keep values between executions with `await state.set(key, value, { ttl: seconds })` and read them with `await state.get(key)` in a later one."
     } else {
         "This caller's profile keeps no state between executions (`state = false`): pass what the next execution needs through your reply."
     };
-    if let Some((holder, _, _)) = undefined_holder(message, cx, at) {
+    if let Some((holder, _, _)) = undefined_holder(error, cx, at) {
         let root = holder.split(['.', '[', '?']).next().unwrap_or(holder);
         if ["globalThis", "window", "self", "global"].contains(&root) && holder != root {
             return Some(format!(
@@ -42,7 +43,7 @@ pub(super) fn hint(message: &str, cx: &HintContext, at: Option<(u32, u32)>) -> O
             ));
         }
     }
-    if message == "not a function"
+    if error.fault == Some(Fault::NotAFunction)
         && let Some((line, column)) = at
         && let Some(callee) = expressions::callee_at(cx.source, line, column)
         && let Some((variable, method)) = callee.rsplit_once('.')

@@ -210,6 +210,7 @@ impl RawRun {
             name: name.into(),
             message,
             stack: String::new(),
+            fault: None,
         };
         RawRun {
             outcome: Err(error),
@@ -337,6 +338,7 @@ impl Pool {
                 line: None,
                 column: None,
                 hint: Some("Retry shortly.".into()),
+                fault: None,
             });
         }
         if self.closed.load(Ordering::SeqCst) {
@@ -584,5 +586,6 @@ fn internal(message: &str) -> ExecError {
         line: None,
         column: None,
         hint: None,
+        fault: None,
     }
 }

@@ -7,6 +7,7 @@
 //! code, even after `await` and inside `try`/`catch`) and by the loop's waits.
 
 mod bytecode;
+mod fault;
 mod heap;
 mod natives;
 mod snapshot;
@@ -246,6 +247,7 @@ fn internal(message: String) -> GuestError {
         name: "InternalError".into(),
         message,
         stack: String::new(),
+        fault: None,
     }
 }
 
@@ -433,6 +435,7 @@ fn serialize<'js>(
                 crate::wire::errors::PROMISE_IN_RESULT
             ),
             stack: String::new(),
+            fault: None,
         });
     }
     if value.is_undefined() {
@@ -524,10 +527,16 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) 
             _ => ErrorKind::ToolFailed,
         })
     };
+    // A fault of the code's own (not a limit, not a failed call), in QuickJS's words.
+    let fault = kind
+        .is_none()
+        .then(|| fault::classify(&name, &message))
+        .flatten();
     GuestError {
         kind,
         name,
         message,
         stack,
+        fault,
     }
 }

@@ -322,6 +322,7 @@ fn stalled(state: &Shared, limits: crate::wire::limits::Limits) -> GuestError {
                 limits.memory_bytes >> 20
             ),
             stack: String::new(),
+            fault: None,
         }
     } else {
         GuestError {
@@ -329,6 +330,7 @@ fn stalled(state: &Shared, limits: crate::wire::limits::Limits) -> GuestError {
             name: "Error".into(),
             message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)".into(),
             stack: String::new(),
+            fault: None,
         }
     }
 }

@@ -547,9 +547,9 @@
   };
   const STACK_OVERFLOW = /maximum call stack|stack overflow/i;
   const OUT_OF_MEMORY = /^out of memory|array buffer allocation failed/i;
-  // V8's words for the common faults, said as QuickJS says them, so the host's hints (which
-  // read the source at the error's position) and the message a model reads are the same on
-  // both engines. The code itself, catching an error, sees V8's own words.
+  // V8's words for the common faults, said as QuickJS says them, so the message a model reads
+  // is the same on both engines (display text only: the host matches on the fault below). The
+  // code itself, catching an error, sees V8's own words.
   const QUICKJS_WORDS = [
     [/^Cannot read properties of (undefined|null) \(reading '(.*)'\)$/s, (m) => `cannot read property '${m[2]}' of ${m[1]}`],
     [/^Cannot set properties of (undefined|null) \(setting '(.*)'\)$/s, (m) => `cannot set property '${m[2]}' of ${m[1]}`],
@@ -564,6 +564,24 @@
       if (found !== null) return QUICKJS_WORDS[i][1](found);
     }
     return message;
+  };
+  // The fault V8's words name (see `wire/fault.rs`), read here where V8 raised it.
+  const V8_FAULTS = [
+    ["ReferenceError", /^no tool named ("(?:[^"\\]|\\.)*")/s, (m) => { let name; try { name = parseJson(m[1]); } catch (_) { name = m[1]; } return { fault: "no_such_tool", name }; }],
+    ["ReferenceError", /^(.*) is not defined$/s, (m) => ({ fault: "not_defined", name: m[1] })],
+    ["ReferenceError", /^Cannot access '(.*)' before initialization$/s, (m) => ({ fault: "not_initialized", name: m[1] })],
+    ["TypeError", /^Cannot read properties of (undefined|null) \(reading '(.*)'\)$/s, (m) => ({ fault: "nullish_read", property: m[2], of: m[1] })],
+    ["TypeError", /^Cannot set properties of (undefined|null) \(setting '(.*)'\)$/s, (m) => ({ fault: "nullish_write", property: m[2], of: m[1] })],
+    ["TypeError", /^.* is not a function$/s, () => ({ fault: "not_a_function" })],
+    ["TypeError", /^.* is not iterable.*$/s, () => ({ fault: "not_iterable" })],
+  ];
+  const faultOf = (name, message) => {
+    for (let i = 0; i < V8_FAULTS.length; i++) {
+      if (V8_FAULTS[i][0] !== name) continue;
+      const found = apply(regexpExec, V8_FAULTS[i][1], [message]);
+      if (found !== null) return V8_FAULTS[i][2](found);
+    }
+    return null;
   };
   const guestError = (error) => {
     if (error !== null && (typeof error === "object" || typeof error === "function")) {
@@ -580,13 +598,24 @@
       else if (callKind === "memory") kind = "memory";
       else if (callKind === "tool_held") kind = "tool_held";
       else if (callKind === "tool_failed" || callKind === "timeout" || callKind === "cancelled" || callKind === "internal") kind = "tool_failed";
-      if (kind === null && callKind === null) message = inQuickjsWords(name, message);
-      return { kind, name: bounded(name, 256), message: bounded(message, texts.maxErrorMessage), stack: bounded(stack, texts.maxErrorStack) };
+      let fault = null;
+      if (kind === null && callKind === null) {
+        fault = faultOf(name, message);
+        message = inQuickjsWords(name, message);
+      }
+      const out = { kind, name: bounded(name, 256), message: bounded(message, texts.maxErrorMessage), stack: bounded(stack, texts.maxErrorStack) };
+      if (fault !== null) out.fault = boundedFault(fault);
+      return out;
     }
     let text;
     try { text = stringifyJson(error); } catch (_) { text = undefined; }
     if (text === undefined) text = "a non-Error value";
     return { kind: null, name: "Error", message: bounded(`uncaught ${text}`, texts.maxErrorMessage), stack: "" };
+  };
+  const boundedFault = (fault) => {
+    if (typeof fault.name === "string") fault.name = bounded(fault.name, 256);
+    if (typeof fault.property === "string") fault.property = bounded(fault.property, 256);
+    return fault;
   };
   const bounded = (text, max) => {
     const t = apply(toWellFormed, text, []);
