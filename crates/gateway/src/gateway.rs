@@ -7,8 +7,7 @@
 //! built on top of it and hold it; it knows none of them.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sandgate_catalog::Catalog;
@@ -17,22 +16,22 @@ use sandgate_sandbox::ToolBinding;
 use sandgate_store::StoreHandle;
 use sandgate_upstream::{BackendCalls, BackendState, Backends};
 use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
 
 use crate::admission::Admission;
 use crate::audit::AuditLog;
 use crate::catalogs::Catalogs;
 use crate::clients::Clients;
 use crate::door::Door;
+pub use crate::executions::FinishedExecution;
+use crate::executions::{Executions, Running};
 use crate::notice::{ConfigProblem, Notice};
 use crate::profiles::Profiles;
 use crate::runtime::ChainRuntime;
-use crate::stored::loaded::{Tools, load};
+use crate::stored::loaded::Tools;
+use crate::stored::watch::StoredWatch;
 use crate::telemetry::{self, Gauges, Metrics};
+use crate::upkeep::Upkeep;
 use crate::views::View;
-
-/// How long after large work its memory is handed back (see `Gateway::after_large_work`).
-const TRIM_AFTER: [Duration; 2] = [Duration::from_millis(250), Duration::from_millis(1500)];
 
 /// What a gateway is built from; see [`Gateway::builder`].
 #[derive(Debug)]
@@ -147,16 +146,9 @@ impl GatewayBuilder {
             notice: Notice::default(),
             admission: Admission::new(self.rate_limit_fallback),
             metrics,
-            expose_stored: AtomicBool::new(self.expose_stored),
-            started: Instant::now(),
-            counters: Mutex::default(),
-            finished: broadcast::channel(64).0,
-            stopping: CancellationToken::new(),
-            running: AtomicU64::new(0),
-            draining: AtomicBool::new(false),
-            trimming: AtomicBool::new(false),
-            stored_seen: tokio::sync::Mutex::default(),
-            detached: Default::default(),
+            executions: Executions::default(),
+            stored: StoredWatch::new(self.expose_stored),
+            upkeep: Upkeep::default(),
         });
         gateway.follow_backends();
         gateway.watch_stored_tools().await;
@@ -176,55 +168,12 @@ pub struct Gateway {
     notice: Notice,
     admission: Admission,
     metrics: Arc<Metrics>,
-    /// Whether stored tools are also listed as plain MCP tools.
-    expose_stored: AtomicBool,
-    started: Instant,
-    counters: Mutex<BTreeMap<&'static str, u64>>,
-    /// Each finished `call_tool_chain` execution, for the console's live list.
-    finished: broadcast::Sender<FinishedExecution>,
-    /// Cancelled when the gateway shuts down: every execution still running is cancelled.
-    stopping: CancellationToken,
-    /// `call_tool_chain` executions in progress, so shutting down can wait for their records.
-    running: AtomicU64,
-    /// Shutting down, but still serving until a balancer has noticed (see `begin_drain`).
-    draining: AtomicBool,
-    /// Whether free memory is being handed back right now (see `after_large_work`).
-    trimming: AtomicBool,
-    /// What the stored tools were at the last read (see `catch_up_stored_tools`).
-    stored_seen: tokio::sync::Mutex<StoredSeen>,
-    /// Executions that run on after their first answer (`yield_after_ms`).
-    detached: crate::detached::DetachedExecutions,
-}
-
-/// An execution that just finished, as the console's live list shows it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FinishedExecution {
-    /// Its id.
-    pub id: String,
-    /// The profile it ran under.
-    pub profile: String,
-    /// The user an identity provider proved that ran it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// The tier it took.
-    pub tier: &'static str,
-    /// `ok`, `error` or `cancelled`.
-    pub status: &'static str,
-    /// How long it took.
-    pub duration_ms: f64,
-    /// When it started, in Unix milliseconds.
-    pub started_at_ms: i64,
-    /// Its calls.
-    pub calls: usize,
-}
-
-/// One execution in progress, counted in `Gateway::running` while it lives.
-pub(crate) struct Running<'a>(&'a AtomicU64);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+    /// The executions running, detached and finished, and the steps of shutting down.
+    executions: Executions,
+    /// What the stored tools were at the last read, and how they are listed.
+    stored: StoredWatch,
+    /// Uptime, use counters and memory hand-back.
+    upkeep: Upkeep,
 }
 
 impl Gateway {
@@ -278,7 +227,7 @@ impl Gateway {
 
     /// Executions that run on after their first answer.
     pub(crate) fn detached(&self) -> &crate::detached::DetachedExecutions {
-        &self.detached
+        self.executions.detached()
     }
 
     /// The one door to backends and host capabilities.
@@ -401,11 +350,11 @@ impl Gateway {
 
     /// Whether stored tools are also listed as plain MCP tools (a reload may change it).
     pub fn expose_stored_tools(&self, expose: bool) {
-        self.expose_stored.store(expose, Ordering::Relaxed);
+        self.stored.set_exposed(expose);
     }
 
     pub(crate) fn exposes_stored_tools(&self) -> bool {
-        self.expose_stored.load(Ordering::Relaxed)
+        self.stored.exposed()
     }
 
     /// Records that the served config's latest change did not load (`Some`), or that it loads
@@ -435,12 +384,12 @@ impl Gateway {
     /// Cancels every execution in progress (and any that starts from now on): the first step
     /// of shutting down.
     pub fn cancel_all(&self) {
-        self.stopping.cancel();
+        self.executions.cancel_all();
     }
 
     /// Completes when the gateway starts shutting down.
     pub(crate) async fn stopping(&self) {
-        self.stopping.cancelled().await;
+        self.executions.stopping().await;
     }
 
     /// Shuts down within about `within`: cancels every execution, stops the sandbox's workers
@@ -450,7 +399,7 @@ impl Gateway {
         let started = Instant::now();
         self.cancel_all();
         // Cancelled executions answer at once; wait for them to record what they did.
-        while self.running.load(Ordering::SeqCst) > 0 && started.elapsed() < within / 3 {
+        while self.executions.running() > 0 && started.elapsed() < within / 3 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         // What was learned of results since the last write goes to the store before it flushes.
@@ -477,52 +426,38 @@ impl Gateway {
 
     /// Hands the memory the gateway freed back to the kernel, shortly and off the async
     /// threads (one hand-back at a time).
-    pub(crate) fn return_memory_soon(self: &Arc<Self>) {
-        if self.trimming.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let gateway = self.clone();
-        tokio::task::spawn_blocking(move || {
-            // The caller still holds the response it is about to send, and the store may still
-            // be writing the full output: hand back what is free once each is likely done.
-            for delay in TRIM_AFTER {
-                std::thread::sleep(delay);
-                sandgate_sandbox::region::return_free_memory();
-            }
-            gateway.trimming.store(false, Ordering::Release);
-        });
+    pub(crate) fn return_memory_soon(&self) {
+        self.upkeep.return_memory_soon();
     }
 
     /// Hears each execution as it finishes.
     pub fn finished_executions(&self) -> broadcast::Receiver<FinishedExecution> {
-        self.finished.subscribe()
+        self.executions.subscribe()
     }
 
     /// Tells whoever listens that an execution finished.
     pub(crate) fn execution_finished(&self, done: FinishedExecution) {
-        let _ = self.finished.send(done);
+        self.executions.finished(done);
     }
 
     /// Counts one execution as running until the guard is dropped.
     pub(crate) fn execution_started(&self) -> Running<'_> {
-        self.running.fetch_add(1, Ordering::SeqCst);
-        Running(&self.running)
+        self.executions.started()
     }
 
     /// Seconds since start.
     pub fn uptime_secs(&self) -> u64 {
-        self.started.elapsed().as_secs()
+        self.upkeep.uptime_secs()
     }
 
     /// Counts one use of a meta-tool or resource.
     pub(crate) fn count(&self, what: &'static str) {
-        if let Ok(mut counters) = self.counters.lock() {
-            *counters.entry(what).or_default() += 1;
-        }
+        self.upkeep.count(what);
     }
 
+    /// Every use of a meta-tool or resource counted so far.
     pub(crate) fn counters(&self) -> BTreeMap<&'static str, u64> {
-        self.counters.lock().map(|c| c.clone()).unwrap_or_default()
+        self.upkeep.counters()
     }
 
     /// The metrics in the Prometheus text format.
@@ -546,8 +481,8 @@ impl Gateway {
                 user_connections,
                 statuses,
                 questions_waiting: self.door.approvals().waiting_count(),
-                detached: self.detached.held(),
-                running: self.running.load(Ordering::SeqCst),
+                detached: self.executions.detached().held(),
+                running: self.executions.running(),
                 sandbox: self.chain().map(|c| &c.sandbox),
                 uptime_secs: self.uptime_secs(),
             },
@@ -557,17 +492,17 @@ impl Gateway {
     /// The first step of a drained shutdown: from now on `/readyz` answers 503 and every HTTP
     /// response closes its connection, while requests are served as before.
     pub fn begin_drain(&self) {
-        self.draining.store(true, Ordering::SeqCst);
+        self.executions.begin_drain();
     }
 
     /// Whether a drained shutdown has begun.
     pub fn draining(&self) -> bool {
-        self.draining.load(Ordering::SeqCst)
+        self.executions.draining()
     }
 
     /// `call_tool_chain` executions in progress.
     pub fn executions_running(&self) -> u64 {
-        self.running.load(Ordering::SeqCst)
+        self.executions.running()
     }
 
     /// Whether every enabled backend has had its first connection attempt (`/readyz`), and
@@ -602,7 +537,7 @@ impl Gateway {
         };
         self.catch_up_stored_tools(&store).await;
         let weak = Arc::downgrade(self);
-        let stopping = self.stopping.clone();
+        let stopping = self.executions.stop_signal();
         let mut announced = store.changes();
         tokio::spawn(async move {
             loop {
@@ -624,21 +559,8 @@ impl Gateway {
     /// registered through another replica runs this first (`chain`), so it never waits for the
     /// watch.
     pub(crate) async fn catch_up_stored_tools(self: &Arc<Self>, store: &StoreHandle) {
-        let mut seen = self.stored_seen.lock().await;
-        let version = store.change_mark().await.ok();
-        if version.is_some() && version == seen.read_at && seen.tools.is_some() {
-            return;
-        }
-        // Taken before the read: a commit after it is seen at the next look.
-        seen.read_at = version;
-        if let Ok(tools) = store.tools().await {
-            let names: Vec<(String, u32)> =
-                tools.iter().map(|t| (t.name.clone(), t.version)).collect();
-            let changed = seen.tools.as_ref().is_none_or(|before| *before != names);
-            seen.tools = Some(names);
-            if changed {
-                self.install_stored_tools(load(tools)).await;
-            }
+        if let Some(tools) = self.stored.changes(store).await {
+            self.install_stored_tools(tools).await;
         }
     }
 
@@ -662,13 +584,6 @@ impl Gateway {
         self.return_memory_soon();
         self.clients.tools_changed().await;
     }
-}
-
-/// The stored tools as last read: the store's change mark then, and each tool's version.
-#[derive(Debug, Default)]
-struct StoredSeen {
-    read_at: Option<i64>,
-    tools: Option<Vec<(String, u32)>>,
 }
 
 /// Waits for the next change a shared store announces; forever when it announces none.

@@ -107,53 +107,20 @@ pub fn respond(
         .as_ref()
         .map(|e| shown_error(e, request, store, &mut commits));
 
-    let mut text = String::new();
-    if let Some(shaped) = &shaped {
-        text.push_str(&shaped.text);
-        if shaped.reduced() {
-            text.push('\n');
-            text.push_str(&where_the_rest_is(request.id, stored, Part::Output));
-        }
-    }
-    if !outcome.logs.is_empty() {
-        text.push_str(&format!("\n\n--- logs ({}) ---\n", outcome.logs.len()));
-        text.push_str(&logs.text);
-        if logs.cut {
-            text.push('\n');
-            text.push_str(&where_the_rest_is(request.id, stored, Part::Logs));
-        }
-    }
     let stopped = outcome
         .error
         .as_ref()
         .filter(|e| !outcome.calls.is_empty() || was_stopped(e))
         .map(|e| stopped_at(e, &outcome.calls, catalog));
-    if let Some((shown, cut)) = &error {
-        text.push_str("\n\n--- error ---\n");
-        text.push_str(&error_text(shown));
-        if *cut {
-            text.push('\n');
-            text.push_str(&where_the_rest_is(request.id, stored, Part::Error));
-        }
-        if let Some(stopped) = &stopped {
-            text.push('\n');
-            text.push_str(stopped);
-        }
-    }
     let notes = notes(outcome, request.code, catalog, request.observed);
-    for note in &notes {
-        text.push_str("\n\n--- note ---\n");
-        text.push_str(note);
+    let text = Shown {
+        shaped: shaped.as_ref(),
+        logs: &logs,
+        error: error.as_ref(),
+        stopped: stopped.as_deref(),
+        notes: &notes,
     }
-    text.push_str("\n\n");
-    text.push_str(&summary_line(outcome, request.id));
-    // The text starts with the result as shown (`output.shown_chars` of it), whitespace and
-    // all; without a result it starts with the logs or the error.
-    let text = if shaped.is_some() {
-        text
-    } else {
-        text.trim_start().to_string()
-    };
+    .text(outcome, request.id, stored);
 
     let returned_bytes = shaped.as_ref().map_or(0, |s| s.text.len());
     let output = shaped
@@ -198,6 +165,64 @@ pub fn respond(
         result,
         commits,
         recorded,
+    }
+}
+
+/// What a response shows, each part already within its bounds.
+struct Shown<'a> {
+    shaped: Option<&'a Shaped>,
+    logs: &'a bounds::ShownLogs,
+    error: Option<&'a (ExecError, bool)>,
+    stopped: Option<&'a str>,
+    notes: &'a [String],
+}
+
+impl Shown<'_> {
+    /// The response's text: the result as shown, the logs, the error with where the
+    /// execution stopped, the notes, and the summary line; each cut part says where the rest
+    /// is.
+    fn text(&self, outcome: &Outcome, id: &str, stored: bool) -> String {
+        let mut text = String::new();
+        if let Some(shaped) = self.shaped {
+            text.push_str(&shaped.text);
+            if shaped.reduced() {
+                text.push('\n');
+                text.push_str(&where_the_rest_is(id, stored, Part::Output));
+            }
+        }
+        if !outcome.logs.is_empty() {
+            text.push_str(&format!("\n\n--- logs ({}) ---\n", outcome.logs.len()));
+            text.push_str(&self.logs.text);
+            if self.logs.cut {
+                text.push('\n');
+                text.push_str(&where_the_rest_is(id, stored, Part::Logs));
+            }
+        }
+        if let Some((shown, cut)) = self.error {
+            text.push_str("\n\n--- error ---\n");
+            text.push_str(&error_text(shown));
+            if *cut {
+                text.push('\n');
+                text.push_str(&where_the_rest_is(id, stored, Part::Error));
+            }
+            if let Some(stopped) = self.stopped {
+                text.push('\n');
+                text.push_str(stopped);
+            }
+        }
+        for note in self.notes {
+            text.push_str("\n\n--- note ---\n");
+            text.push_str(note);
+        }
+        text.push_str("\n\n");
+        text.push_str(&summary_line(outcome, id));
+        // The text starts with the result as shown (`output.shown_chars` of it), whitespace and
+        // all; without a result it starts with the logs or the error.
+        if self.shaped.is_some() {
+            text
+        } else {
+            text.trim_start().to_string()
+        }
     }
 }
 

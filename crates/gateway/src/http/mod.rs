@@ -85,6 +85,86 @@ pub async fn serve_http(
         .chain(options.allowed_origins.iter().cloned())
         .collect();
     let front = Arc::new(front::Front::new(&hosts, origins.clone()));
+    let limits = options.limits;
+    let trimmed_gateway = gateway.clone();
+    let McpRoutes {
+        mcp,
+        sessions,
+        owners,
+        check,
+    } = mcp_routes(gateway, &options, &shutdown, hosts, origins);
+    // Where clients find the issuer (RFC 9728): no token needed, and the Host check applies.
+    let metadata = axum::Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(auth::resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*resource}",
+            axum::routing::get(auth::resource_metadata),
+        )
+        .with_state(check.clone());
+    let with_token = axum::Router::new()
+        .route("/metrics", axum::routing::get(probes::metrics))
+        .with_state(trimmed_gateway.clone())
+        .merge(mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            check,
+            auth::require_token,
+        ));
+    let console = crate::console::router(crate::console::Console {
+        gateway: trimmed_gateway.clone(),
+        tokens: options.auth.clone(),
+        sessions: Arc::new(crate::console::Logins::new(
+            trimmed_gateway.chain_store().and_then(|s| s.shared()),
+        )),
+        allowed_origins: Arc::new(options.allowed_origins.clone()),
+        secure_cookies: options.secure_cookies,
+    });
+    // Every route but the probes passes the same Host and Origin check, first.
+    let checked = console
+        .merge(metadata)
+        .merge(with_token)
+        .layer(axum::middleware::from_fn_with_state(front, front::check));
+    let app = axum::Router::new()
+        .route("/healthz", axum::routing::get(probes::healthz))
+        .route("/readyz", axum::routing::get(probes::readyz))
+        .with_state(trimmed_gateway.clone())
+        .merge(checked)
+        .layer(axum::middleware::from_fn_with_state(
+            trimmed_gateway.clone(),
+            probes::close_while_draining,
+        ))
+        .layer(axum::middleware::from_fn(unread::close_if_unread));
+    tokio::spawn(trim_after_sessions_expire(
+        trimmed_gateway,
+        options.auth.clone(),
+        sessions,
+        owners,
+        shutdown.clone(),
+    ));
+    bound(addr);
+    accept::accept_loop(listener, app, limits, shutdown).await;
+    Ok(())
+}
+
+/// The MCP endpoint's routes, with the sessions they keep and who owns each.
+struct McpRoutes {
+    mcp: axum::Router,
+    sessions: Arc<LocalSessionManager>,
+    owners: Arc<bound::SessionOwners>,
+    check: Arc<auth::TokenCheck>,
+}
+
+/// `/mcp`: rmcp's streamable HTTP service behind the request guard and the session binding,
+/// its sessions shared through the store when it is shared.
+fn mcp_routes(
+    gateway: Arc<Gateway>,
+    options: &HttpOptions,
+    shutdown: &CancellationToken,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+) -> McpRoutes {
     // A 2026-07-28 request whose answer is its only message is answered as plain JSON, not
     // as a one-event stream (an answer after progress notices is still a stream).
     let config = StreamableHttpServerConfig::default()
@@ -142,59 +222,12 @@ pub async fn serve_http(
             owners.clone(),
             bound::bind,
         ));
-    // Where clients find the issuer (RFC 9728): no token needed, and the Host check applies.
-    let metadata = axum::Router::new()
-        .route(
-            "/.well-known/oauth-protected-resource",
-            axum::routing::get(auth::resource_metadata),
-        )
-        .route(
-            "/.well-known/oauth-protected-resource/{*resource}",
-            axum::routing::get(auth::resource_metadata),
-        )
-        .with_state(check.clone());
-    let with_token = axum::Router::new()
-        .route("/metrics", axum::routing::get(probes::metrics))
-        .with_state(trimmed_gateway.clone())
-        .merge(mcp)
-        .layer(axum::middleware::from_fn_with_state(
-            check,
-            auth::require_token,
-        ));
-    let console = crate::console::router(crate::console::Console {
-        gateway: trimmed_gateway.clone(),
-        tokens: options.auth.clone(),
-        sessions: Arc::new(crate::console::Logins::new(
-            trimmed_gateway.chain_store().and_then(|s| s.shared()),
-        )),
-        allowed_origins: Arc::new(options.allowed_origins.clone()),
-        secure_cookies: options.secure_cookies,
-    });
-    // Every route but the probes passes the same Host and Origin check, first.
-    let checked = console
-        .merge(metadata)
-        .merge(with_token)
-        .layer(axum::middleware::from_fn_with_state(front, front::check));
-    let app = axum::Router::new()
-        .route("/healthz", axum::routing::get(probes::healthz))
-        .route("/readyz", axum::routing::get(probes::readyz))
-        .with_state(trimmed_gateway.clone())
-        .merge(checked)
-        .layer(axum::middleware::from_fn_with_state(
-            trimmed_gateway.clone(),
-            probes::close_while_draining,
-        ))
-        .layer(axum::middleware::from_fn(unread::close_if_unread));
-    tokio::spawn(trim_after_sessions_expire(
-        trimmed_gateway,
-        options.auth.clone(),
+    McpRoutes {
+        mcp,
         sessions,
         owners,
-        shutdown.clone(),
-    ));
-    bound(addr);
-    accept::accept_loop(listener, app, limits, shutdown).await;
-    Ok(())
+        check,
+    }
 }
 
 /// Drops what closed sessions left behind, closes sessions whose token is no longer accepted,

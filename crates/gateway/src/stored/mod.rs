@@ -18,6 +18,7 @@ pub(crate) mod loaded;
 mod meta;
 mod register;
 pub(crate) mod run;
+pub(crate) mod watch;
 
 pub use loaded::{BACKEND, Loaded, MAX_DEPTH, Tools, load};
 pub use meta::{Declared, Meta};

@@ -45,9 +45,47 @@ pub(crate) struct Gauges<'a> {
 pub(crate) fn render(metrics: &Metrics, gauges: &Gauges<'_>) -> String {
     let mut out = String::with_capacity(8 * 1024);
     metrics.write(&mut out);
+    write_backends(&mut out, gauges);
+    single(
+        &mut out,
+        "sandgate_executions_running",
+        "gauge",
+        "call_tool_chain executions in progress.",
+        gauges.running,
+    );
+    single(
+        &mut out,
+        "sandgate_questions_waiting",
+        "gauge",
+        "Questions waiting for a person: approvals, and backends' own requests passed on.",
+        gauges.questions_waiting as u64,
+    );
+    single(
+        &mut out,
+        "sandgate_executions_detached",
+        "gauge",
+        "Executions held apart from their request: tasks, yielded runs, and runs parked on a question (finished ones are kept a while for their waiter).",
+        gauges.detached as u64,
+    );
+    if let Some(sandbox) = gauges.sandbox {
+        write_sandbox(&mut out, sandbox);
+    }
+    single(
+        &mut out,
+        "sandgate_uptime_seconds",
+        "gauge",
+        "Seconds since the gateway started.",
+        gauges.uptime_secs,
+    );
+    out
+}
+
+/// The backends' gauges: how many are in each state, and each one's state, restarts, tools and
+/// users' connections.
+fn write_backends(out: &mut String, gauges: &Gauges<'_>) {
     let statuses = &gauges.statuses;
     family(
-        &mut out,
+        out,
         "sandgate_backends",
         "gauge",
         "Configured backends, by state.",
@@ -78,7 +116,7 @@ pub(crate) fn render(metrics: &Metrics, gauges: &Gauges<'_>) -> String {
         ),
     ];
     for (name, kind, help, value) in per_backend {
-        family(&mut out, name, kind, help);
+        family(out, name, kind, help);
         for s in statuses {
             let _ = writeln!(
                 out,
@@ -90,7 +128,7 @@ pub(crate) fn render(metrics: &Metrics, gauges: &Gauges<'_>) -> String {
     }
     if !gauges.user_connections.is_empty() {
         family(
-            &mut out,
+            out,
             "sandgate_backend_user_connections",
             "gauge",
             "Users' own connections (processes, for stdio) open to each per-user backend.",
@@ -103,63 +141,36 @@ pub(crate) fn render(metrics: &Metrics, gauges: &Gauges<'_>) -> String {
             );
         }
     }
-    single(
-        &mut out,
-        "sandgate_executions_running",
+}
+
+/// The sandbox's gauges: its workers, the executions on them, and backstop kills.
+fn write_sandbox(out: &mut String, sandbox: &sandgate_sandbox::Sandbox) {
+    let workers = sandbox.workers();
+    let extra = workers.iter().filter(|w| w.extra).count();
+    family(
+        out,
+        "sandgate_sandbox_workers",
         "gauge",
-        "call_tool_chain executions in progress.",
-        gauges.running,
+        "Sandbox worker processes, by kind (warm pool or extra).",
+    );
+    let _ = writeln!(
+        out,
+        "sandgate_sandbox_workers{{kind=\"pool\"}} {}",
+        workers.len() - extra
+    );
+    let _ = writeln!(out, "sandgate_sandbox_workers{{kind=\"extra\"}} {extra}");
+    single(
+        out,
+        "sandgate_sandbox_executions_in_flight",
+        "gauge",
+        "Executions on the sandbox's workers.",
+        workers.iter().map(|w| w.executions as u64).sum(),
     );
     single(
-        &mut out,
-        "sandgate_questions_waiting",
-        "gauge",
-        "Questions waiting for a person: approvals, and backends' own requests passed on.",
-        gauges.questions_waiting as u64,
+        out,
+        "sandgate_sandbox_backstop_kills_total",
+        "counter",
+        "Workers killed because one step outlived every deadline on them.",
+        sandbox.backstop_kills() as u64,
     );
-    single(
-        &mut out,
-        "sandgate_executions_detached",
-        "gauge",
-        "Executions held apart from their request: tasks, yielded runs, and runs parked on a question (finished ones are kept a while for their waiter).",
-        gauges.detached as u64,
-    );
-    if let Some(sandbox) = gauges.sandbox {
-        let workers = sandbox.workers();
-        let extra = workers.iter().filter(|w| w.extra).count();
-        family(
-            &mut out,
-            "sandgate_sandbox_workers",
-            "gauge",
-            "Sandbox worker processes, by kind (warm pool or extra).",
-        );
-        let _ = writeln!(
-            out,
-            "sandgate_sandbox_workers{{kind=\"pool\"}} {}",
-            workers.len() - extra
-        );
-        let _ = writeln!(out, "sandgate_sandbox_workers{{kind=\"extra\"}} {extra}");
-        single(
-            &mut out,
-            "sandgate_sandbox_executions_in_flight",
-            "gauge",
-            "Executions on the sandbox's workers.",
-            workers.iter().map(|w| w.executions as u64).sum(),
-        );
-        single(
-            &mut out,
-            "sandgate_sandbox_backstop_kills_total",
-            "counter",
-            "Workers killed because one step outlived every deadline on them.",
-            sandbox.backstop_kills() as u64,
-        );
-    }
-    single(
-        &mut out,
-        "sandgate_uptime_seconds",
-        "gauge",
-        "Seconds since the gateway started.",
-        gauges.uptime_secs,
-    );
-    out
 }
