@@ -155,6 +155,15 @@ impl Reach {
         }
     }
 
+    /// The same client asked only through whoever waits on its detached execution, never
+    /// through its session.
+    pub fn through_waiter(&self) -> Reach {
+        match self {
+            Reach::Nobody => Reach::Nobody,
+            Reach::Session(_, declared) | Reach::Retry(declared) => Reach::Retry(*declared),
+        }
+    }
+
     /// What the client declared.
     pub fn declared(&self) -> Declared {
         match self {
@@ -244,6 +253,44 @@ impl Caller {
             grant: None,
             trace: opentelemetry::Context::new(),
             reach: Reach::Nobody,
+        }
+    }
+
+    /// A console login acting in the console (its playground, its answers): under `access`,
+    /// as the token or user that logged in, with an owner of its own (`session`, digested) for
+    /// what its runs store, and no client to ask.
+    pub fn of_console(
+        access: Access,
+        session: &str,
+        token_id: Option<String>,
+        user: Option<String>,
+    ) -> Caller {
+        Caller {
+            owner: Owner::Session(fnv_hex(format!("console:{session}").as_bytes())),
+            access,
+            token_id,
+            user,
+            grant: None,
+            trace: opentelemetry::Context::new(),
+            reach: Reach::Nobody,
+        }
+    }
+
+    /// The same caller acting under `access` instead (a stored tool's run: its owner's grant
+    /// cut to what it declares), still the same principal, owner, trace and reach.
+    pub fn acting_under(&self, access: Access) -> Caller {
+        Caller {
+            access,
+            ..self.clone()
+        }
+    }
+
+    /// The same caller, its questions asked only through whoever waits on its detached
+    /// execution (see [`Reach::through_waiter`]).
+    pub fn asked_through_waiter(&self) -> Caller {
+        Caller {
+            reach: self.reach.through_waiter(),
+            ..self.clone()
         }
     }
 

@@ -33,7 +33,7 @@ pub use inbox::Inbox;
 pub(crate) use question::bounded;
 pub use question::{About, Answered, Question, QuestionView, Verdict};
 
-use crate::caller::{Caller, Principal};
+use crate::caller::{Caller, Principal, Reach};
 
 /// How the person behind one execution's client is asked, and what the client said it can
 /// take.
@@ -51,6 +51,17 @@ pub enum Asking {
 }
 
 impl Asking {
+    /// How an execution of a caller the request's client reaches as `reach` asks: through
+    /// the session while the call waits; a stateless client through `waiter` (the detached
+    /// execution's inbox, which its retry or `tasks/get` reads), or nobody when it has none.
+    pub(crate) fn of(reach: &Reach, waiter: Option<&Arc<Inbox>>) -> Asking {
+        match (reach, waiter) {
+            (Reach::Nobody, _) | (Reach::Retry(_), None) => Asking::Nobody,
+            (Reach::Session(peer, declared), _) => Asking::Session(peer.clone(), *declared),
+            (Reach::Retry(declared), Some(inbox)) => Asking::Waiter(inbox.clone(), *declared),
+        }
+    }
+
     /// What the client declared it can take.
     fn declared(&self) -> Declared {
         match self {

@@ -98,17 +98,12 @@ pub async fn call_tool_chain(
     match args.yield_after_ms {
         Some(after) => {
             let after = Duration::from_millis(after);
-            let start = starter(gateway, caller, args, Questions::AsReached);
+            let start = starter(gateway, caller, args);
             detach::yielding(gateway, caller, after, cancel, start).await
         }
         None => {
             let id = sandgate_store::new_execution_id();
-            let asking = match &caller.reach {
-                crate::caller::Reach::Session(peer, declared) => {
-                    Asking::Session(peer.clone(), *declared)
-                }
-                _ => Asking::Nobody,
-            };
+            let asking = Asking::of(&caller.reach, None);
             let seat = Seat {
                 id,
                 detached: None,
@@ -119,16 +114,6 @@ pub async fn call_tool_chain(
     }
 }
 
-/// Where a detached execution's questions go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Questions {
-    /// As the request's client can be reached: a session's `elicitation/create`, else through
-    /// whoever waits on it (`wait_execution`, the console).
-    AsReached,
-    /// Through whoever waits on it: a task's `tasks/get`, or a 2026-07-28 client's retry.
-    ThroughWaiter,
-}
-
 /// Starts `call_tool_chain` for `caller` detached from the request (a task, or a call whose
 /// questions a 2026-07-28 client answers by retrying): its entry, already running.
 pub(crate) fn launch(
@@ -136,8 +121,11 @@ pub(crate) fn launch(
     caller: &Caller,
     args: ChainArgs,
 ) -> Result<Arc<crate::detached::Detached>, String> {
-    let start = starter(gateway, caller, args, Questions::ThroughWaiter);
-    detach::launch(gateway, caller, start)
+    // Its questions go through whoever waits on it (a task's `tasks/get`, a 2026-07-28
+    // client's retry), never through the session of the request that started it.
+    let caller = caller.asked_through_waiter();
+    let start = starter(gateway, &caller, args);
+    detach::launch(gateway, &caller, start)
 }
 
 /// What runs a detached execution, given its entry and id.
@@ -145,7 +133,6 @@ fn starter(
     gateway: &Arc<Gateway>,
     caller: &Caller,
     args: ChainArgs,
-    questions: Questions,
 ) -> impl FnOnce(
     Arc<crate::detached::Detached>,
     String,
@@ -155,13 +142,7 @@ fn starter(
     move |detached, id| {
         Box::pin(async move {
             let cancellation = detached.cancellation();
-            let asking = match (&caller.reach, questions) {
-                (crate::caller::Reach::Nobody, _) => Asking::Nobody,
-                (crate::caller::Reach::Session(peer, declared), Questions::AsReached) => {
-                    Asking::Session(peer.clone(), *declared)
-                }
-                (reach, _) => Asking::Waiter(detached.inbox().clone(), reach.declared()),
-            };
+            let asking = Asking::of(&caller.reach, Some(detached.inbox()));
             let seat = Seat {
                 id,
                 detached: Some(detached),

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::reply::{json, problem};
 use super::session::{Console, ConsoleUser};
-use crate::caller::{Caller, Owner, Part, fnv_hex};
+use crate::caller::{Caller, Part};
 
 /// The most executions one list holds.
 const MAX_LISTED: usize = 500;
@@ -38,15 +38,12 @@ fn text_of(result: &rmcp::model::CallToolResult) -> String {
 /// The caller a console session acts as: its profile, and an owner of its own for what its
 /// playground runs store.
 pub(super) fn caller(console: &Console, user: &ConsoleUser) -> Caller {
-    Caller {
-        owner: Owner::Session(fnv_hex(format!("console:{}", user.session).as_bytes())),
-        access: Access::new(console.gateway.profile(&user.profile)),
-        token_id: user.token_id.clone(),
-        user: user.user.clone(),
-        grant: None,
-        trace: opentelemetry::Context::new(),
-        reach: crate::caller::Reach::Nobody,
-    }
+    Caller::of_console(
+        Access::new(console.gateway.profile(&user.profile)),
+        &user.session,
+        user.token_id.clone(),
+        user.user.clone(),
+    )
 }
 
 fn is_admin(console: &Console, user: &ConsoleUser) -> bool {

@@ -10,7 +10,6 @@ use sandgate_sandbox::{CallFailure, Execution, FailureKind, RunMode, ToolAnswer}
 use serde_json::{Map, Value, json};
 
 use super::loaded::{Loaded, MAX_DEPTH};
-use crate::caller::Caller;
 use crate::door::{Knock, granted};
 use crate::gateway::Gateway;
 use crate::runtime::ChainRuntime;
@@ -92,16 +91,10 @@ pub(crate) async fn prepare<'a>(
     // The caller's own approvals hold inside the tool as well as its owner's.
     let access = with_approvals_of(access, knock.caller.access.profile());
     let view = gateway.catalogs().view_of(&access, &full);
-    let caller = Caller {
-        owner: knock.caller.owner.clone(),
-        access: access.clone(),
-        token_id: knock.caller.token_id.clone(),
-        user: knock.caller.user.clone(),
-        grant: knock.caller.grant.clone(),
-        trace: knock.caller.trace.clone(),
-        reach: knock.caller.reach.clone(),
-    };
-    let mut inner = Knock::new(caller, knock.execution_id.clone());
+    let mut inner = Knock::new(
+        knock.caller.acting_under(access.clone()),
+        knock.execution_id.clone(),
+    );
     inner.within = knock
         .within
         .iter()
