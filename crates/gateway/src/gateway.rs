@@ -28,6 +28,7 @@ use crate::notice::{ConfigProblem, Notice};
 use crate::profiles::Profiles;
 use crate::runtime::ChainRuntime;
 use crate::stored::loaded::Tools;
+use crate::stored::run::StoredRuns;
 use crate::stored::watch::StoredWatch;
 use crate::telemetry::{self, Gauges, Metrics};
 use crate::upkeep::Upkeep;
@@ -127,20 +128,30 @@ impl GatewayBuilder {
         if let Some(wait) = self.startup_wait {
             catalogs.set_startup_wait(wait);
         }
+        let profiles = Arc::new(Profiles::new(self.profiles));
+        let mut door = Door::new(
+            self.calls,
+            self.backends.clone(),
+            host,
+            self.audit,
+            metrics.clone(),
+            self.credentials,
+            crate::approvals::Approvals::new(self.approvals),
+        )
+        .with_memory(store, shapes);
+        if let Some(runtime) = &self.chain {
+            door = door.with_stored(Arc::new(StoredRuns {
+                catalogs: catalogs.clone(),
+                profiles: profiles.clone(),
+                runtime: runtime.clone(),
+                backends: self.backends.clone(),
+            }));
+        }
         let gateway = Arc::new(Gateway {
-            door: Door::new(
-                self.calls,
-                self.backends.clone(),
-                host,
-                self.audit,
-                metrics.clone(),
-                self.credentials,
-                crate::approvals::Approvals::new(self.approvals),
-            )
-            .with_memory(store, shapes),
+            door: Arc::new(door),
             backends: self.backends,
             catalogs,
-            profiles: Profiles::new(self.profiles),
+            profiles,
             chain: self.chain,
             clients: Clients::default(),
             notice: Notice::default(),
@@ -160,9 +171,9 @@ impl GatewayBuilder {
 #[derive(Debug)]
 pub struct Gateway {
     backends: Arc<dyn Backends>,
-    door: Door,
+    door: Arc<Door>,
     catalogs: Arc<Catalogs>,
-    profiles: Profiles,
+    profiles: Arc<Profiles>,
     chain: Option<ChainRuntime>,
     clients: Clients,
     notice: Notice,
@@ -230,8 +241,29 @@ impl Gateway {
         self.executions.detached()
     }
 
+    /// Calls `tool` as `caller`, outside any execution: through the door like every call
+    /// (authorized, audited). For stored tools exposed as plain MCP tools, embedding and
+    /// benchmarks; MCP clients otherwise reach tools through `call_tool_chain`.
+    pub async fn call_as(
+        &self,
+        caller: &crate::caller::Caller,
+        tool: &sandgate_catalog::ToolRef,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<sandgate_sandbox::ToolAnswer, sandgate_sandbox::CallFailure> {
+        let knock = crate::door::Knock::new(caller.clone(), sandgate_store::new_execution_id());
+        let catalog = self.catalog();
+        let Some(entry) = catalog.entry(tool) else {
+            return Err(sandgate_sandbox::CallFailure::new(
+                sandgate_sandbox::FailureKind::Failed,
+                format!("no tool named `{tool}`; search_tools lists the tools"),
+            ));
+        };
+        let arguments = serde_json::Value::Object(arguments).to_string();
+        self.door.call_tool(&knock, entry, arguments, None).await
+    }
+
     /// The one door to backends and host capabilities.
-    pub fn door(&self) -> &Door {
+    pub fn door(&self) -> &Arc<Door> {
         &self.door
     }
 

@@ -47,7 +47,7 @@ mod http;
 mod stdio;
 
 pub use audit::AuditLog;
-pub use bridge::{ExecutionBridge, call_as};
+pub use bridge::ExecutionBridge;
 pub use caller::{Authenticated, Caller, Owner, Part};
 pub use catalogs::STARTUP_WAIT;
 pub use chain::call_tool_chain;

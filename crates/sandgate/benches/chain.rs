@@ -190,14 +190,14 @@ fn bench(c: &mut Criterion) {
                 let caller = Caller::local(gateway.profiles());
                 let mut args = serde_json::Map::new();
                 args.insert("n".into(), 21.into());
-                let answer = sandgate_gateway::call_as(
-                    &gateway,
-                    &caller,
-                    ToolCall::new("user", "bench_double"),
-                    args,
-                )
-                .await
-                .expect("called");
+                let answer = gateway
+                    .call_as(
+                        &caller,
+                        &sandgate_catalog::ToolRef::new("user", "bench_double"),
+                        args,
+                    )
+                    .await
+                    .expect("called");
                 assert!(!answer.is_error, "{}", answer.json);
             }
         });

@@ -232,7 +232,7 @@ async fn execute<'g>(
         Route::Call { .. } => progress.map(ProgressSink::for_single_call),
         _ => progress,
     };
-    let bridge = ExecutionBridge::new(gateway.clone(), knock.clone(), None)
+    let bridge = ExecutionBridge::new(gateway.door().clone(), catalog.clone(), knock.clone(), None)
         .with_progress(progress)
         .with_detached(detached);
     record_start(runtime, &route, &id, started, &args.code, &caller);

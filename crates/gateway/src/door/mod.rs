@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use sandgate_capabilities::Host;
-use sandgate_catalog::{Catalog, Entry, Origin, ToolRef};
+use sandgate_catalog::{Entry, Origin};
 use sandgate_policy::{Authorized, PolicyError, ToolCall};
 use sandgate_sandbox::{BackendCondition, CallFailure, FailureKind, ToolAnswer};
 use sandgate_upstream::{BackendCalls, BackendProgress, Backends, CallContext, UpstreamError};
@@ -68,11 +68,13 @@ pub use knock::Knock;
 const MAX_STORED_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
 
 /// Runs stored tools for the door: they run in the sandbox, which the layers above the door
-/// hold. The door authorizes and counts the call; this runs it.
-pub trait RunStored: Send + Sync {
+/// hold. The door authorizes and counts the call; this runs it, its own calls going through
+/// `door` again. Handed to the door once, when the gateway is built.
+pub trait RunStored: Send + Sync + std::fmt::Debug {
     /// Runs stored tool `name` for `knock` with `arguments`.
     fn run_stored<'a>(
         &'a self,
+        door: &'a Arc<Door>,
         knock: &'a Knock,
         name: &'a str,
         arguments: Map<String, Value>,
@@ -89,12 +91,11 @@ enum Target {
 }
 
 impl Target {
-    /// Where a call to `entry` goes: its origin says. A tool in no catalog (a backend's, gone
-    /// while the call was made) goes to the backends, which say what became of it.
-    fn of(entry: Option<&Entry>) -> Target {
-        match entry.map(|e| e.spec.origin) {
-            Some(Origin::Stored) => Target::Stored,
-            Some(Origin::Backend) | None => Target::Backend,
+    /// Where a call to `entry` goes: its origin says.
+    fn of(entry: &Entry) -> Target {
+        match entry.spec.origin {
+            Origin::Stored => Target::Stored,
+            Origin::Backend => Target::Backend,
         }
     }
 }
@@ -115,6 +116,8 @@ pub struct Door {
     state: Option<sandgate_store::StoreHandle>,
     /// What tools return, learned from their results.
     shapes: Option<Arc<crate::shapes::Shapes>>,
+    /// What runs stored tools, when the gateway has a sandbox.
+    stored: Option<Arc<dyn RunStored>>,
 }
 
 impl Door {
@@ -139,7 +142,14 @@ impl Door {
             approvals: Arc::new(approvals),
             state: None,
             shapes: None,
+            stored: None,
         }
+    }
+
+    /// The door that runs stored tools with `stored`.
+    pub(crate) fn with_stored(mut self, stored: Arc<dyn RunStored>) -> Self {
+        self.stored = Some(stored);
+        self
     }
 
     /// This door, keeping script state in `store` and learning results' shapes into `shapes`.
@@ -186,30 +196,23 @@ impl Door {
         decision.map_err(denied)
     }
 
-    /// Calls a tool for `knock`: the one path to the backends' calls half. A stored tool is
-    /// run by `stored`. Each call is counted for `/metrics` (`catalog` is the current one: a
-    /// tool it does not list is counted under `_other`) and traced as a span under the
-    /// caller's trace.
+    /// Calls `entry`'s tool for `knock`: the one path to the backends' calls half; a stored
+    /// tool (its origin says) is run by the stored-tools runner. Each call is counted for
+    /// `/metrics` and traced as a span under the caller's trace.
     pub(crate) async fn call_tool(
-        &self,
+        self: &Arc<Self>,
         knock: &Knock,
-        call: ToolCall,
+        entry: &Entry,
         args: String,
         limit: Option<Duration>,
-        stored: &dyn RunStored,
-        catalog: &Catalog,
     ) -> Result<ToolAnswer, CallFailure> {
         let started = std::time::Instant::now();
-        let (backend, tool) = (call.backend.clone(), call.tool.clone());
-        let resolved = catalog.entry(&ToolRef::new(&backend, &tool));
+        let (backend, tool) = (entry.spec.backend.clone(), entry.spec.name.clone());
         // A tool that declares no output schema is learned from (off this path: `offer` only
         // queues the result).
-        let learn = matches!(resolved, Some(entry) if entry.spec.output_schema.is_none());
+        let learn = entry.spec.output_schema.is_none();
         let span = traces::start_tool_call(&knock.caller.trace, &backend, &tool);
-        let answer = match self
-            .call_tool_in(knock, call, args, resolved, limit, stored, &span)
-            .await
-        {
+        let answer = match self.call_tool_in(knock, entry, args, limit, &span).await {
             Ok((answer, result)) => {
                 if let (true, Some(shapes), Some(result)) = (learn, &self.shapes, result)
                     && answer.json.len() <= crate::shapes::MAX_LEARNED_RESULT_BYTES
@@ -229,9 +232,8 @@ impl Door {
                 _ => CallOutcome::Failed,
             },
         };
-        let known = resolved.is_some();
         self.metrics
-            .call_finished(&backend, &tool, known, outcome, started.elapsed());
+            .call_finished(&backend, &tool, true, outcome, started.elapsed());
         traces::end_tool_call(
             &span,
             (outcome != CallOutcome::Ok).then(|| outcome.as_str()),
@@ -240,26 +242,22 @@ impl Door {
     }
 
     /// [`Door::call_tool`] inside its span `trace`: the answer, and a backend's successful
-    /// result to learn from. `entry` is the tool in the catalog: its origin says where the
-    /// call goes, and its declared input is what a backend's arguments are checked against
-    /// before anything is sent.
-    #[allow(clippy::too_many_arguments)]
+    /// result to learn from. `entry`'s origin says where the call goes, and its declared input
+    /// is what a backend's arguments are checked against before anything is sent.
     async fn call_tool_in(
-        &self,
+        self: &Arc<Self>,
         knock: &Knock,
-        call: ToolCall,
+        entry: &Entry,
         args: String,
-        entry: Option<&Entry>,
         limit: Option<Duration>,
-        stored: &dyn RunStored,
         trace: &opentelemetry::Context,
     ) -> Result<(ToolAnswer, Option<rmcp::model::CallToolResult>), CallFailure> {
-        let authorized = self.authorize_tool(knock, call, &args)?;
+        let authorized = self.authorize_tool(knock, crate::views::call_of(entry), &args)?;
         let call = authorized.get();
         // Checked on the text, before it is parsed or sent: a backend that is sent more than
         // it accepts may exit, and then it is down for every client.
         let target = Target::of(entry);
-        let schema = entry.map(|e| &e.spec.input_schema);
+        let schema = Some(&entry.spec.input_schema);
         let max = match target {
             Target::Backend => self.backends.max_argument_bytes(&call.backend),
             Target::Stored => Some(MAX_STORED_ARGUMENT_BYTES),
@@ -297,7 +295,15 @@ impl Door {
         // A call a person must approve waits here for the answer; no other path goes out.
         self.approved(knock, call, &args).await?;
         if let Target::Stored = target {
-            let answer = stored.run_stored(knock, &call.tool, arguments).await?;
+            let Some(stored) = &self.stored else {
+                return Err(CallFailure::new(
+                    FailureKind::Failed,
+                    "stored tools need the sandbox, which is not running",
+                ));
+            };
+            let answer = stored
+                .run_stored(self, knock, &call.tool, arguments)
+                .await?;
             return Ok((answer, None));
         }
         let arguments = Some(arguments);

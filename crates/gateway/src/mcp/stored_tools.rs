@@ -6,10 +6,9 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
-use sandgate_policy::{ToolCall, ToolName};
+use sandgate_policy::ToolName;
 use serde_json::{Value, json};
 
-use crate::bridge::call_as;
 use crate::caller::Caller;
 use crate::gateway::Gateway;
 use crate::stored::{BACKEND, check, load};
@@ -149,8 +148,8 @@ async fn run(
     tool: &str,
     arguments: JsonObject,
 ) -> CallToolResult {
-    let call = ToolCall::new(BACKEND, tool);
-    match call_as(gateway, caller, call, arguments).await {
+    let tool = sandgate_catalog::ToolRef::new(BACKEND, tool);
+    match gateway.call_as(caller, &tool, arguments).await {
         Ok(answer) => serde_json::from_str::<CallToolResult>(&answer.json)
             .unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         Err(failure) => CallToolResult::error(vec![ContentBlock::text(failure.message)]),

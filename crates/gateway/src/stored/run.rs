@@ -6,37 +6,72 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use sandgate_sandbox::{CallFailure, Execution, FailureKind, RunMode, ToolAnswer};
+use sandgate_upstream::Backends;
 use serde_json::{Map, Value, json};
 
 use super::loaded::{Loaded, MAX_DEPTH};
-use crate::door::{Knock, granted};
-use crate::gateway::Gateway;
+use crate::bridge::ExecutionBridge;
+use crate::catalogs::Catalogs;
+use crate::door::{Door, Knock, RunStored, granted};
+use crate::profiles::Profiles;
 use crate::runtime::ChainRuntime;
 
-/// A stored tool's run, ready for the sandbox: the caller (the bridge) runs `execution` with
-/// `knock` and reads the result with [`answer`].
-pub(crate) struct Prepared<'a> {
+/// What runs stored tools for the door: the stored tools (in the catalogs), their owners'
+/// profiles, the sandbox, and the backends' limits. The gateway hands it to the door once.
+#[derive(Debug)]
+pub(crate) struct StoredRuns {
+    pub(crate) catalogs: Arc<Catalogs>,
+    pub(crate) profiles: Arc<Profiles>,
+    pub(crate) runtime: ChainRuntime,
+    pub(crate) backends: Arc<dyn Backends>,
+}
+
+impl RunStored for StoredRuns {
+    fn run_stored<'a>(
+        &'a self,
+        door: &'a Arc<Door>,
+        knock: &'a Knock,
+        name: &'a str,
+        arguments: Map<String, Value>,
+    ) -> BoxFuture<'a, Result<ToolAnswer, CallFailure>> {
+        Box::pin(async move {
+            let prepared = prepare(self, knock, name, arguments).await?;
+            let bridge = ExecutionBridge::new(door.clone(), prepared.catalog, prepared.knock, None);
+            let result = self
+                .runtime
+                .sandbox
+                .run(prepared.execution, Arc::new(bridge))
+                .await;
+            Ok(answer(&prepared.tool, result))
+        })
+    }
+}
+
+/// A stored tool's run, ready for the sandbox: run `execution` with `knock` over `catalog`,
+/// and read the result with [`answer`].
+struct Prepared {
     /// The tool.
     pub tool: Arc<Loaded>,
     /// Its code, input and the access it declares, as one execution.
     pub execution: Execution,
     /// Who knocks for the calls it makes: the owner's grant cut to what the tool declares.
     pub knock: Knock,
-    /// Where it runs.
-    pub runtime: &'a ChainRuntime,
+    /// The view its tools were bound from.
+    pub catalog: Arc<sandgate_catalog::Catalog>,
 }
 
 /// Checks a call of stored tool `name` for `knock` with `arguments` (the cycle and depth guard,
 /// the input against `meta.input`) and makes its execution.
-pub(crate) async fn prepare<'a>(
-    gateway: &'a Gateway,
+async fn prepare(
+    runs: &StoredRuns,
     knock: &Knock,
     name: &str,
     arguments: Map<String, Value>,
-) -> Result<Prepared<'a>, CallFailure> {
+) -> Result<Prepared, CallFailure> {
     let failed = |message: String| CallFailure::new(FailureKind::Failed, message);
-    let Some(tool) = gateway.catalogs().stored_tools().get(name).cloned() else {
+    let Some(tool) = runs.catalogs.stored_tools().get(name).cloned() else {
         return Err(failed(format!(
             "no stored tool named `{name}`; `sandgate tools stored` lists them"
         )));
@@ -67,18 +102,16 @@ pub(crate) async fn prepare<'a>(
             violations.join("; ")
         )));
     }
-    let Some(runtime) = gateway.chain() else {
-        return Err(failed(
-            "stored tools need the sandbox, which is not running".into(),
-        ));
-    };
-    let owner =
-        sandgate_policy::Access::new(gateway.profile(super::profile_of_owner(&tool.stored.owner)));
+    let runtime = &runs.runtime;
+    let owner = sandgate_policy::Access::new(
+        runs.profiles
+            .get(super::profile_of_owner(&tool.stored.owner)),
+    );
     // Wait for the cold backends the tool declares (a call that arrives first thing, as a
     // plain MCP tool, would otherwise find them absent).
     let declared = &tool.meta.capabilities.tools;
-    let full = gateway
-        .catalogs()
+    let full = runs
+        .catalogs
         .settled_full_view_for(|backend| {
             declared.iter().any(|t| {
                 t.split('.')
@@ -90,7 +123,7 @@ pub(crate) async fn prepare<'a>(
     let access = super::register::tool_access(name, &tool.meta, &owner, &full.catalog);
     // The caller's own approvals hold inside the tool as well as its owner's.
     let access = with_approvals_of(access, knock.caller.access.profile());
-    let view = gateway.catalogs().view_of(&access, &full);
+    let view = runs.catalogs.view_of(&access, &full);
     let mut inner = Knock::new(
         knock.caller.acting_under(access.clone()),
         knock.execution_id.clone(),
@@ -108,7 +141,7 @@ pub(crate) async fn prepare<'a>(
             max_tool_calls: profile_limits.max_calls,
             ..Default::default()
         },
-        gateway.backends().as_ref(),
+        runs.backends.as_ref(),
     );
     let execution = Execution {
         code: tool.stored.code.clone(),
@@ -127,7 +160,7 @@ pub(crate) async fn prepare<'a>(
         tool,
         execution,
         knock: inner,
-        runtime,
+        catalog: view.catalog,
     })
 }
 

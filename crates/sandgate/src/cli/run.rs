@@ -85,7 +85,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let result = sandbox
         .run(
             execution,
-            Arc::new(ExecutionBridge::new(gateway.clone(), knock, None)),
+            Arc::new(ExecutionBridge::new(
+                gateway.door().clone(),
+                view.catalog.clone(),
+                knock,
+                None,
+            )),
         )
         .await;
     manager.stop(std::time::Duration::from_secs(5)).await;
