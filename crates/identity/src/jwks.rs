@@ -66,6 +66,25 @@ impl IssuerKeys {
         })
     }
 
+    /// An issuer whose keys are `keys`, held as if just fetched and never fetched again: what
+    /// the property tests check tokens against, with no HTTP.
+    #[cfg(test)]
+    pub(crate) fn holding(
+        settings: IssuerSettings,
+        keys: Vec<(Option<String>, DecodingKey)>,
+    ) -> Result<IssuerKeys, IdentityError> {
+        let issuer = IssuerKeys::new(settings)?;
+        let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        *issuer.held.try_write().map_err(|e| IdentityError::Keys {
+            issuer: issuer.settings.issuer.clone(),
+            message: e.to_string(),
+        })? = Held {
+            keys,
+            last_fetch: Some(far),
+        };
+        Ok(issuer)
+    }
+
     pub(crate) fn settings(&self) -> &IssuerSettings {
         &self.settings
     }

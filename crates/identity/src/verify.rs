@@ -141,6 +141,19 @@ impl Verifier {
         })
     }
 
+    /// A verifier for `settings` whose issuers hold `issuers`' keys already (the property
+    /// tests: no HTTP).
+    #[cfg(test)]
+    pub(crate) fn holding(settings: OAuthSettings, issuers: Vec<IssuerKeys>) -> Verifier {
+        Verifier {
+            settings,
+            issuers,
+            expiries: Default::default(),
+            checked: Default::default(),
+            introspecting: tokio::sync::Semaphore::new(crate::introspect::MAX_IN_FLIGHT),
+        }
+    }
+
     /// Whether the user of `digest` has shown a token that is still valid: its sessions live
     /// as long as its tokens do.
     pub fn still_valid(&self, digest: &[u8; 32]) -> bool {
@@ -410,6 +423,9 @@ fn explain(error: &jsonwebtoken::errors::Error) -> String {
         other => format!("the token does not verify: {other:?}"),
     }
 }
+
+#[cfg(test)]
+mod props;
 
 #[cfg(test)]
 mod tests {
