@@ -6,7 +6,9 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use crate::{Store, StoreError, now_ms};
+use crate::error::StoreError;
+use crate::ids::now_ms;
+use crate::sqlite::Store;
 
 /// The most credentials one owner may keep (one per backend; a config has far fewer).
 pub const MAX_CREDENTIALS_PER_OWNER: i64 = 256;

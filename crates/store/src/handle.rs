@@ -13,13 +13,19 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use crate::postgres::{Admitted, PgStore};
+pub use crate::commit::Commit;
+use crate::credentials::CredentialEntry;
+use crate::error::StoreError;
+use crate::outputs::OutputSlice;
+use crate::pins::{StoredHeld, StoredPin};
+use crate::postgres::PgStore;
+use crate::postgres::rates::Admitted;
+use crate::records::{ExecutionRecord, RecordFilter, Stats};
+use crate::shapes::{ShapeMerge, StoredShape};
+use crate::sqlite::{Retention, Store};
 use crate::sqlite_queue::SqliteQueue;
 use crate::tools::Changer;
-use crate::{
-    CredentialEntry, ExecutionRecord, OutputSlice, RecordFilter, Retention, ShapeMerge, Stats,
-    Store, StoreError, StoredHeld, StoredPin, StoredShape, StoredTool, ToolVersion,
-};
+use crate::tools::{StoredTool, ToolVersion};
 
 /// A cheap, cloneable handle to the store.
 #[derive(Debug, Clone)]
@@ -502,24 +508,5 @@ fn changer(owner: &str, as_profile: bool) -> Changer<'_> {
         Changer::by(owner, false)
     } else {
         Changer::Operator
-    }
-}
-
-/// An output on its way to the store.
-#[derive(Debug)]
-#[must_use = "a response names an output only once it is committed"]
-pub struct Commit(pub(crate) oneshot::Receiver<Result<(), StoreError>>);
-
-impl Commit {
-    /// A write already done, with its outcome.
-    pub fn finished(outcome: Result<(), StoreError>) -> Commit {
-        let (reply, answer) = oneshot::channel();
-        let _ = reply.send(outcome);
-        Commit(answer)
-    }
-
-    /// Waits until the write is done, and says whether it succeeded.
-    pub async fn committed(self) -> Result<(), StoreError> {
-        self.0.await.map_err(|_| StoreError::Closed)?
     }
 }

@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// Migrations in order; the version after applying `MIGRATIONS[i]` is `i + 1`.
 pub const MIGRATIONS: &[&str] = &[

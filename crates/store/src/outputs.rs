@@ -5,7 +5,9 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use crate::{Store, StoreError, now_ms};
+use crate::error::StoreError;
+use crate::ids::now_ms;
+use crate::sqlite::Store;
 
 /// Part of a stored output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

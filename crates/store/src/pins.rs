@@ -8,7 +8,9 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use crate::{Store, StoreError, now_ms};
+use crate::error::StoreError;
+use crate::ids::now_ms;
+use crate::sqlite::Store;
 
 /// The most bytes of one stored definition or findings text.
 pub const MAX_PIN_BYTES: usize = 512 * 1024;

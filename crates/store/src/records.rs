@@ -4,7 +4,8 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::sqlite::Store;
 
 /// One execution, as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -4,7 +4,9 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use crate::{Store, StoreError, now_ms};
+use crate::error::StoreError;
+use crate::ids::now_ms;
+use crate::sqlite::Store;
 
 /// The most bytes of one stored shape; a merge that returns more is not written.
 pub const MAX_SHAPE_BYTES: usize = 256 * 1024;

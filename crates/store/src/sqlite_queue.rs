@@ -7,8 +7,10 @@ use std::sync::mpsc;
 
 use tokio::sync::oneshot;
 
-use crate::handle::Commit;
-use crate::{ExecutionRecord, Store, StoreError};
+use crate::commit::Commit;
+use crate::error::StoreError;
+use crate::records::ExecutionRecord;
+use crate::sqlite::Store;
 
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 

@@ -6,7 +6,9 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use crate::{Store, StoreError, now_ms};
+use crate::error::StoreError;
+use crate::ids::now_ms;
+use crate::sqlite::Store;
 
 /// The most bytes one value may take, as JSON.
 pub const MAX_STATE_VALUE_BYTES: usize = 64 * 1024;

@@ -6,7 +6,9 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use crate::{Store, StoreError, now_ms};
+use crate::error::StoreError;
+use crate::ids::now_ms;
+use crate::sqlite::Store;
 
 /// One version of a stored tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 
 use super::PgStore;
+use crate::error::StoreError;
+use crate::records::ExecutionRecord;
 use crate::records::{cut_error, cut_shown};
-use crate::{ExecutionRecord, StoreError};
 
 impl PgStore {
     /// Records several executions in one transaction. Of two records of one execution (its
@@ -99,7 +100,7 @@ impl PgStore {
             .prepare_cached("DELETE FROM execution_calls WHERE execution_id = ANY($1)")
             .await?;
         tx.execute(&forget_calls, &[&ids]).await?;
-        let rows: Vec<(&str, usize, &crate::CallRow)> = records
+        let rows: Vec<(&str, usize, &crate::records::CallRow)> = records
             .iter()
             .flat_map(|r| {
                 r.call_rows

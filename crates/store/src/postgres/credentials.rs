@@ -3,7 +3,8 @@
 
 use super::PgStore;
 use crate::credentials::{CredentialEntry, MAX_CREDENTIALS_PER_OWNER, check_sealed, too_many};
-use crate::{StoreError, now_ms};
+use crate::error::StoreError;
+use crate::ids::now_ms;
 
 impl PgStore {
     /// Keeps `sealed` as `owner`'s credential for `backend`, in place of any before.

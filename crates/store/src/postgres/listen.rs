@@ -18,41 +18,7 @@ use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{AsyncMessage, Config, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::sessions::SessionKind;
-
-/// The channel changes are announced on.
-pub(super) const CHANNEL: &str = "sandgate_changes";
-/// The channel events are announced on.
-pub(super) const EVENTS: &str = "sandgate_events";
-
-/// Something a replica announced.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Notice {
-    /// A session ended (logged out, closed, or its token went).
-    SessionEnded {
-        /// Which sessions.
-        kind: SessionKind,
-        /// Its id.
-        id: String,
-    },
-}
-
-impl Notice {
-    /// The notice in a payload, if it is one (anything else is ignored).
-    fn read(channel: &str, payload: &str) -> Option<Notice> {
-        if channel != EVENTS {
-            return None;
-        }
-        if let Some(rest) = payload.strip_prefix("session:") {
-            let (kind, id) = rest.split_once(':')?;
-            return Some(Notice::SessionEnded {
-                kind: SessionKind::named(kind)?,
-                id: id.to_string(),
-            });
-        }
-        None
-    }
-}
+use super::notice::{CHANNEL, EVENTS, Notice};
 
 /// Listens until `stop` fires (the store is dropped), reconnecting with a growing wait.
 pub(super) async fn listen(

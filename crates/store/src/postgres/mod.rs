@@ -8,30 +8,31 @@
 
 mod batch;
 mod credentials;
-mod listen;
+pub(crate) mod listen;
+pub(crate) mod notice;
 mod outputs;
 mod pins;
-mod rates;
-mod records;
+pub(crate) mod rates;
+pub(crate) mod records;
 pub mod schema;
-mod sessions;
+pub(crate) mod sessions;
 mod shapes;
 mod state;
-mod tls;
+pub(crate) mod tls;
 mod tools;
 
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
-pub use listen::Notice;
-pub use rates::Admitted;
-pub use sessions::{SessionKind, SharedSession};
-
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-use crate::{ExecutionRecord, Retention, StoreError};
+use crate::error::StoreError;
+use crate::records::ExecutionRecord;
+use crate::sqlite::Retention;
+use notice::Notice;
+use tls::redacted;
 
 /// Connections a replica keeps to PostgreSQL at most.
 const POOL_SIZE: usize = 16;
@@ -150,7 +151,7 @@ impl PgStore {
     /// record is then held and tried again, as any other). The writer does not wait for more
     /// records when one is waited for: records that queue up during its write go together in
     /// the next one.
-    pub fn record_waited(&self, record: ExecutionRecord) -> crate::handle::Commit {
+    pub fn record_waited(&self, record: ExecutionRecord) -> crate::commit::Commit {
         let (reply, answer) = oneshot::channel();
         if let Err(mpsc::error::SendError(Queued::Record(_, Some(reply)))) = self
             .records
@@ -158,7 +159,7 @@ impl PgStore {
         {
             let _ = reply.send(Err(StoreError::Closed));
         }
-        crate::handle::Commit(answer)
+        crate::commit::Commit(answer)
     }
 
     /// Waits until every record queued before this call is written.
@@ -186,30 +187,9 @@ fn with_causes(error: &dyn std::error::Error) -> String {
     said
 }
 
-/// `url` without its password, for messages: in the user part of a URL, or as a
-/// `password=` key of a key-value string or of a URL's query.
-fn redacted(url: &str) -> String {
-    let url = match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => match url[scheme + 3..at].split_once(':') {
-            Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-            None => url.to_string(),
-        },
-        _ => url.to_string(),
-    };
-    url.split_inclusive(['?', '&', ' '])
-        .map(|part| match part.strip_prefix("password=") {
-            Some(rest) => {
-                let end = rest.find(['&', ' ']).unwrap_or(rest.len());
-                format!("password=***{}", &rest[end..])
-            }
-            None => part.to_string(),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::redacted;
+    use super::tls::redacted;
 
     #[test]
     fn a_password_never_reaches_a_message() {

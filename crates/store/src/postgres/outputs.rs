@@ -3,8 +3,10 @@
 //! the range, cut on character boundaries as the SQLite engine cuts the whole.
 
 use super::PgStore;
+use crate::error::StoreError;
+use crate::ids::now_ms;
+use crate::outputs::OutputSlice;
 use crate::outputs::{slice_window, window_for};
-use crate::{OutputSlice, StoreError, now_ms};
 
 impl PgStore {
     /// Keeps `body` as the full output `id`; returns once it is committed.

@@ -5,8 +5,9 @@
 use tokio_postgres::Row;
 
 use super::PgStore;
+use crate::error::StoreError;
+use crate::ids::now_ms;
 use crate::pins::{HELD_COLUMNS, StoredHeld, StoredPin, check_listing};
-use crate::{StoreError, now_ms};
 
 fn pin(row: &Row) -> Result<StoredPin, StoreError> {
     Ok(StoredPin {

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::PgStore;
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// The window the rate is counted over: `per_minute` admissions in any minute, all at once if
 /// they come at once (as the one-process sliding window allowed).

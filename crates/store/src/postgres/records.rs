@@ -8,8 +8,10 @@ use tokio::sync::mpsc;
 use tokio_postgres::Row;
 
 use super::{PgStore, Queued};
+use crate::error::StoreError;
+use crate::ids::now_ms;
+use crate::records::{CallRow, ExecutionRecord, RecordFilter, Stats};
 use crate::records::{KEEP_SHOWN, backend_stats, grouped, tier_stats};
-use crate::{CallRow, ExecutionRecord, RecordFilter, Stats, StoreError, now_ms};
 
 /// Most records written in one transaction when they queue up.
 const MAX_BATCH: usize = 256;

@@ -9,7 +9,7 @@
 
 use tokio_postgres::Client;
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// The key of the advisory lock migrations hold ("sandgate" in ASCII, as a number).
 const MIGRATION_LOCK: i64 = 0x73_61_6e_64_67_61_74_65;

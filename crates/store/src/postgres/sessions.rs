@@ -9,37 +9,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use super::PgStore;
-use super::listen::EVENTS;
-use crate::StoreError;
-
-/// Which sessions: MCP sessions and console logins are kept apart, so an id of one is never
-/// taken for the other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SessionKind {
-    /// A 2025-11-25 MCP session (`Mcp-Session-Id`).
-    Mcp,
-    /// A console login (its cookie).
-    Console,
-}
-
-impl SessionKind {
-    /// The name kept in the table and in notices.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionKind::Mcp => "mcp",
-            SessionKind::Console => "console",
-        }
-    }
-
-    /// The kind named `name`.
-    pub fn named(name: &str) -> Option<SessionKind> {
-        match name {
-            "mcp" => Some(SessionKind::Mcp),
-            "console" => Some(SessionKind::Console),
-            _ => None,
-        }
-    }
-}
+use super::notice::{EVENTS, SessionKind};
+use crate::error::StoreError;
 
 /// A session as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,8 +2,9 @@
 //! a merge holds the row's lock, so replicas that learn at once each add what they saw.
 
 use super::PgStore;
+use crate::error::StoreError;
+use crate::ids::now_ms;
 use crate::shapes::{ShapeMerge, StoredShape, check_shape};
-use crate::{StoreError, now_ms};
 
 impl PgStore {
     /// Every stored shape written after `since_ms` (0: every one).

@@ -2,8 +2,9 @@
 //! (`script_state`), so an execution on any replica reads what one on another kept.
 
 use super::PgStore;
+use crate::error::StoreError;
+use crate::ids::now_ms;
 use crate::state::{check_entry, check_room};
-use crate::{StoreError, now_ms};
 
 impl PgStore {
     /// `owner`'s value under `key`, unless it expired.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio_postgres::config::SslMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// The TLS connector for `url`, or `None` when it asks for no TLS.
 pub(super) fn connector(
@@ -24,7 +24,7 @@ pub(super) fn connector(
         return Ok(None);
     }
     let problem = |message: String| StoreError::Open {
-        path: super::redacted(url),
+        path: redacted(url),
         message,
     };
     let mut roots = rustls::RootCertStore::empty();
@@ -63,4 +63,25 @@ pub(super) fn connector(
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Some(MakeRustlsConnect::new(config)))
+}
+
+/// `url` without its password, for messages: in the user part of a URL, or as a
+/// `password=` key of a key-value string or of a URL's query.
+pub(super) fn redacted(url: &str) -> String {
+    let url = match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => match url[scheme + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+            None => url.to_string(),
+        },
+        _ => url.to_string(),
+    };
+    url.split_inclusive(['?', '&', ' '])
+        .map(|part| match part.strip_prefix("password=") {
+            Some(rest) => {
+                let end = rest.find(['&', ' ']).unwrap_or(rest.len());
+                format!("password=***{}", &rest[end..])
+            }
+            None => part.to_string(),
+        })
+        .collect()
 }

@@ -7,15 +7,17 @@
 use tokio_postgres::{Row, Transaction};
 
 use super::PgStore;
+use crate::error::StoreError;
+use crate::ids::now_ms;
 use crate::tools::Changer;
-use crate::{StoreError, StoredTool, ToolVersion, now_ms};
+use crate::tools::{StoredTool, ToolVersion};
 
 const CURRENT: &str = "SELECT v.name, v.version, v.code, v.meta, v.owner, v.created_at_ms
      FROM stored_tools t JOIN stored_tool_versions v ON v.name = t.name AND v.version = t.version";
 
 impl PgStore {
     /// Adds a new version of `name` and points the name at it, refused as
-    /// [`crate::Store::put_tool_by`] refuses; returns the version.
+    /// [`crate::sqlite::Store::put_tool_by`] refuses; returns the version.
     pub async fn put_tool_by(
         &self,
         name: &str,
@@ -146,7 +148,7 @@ impl PgStore {
         Ok(())
     }
 
-    /// Removes the name (its versions stay), refused as [`crate::Store::remove_tool_by`]
+    /// Removes the name (its versions stay), refused as [`crate::sqlite::Store::remove_tool_by`]
     /// refuses.
     pub async fn remove_tool_by(&self, name: &str, changer: Changer<'_>) -> Result<(), StoreError> {
         let (profile, admin) = match changer {
@@ -219,7 +221,7 @@ async fn changed(tx: &Transaction<'_>) -> Result<(), StoreError> {
         .await?;
     tx.execute(
         "SELECT pg_notify($1, 'stored_tools')",
-        &[&super::listen::CHANNEL],
+        &[&super::notice::CHANNEL],
     )
     .await?;
     Ok(())
