@@ -289,7 +289,7 @@ fn bench(c: &mut Criterion) {
                         mode: Default::default(),
                     };
                     let started = Instant::now();
-                    let (done, spent) = engine::execute(fresh, 1, request, &link);
+                    let (done, spent) = engine::steps::execute(fresh, 1, request, &link);
                     total += started.elapsed();
                     drop(spent);
                     assert!(

@@ -1,5 +1,5 @@
 //! The sandbox crate's one error type: failures to set the sandbox up. Failures of an
-//! execution are not errors of this kind; they are part of its [`crate::ExecutionResult`].
+//! execution are not errors of this kind; they are part of its [`crate::host::result::ExecutionResult`].
 
 use std::path::PathBuf;
 

@@ -51,10 +51,10 @@ on_linux! {
     pub use wire::{encoding, protocol};
     pub use worker::{NO_TEMPLATE_ARG, engine, main as worker_main, region};
     pub use worker::v8::{V8_ARG, V8_KILL_GRACE};
-    use wire::{control, limits};
+    use wire::limits;
     use worker::lockdown;
 
-    use host::{hints, pool, result, stacks};
+    use host::{pool, result};
 
     pub use error::SandboxError;
     pub use host::sandbox::{Engine, Execution, Sandbox};

@@ -307,7 +307,7 @@ async fn interfaces_are_introspectable() {
 #[tokio::test]
 async fn every_run_gets_a_fresh_runtime() {
     let sb = sandbox(1).await;
-    // The worker copies each runtime back from its template (see `engine::Snapshot`), so
+    // The worker copies each runtime back from its template (see `engine::snapshot::Snapshot`), so
     // everything below checks that the copy-back undoes all a run can do.
     // On V8 every run gets an isolate of its own, never used before: there is no template.
     assert!(

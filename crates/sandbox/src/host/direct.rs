@@ -14,10 +14,10 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::hints::{self, HintContext};
-use crate::protocol::{BackendCondition, CallFailure, GuestError, ToolBinding};
-use crate::result::ExecError;
-use crate::transpile::PositionMap;
+use crate::host::hints::{self, HintContext};
+use crate::wire::protocol::{BackendCondition, CallFailure, GuestError, ToolBinding};
+use crate::host::result::ExecError;
+use crate::host::transpile::PositionMap;
 pub use crate::wire::errors::{
     CANCELLED_MESSAGE, arguments_too_large, cancelled_guest_error, output_limit_guest_error,
     timeout_guest_error,

@@ -6,9 +6,9 @@
 mod expressions;
 mod persisted;
 
-use crate::protocol::{BackendCondition, Fault, GuestError, ToolBinding};
-use crate::result::{ErrorKind, ExecError};
-use crate::transpile::PositionMap;
+use crate::wire::protocol::{BackendCondition, Fault, GuestError, ToolBinding};
+use crate::host::result::{ErrorKind, ExecError};
+use crate::host::transpile::PositionMap;
 
 
 /// The longest declaration a hint quotes; a longer one is left to `tool_info`.
@@ -55,7 +55,7 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         None if error.name == "ToolError" => ErrorKind::ToolFailed,
         None => ErrorKind::Runtime,
     };
-    let (line, mut column) = crate::stacks::first_user_position(&error.stack, cx.positions)
+    let (line, mut column) = crate::host::stacks::first_user_position(&error.stack, cx.positions)
         .map_or((None, None), |(l, c)| (Some(l), Some(c)));
     // A failed call points at the call, not at whatever argument QuickJS evaluated last.
     if let (
@@ -160,7 +160,7 @@ fn hint(
 /// 5, column 1." (innermost call first, at most three), when the stack says so.
 fn call_site(error: &GuestError, cx: &HintContext) -> Option<String> {
     const SHOWN: usize = 3;
-    let frames = crate::stacks::user_frames(&error.stack, cx.positions);
+    let frames = crate::host::stacks::user_frames(&error.stack, cx.positions);
     let (Some((Some(thrower), _, _)), Some(_)) = (frames.first(), frames.get(1)) else {
         return None;
     };

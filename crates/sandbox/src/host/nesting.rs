@@ -542,7 +542,7 @@ return { titles, total, half, m: "((((", c: '}}}}' } // ((((((
         let code = format!("if (a) b;{}", " else if (a) b;".repeat(40_000));
         assert!(depth_ok(&code));
         let parsed = on_sized_stack(code.len(), || {
-            crate::transpile::transpile_on_this_stack(&code).is_ok()
+            crate::host::transpile::transpile_on_this_stack(&code).is_ok()
         });
         assert!(parsed);
     }

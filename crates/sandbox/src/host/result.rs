@@ -52,7 +52,7 @@ pub struct CallRecord {
     /// The failure, for calls that failed.
     pub error: Option<String>,
     /// The arguments as sent, when the execution keeps them
-    /// ([`Limits::max_recorded_argument_bytes`](crate::Limits)); cut, and marked so, past
+    /// ([`Limits::max_recorded_argument_bytes`](crate::wire::limits::Limits)); cut, and marked so, past
     /// their bound.
     pub arguments: Option<String>,
     /// What its backend was, when it failed because of it.
@@ -65,11 +65,11 @@ pub fn kept_arguments(args: &str, budget: &mut usize) -> Option<String> {
     if *budget == 0 {
         return None;
     }
-    let room = (*budget).min(crate::limits::RECORDED_ARGUMENT_BYTES_PER_CALL);
+    let room = (*budget).min(crate::wire::limits::RECORDED_ARGUMENT_BYTES_PER_CALL);
     let kept = if args.len() <= room {
         args.to_string()
     } else {
-        let end = crate::encoding::floor_boundary(args, room);
+        let end = crate::wire::encoding::floor_boundary(args, room);
         format!("{}… (cut: {} bytes in all)", &args[..end], args.len())
     };
     *budget = budget.saturating_sub(kept.len());
@@ -138,7 +138,7 @@ mod tests {
     }
 
     use super::kept_arguments;
-    use crate::limits::RECORDED_ARGUMENT_BYTES_PER_CALL;
+    use crate::wire::limits::RECORDED_ARGUMENT_BYTES_PER_CALL;
 
     #[test]
     fn kept_arguments_are_cut_per_call_and_stop_when_the_budget_is_spent() {

@@ -8,10 +8,7 @@ use std::time::Instant;
 
 use super::{hints, pool::Pool, stacks, tool_file, transpile};
 use crate::wire;
-use crate::{
-    Bridge, CallRecord, ErrorKind, ExecError, ExecStats, ExecutionResult, Limits, PoolConfig,
-    Protections, RunMode, SandboxError, ToolBinding, WorkerInfo,
-};
+use crate::{Bridge, CallRecord, wire::protocol::ErrorKind, host::result::ExecError, ExecStats, host::result::ExecutionResult, wire::limits::Limits, PoolConfig, Protections, RunMode, error::SandboxError, ToolBinding, WorkerInfo};
 
 /// One execution to run.
 #[derive(Debug, Clone)]
@@ -116,7 +113,7 @@ impl Sandbox {
     }
 
     /// Size of the template image each execution's fresh runtime is copied from, or `None`
-    /// if the workers build a runtime per execution (see `engine::Snapshot`).
+    /// if the workers build a runtime per execution (see `engine::snapshot::Snapshot`).
     pub fn template_bytes(&self) -> Option<u64> {
         self.pool.template_bytes()
     }

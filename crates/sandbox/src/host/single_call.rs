@@ -21,8 +21,8 @@ use oxc::parser::{ParseOptions, Parser};
 use oxc::span::SourceType;
 use serde_json::{Map, Value};
 
-use crate::direct::js_json;
-use crate::protocol::ToolBinding;
+use crate::host::direct::js_json;
+use crate::wire::protocol::ToolBinding;
 
 /// Code the gateway can answer without a sandbox.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,13 +55,13 @@ pub struct SingleCall {
 
 /// Reads `code` and returns the shortcut it is, if any. Code that nests too deep is no
 /// shortcut (the sandbox then reports it), and the parse runs on a stack sized for the code
-/// (see [`crate::nesting`]).
+/// (see [`crate::host::nesting`]).
 pub fn recognise(sent: &str) -> Option<Shortcut> {
     // The code the model meant, as every tier reads it (see `normalize`).
     let model = crate::host::normalize::model_code(sent);
     let code: &str = &model.code;
-    crate::nesting::check(code).ok()?;
-    crate::nesting::on_sized_stack(code.len(), || recognise_on_this_stack(code))
+    crate::host::nesting::check(code).ok()?;
+    crate::host::nesting::on_sized_stack(code.len(), || recognise_on_this_stack(code))
 }
 
 /// [`recognise`] without the nesting check or the sized stack: for measuring how much stack a

@@ -5,8 +5,8 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-use crate::engine::USER_FILE;
-use crate::transpile::PositionMap;
+use crate::worker::engine::USER_FILE;
+use crate::host::transpile::PositionMap;
 
 /// How the frames of sandgate's own modules (the preamble, the web basics) name their file.
 const OWN_MODULES: &str = "(sandgate:";
@@ -80,7 +80,7 @@ pub(crate) fn in_user_terms<'t>(text: &'t str, positions: &PositionMap) -> Cow<'
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transpile::transpile;
+    use crate::host::transpile::transpile;
 
     #[test]
     fn frames_point_at_the_source_and_sandgate_frames_are_left_out() {

@@ -19,8 +19,8 @@ use oxc::ast::ast::{
 };
 use serde_json::Value;
 
-use crate::nesting;
-use crate::transpile::{
+use crate::host::nesting;
+use crate::host::transpile::{
     CodeShape, SourceProblem, Transpiled, blank, finish, line_column, parse, too_deep,
 };
 
@@ -113,7 +113,7 @@ fn inspect(
                                 META_SHAPE,
                             ));
                         };
-                        let Some(value) = crate::single_call::literal(init) else {
+                        let Some(value) = crate::host::single_call::literal(init) else {
                             return Err(at(
                                 init.span().start,
                                 "`meta` must be a literal object: no variables, calls or spreads",
@@ -134,7 +134,7 @@ fn inspect(
                     }
                 }
                 let region = export.span.start as usize
-                    ..crate::transpile::declaration_start(&export.declaration) as usize;
+                    ..crate::host::transpile::declaration_start(&export.declaration) as usize;
                 let width = region.len();
                 edited.replace_range(region, &" ".repeat(width));
             }

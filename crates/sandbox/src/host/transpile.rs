@@ -19,7 +19,7 @@ use oxc::semantic::SemanticBuilder;
 use oxc::span::SourceType;
 use oxc::transformer::{TransformOptions, Transformer};
 
-use crate::nesting;
+use crate::host::nesting;
 
 /// Lines the wrapper adds before the user's code in the script QuickJS runs.
 pub const WRAPPER_PREFIX_LINES: u32 = 1;
@@ -101,7 +101,7 @@ impl PositionMap {
 
 /// Turns the user's TypeScript into a runnable wrapped script. Code that nests too deep is
 /// refused before it is parsed, and the parse runs on a stack sized for the code's length
-/// (see [`crate::nesting`]), so no input can overflow the caller's stack.
+/// (see [`crate::host::nesting`]), so no input can overflow the caller's stack.
 ///
 /// `sent` is read as the model meant it (see [`crate::host::normalize`]): a markdown fence and
 /// the prose around it are dropped, and every position reported still points into `sent`.
@@ -138,9 +138,9 @@ pub fn too_deep(source: &str, deep: nesting::TooDeep) -> SourceProblem {
 }
 
 /// The `syntax` error for code over `Limits::max_code_bytes`.
-pub fn code_too_large(bytes: usize, limit: usize) -> crate::ExecError {
-    crate::ExecError {
-        kind: crate::ErrorKind::Syntax,
+pub fn code_too_large(bytes: usize, limit: usize) -> crate::host::result::ExecError {
+    crate::host::result::ExecError {
+        kind: crate::wire::protocol::ErrorKind::Syntax,
         message: format!(
             "the code is {bytes} bytes; an execution's code may be at most {limit} bytes (limits.max_code_bytes)"
         ),
@@ -560,7 +560,7 @@ fn first_error<'a>(
 
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_column(source: &str, offset: u32) -> (u32, u32) {
-    let before = &source[..crate::encoding::floor_boundary(source, offset as usize)];
+    let before = &source[..crate::wire::encoding::floor_boundary(source, offset as usize)];
     let line = before.matches('\n').count() as u32 + 1;
     let column = before
         .rsplit('\n')

@@ -261,7 +261,7 @@ pub enum WorkerFrame {
         /// Protection name → active.
         protections: Vec<(String, bool)>,
         /// Size of the template image each execution's runtime is copied from, if the worker
-        /// uses one (else it builds a runtime per execution). See `engine::Snapshot`.
+        /// uses one (else it builds a runtime per execution). See `engine::snapshot::Snapshot`.
         #[serde(default)]
         template_bytes: Option<u64>,
         /// Whether every run gets a runtime no run used before, whatever the last one did (a

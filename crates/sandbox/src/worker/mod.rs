@@ -4,7 +4,7 @@
 //! the host shares with it ([`crate::wire::control`]). It duplicates its pipes into plain files,
 //! reserves its heap region ([`crate::worker::region`]) and maps the control page before locking down
 //! (so no later syscall needs to open or map anything), applies [`crate::worker::lockdown`], builds its
-//! template runtime ([`engine::Snapshot`]), and only then reads its first frame. The
+//! template runtime ([`engine::snapshot::Snapshot`]), and only then reads its first frame. The
 //! [`Scheduler`] then runs every execution the host sends. A clean end of stdin ends it.
 
 pub mod engine;
@@ -125,7 +125,7 @@ pub fn main() -> i32 {
     let snapshot = if std::env::args_os().any(|a| a == NO_TEMPLATE_ARG) {
         Ok(None)
     } else {
-        engine::Snapshot::take()
+        engine::snapshot::Snapshot::take()
     };
     // A template that cannot be built leaves the worker building a runtime per execution.
     let runtimes = match snapshot {

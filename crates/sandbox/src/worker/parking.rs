@@ -3,7 +3,7 @@
 //! work again.
 //!
 //! Every execution on a worker runs in the same region, from the same template image (see
-//! `region` and `engine::Snapshot`): its runtime is the template's bytes plus what the run
+//! `region` and `engine::snapshot::Snapshot`): its runtime is the template's bytes plus what the run
 //! changed. An execution that awaits a tool changed few of them, so [`park`] keeps only the
 //! pages that differ from the template, and everything the allocator handed out past the
 //! template, and resets those pages to the template as it goes. The region is then the

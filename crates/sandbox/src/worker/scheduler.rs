@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use crate::wire::control;
 use crate::wire::protocol::{CallFailure, ErrorKind, GuestError, HostFrame, WorkerFrame};
-use crate::worker::engine::{self, Fresh, RunRequest, SharedLink, Snapshot, Step, ToolSet};
+use crate::worker::engine::snapshot::Snapshot;
+use crate::worker::engine::steps::Step;
+use crate::worker::engine::{self, Fresh, RunRequest, SharedLink, ToolSet};
 use crate::worker::parking::{self, Parked};
 use crate::worker::region;
 

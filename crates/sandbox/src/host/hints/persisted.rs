@@ -5,7 +5,7 @@
 //! and what to write instead.
 
 use super::{HintContext, expressions, has_state, undefined_holder};
-use crate::protocol::{Fault, GuestError};
+use crate::wire::protocol::{Fault, GuestError};
 
 /// Methods of `Date` that a value read back from `state` (an ISO string) lacks.
 const DATE_METHODS: &[&str] = &[

@@ -18,13 +18,14 @@ use tokio::time::Instant;
 
 use super::handle::{Route, Routed, WorkerHandle, run_of};
 use super::output::Next;
-use super::{Bridge, RawRun, internal};
-use crate::limits::LOG_LINE_OVERHEAD_BYTES;
-use crate::protocol::{
+use super::bridge::Bridge;
+use super::raw_run::{RawRun, internal};
+use crate::wire::limits::LOG_LINE_OVERHEAD_BYTES;
+use crate::wire::protocol::{
     CallFailure, Callee, FailureKind, HostFrame, ToolAnswer, ToolBinding, WorkerFrame,
     encode_frame, write_frame,
 };
-use crate::result::{CallRecord, ErrorKind, ExecError, LogLine, kept_arguments};
+use crate::host::result::{CallRecord, ErrorKind, ExecError, LogLine, kept_arguments};
 
 /// How long the host polls a computing worker's output before it sleeps, when a core is spare
 /// (see `output`). Long enough for a short script or the stretch between two tool calls.
@@ -51,7 +52,7 @@ pub(crate) struct Callees<'a> {
     pub host_functions: &'a [String],
     pub bridge: Arc<dyn Bridge>,
     /// The wrapped script's positions in the user's code, for a call's site.
-    pub positions: &'a crate::transpile::PositionMap,
+    pub positions: &'a crate::host::transpile::PositionMap,
 }
 
 /// One run to serve.
@@ -237,7 +238,7 @@ pub(crate) async fn drive(
                 return Ok(Driven::Ran(RawRun::lost(
                     ErrorKind::Cancelled,
                     "CancelledError",
-                    crate::direct::CANCELLED_MESSAGE.into(),
+                    crate::host::direct::CANCELLED_MESSAGE.into(),
                     logs,
                     served.unfinished(),
                 )));

@@ -21,12 +21,11 @@ use tokio::io::unix::AsyncFd;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-use super::lock;
 use super::output::WorkerOutput;
-use crate::SandboxError;
-use crate::control::{CONTROL_FD, HostControl};
-use crate::lockdown::Protections;
-use crate::protocol::{ToolBinding, WorkerFrame};
+use crate::error::SandboxError;
+use crate::wire::control::{CONTROL_FD, HostControl};
+use crate::worker::lockdown::Protections;
+use crate::wire::protocol::{ToolBinding, WorkerFrame};
 
 /// How long a new worker has to lock down and report ready.
 const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -436,4 +435,12 @@ pub(crate) async fn spawn(
             )))
         }
     }
+}
+
+/// Locks `mutex`, taking the data of one a panicking holder poisoned (every holder leaves it
+/// whole).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -26,8 +26,10 @@
 //! completed. Nothing is retried. A cancelled or timed-out execution is stopped inside its
 //! worker (through the control page if it is computing), and the worker lives on.
 
+mod bridge;
 mod drive;
 mod handle;
+mod raw_run;
 pub(crate) mod output;
 mod stderr;
 
@@ -36,15 +38,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-
-use crate::SandboxError;
-use crate::lockdown::Protections;
-use crate::protocol::{
-    CallFailure, FailureKind, GuestError, HostFrame, RunStats, ToolAnswer, ToolBinding,
-};
-use crate::result::{CallRecord, ErrorKind, ExecError, LogLine};
+use crate::error::SandboxError;
+use crate::worker::lockdown::Protections;
+use crate::wire::protocol::HostFrame;
+use crate::host::result::{ErrorKind, ExecError};
+pub use bridge::Bridge;
 use drive::{Callees, Driven, Job, drive};
+pub(crate) use handle::lock;
+use raw_run::{RawRun, internal};
 use handle::{Reported, WorkerHandle, spawn};
 
 /// A worker in one turn for this long is computing: new executions go elsewhere.
@@ -66,41 +67,6 @@ const WATCHDOG_SLACK: Duration = Duration::from_millis(400);
 /// How long a worker polls for a tool call's reply before it sleeps, when a core is spare. An
 /// in-process tool answers well within it; a remote one costs the worker this much extra CPU.
 const WORKER_SPIN: Duration = Duration::from_micros(30);
-
-/// Where calls from the guest go. The gateway implements it over its backends; an embedding
-/// service implements it over its own functions.
-pub trait Bridge: Send + Sync + 'static {
-    /// Calls a tool; `args` is JSON text. Returns the raw MCP result as JSON text, and whether
-    /// it is an error result.
-    fn call_tool(
-        &self,
-        tool: &ToolBinding,
-        args: String,
-    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>>;
-    /// Calls `tool` from `line` of the user's code: known when the run asked for its calls'
-    /// sites (`Limits::report_call_sites`). The default forgets the line.
-    fn call_tool_at(
-        &self,
-        tool: &ToolBinding,
-        args: String,
-        line: Option<u32>,
-    ) -> BoxFuture<'static, Result<ToolAnswer, CallFailure>> {
-        let _ = line;
-        self.call_tool(tool, args)
-    }
-    /// Calls a named host function; `args` is a JSON array. Returns JSON text.
-    fn call_host(
-        &self,
-        name: &str,
-        _args: String,
-    ) -> BoxFuture<'static, Result<String, CallFailure>> {
-        let message = format!("host function `{name}` is not implemented");
-        Box::pin(async move { Err(CallFailure::new(FailureKind::Internal, message)) })
-    }
-    /// Sees a console line as the code writes it (the result holds them all at the end): for
-    /// whoever shows a running execution's logs so far. It must not block.
-    fn logged(&self, _line: &crate::LogLine) {}
-}
 
 /// How the pool runs workers.
 #[derive(Debug, Clone)]
@@ -184,42 +150,6 @@ pub struct WorkerInfo {
     pub executions: usize,
     /// Whether it was started beyond the base count.
     pub extra: bool,
-}
-
-/// What a run on a worker produced, before hints.
-pub(crate) struct RawRun {
-    pub outcome: Result<String, GuestError>,
-    pub logs: Vec<LogLine>,
-    pub trace: Vec<CallRecord>,
-    pub stats: RunStats,
-    /// Whether the worker can take another run.
-    pub worker_ok: bool,
-}
-
-impl RawRun {
-    /// A run whose worker is gone (killed or failed): what it reported so far, and why.
-    pub(crate) fn lost(
-        kind: ErrorKind,
-        name: &str,
-        message: String,
-        logs: Vec<LogLine>,
-        trace: Vec<CallRecord>,
-    ) -> RawRun {
-        let error = GuestError {
-            kind: Some(kind),
-            name: name.into(),
-            message,
-            stack: String::new(),
-            fault: None,
-        };
-        RawRun {
-            outcome: Err(error),
-            logs,
-            trace,
-            stats: RunStats::default(),
-            worker_ok: false,
-        }
-    }
 }
 
 impl Pool {
@@ -318,8 +248,8 @@ impl Pool {
     pub(crate) async fn run(
         self: &Arc<Self>,
         js: String,
-        positions: &crate::transpile::PositionMap,
-        execution: &crate::Execution,
+        positions: &crate::host::transpile::PositionMap,
+        execution: &crate::host::sandbox::Execution,
         bridge: Arc<dyn Bridge>,
         cancelled: impl Future<Output = ()> + Send,
     ) -> Result<RawRun, ExecError> {
@@ -380,7 +310,7 @@ impl Pool {
         loop {
             let worker = tokio::select! {
                 worker = self.worker_for_run() => worker?,
-                () = &mut cancelled => return Err(crate::direct::cancelled_error()),
+                () = &mut cancelled => return Err(crate::host::direct::cancelled_error()),
             };
             // Moved a few times already: it stays where it lands next.
             job.movable = moves < MAX_MOVES;
@@ -573,19 +503,3 @@ impl Drop for OnWorker<'_> {
     }
 }
 
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn internal(message: &str) -> ExecError {
-    ExecError {
-        kind: ErrorKind::Internal,
-        message: message.to_string(),
-        line: None,
-        column: None,
-        hint: None,
-        fault: None,
-    }
-}

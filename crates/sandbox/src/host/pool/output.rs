@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::process::ChildStdout;
 
-use crate::protocol::{Frame, MAX_FRAME_BYTES, WorkerFrame};
+use crate::wire::protocol::{Frame, MAX_FRAME_BYTES, WorkerFrame};
 
 /// Frames from one worker.
 pub(crate) struct WorkerOutput {
@@ -176,7 +176,7 @@ impl Buffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::encode_frame;
+    use crate::wire::protocol::encode_frame;
 
     fn buffer_with(bytes: &[u8]) -> Buffer {
         let mut buffer = Buffer {

@@ -10,14 +10,12 @@ mod bytecode;
 mod fault;
 mod heap;
 mod natives;
-mod snapshot;
-mod steps;
+pub mod snapshot;
+pub mod steps;
 mod strings;
 mod tool_set;
 
 pub use bytecode::warm_up;
-pub use snapshot::Snapshot;
-pub use steps::{Step, execute};
 pub use tool_set::{BackendTools, ToolSet};
 
 use std::cell::RefCell;
@@ -186,6 +184,20 @@ pub struct Spent {
 
 /// The module resolver and loader of every runtime: there are no modules to import.
 struct NoModules;
+
+/// What ends a run early: its deadline, and the host's request to stop it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ends {
+    pub deadline: Instant,
+    pub run: u64,
+}
+
+impl Ends {
+    /// Whether the run must stop now.
+    pub(crate) fn reached(&self) -> bool {
+        crate::wire::control::stop_requested(self.run) || Instant::now() >= self.deadline
+    }
+}
 
 /// What `import()` answers, on both engines.
 pub(crate) const NO_MODULES: &str = "import() is not available in the sandbox: there are no modules. Backends are already globals (e.g. `await github.create_issue({...})`)";
@@ -419,7 +431,7 @@ fn serialize<'js>(
     ctx: &Ctx<'js>,
     result: Option<rquickjs::Result<Value<'js>>>,
     max_bytes: usize,
-    ends: steps::Ends,
+    ends: Ends,
 ) -> Result<String, GuestError> {
     let value = match result {
         Some(Ok(v)) => v,
@@ -464,7 +476,7 @@ fn serialize<'js>(
 }
 
 /// Turns a caught JavaScript error into a [`GuestError`], classifying limit hits.
-fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: steps::Ends) -> GuestError {
+fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: Ends) -> GuestError {
     let (name, message, stack, call_kind) = match &error {
         CaughtError::Exception(e) => {
             let obj: &Object = e.as_object();

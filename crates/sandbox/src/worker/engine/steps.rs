@@ -20,7 +20,7 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{CatchResultExt, CaughtError, Ctx, Persistent, Promise, Value};
 
 use super::{
-    Fresh, GC_HEADROOM_BYTES, RunRequest, Shared, SharedLink, Spent, USER_FILE, clock_seed,
+    Ends, Fresh, GC_HEADROOM_BYTES, RunRequest, Shared, SharedLink, Spent, USER_FILE, clock_seed,
     fire_due_timers, flush, guest_error, internal, natives, serialize, settle, stats,
     timeout_error,
 };
@@ -38,20 +38,6 @@ pub enum Step {
         /// When to call [`Fresh::wake`] if nothing else happened first.
         wake: Instant,
     },
-}
-
-/// What ends a run early: its deadline, and the host's request to stop it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Ends {
-    pub deadline: Instant,
-    pub run: u64,
-}
-
-impl Ends {
-    /// Whether the run must stop now.
-    pub(crate) fn reached(&self) -> bool {
-        control::stop_requested(self.run) || Instant::now() >= self.deadline
-    }
 }
 
 impl Fresh {

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use nix::libc;
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 /// Address space the worker reserves for its region (within the worker's address-space limit; pages
 /// are only backed when used).
