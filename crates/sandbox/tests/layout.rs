@@ -85,7 +85,7 @@ fn worker_code_never_uses_host_code_and_wire_uses_neither() {
         problems.extend(violations(
             &file,
             &worker,
-            &["wire", "worker", "SandboxError"],
+            &["wire", "worker", "error::SandboxError"],
         ));
     }
     let wire = src.join("wire");
