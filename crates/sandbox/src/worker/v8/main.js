@@ -31,42 +31,13 @@ const guestBootstrap = `(function (host) {\n"use strict";\nconst __SG_PREAMBLE =
 const workerSource = `const __SG_GUEST = ${JSON.stringify(guestBootstrap)};\n${shellSource}`;
 
 
-// ---- frames --------------------------------------------------------------------------------
-const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { fatal: true });
-const MAX_FRAME_BYTES = 64 * 1024 * 1024;
-
+// ---- frames (the codec is `frames.js`, which runs before this) ---------------------------
 const writeAll = (bytes) => {
   let written = 0;
   while (written < bytes.length) written += Deno.stdout.writeSync(bytes.subarray(written));
 };
-const frameOf = (body) => {
-  const out = new Uint8Array(4 + body.length);
-  new DataView(out.buffer).setUint32(0, body.length, true);
-  out.set(body, 4);
-  return out;
-};
-const sendJson = (frame) => writeAll(frameOf(encoder.encode(JSON.stringify(frame))));
-const putU64 = (view, at, n) => {
-  view.setUint32(at, n % 4294967296, true);
-  view.setUint32(at + 4, Math.floor(n / 4294967296), true);
-};
-const getU64 = (view, at) => view.getUint32(at, true) + view.getUint32(at + 4, true) * 4294967296;
-// A call travels as `C`, run, id, callee kind and index, line and column, then the JSON.
-const sendCall = (run, id, tool, index, args, site) => {
-  const json = encoder.encode(args);
-  const body = new Uint8Array(1 + 8 + 8 + 1 + 4 + 4 + 4 + json.length);
-  const view = new DataView(body.buffer);
-  body[0] = 0x43;
-  putU64(view, 1, run);
-  putU64(view, 9, id);
-  body[17] = tool ? 0 : 1;
-  view.setUint32(18, index, true);
-  view.setUint32(22, site ? site[0] : 0, true);
-  view.setUint32(26, site ? site[1] : 0, true);
-  body.set(json, 30);
-  writeAll(frameOf(body));
-};
+const sendJson = (frame) => writeAll(jsonFrame(frame));
+const sendCall = (run, id, tool, index, args, site) => writeAll(callFrame(run, id, tool, index, args, site));
 
 // ---- runs ----------------------------------------------------------------------------------
 // Runs on this process: run number → { isolate, deadline timer, calls: host id → guest id }.
@@ -474,30 +445,22 @@ const fromGuest = (run, state, message) => {
   }
 };
 
-const reply = (body) => {
-  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
-  const run = getU64(view, 1);
-  const id = getU64(view, 9);
+// A reply goes to the isolate that waits for it, under the guest's own id for the call.
+const reply = ({ run, id, ok, err }) => {
   const state = runs.get(run);
   if (state === undefined) return;
   const guestId = state.toGuest.get(id);
   if (guestId === undefined) return;
   state.toGuest.delete(id);
   state.toHost.delete(guestId);
-  const rest = decoder.decode(body.subarray(18));
-  let answer;
-  if (body[17] === 0) answer = { ok: rest };
-  else {
-    const failure = JSON.parse(rest);
-    answer = { err: { kind: failure.kind, message: failure.message } };
-  }
+  const answer = err === undefined ? { ok } : { err };
   state.isolate.port.postMessage(`m${JSON.stringify({ t: "reply", run, id: guestId, ...answer })}`);
 };
 
 const hostFrame = (body) => {
-  if (body.length > 0 && body[0] === 0x52) return reply(body);
-  const frame = JSON.parse(decoder.decode(body));
-  if (frame.Run) startRun(frame.Run);
+  const frame = readHostFrame(body);
+  if (frame.Reply) reply(frame.Reply);
+  else if (frame.Run) startRun(frame.Run);
   else if (frame.Cancel) end(frame.Cancel.run, null);
 };
 
@@ -515,22 +478,17 @@ for (;;) {
   const n = await Deno.stdin.read(buffer.subarray(filled));
   if (n === null) break;
   filled += n;
-  let at = 0;
-  while (filled - at >= 4) {
+  // A frame longer than the buffer grows it (up to MAX_FRAME_BYTES, which `takeFrames` holds).
+  const at = takeFrames(buffer, filled, hostFrame);
+  if (filled - at >= 4) {
     const length = new DataView(buffer.buffer, at, 4).getUint32(0, true);
-    if (length > MAX_FRAME_BYTES) throw new Error(`a frame of ${length} bytes is over the limit`);
-    if (filled - at - 4 < length) {
-      if (4 + length > buffer.length) {
-        const bigger = new Uint8Array(4 + length);
-        bigger.set(buffer.subarray(at, filled));
-        buffer = bigger;
-        filled -= at;
-        at = 0;
-      }
-      break;
+    if (4 + length > buffer.length) {
+      const bigger = new Uint8Array(4 + length);
+      bigger.set(buffer.subarray(at, filled));
+      buffer = bigger;
+      filled -= at;
+      continue;
     }
-    hostFrame(buffer.slice(at + 4, at + 4 + length));
-    at += 4 + length;
   }
   if (at > 0) {
     buffer.copyWithin(0, at, filled);

@@ -26,7 +26,8 @@ pub const V8_ARG: &str = "--v8";
 /// memory limit, when lower, gets an isolate of its own with that heap.
 pub const V8_HEAP_ARG: &str = "--v8-heap-mb";
 
-const MAIN: &str = include_str!("main.js");
+/// The worker's script: the frame codec, then the main thread that runs it on stdin and stdout.
+const MAIN: &str = concat!(include_str!("frames.js"), "\n", include_str!("main.js"));
 const GUEST: &str = include_str!("guest.js");
 const SHELL: &str = include_str!("shell.js");
 const PREAMBLE: &str = include_str!("../engine/preamble.js");
