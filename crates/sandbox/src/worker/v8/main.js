@@ -132,88 +132,130 @@ let draining = 0;
 //
 // Its state: "warming" (started ahead, not yet answered), "idle", "busy" (a run holds it),
 // "draining" (its run ended on its own; it joins `idle` when it answers a ping, which the shell
-// does only once the run's context is let go and its event loop turns) or "gone".
-const startIsolate = (heapMb, how) => {
-  const { port1, port2 } = new MessageChannel();
-  const entry = { key: nextIsolateKey++, port: port1, heapMb, runs: 0, leftover: 0, worker: null, spawner: null, state: how === "ahead" ? "warming" : "busy", onMessage: null, onError: null };
+// does only once the run's context is let go and its event loop turns) or "gone". Every change
+// of state goes through `become`, which keeps the counts (`warming`, `draining`) and the `idle`
+// list in step with it.
+class Isolate {
+  constructor(heapMb, how) {
+    const { port1, port2 } = new MessageChannel();
+    this.key = nextIsolateKey++;
+    this.port = port1;
+    this.heapMb = heapMb;
+    this.runs = 0;
+    this.leftover = 0;
+    this.worker = null;
+    this.spawner = null;
+    this.state = how === "ahead" ? "warming" : "busy";
+    // What the run holding it hears: its guest's messages, and the isolate's failure.
+    this.onMessage = null;
+    this.onError = null;
+    // The port here is never closed while its isolate lives (an isolate's code learns of it
+    // in a `close` event): it closes by itself once the isolate is gone.
+    this.closed = false;
+    if (this.state === "warming") warming++;
+    port1.on("close", () => {
+      this.closed = true;
+    });
+    port1.on("message", (text) => this.heard(text));
+    if (how === "here") {
+      this.worker = new Worker(workerSource, isolateOptions(port2, heapMb));
+      this.worker.on("error", (error) => this.failed(error));
+    } else {
+      this.spawner = spawners[nextSpawner];
+      nextSpawner = (nextSpawner + 1) % spawners.length;
+      spawned.set(this.key, this);
+      this.spawner.postMessage({ t: "make", key: this.key, heapMb, port: port2 }, [port2]);
+    }
+  }
+
   // Leaves a state that is counted, for another.
-  const become = (state) => {
-    if (entry.state === "warming") warming--;
-    else if (entry.state === "draining") draining--;
-    else if (entry.state === "idle") {
-      const at = idle.indexOf(entry);
+  become(state) {
+    if (this.state === "warming") warming--;
+    else if (this.state === "draining") draining--;
+    else if (this.state === "idle") {
+      const at = idle.indexOf(this);
       if (at >= 0) idle.splice(at, 1);
     }
-    entry.state = state;
+    this.state = state;
     if (state === "warming") warming++;
     else if (state === "draining") draining++;
-    else if (state === "idle") idle.push(entry);
-  };
-  if (entry.state === "warming") warming++;
-  // The port here is never closed while its isolate lives (an isolate's code learns of it in
-  // a `close` event): it closes by itself once the isolate is gone.
-  let closed = false;
-  port1.on("close", () => { closed = true; });
-  const kill = () => {
-    if (entry.worker !== null) entry.worker.terminate();
-    else entry.spawner.postMessage({ t: "kill", key: entry.key });
-  };
-  const leave = () => {
-    if (entry.state === "gone") return false;
-    spawned.delete(entry.key);
-    entry.onMessage = null;
-    entry.onError = null;
-    become("gone");
+    else if (state === "idle") idle.push(this);
+  }
+
+  kill() {
+    if (this.worker !== null) this.worker.terminate();
+    else this.spawner.postMessage({ t: "kill", key: this.key });
+  }
+
+  // Forgets it: no run hears it any more. False when it was gone already.
+  leave() {
+    if (this.state === "gone") return false;
+    spawned.delete(this.key);
+    this.onMessage = null;
+    this.onError = null;
+    this.become("gone");
     // It may have been counted on for a waiting run.
     if (waiting.length > 0) startForWaiting();
     return true;
-  };
-  // Ends the isolate from outside, which stops even a loop.
-  const terminate = () => {
-    if (leave()) kill();
-  };
+  }
+
+  // Ends the isolate from outside, which stops even a loop. A run stopped here (its deadline,
+  // the host's `Cancel`, a failure) has its isolate ended so.
+  stop() {
+    if (this.leave()) this.kill();
+  }
+
   // Asks an isolate between runs to end itself (the shell's `close`): a spawner busy starting
   // others, as in a burst, would end it only once it is done with them. One that has not ended
   // within `LINGER_MS` is ended from outside.
-  const retire = () => {
-    if (!leave()) return;
-    port1.postMessage("c");
-    setTimeout(() => { if (!closed) kill(); }, LINGER_MS);
-  };
-  // An isolate that failed: the run holding it ends, and it is ended (`terminate`, whose
-  // `leave` forgets it among the spawned).
-  entry.failed = (error) => {
-    if (entry.state === "gone") return;
-    const onError = entry.onError;
-    if (entry.state === "busy" && onError) onError(error);
+  retire() {
+    if (!this.leave()) return;
+    this.port.postMessage("c");
+    setTimeout(() => {
+      if (!this.closed) this.kill();
+    }, LINGER_MS);
+  }
+
+  // An isolate that failed: the run holding it ends, and it is ended (`stop`, whose `leave`
+  // forgets it among the spawned).
+  failed(error) {
+    if (this.state === "gone") return;
+    if (this.state === "busy" && this.onError) this.onError(error);
     // An isolate that fails outside a run is sandgate's fault: say so on stderr (the
     // operator's log).
     else console.error(`sandgate V8 worker: an isolate failed: ${error && error.message}`);
-    terminate();
-  };
+    this.stop();
+  }
+
   // A run that ended on its own gives its isolate back for another run, if it has the usual
   // heap and has not served `RUNS_PER_ISOLATE`: once the shell answers a ping (it has let go of
   // the run's context, and no code of the run is still running), within `LINGER_MS`, or the
   // isolate is ended.
-  entry.release = () => {
-    entry.onMessage = null;
-    entry.onError = null;
-    if (entry.heapMb !== HEAP_MB || entry.runs >= RUNS_PER_ISOLATE) return retire();
-    become("draining");
-    port1.postMessage("p");
-    setTimeout(() => { if (entry.state === "draining") terminate(); }, LINGER_MS);
-  };
-  // A run stopped here (its deadline, the host's `Cancel`, a failure) has its isolate
-  // terminated, which stops even a loop.
-  entry.stop = terminate;
-  entry.retire = retire;
-  entry.idle = () => become("idle");
-  entry.take = () => {
-    become("busy");
-    entry.runs++;
-  };
-  port1.on("message", (text) => {
-    if (entry.state === "gone" || typeof text !== "string") return;
+  release() {
+    this.onMessage = null;
+    this.onError = null;
+    if (this.heapMb !== HEAP_MB || this.runs >= RUNS_PER_ISOLATE) return this.retire();
+    this.become("draining");
+    this.port.postMessage("p");
+    setTimeout(() => {
+      if (this.state === "draining") this.stop();
+    }, LINGER_MS);
+  }
+
+  idle() {
+    this.become("idle");
+  }
+
+  // A run takes it.
+  take() {
+    this.become("busy");
+    this.runs++;
+  }
+
+  // A message from the isolate: while it warms or drains, its `ready` and `pong`; while a run
+  // holds it, the run's.
+  heard(text) {
+    if (this.state === "gone" || typeof text !== "string") return;
     let data;
     try {
       data = JSON.parse(text);
@@ -221,31 +263,22 @@ const startIsolate = (heapMb, how) => {
       return;
     }
     if (data === null || typeof data !== "object") return;
-    if (entry.state === "warming" || entry.state === "draining") {
+    if (this.state === "warming" || this.state === "draining") {
       // Warming: `ready`, then a `ping` (which runs its receiving code once, so a run's first
       // message finds it compiled: about a millisecond), then idle.
-      if (data.t === "ready") port1.postMessage("p");
+      if (data.t === "ready") this.port.postMessage("p");
       else if (data.t === "pong") {
         const heap = Number(data.heap) || 0;
         if (heap < leastHeap) leastHeap = heap;
-        entry.leftover = heap - leastHeap;
-        ready(entry);
+        this.leftover = heap - leastHeap;
+        ready(this);
       }
       return;
     }
-    if (entry.state === "busy" && entry.onMessage) entry.onMessage(data);
-  });
-  if (how === "here") {
-    entry.worker = new Worker(workerSource, isolateOptions(port2, heapMb));
-    entry.worker.on("error", (error) => entry.failed(error));
-  } else {
-    entry.spawner = spawners[nextSpawner];
-    nextSpawner = (nextSpawner + 1) % spawners.length;
-    spawned.set(entry.key, entry);
-    entry.spawner.postMessage({ t: "make", key: entry.key, heapMb, port: port2 }, [port2]);
+    if (this.state === "busy" && this.onMessage) this.onMessage(data);
   }
-  return entry;
-};
+}
+const startIsolate = (heapMb, how) => new Isolate(heapMb, how);
 // Runs waiting for a ready isolate, oldest first (a burst: each gets the next isolate that is
 // ready, a new one or one whose run has ended). A run that ends while it waits leaves it.
 const waiting = [];
