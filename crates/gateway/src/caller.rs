@@ -286,7 +286,7 @@ impl Caller {
     }
 
     /// The same caller, its questions asked only through whoever waits on its detached
-    /// execution (see [`Reach::through_waiter`]).
+    /// execution (see `Reach::through_waiter`).
     pub fn asked_through_waiter(&self) -> Caller {
         Caller {
             reach: self.reach.through_waiter(),

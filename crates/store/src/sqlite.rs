@@ -47,7 +47,7 @@ fn enter_wal_mode(conn: &Connection) -> Result<(), StoreError> {
     }
 }
 
-/// A synchronous connection to the store. The gateway uses it through [`StoreHandle`]; the
+/// A synchronous connection to the store. The gateway uses it through [`StoreHandle`](crate::StoreHandle); the
 /// CLI uses it directly.
 #[derive(Debug)]
 pub struct Store {
