@@ -163,14 +163,6 @@ impl Reach {
             Reach::Session(_, declared) | Reach::Retry(declared) => Reach::Retry(*declared),
         }
     }
-
-    /// What the client declared.
-    pub fn declared(&self) -> Declared {
-        match self {
-            Reach::Nobody => Declared::default(),
-            Reach::Session(_, declared) | Reach::Retry(declared) => *declared,
-        }
-    }
 }
 
 /// One request's caller.

@@ -102,16 +102,7 @@ fn host_frames() -> Vec<HostFrame> {
         },
         HostFrame::Cancel { run: 7 },
     ];
-    for kind in [
-        FailureKind::Denied,
-        FailureKind::Failed,
-        FailureKind::Timeout,
-        FailureKind::Cancelled,
-        FailureKind::Memory,
-        FailureKind::Internal,
-        FailureKind::ApprovalDenied,
-        FailureKind::Held,
-    ] {
+    for kind in FailureKind::ALL {
         frames.push(HostFrame::Reply {
             run: 2,
             id: 3,

@@ -124,12 +124,15 @@ mod tests {
             property: "items".into(),
             of: Nullish::Undefined,
         };
-        let text = serde_json::to_string(&fault).unwrap();
+        let text = serde_json::to_string(&fault).expect("a fault serializes");
         assert_eq!(
             text,
             r#"{"fault":"nullish_read","property":"items","of":"undefined"}"#
         );
-        assert_eq!(serde_json::from_str::<Fault>(&text).unwrap(), fault);
+        assert_eq!(
+            serde_json::from_str::<Fault>(&text).expect("and reads back"),
+            fault
+        );
     }
 
     #[test]

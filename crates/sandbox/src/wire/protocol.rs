@@ -177,7 +177,8 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
-    const ALL: [FailureKind; 8] = [
+    /// Every kind.
+    pub const ALL: [FailureKind; 8] = [
         FailureKind::Denied,
         FailureKind::Failed,
         FailureKind::Timeout,
