@@ -55,9 +55,12 @@ def why_allowed(op: Op, faults) -> str | None:
         # A request sent to the paused replica before HAProxy's checks took it out (the kernel
         # still accepts connections for a frozen process): on resume its 10-s header deadline
         # has passed, and it is closed unanswered (a known limit, see docs/config.md). A
-        # request it had read finishes.
+        # request it had read finishes. An operation is several requests (a client's
+        # handshake, then its call), so one begun just before the pause may send its second
+        # request into it: what counts is that it was open across the pause and ended
+        # when the replica resumed.
         if (fault.kind == "pause" and op.outcome == "unknown" and "disconnected" in op.detail
-                and fault.start - 0.1 <= op.start <= fault.start + DETECTION and op.end >= fault.start):
+                and op.start <= fault.start + DETECTION and op.end >= fault.end - 0.5):
             return "accepted by a replica as it was paused, closed unread when it resumed"
         if fault.kind.startswith("pg-") and op.start <= fault.end + SETTLE and op.end >= fault.start and said_clearly(op.detail):
             return "needed PostgreSQL while it was away, and said so"
