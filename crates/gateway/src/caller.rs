@@ -24,8 +24,9 @@ use crate::profiles::Profiles;
 pub struct Authenticated {
     /// The token's profile.
     pub profile: String,
-    /// The token's id (its configured name): never the token.
-    pub token_id: String,
+    /// How the audit log names it, never the token: a static token's id (its configured name
+    /// or digest, `HttpToken::id`), or an access token's subject at its issuer.
+    pub name: String,
     /// The SHA-256 of the token: sessions it opens are bound to it (a rotated token, whose
     /// name stays, is another identity). For an access token, the digest of its user, so a
     /// refreshed token continues the user's sessions.
@@ -172,11 +173,11 @@ pub struct Caller {
     pub owner: Owner,
     /// What it may reach and see.
     pub access: Access,
-    /// The token that proved it, if any (for the audit log).
-    pub token_id: Option<String>,
-    /// The user an identity provider proved, by 128 bits of its digest (hex): what it stores
-    /// and its rate are its own.
-    pub user: Option<String>,
+    /// Who it is: the key of everything it owns beyond its outputs (`state`, credentials,
+    /// questions it asked, a user's rate).
+    pub principal: Principal,
+    /// How the audit log names it: a static token's id, or a user's subject at its issuer.
+    pub name: Option<String>,
     /// That user's token and its issuer, for a token exchange.
     pub grant: Option<std::sync::Arc<UserGrant>>,
     /// The trace it acts in: the W3C context its request carried in `_meta`, then the span of
@@ -217,19 +218,26 @@ impl Caller {
         let user: Option<String> = authenticated
             .and_then(|a| a.user)
             .map(|digest| sandgate_identity::user_id_of(&digest));
+        let principal = Principal::proved(
+            user.as_deref(),
+            authenticated
+                .filter(|a| a.user.is_none())
+                .map(|a| a.name.as_str()),
+            false,
+        );
         Caller {
             // What a caller's executions leave (outputs, executions that run on) is its own
             // across its sessions when a credential names it; without one, its session's.
-            owner: match (&user, authenticated, parts.headers.get("mcp-session-id")) {
-                (Some(user), _, _) => Owner::User(user.clone()),
-                (None, Some(token), _) => Owner::Token(token.token_id.clone()),
-                (None, None, Some(session)) => Owner::Session(fnv_hex(session.as_bytes())),
-                (None, None, None) => Owner::Stateless,
+            owner: match (&principal, parts.headers.get("mcp-session-id")) {
+                (Principal::User(user), _) => Owner::User(user.clone()),
+                (Principal::Token(token), _) => Owner::Token(token.clone()),
+                (_, Some(session)) => Owner::Session(fnv_hex(session.as_bytes())),
+                (_, None) => Owner::Stateless,
             },
-            user,
+            principal,
+            name: authenticated.map(|a| a.name.clone()),
             grant: authenticated.and_then(|a| a.grant.clone()),
             access: Access::new(profiles.get(profile)),
-            token_id: authenticated.map(|a| a.token_id.clone()),
             trace,
             reach: Reach::Nobody,
         }
@@ -240,8 +248,8 @@ impl Caller {
         Caller {
             owner: Owner::Local,
             access: Access::new(profiles.get("default")),
-            token_id: None,
-            user: None,
+            principal: Principal::Local,
+            name: None,
             grant: None,
             trace: opentelemetry::Context::new(),
             reach: Reach::Nobody,
@@ -249,19 +257,19 @@ impl Caller {
     }
 
     /// A console login acting in the console (its playground, its answers): under `access`,
-    /// as the token or user that logged in, with an owner of its own (`session`, digested) for
-    /// what its runs store, and no client to ask.
+    /// as the token or user that logged in (`principal`, named `name` in the audit log), with
+    /// an owner of its own (`session`, digested) for what its runs store, and no client to ask.
     pub fn of_console(
         access: Access,
         session: &str,
-        token_id: Option<String>,
-        user: Option<String>,
+        principal: Principal,
+        name: Option<String>,
     ) -> Caller {
         Caller {
             owner: Owner::Session(fnv_hex(format!("console:{session}").as_bytes())),
             access,
-            token_id,
-            user,
+            principal,
+            name,
             grant: None,
             trace: opentelemetry::Context::new(),
             reach: Reach::Nobody,
@@ -288,11 +296,16 @@ impl Caller {
 
     /// Who the caller is (see `Principal`).
     pub fn principal(&self) -> Principal {
-        Principal::proved(
-            self.user.as_deref(),
-            self.token_id.as_deref(),
-            self.owner == Owner::Local,
-        )
+        self.principal.clone()
+    }
+
+    /// The user an identity provider proved, by 128 bits of its digest (hex): what it stores
+    /// and its rate are its own.
+    pub fn user(&self) -> Option<&str> {
+        match &self.principal {
+            Principal::User(user) => Some(user),
+            _ => None,
+        }
     }
 
     /// The caller's profile name.
@@ -337,7 +350,7 @@ impl Caller {
         format!(
             "{}#{}",
             self.key(id, Part::Output),
-            self.token_id.as_deref().unwrap_or("")
+            self.name.as_deref().unwrap_or("")
         )
     }
 }
@@ -402,10 +415,14 @@ pub(crate) mod tests {
         let mut p = Profile::implicit_default("sandgate.toml");
         p.name = profile.to_string();
         Caller {
-            owner,
+            principal: if matches!(owner, Owner::Local) {
+                Principal::Local
+            } else {
+                Principal::Anonymous
+            },
             access: Access::new(Arc::new(p)),
-            token_id: None,
-            user: None,
+            owner,
+            name: None,
             grant: None,
             trace: opentelemetry::Context::new(),
             reach: Reach::Nobody,

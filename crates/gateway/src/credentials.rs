@@ -268,9 +268,9 @@ pub async fn connection_for(
 
 /// The caller, in words for an error it reads.
 fn who(caller: &Caller) -> String {
-    match (&caller.user, &caller.token_id) {
-        (Some(user), _) => format!("you (user {user})"),
-        (None, Some(token)) => format!("token `{token}`"),
-        (None, None) => "the local user".to_string(),
+    match &caller.principal {
+        Principal::User(user) => format!("you (user {user})"),
+        Principal::Token(token) => format!("token `{token}`"),
+        Principal::Local | Principal::Anonymous => "the local user".to_string(),
     }
 }

@@ -24,6 +24,17 @@ pub enum GatewayError {
     /// A review of pinned tool definitions could not be done (`sandgate pins`, the console).
     #[error("{0}")]
     Pins(String),
+    /// A stored tool's file failed a check: nothing was written.
+    #[error("user.{name} is not registered (nothing was written):\n- {}", problems.join("\n- "))]
+    NotRegistered {
+        /// The tool's name.
+        name: String,
+        /// Every problem, each naming its line or its path in `meta`.
+        problems: Vec<String>,
+    },
+    /// The store refused a stored tool's change.
+    #[error("{0}")]
+    StoredTools(String),
     /// The MCP session failed to start or ended with an error.
     #[error("MCP session failed: {0}")]
     Serve(String),

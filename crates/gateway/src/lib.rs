@@ -48,7 +48,7 @@ mod stdio;
 
 pub use audit::AuditLog;
 pub use bridge::ExecutionBridge;
-pub use caller::{Authenticated, Caller, Owner, Part};
+pub use caller::{Authenticated, Caller, Owner, Part, Principal};
 pub use catalogs::STARTUP_WAIT;
 pub use chain::call_tool_chain;
 pub use door::{Door, HostFunction, Knock, granted as granted_capabilities};

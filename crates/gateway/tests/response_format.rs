@@ -8,7 +8,7 @@ use rmcp::model::CallToolResult;
 use sandgate_catalog::{Catalog, ToolSpec};
 use sandgate_gateway::chain::response::{Request, respond};
 use sandgate_gateway::chain::{Outcome, Tier};
-use sandgate_gateway::{Caller, Owner};
+use sandgate_gateway::{Caller, Owner, Principal};
 use sandgate_output::OutputConfig;
 use sandgate_policy::{Access, Profile};
 use sandgate_sandbox::{CallRecord, ErrorKind, ExecError, LogLine};
@@ -63,8 +63,8 @@ fn render(outcome: &Outcome, max_chars: usize, store: Option<&StoreHandle>) -> C
         access: Access::new(std::sync::Arc::new(Profile::implicit_default(
             "sandgate.toml",
         ))),
-        token_id: None,
-        user: None,
+        principal: Principal::Local,
+        name: None,
         grant: None,
         trace: opentelemetry::Context::new(),
         reach: Default::default(),

@@ -171,7 +171,8 @@ async fn the_console_never_lets_the_asker_say_yes_to_itself() {
     let approvals = Arc::new(Approvals::new(settings(60_000, 4)));
     let inbox = Arc::new(Inbox::default());
     let agent = Caller {
-        token_id: Some("agent".into()),
+        principal: Principal::Token("agent".into()),
+        name: Some("agent".into()),
         ..caller(Owner::Session("a".into()), "ops")
     };
     let asking = Asking::Waiter(inbox.clone(), ASKS);

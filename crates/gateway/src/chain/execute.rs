@@ -141,7 +141,7 @@ async fn admit<'g>(
         .admission()
         .admit_execution(
             caller.access.profile(),
-            caller.user.as_deref(),
+            caller.user(),
             runtime.store.as_ref(),
         )
         .await?;
@@ -410,7 +410,7 @@ async fn finish(
     gateway.execution_finished(FinishedExecution {
         id: id.clone(),
         profile: caller.profile().to_string(),
-        user: caller.user.clone(),
+        user: caller.user().map(str::to_string),
         tier: outcome.tier.as_str(),
         status,
         duration_ms: outcome.duration_ms,

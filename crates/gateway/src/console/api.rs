@@ -41,8 +41,8 @@ pub(super) fn caller(console: &Console, user: &ConsoleUser) -> Caller {
     Caller::of_console(
         Access::new(console.gateway.profile(&user.profile)),
         &user.session,
+        user.principal(),
         user.token_id.clone(),
-        user.user.clone(),
     )
 }
 

@@ -30,7 +30,13 @@ pub(crate) use session::Console;
 
 /// The page and its two files, embedded.
 const INDEX_HTML: &str = include_str!("assets/index.html");
-const APP_JS: &str = include_str!("assets/app.js");
+/// The page's modules: `app.js` signs in and routes, the others are what it imports.
+const SCRIPTS: [(&str, &str); 4] = [
+    ("app.js", include_str!("assets/app.js")),
+    ("ui.js", include_str!("assets/ui.js")),
+    ("runs.js", include_str!("assets/runs.js")),
+    ("access.js", include_str!("assets/access.js")),
+];
 const APP_CSS: &str = include_str!("assets/app.css");
 
 /// No script but the console's own file, no inline anything, nothing framed, no plugins.
@@ -67,10 +73,9 @@ pub(crate) fn router(console: Console) -> Router {
             console.clone(),
             session::require_session,
         ));
-    Router::new()
+    scripts(Router::new())
         .route("/ui", get(index))
         .route("/ui/", get(index))
-        .route("/ui/app.js", get(script))
         .route("/ui/app.css", get(style))
         .route("/ui/login", post(session::login))
         .route("/ui/login-options", get(oauth::options))
@@ -89,8 +94,14 @@ async fn index() -> Response {
     asset("text/html; charset=utf-8", INDEX_HTML)
 }
 
-async fn script() -> Response {
-    asset("text/javascript; charset=utf-8", APP_JS)
+/// The page's modules, each at `/ui/<file>`.
+fn scripts<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+    SCRIPTS.iter().fold(router, |router, (file, source)| {
+        router.route(
+            &format!("/ui/{file}"),
+            get(move || async move { asset("text/javascript; charset=utf-8", source) }),
+        )
+    })
 }
 
 async fn style() -> Response {

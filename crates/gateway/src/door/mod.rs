@@ -375,7 +375,7 @@ impl Door {
         let target = call.qualified();
         self.audit.record(&Decision {
             profile: Some(knock.caller.profile()),
-            token_id: knock.caller.token_id.as_deref(),
+            token_id: knock.caller.name.as_deref(),
             execution_id: Some(knock.execution_id.as_str()),
             subject: Subject::Approval,
             target: &target,
@@ -456,7 +456,7 @@ impl Door {
     ) {
         self.audit.record(&Decision {
             profile: Some(knock.caller.profile()),
-            token_id: knock.caller.token_id.as_deref(),
+            token_id: knock.caller.name.as_deref(),
             execution_id: (!knock.execution_id.is_empty()).then_some(knock.execution_id.as_str()),
             subject,
             target,

@@ -144,7 +144,7 @@ pub(crate) async fn require_token(
     let authenticated = match (known(&options, token), &options.oauth) {
         (Some(found), _) => Authenticated {
             profile: found.profile.clone(),
-            token_id: found.id.clone(),
+            name: found.id.clone(),
             digest: found.digest,
             user: None,
             grant: None,
@@ -155,7 +155,7 @@ pub(crate) async fn require_token(
             match verifier.verify(token).await {
                 Ok(identity) => Authenticated {
                     profile: identity.profile.clone(),
-                    token_id: identity.name(),
+                    name: identity.name(),
                     digest: identity.digest,
                     user: Some(identity.digest),
                     grant: Some(std::sync::Arc::new(crate::caller::UserGrant {

@@ -275,7 +275,7 @@ pub(crate) async fn bind(
             .and_then(|v| v.to_str().ok())
     {
         let (profile, token_id) = match &authenticated {
-            Some(a) => (a.profile.as_str(), Some(a.token_id.as_str())),
+            Some(a) => (a.profile.as_str(), Some(a.name.as_str())),
             None => ("default", None),
         };
         owners.opened(opened, identity, profile, token_id).await;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::caller::Caller;
 use crate::gateway::Gateway;
-use crate::stored::{BACKEND, check, load};
+use crate::stored::{BACKEND, Registered, Registrant, load, register};
 
 /// The extra tools `caller` is shown.
 pub(crate) fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
@@ -65,7 +65,7 @@ pub(crate) async fn call(
     let result = match name {
         "register_tool" if caller.access.profile().register_tools => {
             match (text("name"), text("code")) {
-                (Some(tool), Some(code)) => register(gateway, caller, &tool, &code).await,
+                (Some(tool), Some(code)) => register_tool(gateway, caller, &tool, &code).await,
                 _ => Err("register_tool takes { name, code }".to_string()),
             }
         }
@@ -90,7 +90,7 @@ pub(crate) async fn call(
     })
 }
 
-async fn register(
+async fn register_tool(
     gateway: &Arc<Gateway>,
     caller: &Caller,
     name: &str,
@@ -102,24 +102,17 @@ async fn register(
         .settled_full_view_for(|_| true)
         .await
         .catalog;
-    let registration = check(name, code, &caller.access, &catalog).map_err(|problems| {
-        format!(
-            "user.{name} is not registered (nothing was written):\n- {}",
-            problems.join("\n- ")
-        )
-    })?;
     let store = store_of(gateway)?;
-    let owner = crate::stored::owner_of(caller);
-    let warnings = registration.warnings.clone();
-    let version = store
-        .put_tool(
-            &registration.name,
-            &registration.code,
-            &registration.meta_json,
-            &owner,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+    let Registered { version, warnings } = register(
+        &store,
+        Registrant::Caller(caller),
+        name,
+        code,
+        &caller.access,
+        &catalog,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     reload(gateway, &store).await;
     let mut answer = format!("user.{name} is at version {version}");
     for warning in warnings {

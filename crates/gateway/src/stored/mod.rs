@@ -5,6 +5,7 @@
 //! - `meta.rs` reads and checks a tool's `meta`;
 //! - `register.rs` checks a whole tool file before anything is written, and computes the
 //!   access a tool runs with (what it declares, cut to what its owner holds at call time);
+//! - `write.rs` is the one way a tool is registered (check, then write), for MCP and the CLI;
 //! - `run.rs` calls one: input validated before any code runs, the sandbox in tool mode, the
 //!   result normalised (`{ok: true, data}`) and checked against `meta.output`.
 //!
@@ -19,10 +20,12 @@ mod meta;
 mod register;
 pub(crate) mod run;
 pub(crate) mod watch;
+mod write;
 
 pub use loaded::{BACKEND, Loaded, MAX_DEPTH, Tools, load};
 pub use meta::{Declared, Meta};
 pub use register::{MAX_TOOL_BYTES, Registration, bad_name, check};
+pub use write::{Registered, Registrant, register};
 
 /// What separates a profile from a user in an owner (`builder@user:<id>`).
 const USER_OWNER: &str = "@user:";
@@ -31,7 +34,7 @@ const USER_OWNER: &str = "@user:";
 /// proved, that user within its profile (`builder@user:<id>`). Only the owner may update it;
 /// it runs within the owner's profile's grants.
 pub(crate) fn owner_of(caller: &crate::caller::Caller) -> String {
-    match &caller.user {
+    match caller.user() {
         Some(user) => format!("{}{USER_OWNER}{user}", caller.profile()),
         None => caller.profile().to_string(),
     }

@@ -11,8 +11,8 @@ use rmcp::model::{
     RequestMetaObject,
 };
 use sandgate_gateway::{
-    AuditLog, Caller, Cancellation, ChainArgs, ChainRuntime, Gateway, Owner, SandgateServer,
-    call_tool_chain,
+    AuditLog, Caller, Cancellation, ChainArgs, ChainRuntime, Gateway, Owner, Principal,
+    SandgateServer, call_tool_chain,
 };
 use sandgate_policy::Access;
 use sandgate_sandbox::{Limits, PoolConfig, Sandbox};
@@ -88,8 +88,8 @@ pub fn caller(gateway: &Gateway, profile: &str) -> Caller {
     Caller {
         owner: Owner::Local,
         access: Access::new(gateway.profile(profile)),
-        token_id: None,
-        user: None,
+        principal: Principal::Local,
+        name: None,
         grant: None,
         trace: opentelemetry::Context::new(),
         reach: Default::default(),

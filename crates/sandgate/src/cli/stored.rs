@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use sandgate_gateway::stored;
+use sandgate_gateway::{GatewayError, stored};
 use sandgate_policy::Access;
 use sandgate_store::StoreError;
 
@@ -58,19 +58,6 @@ pub async fn put(
         .map(|cache| cache.load().into_values().flatten().collect())
         .unwrap_or_default();
     let catalog = sandgate_catalog::Catalog::new(cached);
-    let registration = match stored::check(&name, &code, &Access::new(Arc::new(owner)), &catalog) {
-        Ok(registration) => registration,
-        Err(problems) => {
-            eprintln!(
-                "{} is not registered (nothing was written):",
-                file.display()
-            );
-            for problem in problems {
-                eprintln!("  {problem}");
-            }
-            return Ok(ExitCode::from(1));
-        }
-    };
     let store = setup::store_handle(&config).await?;
     let exists = store.tool(&name).await.is_ok();
     match (change, exists) {
@@ -90,11 +77,25 @@ pub async fn put(
         }
         _ => {}
     }
-    let version = store
-        .put_tool_as_operator(&name, &registration.code, &registration.meta_json, profile)
-        .await?;
-    println!("user.{name} is at version {version}");
-    for warning in &registration.warnings {
+    let access = Access::new(Arc::new(owner));
+    let registrant = stored::Registrant::Operator { profile };
+    let registered =
+        match stored::register(&store, registrant, &name, &code, &access, &catalog).await {
+            Ok(registered) => registered,
+            Err(GatewayError::NotRegistered { problems, .. }) => {
+                eprintln!(
+                    "{} is not registered (nothing was written):",
+                    file.display()
+                );
+                for problem in problems {
+                    eprintln!("  {problem}");
+                }
+                return Ok(ExitCode::from(1));
+            }
+            Err(other) => return Err(other.into()),
+        };
+    println!("user.{name} is at version {}", registered.version);
+    for warning in &registered.warnings {
         eprintln!("warning: {warning}");
     }
     Ok(ExitCode::SUCCESS)

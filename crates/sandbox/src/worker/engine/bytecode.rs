@@ -9,12 +9,8 @@ use std::sync::OnceLock;
 
 use rquickjs::{Context, Ctx, Function, Module, Runtime, WriteOptions};
 
-/// The core preamble: backends, tools, console, timers. See `preamble.js`.
-const PREAMBLE: &str = include_str!("preamble.js");
-/// URL, TextEncoder and friends. See `web.js`.
-const WEB: &str = include_str!("web.js");
-/// `Intl` and the locale methods of builtins, for an engine without ICU. See `locale.js`.
-const LOCALE: &str = include_str!("locale.js");
+use crate::worker::engine::sources::{LOCALE, PREAMBLE, WEB};
+
 
 struct Compiled {
     preamble: Vec<u8>,

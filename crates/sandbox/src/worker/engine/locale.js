@@ -13,98 +13,13 @@ export default function () {
   "use strict";
   const freeze = Object.freeze;
   const SUPPORTED = "en-US, en-GB, de-DE and fr-FR (en, de and fr are the first of each)";
-  const unsupported = (what) => new RangeError(`${what} is not supported in the sandbox on this engine, which has no ICU: it formats ${SUPPORTED}, with the common options. Format it yourself, or use one of those (the V8 engine, where a profile allows it, has all of ICU).`);
+  const unsupported = (what) =>
+    new RangeError(
+      `${what} is not supported in the sandbox on this engine, which has no ICU: it formats ${SUPPORTED}, with the common options. Format it yourself, or use one of those (the V8 engine, where a profile allows it, has all of ICU).`,
+    );
 
   // ---- the locales -----------------------------------------------------------------------
-  const SYMBOLS_EN = { USD: "$", EUR: "€", GBP: "£", JPY: "¥", CAD: "CA$", AUD: "A$", CHF: "CHF", INR: "₹", CNY: "CN¥", MXN: "MX$", BRL: "R$", SEK: "SEK", NOK: "NOK", DKK: "DKK", PLN: "PLN", KRW: "₩", NZD: "NZ$", HKD: "HK$", SGD: "SGD", ZAR: "ZAR", ILS: "₪", TRY: "TRY", RUB: "RUB", CZK: "CZK" };
-  const SYMBOLS_FR = { ...SYMBOLS_EN, USD: "$US", GBP: "£GB", JPY: "JPY", CAD: "$CA", AUD: "$AU", CNY: "CNY", MXN: "$MX", NZD: "$NZ", HKD: "HKD", SGD: "$SG" };
-  const NO_FRACTION = { JPY: true, KRW: true };
-  const UNITS_EN_US = {
-    "byte": "{0} byte|{0} byte|{0} byte|{0} bytes|{0}B|{0}B",
-    "kilobyte": "{0} kB|{0} kB|{0} kilobyte|{0} kilobytes|{0}kB|{0}kB",
-    "megabyte": "{0} MB|{0} MB|{0} megabyte|{0} megabytes|{0}MB|{0}MB",
-    "gigabyte": "{0} GB|{0} GB|{0} gigabyte|{0} gigabytes|{0}GB|{0}GB",
-    "terabyte": "{0} TB|{0} TB|{0} terabyte|{0} terabytes|{0}TB|{0}TB",
-    "petabyte": "{0} PB|{0} PB|{0} petabyte|{0} petabytes|{0}PB|{0}PB",
-    "bit": "{0} bit|{0} bit|{0} bit|{0} bits|{0}bit|{0}bit",
-    "kilobit": "{0} kb|{0} kb|{0} kilobit|{0} kilobits|{0}kb|{0}kb",
-    "megabit": "{0} Mb|{0} Mb|{0} megabit|{0} megabits|{0}Mb|{0}Mb",
-    "gigabit": "{0} Gb|{0} Gb|{0} gigabit|{0} gigabits|{0}Gb|{0}Gb",
-    "millisecond": "{0} ms|{0} ms|{0} millisecond|{0} milliseconds|{0}ms|{0}ms",
-    "microsecond": "{0} μs|{0} μs|{0} microsecond|{0} microseconds|{0}μs|{0}μs",
-    "nanosecond": "{0} ns|{0} ns|{0} nanosecond|{0} nanoseconds|{0}ns|{0}ns",
-    "second": "{0} sec|{0} sec|{0} second|{0} seconds|{0}s|{0}s",
-    "minute": "{0} min|{0} min|{0} minute|{0} minutes|{0}m|{0}m",
-    "hour": "{0} hr|{0} hr|{0} hour|{0} hours|{0}h|{0}h",
-    "day": "{0} day|{0} days|{0} day|{0} days|{0}d|{0}d",
-    "week": "{0} wk|{0} wks|{0} week|{0} weeks|{0}w|{0}w",
-    "month": "{0} mth|{0} mths|{0} month|{0} months|{0}m|{0}m",
-    "year": "{0} yr|{0} yrs|{0} year|{0} years|{0}y|{0}y",
-    "meter": "{0} m|{0} m|{0} meter|{0} meters|{0}m|{0}m",
-    "kilometer": "{0} km|{0} km|{0} kilometer|{0} kilometers|{0}km|{0}km",
-    "centimeter": "{0} cm|{0} cm|{0} centimeter|{0} centimeters|{0}cm|{0}cm",
-    "millimeter": "{0} mm|{0} mm|{0} millimeter|{0} millimeters|{0}mm|{0}mm",
-    "mile": "{0} mi|{0} mi|{0} mile|{0} miles|{0}mi|{0}mi",
-    "foot": "{0} ft|{0} ft|{0} foot|{0} feet|{0}′|{0}′",
-    "inch": "{0} in|{0} in|{0} inch|{0} inches|{0}″|{0}″",
-    "yard": "{0} yd|{0} yd|{0} yard|{0} yards|{0}yd|{0}yd",
-    "kilogram": "{0} kg|{0} kg|{0} kilogram|{0} kilograms|{0}kg|{0}kg",
-    "gram": "{0} g|{0} g|{0} gram|{0} grams|{0}g|{0}g",
-    "pound": "{0} lb|{0} lb|{0} pound|{0} pounds|{0}#|{0}#",
-    "ounce": "{0} oz|{0} oz|{0} ounce|{0} ounces|{0}oz|{0}oz",
-    "liter": "{0} L|{0} L|{0} liter|{0} liters|{0}L|{0}L",
-    "milliliter": "{0} mL|{0} mL|{0} milliliter|{0} milliliters|{0}mL|{0}mL",
-    "celsius": "{0}°C|{0}°C|{0} degree Celsius|{0} degrees Celsius|{0}°C|{0}°C",
-    "fahrenheit": "{0}°F|{0}°F|{0} degree Fahrenheit|{0} degrees Fahrenheit|{0}°|{0}°",
-    "percent": "{0}%|{0}%|{0} percent|{0} percent|{0}%|{0}%",
-    "degree": "{0} deg|{0} deg|{0} degree|{0} degrees|{0}°|{0}°",
-    "kilometer-per-hour": "{0} km/h|{0} km/h|{0} kilometer per hour|{0} kilometers per hour|{0}km/h|{0}km/h",
-    "mile-per-hour": "{0} mph|{0} mph|{0} mile per hour|{0} miles per hour|{0}mph|{0}mph",
-    "meter-per-second": "{0} m/s|{0} m/s|{0} meter per second|{0} meters per second|{0}m/s|{0}m/s",
-    "megabyte-per-second": "{0} MB/s|{0} MB/s|{0} megabyte per second|{0} megabytes per second|{0}MB/s|{0}MB/s",
-  };
-  const UNITS_EN_GB = {
-    "second": "{0} sec|{0} secs|{0} second|{0} seconds|{0}s|{0}s",
-    "minute": "{0} min|{0} mins|{0} minute|{0} minutes|{0}m|{0}m",
-    "hour": "{0} hr|{0} hrs|{0} hour|{0} hours|{0}h|{0}h",
-    "meter": "{0} m|{0} m|{0} metre|{0} metres|{0}m|{0}m",
-    "kilometer": "{0} km|{0} km|{0} kilometre|{0} kilometres|{0}km|{0}km",
-    "centimeter": "{0} cm|{0} cm|{0} centimetre|{0} centimetres|{0}cm|{0}cm",
-    "millimeter": "{0} mm|{0} mm|{0} millimetre|{0} millimetres|{0}mm|{0}mm",
-    "pound": "{0} lb|{0} lb|{0} pound|{0} pounds|{0}lb|{0}lb",
-    "liter": "{0} l|{0} l|{0} litre|{0} litres|{0}l|{0}l",
-    "milliliter": "{0} ml|{0} ml|{0} millilitre|{0} millilitres|{0}ml|{0}ml",
-    "fahrenheit": "{0}°F|{0}°F|{0} degree Fahrenheit|{0} degrees Fahrenheit|{0}°F|{0}°F",
-    "percent": "{0}%|{0}%|{0} per cent|{0} per cent|{0}%|{0}%",
-    "kilometer-per-hour": "{0} km/h|{0} km/h|{0} kilometre per hour|{0} kilometres per hour|{0}km/h|{0}km/h",
-    "meter-per-second": "{0} m/s|{0} m/s|{0} metre per second|{0} metres per second|{0}m/s|{0}m/s",
-  };
-  const LISTS_EN = {
-    conjunction: { long: [" and ", ", ", ", and "], short: [" & ", ", ", ", & "], narrow: [", ", ", ", ", "] },
-    disjunction: { long: [" or ", ", ", ", or "], short: [" or ", ", ", ", or "], narrow: [" or ", ", ", ", or "] },
-    unit: { long: [", ", ", ", ", "], short: [", ", ", ", ", "], narrow: [" ", " ", " "] },
-  };
-  const LISTS_GB = {
-    conjunction: { long: [" and ", ", ", " and "], short: [" and ", ", ", " and "], narrow: [", ", ", ", ", "] },
-    disjunction: { long: [" or ", ", ", " or "], short: [" or ", ", ", " or "], narrow: [" or ", ", ", " or "] },
-    unit: LISTS_EN.unit,
-  };
-  const every = (pattern) => ({ long: pattern, short: pattern, narrow: pattern });
-  const LISTS_DE = { conjunction: every([" und ", ", ", " und "]), disjunction: every([" oder ", ", ", " oder "]), unit: every([", ", ", ", " und "]) };
-  const LISTS_FR = {
-    conjunction: { long: [" et ", ", ", " et "], short: [" et ", ", ", " et "], narrow: [", ", ", ", ", "] },
-    disjunction: every([" ou ", ", ", " ou "]),
-    unit: { long: [" et ", ", ", " et "], short: [" et ", ", ", " et "], narrow: [" ", " ", " "] },
-  };
-  // What differs between the four. `date` is the order of a numeric date; `dayWords` whether a
-  // date in words puts the day first ("2 April 2024"); words are English only.
-  const LOCALES = {
-    "en-US": { language: "en", group: ",", decimal: ".", symbolFirst: true, percent: "%", symbols: SYMBOLS_EN, date: "mdy", dateSep: "/", padDate: false, dayWords: false, h12: true, ampm: [" AM", " PM"], lists: LISTS_EN, units: UNITS_EN_US, compact: ["", "K", "M", "B", "T"] },
-    "en-GB": { language: "en", group: ",", decimal: ".", symbolFirst: true, percent: "%", symbols: { ...SYMBOLS_EN, USD: "US$", JPY: "JP¥" }, date: "dmy", dateSep: "/", padDate: true, dayWords: true, h12: false, ampm: [" am", " pm"], lists: LISTS_GB, units: { ...UNITS_EN_US, ...UNITS_EN_GB }, compact: ["", "k", "m", "bn", "tn"] },
-    "de-DE": { language: "de", group: ".", decimal: ",", symbolFirst: false, percent: "\u00a0%", symbols: { ...SYMBOLS_EN, AUD: "AU$" }, date: "dmy", dateSep: ".", padDate: false, dayWords: true, h12: false, ampm: null, lists: LISTS_DE, units: null, compact: null },
-    "fr-FR": { language: "fr", group: "\u202f", decimal: ",", symbolFirst: false, percent: "\u00a0%", symbols: SYMBOLS_FR, date: "dmy", dateSep: "/", padDate: true, dayWords: true, h12: false, ampm: null, lists: LISTS_FR, units: null, compact: null },
-  };
-  const FIRST_OF = { en: "en-US", de: "de-DE", fr: "fr-FR" };
+  // (their data is `locale_data.js`)
   // The locale asked for (the first of a list; none is en-US), as its canonical tag.
   function localeOf(locales) {
     const asked = Array.isArray(locales) ? locales[0] : locales;
@@ -151,7 +66,9 @@ export default function () {
     const all = d.digits.replace(/0+$/, "");
     let whole = d.point <= 0 ? "0" : all.slice(0, d.point).padEnd(d.point, "0");
     let fraction = d.point >= 0 ? all.slice(d.point) : "0".repeat(-d.point) + all;
-    const minFraction = digits.significant ? Math.max(0, digits.min - Math.max(d.point, all === "" ? 1 : d.point)) : digits.min;
+    const minFraction = digits.significant
+      ? Math.max(0, digits.min - Math.max(d.point, all === "" ? 1 : d.point))
+      : digits.min;
     if (fraction.length < minFraction) fraction = fraction.padEnd(minFraction, "0");
     if (whole.length < digits.minInteger) whole = whole.padStart(digits.minInteger, "0");
     return { whole, fraction };
@@ -167,7 +84,24 @@ export default function () {
   };
 
   // ---- numbers ------------------------------------------------------------------------------
-  const KNOWN_NUMBER_OPTIONS = ["style", "currency", "currencyDisplay", "unit", "unitDisplay", "notation", "compactDisplay", "minimumFractionDigits", "maximumFractionDigits", "minimumSignificantDigits", "maximumSignificantDigits", "useGrouping", "minimumIntegerDigits", "signDisplay", "localeMatcher", "numberingSystem"];
+  const KNOWN_NUMBER_OPTIONS = [
+    "style",
+    "currency",
+    "currencyDisplay",
+    "unit",
+    "unitDisplay",
+    "notation",
+    "compactDisplay",
+    "minimumFractionDigits",
+    "maximumFractionDigits",
+    "minimumSignificantDigits",
+    "maximumSignificantDigits",
+    "useGrouping",
+    "minimumIntegerDigits",
+    "signDisplay",
+    "localeMatcher",
+    "numberingSystem",
+  ];
   const inRange = (value, low, high, name) => {
     const n = Number(value);
     if (!(n >= low && n <= high)) throw new RangeError(`${name} value is out of range.`);
@@ -177,18 +111,30 @@ export default function () {
     const { tag, rules } = localeOf(locales);
     const o = options === undefined ? {} : Object(options);
     for (const key of Object.keys(o)) {
-      if (o[key] !== undefined && !KNOWN_NUMBER_OPTIONS.includes(key)) throw unsupported(`the number format option ${JSON.stringify(key)}`);
+      if (o[key] !== undefined && !KNOWN_NUMBER_OPTIONS.includes(key)) {
+        throw unsupported(`the number format option ${JSON.stringify(key)}`);
+      }
     }
-    if (o.numberingSystem !== undefined && String(o.numberingSystem) !== "latn") throw unsupported(`the numbering system ${JSON.stringify(String(o.numberingSystem))}`);
+    if (o.numberingSystem !== undefined && String(o.numberingSystem) !== "latn") {
+      throw unsupported(`the numbering system ${JSON.stringify(String(o.numberingSystem))}`);
+    }
     const style = o.style === undefined ? "decimal" : String(o.style);
-    if (!["decimal", "percent", "currency", "unit"].includes(style)) throw new RangeError(`Value ${style} out of range for Intl.NumberFormat options property style`);
+    if (!["decimal", "percent", "currency", "unit"].includes(style)) {
+      throw new RangeError(`Value ${style} out of range for Intl.NumberFormat options property style`);
+    }
     const notation = o.notation === undefined ? "standard" : String(o.notation);
-    if (notation !== "standard" && notation !== "compact") throw unsupported(`the number notation ${JSON.stringify(notation)}`);
+    if (notation !== "standard" && notation !== "compact") {
+      throw unsupported(`the number notation ${JSON.stringify(notation)}`);
+    }
     const compact = notation === "compact";
-    if (compact && rules.compact === null) throw unsupported(`compact numbers in ${JSON.stringify(tag)} (it writes them in en-US and en-GB)`);
+    if (compact && rules.compact === null) {
+      throw unsupported(`compact numbers in ${JSON.stringify(tag)} (it writes them in en-US and en-GB)`);
+    }
     const compactDisplay = o.compactDisplay === undefined ? "short" : String(o.compactDisplay);
     const signDisplay = o.signDisplay === undefined ? "auto" : String(o.signDisplay);
-    if (!["auto", "always", "never", "exceptZero", "negative"].includes(signDisplay)) throw new RangeError(`Value ${signDisplay} out of range for Intl.NumberFormat options property signDisplay`);
+    if (!["auto", "always", "never", "exceptZero", "negative"].includes(signDisplay)) {
+      throw new RangeError(`Value ${signDisplay} out of range for Intl.NumberFormat options property signDisplay`);
+    }
 
     let symbol = "";
     let unitPatterns = null;
@@ -200,8 +146,13 @@ export default function () {
       const display = o.currencyDisplay === undefined ? "symbol" : String(o.currencyDisplay);
       if (display === "code") symbol = code;
       else if (display === "symbol" && rules.symbols[code] !== undefined) symbol = rules.symbols[code];
-      else if (display === "symbol") throw unsupported(`the symbol of the currency ${code} (it knows ${Object.keys(SYMBOLS_EN).join(", ")}; currencyDisplay: "code" writes any)`);
-      else throw unsupported(`the currency display ${JSON.stringify(display)} (it writes "symbol" and "code")`);
+      else if (display === "symbol") {
+        throw unsupported(
+          `the symbol of the currency ${code} (it knows ${
+            Object.keys(SYMBOLS_EN).join(", ")
+          }; currencyDisplay: "code" writes any)`,
+        );
+      } else throw unsupported(`the currency display ${JSON.stringify(display)} (it writes "symbol" and "code")`);
       defaultFraction = NO_FRACTION[code] === true ? [0, 0] : [2, 2];
     } else if (style === "percent") {
       defaultFraction = [0, 0];
@@ -210,10 +161,16 @@ export default function () {
       const unit = String(o.unit);
       const display = o.unitDisplay === undefined ? "short" : String(o.unitDisplay);
       const at = ["short", "long", "narrow"].indexOf(display);
-      if (at < 0) throw new RangeError(`Value ${display} out of range for Intl.NumberFormat options property unitDisplay`);
-      if (rules.units === null) throw unsupported(`units in ${JSON.stringify(tag)} (it writes them in en-US and en-GB)`);
+      if (at < 0) {
+        throw new RangeError(`Value ${display} out of range for Intl.NumberFormat options property unitDisplay`);
+      }
+      if (rules.units === null) {
+        throw unsupported(`units in ${JSON.stringify(tag)} (it writes them in en-US and en-GB)`);
+      }
       const row = rules.units[unit];
-      if (row === undefined) throw unsupported(`the unit ${JSON.stringify(unit)} (it knows ${Object.keys(UNITS_EN_US).join(", ")})`);
+      if (row === undefined) {
+        throw unsupported(`the unit ${JSON.stringify(unit)} (it knows ${Object.keys(UNITS_EN_US).join(", ")})`);
+      }
       const patterns = row.split("|");
       unitPatterns = [patterns[2 * at], patterns[2 * at + 1]];
     }
@@ -221,21 +178,50 @@ export default function () {
     // The digits: fraction digits, significant digits, or compact's own rule.
     const significant = o.minimumSignificantDigits !== undefined || o.maximumSignificantDigits !== undefined;
     const fractionGiven = o.minimumFractionDigits !== undefined || o.maximumFractionDigits !== undefined;
-    const digits = { significant, compact: false, min: 0, max: 0, minInteger: o.minimumIntegerDigits === undefined ? 1 : inRange(o.minimumIntegerDigits, 1, 21, "minimumIntegerDigits") };
+    const digits = {
+      significant,
+      compact: false,
+      min: 0,
+      max: 0,
+      minInteger: o.minimumIntegerDigits === undefined
+        ? 1
+        : inRange(o.minimumIntegerDigits, 1, 21, "minimumIntegerDigits"),
+    };
     if (significant) {
-      digits.min = o.minimumSignificantDigits === undefined ? 1 : inRange(o.minimumSignificantDigits, 1, 21, "minimumSignificantDigits");
-      digits.max = o.maximumSignificantDigits === undefined ? 21 : inRange(o.maximumSignificantDigits, digits.min, 21, "maximumSignificantDigits");
+      digits.min = o.minimumSignificantDigits === undefined
+        ? 1
+        : inRange(o.minimumSignificantDigits, 1, 21, "minimumSignificantDigits");
+      digits.max = o.maximumSignificantDigits === undefined
+        ? 21
+        : inRange(o.maximumSignificantDigits, digits.min, 21, "maximumSignificantDigits");
     } else if (compact && !fractionGiven) {
       digits.compact = true;
     } else {
       const [low, high] = compact ? [0, 3] : defaultFraction;
-      digits.min = o.minimumFractionDigits === undefined ? Math.min(low, o.maximumFractionDigits === undefined ? low : inRange(o.maximumFractionDigits, 0, 100, "maximumFractionDigits")) : inRange(o.minimumFractionDigits, 0, 100, "minimumFractionDigits");
-      digits.max = o.maximumFractionDigits === undefined ? Math.max(high, digits.min) : inRange(o.maximumFractionDigits, 0, 100, "maximumFractionDigits");
+      digits.min = o.minimumFractionDigits === undefined
+        ? Math.min(
+          low,
+          o.maximumFractionDigits === undefined
+            ? low
+            : inRange(o.maximumFractionDigits, 0, 100, "maximumFractionDigits"),
+        )
+        : inRange(o.minimumFractionDigits, 0, 100, "minimumFractionDigits");
+      digits.max = o.maximumFractionDigits === undefined
+        ? Math.max(high, digits.min)
+        : inRange(o.maximumFractionDigits, 0, 100, "maximumFractionDigits");
       if (digits.max < digits.min) throw new RangeError("maximumFractionDigits value is out of range.");
     }
-    const grouping = o.useGrouping === undefined ? (compact ? "min2" : "auto") : o.useGrouping === false || o.useGrouping === "false" ? false : String(o.useGrouping) === "min2" ? "min2" : "auto";
+    const grouping = o.useGrouping === undefined
+      ? (compact ? "min2" : "auto")
+      : o.useGrouping === false || o.useGrouping === "false"
+      ? false
+      : String(o.useGrouping) === "min2"
+      ? "min2"
+      : "auto";
     const minimumGroup = grouping === "min2" ? 5 : 4;
-    const names = compact ? (compactDisplay === "long" ? ["", " thousand", " million", " billion", " trillion"] : rules.compact) : null;
+    const names = compact
+      ? (compactDisplay === "long" ? ["", " thousand", " million", " billion", " trillion"] : rules.compact)
+      : null;
 
     const number = (d) => {
       const r = rounded(d, digits);
@@ -263,7 +249,13 @@ export default function () {
         zero = shown.zero;
         body = shown.text + (compact ? names[scale] : "");
       }
-      const sign = signDisplay === "never" ? "" : negative && (signDisplay !== "exceptZero" || !zero) ? "-" : (signDisplay === "always" || (signDisplay === "exceptZero" && !zero)) ? "+" : "";
+      const sign = signDisplay === "never"
+        ? ""
+        : negative && (signDisplay !== "exceptZero" || !zero)
+        ? "-"
+        : (signDisplay === "always" || (signDisplay === "exceptZero" && !zero))
+        ? "+"
+        : "";
       if (style === "currency") {
         if (rules.symbolFirst) return `${sign}${symbol}${/[A-Za-z]$/.test(symbol) ? "\u00a0" : ""}${body}`;
         return `${sign}${body}\u00a0${symbol}`;
@@ -272,9 +264,22 @@ export default function () {
       if (style === "unit") return unitPatterns[body === "1" ? 0 : 1].replace("{0}", sign + body);
       return sign + body;
     };
-    const resolved = { locale: tag, numberingSystem: "latn", style, minimumIntegerDigits: digits.minInteger, useGrouping: grouping, notation, signDisplay };
-    if (significant) { resolved.minimumSignificantDigits = digits.min; resolved.maximumSignificantDigits = digits.max; }
-    else if (!digits.compact) { resolved.minimumFractionDigits = digits.min; resolved.maximumFractionDigits = digits.max; }
+    const resolved = {
+      locale: tag,
+      numberingSystem: "latn",
+      style,
+      minimumIntegerDigits: digits.minInteger,
+      useGrouping: grouping,
+      notation,
+      signDisplay,
+    };
+    if (significant) {
+      resolved.minimumSignificantDigits = digits.min;
+      resolved.maximumSignificantDigits = digits.max;
+    } else if (!digits.compact) {
+      resolved.minimumFractionDigits = digits.min;
+      resolved.maximumFractionDigits = digits.max;
+    }
     if (style === "currency") resolved.currency = code;
     if (style === "unit") resolved.unit = String(o.unit);
     if (compact) resolved.compactDisplay = compactDisplay;
@@ -282,19 +287,54 @@ export default function () {
   }
 
   // ---- dates and times ------------------------------------------------------------------------
-  const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+  const MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+  ];
   const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-  const KNOWN_DATE_OPTIONS = ["dateStyle", "timeStyle", "year", "month", "day", "weekday", "hour", "minute", "second", "hour12", "timeZone", "localeMatcher", "formatMatcher", "calendar", "numberingSystem"];
+  const KNOWN_DATE_OPTIONS = [
+    "dateStyle",
+    "timeStyle",
+    "year",
+    "month",
+    "day",
+    "weekday",
+    "hour",
+    "minute",
+    "second",
+    "hour12",
+    "timeZone",
+    "localeMatcher",
+    "formatMatcher",
+    "calendar",
+    "numberingSystem",
+  ];
   const UTC_NAMES = ["UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z"];
   const two = (n) => (n < 10 ? "0" : "") + n;
   function dateFormat(locales, options, defaults) {
     const { tag, rules } = localeOf(locales);
     const o = options === undefined ? {} : Object(options);
     for (const key of Object.keys(o)) {
-      if (o[key] !== undefined && !KNOWN_DATE_OPTIONS.includes(key)) throw unsupported(`the date format option ${JSON.stringify(key)}`);
+      if (o[key] !== undefined && !KNOWN_DATE_OPTIONS.includes(key)) {
+        throw unsupported(`the date format option ${JSON.stringify(key)}`);
+      }
     }
-    if (o.timeZone !== undefined && !UTC_NAMES.includes(String(o.timeZone).toUpperCase())) throw unsupported(`the time zone ${JSON.stringify(String(o.timeZone))} (times are UTC)`);
-    if (o.calendar !== undefined && String(o.calendar) !== "gregory") throw unsupported(`the calendar ${JSON.stringify(String(o.calendar))}`);
+    if (o.timeZone !== undefined && !UTC_NAMES.includes(String(o.timeZone).toUpperCase())) {
+      throw unsupported(`the time zone ${JSON.stringify(String(o.timeZone))} (times are UTC)`);
+    }
+    if (o.calendar !== undefined && String(o.calendar) !== "gregory") {
+      throw unsupported(`the calendar ${JSON.stringify(String(o.calendar))}`);
+    }
     const FIELDS = ["year", "month", "day", "weekday", "hour", "minute", "second"];
     let fields = 0;
     for (let i = 0; i < FIELDS.length; i++) if (o[FIELDS[i]] !== undefined) fields++;
@@ -321,7 +361,9 @@ export default function () {
     // "April 2, 2024" or "2 April 2024", and the parts of it asked for: "April", "Apr 2024",
     // "April 2", with a weekday before it: "Tuesday, April 2, 2024", "Tuesday, 2 April 2024".
     const wordDate = (d, month, weekday, year = true, day = true) => {
-      if (!en) throw unsupported(`a date with month names in ${JSON.stringify(tag)} (it writes them in en-US and en-GB)`);
+      if (!en) {
+        throw unsupported(`a date with month names in ${JSON.stringify(tag)} (it writes them in en-US and en-GB)`);
+      }
       const name = month === "long" ? MONTHS[d.getUTCMonth()] : MONTHS[d.getUTCMonth()].slice(0, 3);
       let date;
       if (rules.dayWords) {
@@ -337,14 +379,21 @@ export default function () {
     };
     // Numeric parts of a date that are not all three: "2024", "4/2024", "4/2", "2".
     const numericParts = (d, year, month, day) => {
-      if (year && month && day) return numericDate(d, parts.year === "2-digit", parts.month === "2-digit" || parts.day === "2-digit");
+      if (year && month && day) {
+        return numericDate(d, parts.year === "2-digit", parts.month === "2-digit" || parts.day === "2-digit");
+      }
       if (!en) throw unsupported(`a date of only some of year, month and day in ${JSON.stringify(tag)}`);
       const m = rules.padDate || parts.month === "2-digit" ? two(d.getUTCMonth() + 1) : String(d.getUTCMonth() + 1);
       const dd = (rules.padDate && month) || parts.day === "2-digit" ? two(d.getUTCDate()) : String(d.getUTCDate());
       const y = parts.year === "2-digit" ? two(d.getUTCFullYear() % 100) : String(d.getUTCFullYear());
       const shown = [];
-      if (rules.date === "mdy") { if (month) shown.push(m); if (day) shown.push(dd); }
-      else { if (day) shown.push(dd); if (month) shown.push(m); }
+      if (rules.date === "mdy") {
+        if (month) shown.push(m);
+        if (day) shown.push(dd);
+      } else {
+        if (day) shown.push(dd);
+        if (month) shown.push(m);
+      }
       if (year) shown.push(y);
       return shown.join("/");
     };
@@ -358,16 +407,26 @@ export default function () {
         const style = String(parts.dateStyle);
         if (style === "short") out.push(numericDate(d, !rules.padDate || !en, false));
         else if (style === "medium") out.push(en ? wordDate(d, "short") : numericDate(d, false, true));
-        else if (style === "long") { out.push(wordDate(d, "long")); wordy = true; }
-        else if (style === "full") { out.push(wordDate(d, "long", "long")); wordy = true; }
-        else throw new RangeError(`Value ${style} out of range for Intl.DateTimeFormat options property dateStyle`);
-      } else if (parts.year !== undefined || parts.month !== undefined || parts.day !== undefined || parts.weekday !== undefined) {
+        else if (style === "long") {
+          out.push(wordDate(d, "long"));
+          wordy = true;
+        } else if (style === "full") {
+          out.push(wordDate(d, "long", "long"));
+          wordy = true;
+        } else throw new RangeError(`Value ${style} out of range for Intl.DateTimeFormat options property dateStyle`);
+      } else if (
+        parts.year !== undefined || parts.month !== undefined || parts.day !== undefined || parts.weekday !== undefined
+      ) {
         const month = parts.month === undefined ? undefined : String(parts.month);
         const asked = fields === 0;
         wordy = month === "long";
-        if (month === "long" || month === "short") out.push(wordDate(d, month, parts.weekday, asked || parts.year !== undefined, asked || parts.day !== undefined));
-        else if (parts.weekday !== undefined && month === undefined && parts.day === undefined) out.push(parts.weekday === "long" ? DAYS[d.getUTCDay()] : DAYS[d.getUTCDay()].slice(0, 3));
-        else if (asked) out.push(numericDate(d, parts.year === "2-digit", false));
+        if (month === "long" || month === "short") {
+          out.push(
+            wordDate(d, month, parts.weekday, asked || parts.year !== undefined, asked || parts.day !== undefined),
+          );
+        } else if (parts.weekday !== undefined && month === undefined && parts.day === undefined) {
+          out.push(parts.weekday === "long" ? DAYS[d.getUTCDay()] : DAYS[d.getUTCDay()].slice(0, 3));
+        } else if (asked) out.push(numericDate(d, parts.year === "2-digit", false));
         else out.push(numericParts(d, parts.year !== undefined, month !== undefined, parts.day !== undefined));
       }
       if (parts.timeStyle !== undefined) out.push(time(d, String(parts.timeStyle) !== "short"));
@@ -428,10 +487,25 @@ export default function () {
         if (secondary !== 0 || sensitivity === "accent") return secondary;
       }
       // Lowercase first, unless asked otherwise.
-      const swap = (s) => { let out = ""; for (const c of s) out += c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase(); return out; };
+      const swap = (s) => {
+        let out = "";
+        for (const c of s) out += c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase();
+        return out;
+      };
       return caseFirst === "upper" ? level(x, y, (s) => s) : level(x, y, swap);
     };
-    return { compare, resolved: { locale: tag, usage: "sort", sensitivity, ignorePunctuation: false, collation: "default", numeric, caseFirst } };
+    return {
+      compare,
+      resolved: {
+        locale: tag,
+        usage: "sort",
+        sensitivity,
+        ignorePunctuation: false,
+        collation: "default",
+        numeric,
+        caseFirst,
+      },
+    };
   }
 
   // Plural categories, as CLDR gives them for the supported locales.
@@ -440,7 +514,9 @@ export default function () {
     const language = tag.split("-")[0].toLowerCase();
     const o = options === undefined ? {} : Object(options);
     const type = o.type === undefined ? "cardinal" : String(o.type);
-    if (type !== "cardinal" && type !== "ordinal") throw new RangeError(`Value ${type} out of range for Intl.PluralRules options property type`);
+    if (type !== "cardinal" && type !== "ordinal") {
+      throw new RangeError(`Value ${type} out of range for Intl.PluralRules options property type`);
+    }
     const select = (value) => {
       const n = Math.abs(Number(value));
       const whole = Number.isInteger(n);
@@ -465,14 +541,20 @@ export default function () {
   // "in 2 days", "3 months ago", and with numeric: "auto", "yesterday", "next week" (en).
   const RELATIVE_UNITS = ["second", "minute", "hour", "day", "week", "month", "quarter", "year"];
   const RELATIVE_WORDS = {
-    day: ["yesterday", "today", "tomorrow"], week: ["last week", "this week", "next week"],
-    month: ["last month", "this month", "next month"], quarter: ["last quarter", "this quarter", "next quarter"],
-    year: ["last year", "this year", "next year"], second: [undefined, "now", undefined],
-    minute: [undefined, "this minute", undefined], hour: [undefined, "this hour", undefined],
+    day: ["yesterday", "today", "tomorrow"],
+    week: ["last week", "this week", "next week"],
+    month: ["last month", "this month", "next month"],
+    quarter: ["last quarter", "this quarter", "next quarter"],
+    year: ["last year", "this year", "next year"],
+    second: [undefined, "now", undefined],
+    minute: [undefined, "this minute", undefined],
+    hour: [undefined, "this hour", undefined],
   };
   function relativeTimeFormat(locales, options) {
     const { tag, rules } = localeOf(locales);
-    if (rules.language !== "en") throw unsupported(`Intl.RelativeTimeFormat in ${JSON.stringify(tag)} (it writes en-US and en-GB)`);
+    if (rules.language !== "en") {
+      throw unsupported(`Intl.RelativeTimeFormat in ${JSON.stringify(tag)} (it writes en-US and en-GB)`);
+    }
     const o = options === undefined ? {} : Object(options);
     const numeric = o.numeric === undefined ? "always" : String(o.numeric);
     const style = o.style === undefined ? "long" : String(o.style);
@@ -501,9 +583,13 @@ export default function () {
     const o = options === undefined ? {} : Object(options);
     const type = o.type === undefined ? "conjunction" : String(o.type);
     const style = o.style === undefined ? "long" : String(o.style);
-    if (rules.lists[type] === undefined) throw new RangeError(`Value ${type} out of range for Intl.ListFormat options property type`);
+    if (rules.lists[type] === undefined) {
+      throw new RangeError(`Value ${type} out of range for Intl.ListFormat options property type`);
+    }
     const pattern = rules.lists[type][style];
-    if (pattern === undefined) throw new RangeError(`Value ${style} out of range for Intl.ListFormat options property style`);
+    if (pattern === undefined) {
+      throw new RangeError(`Value ${style} out of range for Intl.ListFormat options property style`);
+    }
     const [pair, middle, end] = pattern;
     const format = (list) => {
       const items = [];
@@ -528,7 +614,9 @@ export default function () {
       if (format) self.format = (value, unit) => format(value, unit);
       if (compare) self.compare = (a, b) => compare(a, b);
       if (select) self.select = (value) => select(value);
-      self.formatToParts = () => { throw unsupported("formatToParts"); };
+      self.formatToParts = () => {
+        throw unsupported("formatToParts");
+      };
       self.resolvedOptions = () => ({ ...resolved });
       return self;
     }
@@ -536,7 +624,9 @@ export default function () {
       const list = locales === undefined ? [] : Array.isArray(locales) ? locales : [locales];
       const found = [];
       for (let i = 0; i < list.length; i++) {
-        try { found.push(localeOf(list[i]).tag); } catch (_) { /* not supported here */ }
+        try {
+          found.push(localeOf(list[i]).tag);
+        } catch (_) { /* not supported here */ }
       }
       return found;
     };
@@ -545,7 +635,9 @@ export default function () {
   const exports = {};
   exports.Intl = freeze({
     NumberFormat: made(numberFormat),
-    DateTimeFormat: made((locales, options) => dateFormat(locales, options, { year: "numeric", month: "numeric", day: "numeric" })),
+    DateTimeFormat: made((locales, options) =>
+      dateFormat(locales, options, { year: "numeric", month: "numeric", day: "numeric" })
+    ),
     Collator: made(collator),
     PluralRules: made(pluralRules),
     RelativeTimeFormat: made(relativeTimeFormat),
@@ -560,8 +652,10 @@ export default function () {
   exports.localeCompare = (a, b, locales, options) => collator(locales, options).compare(a, b);
   exports.numberToLocale = (n, locales, options) => numberFormat(locales, options).format(n);
   exports.dateToLocale = (d, which, locales, options) => {
-    const defaults = which === "date" ? { year: "numeric", month: "numeric", day: "numeric" }
-      : which === "time" ? { hour: "numeric", minute: "numeric", second: "numeric" }
+    const defaults = which === "date"
+      ? { year: "numeric", month: "numeric", day: "numeric" }
+      : which === "time"
+      ? { hour: "numeric", minute: "numeric", second: "numeric" }
       : { year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" };
     // A date's own methods say "Invalid Date", where a formatter throws.
     return Number.isNaN(d.getTime()) ? "Invalid Date" : dateFormat(locales, options, defaults).format(d);

@@ -11,6 +11,7 @@ mod fault;
 mod heap;
 mod natives;
 pub mod snapshot;
+pub(crate) mod sources;
 pub mod steps;
 mod strings;
 mod tool_set;

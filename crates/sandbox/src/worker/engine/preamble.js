@@ -7,7 +7,23 @@
 export default function (natives) {
   "use strict";
   const G = globalThis;
-  const { call, callHost, log, setTimer, clearTimer, randomBytes, parseUrl, loadWeb, loadLocale, nativeIntl, monotonic, toolsOf, declarationOf, lastCallId, cancelCall } = natives;
+  const {
+    call,
+    callHost,
+    log,
+    setTimer,
+    clearTimer,
+    randomBytes,
+    parseUrl,
+    loadWeb,
+    loadLocale,
+    nativeIntl,
+    monotonic,
+    toolsOf,
+    declarationOf,
+    lastCallId,
+    cancelCall,
+  } = natives;
   // Captured now: backends are bound lazily, after guest code may have replaced these.
   const freeze = Object.freeze;
   const defineProperty = Object.defineProperty;
@@ -50,11 +66,19 @@ export default function (natives) {
     if (hadHook) ErrorCtor.prepareStackTrace = hook;
     else delete ErrorCtor.prepareStackTrace;
     const proto = site !== null ? Object.getPrototypeOf(site) : null;
-    const nothing = function () { return undefined; };
+    const nothing = function () {
+      return undefined;
+    };
     for (const name of ["getFunction", "getThis"]) {
       if (proto !== null && name in proto) {
         try {
-          defineProperty(proto, name, { __proto__: null, value: nothing, writable: false, enumerable: false, configurable: false });
+          defineProperty(proto, name, {
+            __proto__: null,
+            value: nothing,
+            writable: false,
+            enumerable: false,
+            configurable: false,
+          });
         } catch (_) {
           // V8 (the V8 engine's isolates) keeps them fixed, and answers undefined for strict
           // frames already: every frame here is strict.
@@ -90,8 +114,12 @@ export default function (natives) {
   const arrayFrom = Array.from;
   const method = (proto, name, fn) =>
     defineProperty(proto, name, { __proto__: null, value: fn, writable: true, enumerable: false, configurable: true });
-  method(Map.prototype, "toJSON", function toJSON() { return fromEntries(this); });
-  method(Set.prototype, "toJSON", function toJSON() { return arrayFrom(this); });
+  method(Map.prototype, "toJSON", function toJSON() {
+    return fromEntries(this);
+  });
+  method(Set.prototype, "toJSON", function toJSON() {
+    return arrayFrom(this);
+  });
 
   // Plain loops, here and in console: a closure of ours handed to a builtin that code may have
   // replaced (Array.prototype.map, JSON.stringify, ...) would reach the guest.
@@ -131,7 +159,11 @@ export default function (natives) {
   function argsJson(qualified, args) {
     if (args === undefined) return "{}";
     if (args === null || typeof args !== "object" || Array.isArray(args)) {
-      throw new TypeError(`${qualified} takes one object of named arguments, e.g. ${qualified}({ ... }); got ${Array.isArray(args) ? "an array" : typeof args}`);
+      throw new TypeError(
+        `${qualified} takes one object of named arguments, e.g. ${qualified}({ ... }); got ${
+          Array.isArray(args) ? "an array" : typeof args
+        }`,
+      );
     }
     return stringifyJson(args);
   }
@@ -147,7 +179,9 @@ export default function (natives) {
     if (typeof value === "string") return value;
     if (typeof value === "bigint") return `${value}n`;
     if (typeof value === "function") return `[Function ${value.name || "anonymous"}]`;
-    if (typeof value === "symbol" || value === undefined || value === null || typeof value !== "object") return String(value);
+    if (typeof value === "symbol" || value === undefined || value === null || typeof value !== "object") {
+      return String(value);
+    }
     // Not `{}`: a Promise logged where its value was meant lacks an `await`, and
     // "[object Promise]" is the symptom every JavaScript programmer knows.
     if (value instanceof NativePromise) return "[object Promise]";
@@ -189,7 +223,9 @@ export default function (natives) {
     for (let i = 0; i < args.length; i++) text += (i ? " " : "") + show(args[i], new NativeSet());
     return text;
   };
-  const logger = (level) => (...args) => { log(level, indented(joined(args))); };
+  const logger = (level) => (...args) => {
+    log(level, indented(joined(args)));
+  };
   // Plain objects without a prototype: no method a guest could replace is called on them.
   const counts = { __proto__: null };
   const started = { __proto__: null };
@@ -199,40 +235,63 @@ export default function (natives) {
   const table = (data, columns) => {
     log("log", indented(webNow().renderTable(data, columns, (value) => show(value, new NativeSet()), joined)));
   };
-  fixed(G, "console", freeze({
-    log: logger("log"), info: logger("info"), warn: logger("warn"), error: logger("error"), debug: logger("debug"),
-    trace: (...args) => {
-      const where = (new Error().stack || "").split("\n").slice(1).join("\n");
-      log("debug", indented(`Trace: ${joined(args)}${where ? "\n" + where : ""}`));
-    },
-    dir: (value) => { log("log", indented(joined([value]))); },
-    dirxml: logger("log"),
-    table,
-    group: (...args) => { if (args.length) log("log", indented(joined(args))); groupDepth++; },
-    groupCollapsed: (...args) => { if (args.length) log("log", indented(joined(args))); groupDepth++; },
-    groupEnd: () => { if (groupDepth > 0) groupDepth--; },
-    count: (label) => {
-      const name = labelOf(label);
-      counts[name] = (counts[name] || 0) + 1;
-      log("log", indented(`${name}: ${counts[name]}`));
-    },
-    countReset: (label) => { counts[labelOf(label)] = 0; },
-    time: (label) => { started[labelOf(label)] = Date.now(); },
-    timeLog: (label, ...args) => {
-      const name = labelOf(label);
-      if (started[name] === undefined) return log("warn", indented(`Timer '${name}' does not exist`));
-      log("log", indented(`${name}: ${Date.now() - started[name]} ms${args.length ? " " + joined(args) : ""}`));
-    },
-    timeEnd: (label) => {
-      const name = labelOf(label);
-      if (started[name] === undefined) return log("warn", indented(`Timer '${name}' does not exist`));
-      log("log", indented(`${name}: ${Date.now() - started[name]} ms`));
-      delete started[name];
-    },
-    assert: (condition, ...args) => {
-      if (!condition) log("error", indented(`Assertion failed${args.length ? ": " + joined(args) : ""}`));
-    },
-  }), false);
+  fixed(
+    G,
+    "console",
+    freeze({
+      log: logger("log"),
+      info: logger("info"),
+      warn: logger("warn"),
+      error: logger("error"),
+      debug: logger("debug"),
+      trace: (...args) => {
+        const where = (new Error().stack || "").split("\n").slice(1).join("\n");
+        log("debug", indented(`Trace: ${joined(args)}${where ? "\n" + where : ""}`));
+      },
+      dir: (value) => {
+        log("log", indented(joined([value])));
+      },
+      dirxml: logger("log"),
+      table,
+      group: (...args) => {
+        if (args.length) log("log", indented(joined(args)));
+        groupDepth++;
+      },
+      groupCollapsed: (...args) => {
+        if (args.length) log("log", indented(joined(args)));
+        groupDepth++;
+      },
+      groupEnd: () => {
+        if (groupDepth > 0) groupDepth--;
+      },
+      count: (label) => {
+        const name = labelOf(label);
+        counts[name] = (counts[name] || 0) + 1;
+        log("log", indented(`${name}: ${counts[name]}`));
+      },
+      countReset: (label) => {
+        counts[labelOf(label)] = 0;
+      },
+      time: (label) => {
+        started[labelOf(label)] = Date.now();
+      },
+      timeLog: (label, ...args) => {
+        const name = labelOf(label);
+        if (started[name] === undefined) return log("warn", indented(`Timer '${name}' does not exist`));
+        log("log", indented(`${name}: ${Date.now() - started[name]} ms${args.length ? " " + joined(args) : ""}`));
+      },
+      timeEnd: (label) => {
+        const name = labelOf(label);
+        if (started[name] === undefined) return log("warn", indented(`Timer '${name}' does not exist`));
+        log("log", indented(`${name}: ${Date.now() - started[name]} ms`));
+        delete started[name];
+      },
+      assert: (condition, ...args) => {
+        if (!condition) log("error", indented(`Assertion failed${args.length ? ": " + joined(args) : ""}`));
+      },
+    }),
+    false,
+  );
 
   // ---- timers -------------------------------------------------------------------------
   fixed(G, "setTimeout", (callback, ms, ...args) => {
@@ -281,7 +340,18 @@ export default function (natives) {
         return value;
       },
     });
-  ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "structuredClone", "atob", "btoa", "crypto", "AbortController", "AbortSignal"].forEach(lazyWeb);
+  [
+    "URL",
+    "URLSearchParams",
+    "TextEncoder",
+    "TextDecoder",
+    "structuredClone",
+    "atob",
+    "btoa",
+    "crypto",
+    "AbortController",
+    "AbortSignal",
+  ].forEach(lazyWeb);
 
   // ---- locale ---------------------------------------------------------------------------
   // An engine with ICU (V8) passes its own `Intl`, and its builtins' locale methods stay its
@@ -329,11 +399,18 @@ export default function (natives) {
   let clockOrigin = 0;
   let clockOriginEpoch = 0;
   const floor = Math.floor;
-  fixed(G, "performance", freeze({
-    now: () => floor((monotonic() - clockOrigin) * 10) / 10,
-    get timeOrigin() { return clockOriginEpoch; },
-    toJSON: () => ({ timeOrigin: clockOriginEpoch }),
-  }), false);
+  fixed(
+    G,
+    "performance",
+    freeze({
+      now: () => floor((monotonic() - clockOrigin) * 10) / 10,
+      get timeOrigin() {
+        return clockOriginEpoch;
+      },
+      toJSON: () => ({ timeOrigin: clockOriginEpoch }),
+    }),
+    false,
+  );
 
   // ---- per execution: the tools, host functions and context it was given -------------
   // QuickJS serves small allocations from 4 KiB arenas, one list per size class, and frees an
@@ -348,14 +425,26 @@ export default function (natives) {
   // What models reach for, and what to write instead.
   const FS_SYNC = {
     __proto__: null,
-    readFileSync: "await fs.readFile(path, \"utf8\")",
+    readFileSync: 'await fs.readFile(path, "utf8")',
     writeFileSync: "await fs.writeFile(path, data)",
     readdirSync: "await fs.readdir(path)",
     statSync: "await fs.stat(path)",
     existsSync: "await fs.stat(path) in a try/catch (it throws when there is nothing there)",
     lstatSync: "await fs.stat(path)",
   };
-  const FS_ABSENT = ["appendFile", "mkdir", "rm", "rmdir", "unlink", "rename", "copyFile", "access", "createReadStream", "createWriteStream", "watch"];
+  const FS_ABSENT = [
+    "appendFile",
+    "mkdir",
+    "rm",
+    "rmdir",
+    "unlink",
+    "rename",
+    "copyFile",
+    "access",
+    "createReadStream",
+    "createWriteStream",
+    "watch",
+  ];
   // `fs.promises` is `fs` itself; a callback given last is called with (error, value); the
   // sync and absent functions throw, naming what to write instead.
   const nodeFs = (fs) => {
@@ -364,24 +453,29 @@ export default function (natives) {
     if (typeof write === "function") {
       fs.writeFile = (path, data, ...rest) => {
         if (!(data instanceof ArrayBuffer) && !ArrayBuffer.isView(data)) return write(path, data, ...rest);
-        const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+        const bytes = data instanceof ArrayBuffer
+          ? new Uint8Array(data)
+          : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
         let text = "";
-        for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
+        for (let i = 0; i < bytes.length; i += 8192) {
+          text += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
+        }
         return write(path, webNow().btoa(text), { encoding: "base64" });
       };
     }
     // Stats as Node gives them: `isFile()` and `isDirectory()` are methods, `mtimeMs` the time.
     const stat = fs.stat;
     if (typeof stat === "function") {
-      fs.stat = (...args) => apply(promiseThen, stat(...args), [(s) => (s === null || typeof s !== "object" ? s : {
-        size: s.size,
-        mtimeMs: s.modifiedMs,
-        mtime: new Date(s.modifiedMs),
-        modifiedMs: s.modifiedMs,
-        isFile: () => s.isFile === true,
-        isDirectory: () => s.isDirectory === true,
-        isSymbolicLink: () => s.isSymbolicLink === true,
-      })]);
+      fs.stat = (...args) =>
+        apply(promiseThen, stat(...args), [(s) => (s === null || typeof s !== "object" ? s : {
+          size: s.size,
+          mtimeMs: s.modifiedMs,
+          mtime: new Date(s.modifiedMs),
+          modifiedMs: s.modifiedMs,
+          isFile: () => s.isFile === true,
+          isDirectory: () => s.isDirectory === true,
+          isSymbolicLink: () => s.isSymbolicLink === true,
+        })]);
     }
     for (const name of ["readFile", "writeFile", "readdir", "stat"]) {
       const call = fs[name];
@@ -389,13 +483,19 @@ export default function (natives) {
       fs[name] = (...args) => {
         const last = args.length > 0 ? args[args.length - 1] : undefined;
         if (typeof last !== "function") return call(...args);
-        apply(promiseThen, call(...args.slice(0, -1)), [(value) => { last(null, value); }, (error) => { last(error); }]);
+        apply(promiseThen, call(...args.slice(0, -1)), [(value) => {
+          last(null, value);
+        }, (error) => {
+          last(error);
+        }]);
         return undefined;
       };
     }
     fixed(fs, "promises", fs, false);
     for (const name in FS_SYNC) {
-      fixed(fs, name, () => { throw new TypeError(`fs.${name} is not available: the sandbox's fs is asynchronous. Write ${FS_SYNC[name]}.`); }, false);
+      fixed(fs, name, () => {
+        throw new TypeError(`fs.${name} is not available: the sandbox's fs is asynchronous. Write ${FS_SYNC[name]}.`);
+      }, false);
     }
     for (const name of FS_ABSENT) {
       fixed(fs, name, () => rejected(new TypeError(`fs.${name} is not available: ${FS_HAS}.`)), false);
@@ -405,7 +505,9 @@ export default function (natives) {
     const bare = name.replace(/^node:/, "").split("/")[0];
     const hasFetch = hostFunctions.indexOf("fetch") >= 0;
     if (["axios", "node-fetch", "got", "request", "undici", "superagent", "http", "https"].indexOf(bare) >= 0) {
-      return hasFetch ? "Use fetch(url, init), which this execution has." : "There is no network in this execution (no fetch: the profile grants no hosts); use a backend tool that fetches, or ask the operator for a `net` grant.";
+      return hasFetch
+        ? "Use fetch(url, init), which this execution has."
+        : "There is no network in this execution (no fetch: the profile grants no hosts); use a backend tool that fetches, or ask the operator for a `net` grant.";
     }
     if (bare === "crypto") return "Use the crypto global: crypto.randomUUID() and crypto.getRandomValues().";
     if (bare === "path") return "Join paths as strings (`${dir}/${name}`); fs takes paths beneath its granted roots.";
@@ -428,15 +530,22 @@ export default function (natives) {
         if (typeof name !== "string" || name in held) return held[name];
         if (warned[name] === undefined && name !== "toJSON" && name !== "then") {
           warned[name] = true;
-          log("warn", granted.indexOf(name) >= 0
-            ? `process.env.${name} is undefined: the profile grants it, and it is not set in sandgate's environment`
-            : `process.env.${name} is undefined: this execution has only the environment variables its profile grants (${granted.join(", ")}); ask the operator to add ${name} to the profile's env`);
+          log(
+            "warn",
+            granted.indexOf(name) >= 0
+              ? `process.env.${name} is undefined: the profile grants it, and it is not set in sandgate's environment`
+              : `process.env.${name} is undefined: this execution has only the environment variables its profile grants (${
+                granted.join(", ")
+              }); ask the operator to add ${name} to the profile's env`,
+          );
         }
         return undefined;
       },
     });
     fixed(target, "process", freeze({ env: lookup }), false);
-    if (spaces.env !== undefined) for (const name in values) if (name !== "get") fixed(spaces.env, name, values[name], true);
+    if (spaces.env !== undefined) {
+      for (const name in values) if (name !== "get") fixed(spaces.env, name, values[name], true);
+    }
   };
 
   return function bind(backendList, hostFunctions, context, toolMode, envValues) {
@@ -479,8 +588,14 @@ export default function (natives) {
         };
         signal.addEventListener("abort", onAbort, { once: true });
         apply(promiseThen, promise, [
-          (value) => { signal.removeEventListener("abort", onAbort); resolve(value); },
-          (error) => { signal.removeEventListener("abort", onAbort); reject(error); },
+          (value) => {
+            signal.removeEventListener("abort", onAbort);
+            resolve(value);
+          },
+          (error) => {
+            signal.removeEventListener("abort", onAbort);
+            reject(error);
+          },
         ]);
       });
     const toolFunction = (index, qualified) => {
@@ -489,7 +604,10 @@ export default function (natives) {
         const site = new ErrorCtor();
         return start(index, qualified, args, site, (result) => {
           if (result && result.isError) {
-            throw withSite(new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content), site);
+            throw withSite(
+              new ToolError(qualified, textOf(result.content) || `${qualified} failed`, result.content),
+              site,
+            );
           }
           return mapResult(result);
         }, options);
@@ -559,14 +677,16 @@ export default function (natives) {
     // A stored tool reaches its tools and capabilities only through `ctx` (its declared ones):
     // no backend, alias or capability becomes a global.
     const target = toolMode ? createObject(null) : G;
-    if (!toolMode) for (let b = 0; b < backendList.length; b++) {
-      const name = backendList[b][0], js = backendList[b][1];
-      lazyGlobal(js, () => backendObject(b), true);
-      if (name !== js && !(name in G)) lazyGlobal(name, () => backendObject(b), false);
+    if (!toolMode) {
+      for (let b = 0; b < backendList.length; b++) {
+        const name = backendList[b][0], js = backendList[b][1];
+        lazyGlobal(js, () => backendObject(b), true);
+        if (name !== js && !(name in G)) lazyGlobal(name, () => backendObject(b), false);
+      }
     }
     // Habits of other code-mode systems: mcp.<backend>.<tool> (PML) and tools.<backend>.<tool>.
     // A backend actually named `mcp` or `tools` keeps its name (the host reports the collision).
-    if (!toolMode) for (const alias of ["mcp", "tools"]) if (!(alias in G)) lazyGlobal(alias, aliases, false);
+    if (!toolMode) { for (const alias of ["mcp", "tools"]) if (!(alias in G)) lazyGlobal(alias, aliases, false); }
     lazyGlobal("__interfaces", interfaces, false);
     fixed(G, "__getToolInterface", (name) => {
       const text = String(name);
@@ -581,7 +701,9 @@ export default function (natives) {
           if (all[backend][text] !== undefined) return all[backend][text];
         }
       }
-      throw new ReferenceError(`no tool named ${JSON.stringify(text)}; use backend.tool, e.g. ${Object.keys(all)[0] || "backend"}.some_tool`);
+      throw new ReferenceError(
+        `no tool named ${JSON.stringify(text)}; use backend.tool, e.g. ${Object.keys(all)[0] || "backend"}.some_tool`,
+      );
     }, false);
 
     // ---- host functions and context -----------------------------------------------------
@@ -646,7 +768,11 @@ export default function (natives) {
           if (spaces.fs === undefined) throw new ReferenceError("fs is not defined");
           return spaces.fs;
         }
-        throw new Error(`${JSON.stringify(text)} cannot be loaded: there are no modules in the sandbox. ${moduleHint(text, hostFunctions)}`);
+        throw new Error(
+          `${JSON.stringify(text)} cannot be loaded: there are no modules in the sandbox. ${
+            moduleHint(text, hostFunctions)
+          }`,
+        );
       };
       // `require` exists only beside a granted `fs`, so code without one finds no loader to
       // probe; the rewritten imports always reach `__m`, which names the grant they lack.
@@ -656,10 +782,11 @@ export default function (natives) {
     if (context !== undefined) fixed(G, "context", context, false);
     if (toolMode) {
       fixed(target, "tools", aliases());
-      fixed(target, "log", (...args) => { log("log", joined(args)); });
+      fixed(target, "log", (...args) => {
+        log("log", joined(args));
+      });
       fixed(target, "caller", context !== undefined && context !== null ? freeze(context.caller || null) : null);
       fixed(G, "__ctx", freeze(target), false);
     }
-
   };
 }

@@ -9,20 +9,28 @@ export default function ({ randomBytes, parseUrl }) {
   const exports = {};
   // ---- web basics ---------------------------------------------------------------------
   const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  exports.btoa = ((input) => {
+  exports.btoa = (input) => {
     const s = String(input);
     let out = "";
     for (let i = 0; i < s.length; i += 3) {
       const a = s.charCodeAt(i), b = s.charCodeAt(i + 1), c = s.charCodeAt(i + 2);
-      if (a > 255 || b > 255 || c > 255) throw new DOMExceptionLike("btoa: the string has characters outside Latin-1; encode it first with TextEncoder", "InvalidCharacterError");
+      if (a > 255 || b > 255 || c > 255) {
+        throw new DOMExceptionLike(
+          "btoa: the string has characters outside Latin-1; encode it first with TextEncoder",
+          "InvalidCharacterError",
+        );
+      }
       const n = (a << 16) | ((b || 0) << 8) | (c || 0);
-      out += B64[(n >> 18) & 63] + B64[(n >> 12) & 63] + (i + 1 < s.length ? B64[(n >> 6) & 63] : "=") + (i + 2 < s.length ? B64[n & 63] : "=");
+      out += B64[(n >> 18) & 63] + B64[(n >> 12) & 63] + (i + 1 < s.length ? B64[(n >> 6) & 63] : "=") +
+        (i + 2 < s.length ? B64[n & 63] : "=");
     }
     return out;
-  });
-  exports.atob = ((input) => {
+  };
+  exports.atob = (input) => {
     const s = String(input).replace(/[\t\n\f\r ]/g, "");
-    if (s.length % 4 === 1 || /[^A-Za-z0-9+/=]/.test(s)) throw new DOMExceptionLike("atob: not valid base64", "InvalidCharacterError");
+    if (s.length % 4 === 1 || /[^A-Za-z0-9+/=]/.test(s)) {
+      throw new DOMExceptionLike("atob: not valid base64", "InvalidCharacterError");
+    }
     let out = "";
     let bits = 0, buffer = 0;
     for (const ch of s.replace(/=+$/, "")) {
@@ -34,7 +42,7 @@ export default function ({ randomBytes, parseUrl }) {
       }
     }
     return out;
-  });
+  };
   function DOMExceptionLike(message, name) {
     const e = new Error(message);
     e.name = name;
@@ -42,7 +50,9 @@ export default function ({ randomBytes, parseUrl }) {
   }
 
   class TextEncoder {
-    get encoding() { return "utf-8"; }
+    get encoding() {
+      return "utf-8";
+    }
     encode(input = "") {
       const s = String(input);
       const bytes = [];
@@ -61,18 +71,35 @@ export default function ({ randomBytes, parseUrl }) {
     constructor(label = "utf-8") {
       if (!/^utf-?8$/i.test(String(label))) throw new RangeError(`TextDecoder supports only utf-8, not ${label}`);
     }
-    get encoding() { return "utf-8"; }
+    get encoding() {
+      return "utf-8";
+    }
     decode(input) {
       if (input === undefined) return "";
       const bytes = input instanceof Uint8Array ? input : new Uint8Array(input.buffer || input);
       let out = "";
-      for (let i = 0; i < bytes.length; ) {
+      for (let i = 0; i < bytes.length;) {
         const b = bytes[i];
         let c = 0xfffd, n = 1;
         if (b < 0x80) c = b;
-        else if (b >= 0xc2 && b < 0xe0 && i + 1 < bytes.length && (bytes[i + 1] & 0xc0) === 0x80) { c = ((b & 31) << 6) | (bytes[i + 1] & 63); n = 2; }
-        else if (b >= 0xe0 && b < 0xf0 && i + 2 < bytes.length && (bytes[i + 1] & 0xc0) === 0x80 && (bytes[i + 2] & 0xc0) === 0x80) { c = ((b & 15) << 12) | ((bytes[i + 1] & 63) << 6) | (bytes[i + 2] & 63); n = 3; if (c < 0x800 || (c >= 0xd800 && c <= 0xdfff)) c = 0xfffd; }
-        else if (b >= 0xf0 && b < 0xf5 && i + 3 < bytes.length && (bytes[i + 1] & 0xc0) === 0x80 && (bytes[i + 2] & 0xc0) === 0x80 && (bytes[i + 3] & 0xc0) === 0x80) { c = ((b & 7) << 18) | ((bytes[i + 1] & 63) << 12) | ((bytes[i + 2] & 63) << 6) | (bytes[i + 3] & 63); n = 4; if (c < 0x10000 || c > 0x10ffff) c = 0xfffd; }
+        else if (b >= 0xc2 && b < 0xe0 && i + 1 < bytes.length && (bytes[i + 1] & 0xc0) === 0x80) {
+          c = ((b & 31) << 6) | (bytes[i + 1] & 63);
+          n = 2;
+        } else if (
+          b >= 0xe0 && b < 0xf0 && i + 2 < bytes.length && (bytes[i + 1] & 0xc0) === 0x80 &&
+          (bytes[i + 2] & 0xc0) === 0x80
+        ) {
+          c = ((b & 15) << 12) | ((bytes[i + 1] & 63) << 6) | (bytes[i + 2] & 63);
+          n = 3;
+          if (c < 0x800 || (c >= 0xd800 && c <= 0xdfff)) c = 0xfffd;
+        } else if (
+          b >= 0xf0 && b < 0xf5 && i + 3 < bytes.length && (bytes[i + 1] & 0xc0) === 0x80 &&
+          (bytes[i + 2] & 0xc0) === 0x80 && (bytes[i + 3] & 0xc0) === 0x80
+        ) {
+          c = ((b & 7) << 18) | ((bytes[i + 1] & 63) << 12) | ((bytes[i + 2] & 63) << 6) | (bytes[i + 3] & 63);
+          n = 4;
+          if (c < 0x10000 || c > 0x10ffff) c = 0xfffd;
+        }
         out += String.fromCodePoint(c);
         i += n;
       }
@@ -84,28 +111,54 @@ export default function ({ randomBytes, parseUrl }) {
 
   function clone(value, seen) {
     if (value === null || typeof value !== "object") {
-      if (typeof value === "function" || typeof value === "symbol") throw DOMExceptionLike(`structuredClone: ${typeof value}s cannot be cloned`, "DataCloneError");
+      if (typeof value === "function" || typeof value === "symbol") {
+        throw DOMExceptionLike(`structuredClone: ${typeof value}s cannot be cloned`, "DataCloneError");
+      }
       return value;
     }
     if (seen.has(value)) return seen.get(value);
     let out;
-    if (Array.isArray(value)) { out = []; seen.set(value, out); for (let i = 0; i < value.length; i++) out[i] = clone(value[i], seen); return out; }
+    if (Array.isArray(value)) {
+      out = [];
+      seen.set(value, out);
+      for (let i = 0; i < value.length; i++) out[i] = clone(value[i], seen);
+      return out;
+    }
     if (value instanceof Date) out = new Date(value.getTime());
     else if (value instanceof RegExp) out = new RegExp(value.source, value.flags);
-    else if (value instanceof Map) { out = new Map(); seen.set(value, out); for (const [k, v] of value) out.set(clone(k, seen), clone(v, seen)); return out; }
-    else if (value instanceof Set) { out = new Set(); seen.set(value, out); for (const v of value) out.add(clone(v, seen)); return out; }
-    else if (value instanceof ArrayBuffer) out = value.slice(0);
+    else if (value instanceof Map) {
+      out = new Map();
+      seen.set(value, out);
+      for (const [k, v] of value) out.set(clone(k, seen), clone(v, seen));
+      return out;
+    } else if (value instanceof Set) {
+      out = new Set();
+      seen.set(value, out);
+      for (const v of value) out.add(clone(v, seen));
+      return out;
+    } else if (value instanceof ArrayBuffer) out = value.slice(0);
     else if (ArrayBuffer.isView(value)) out = new value.constructor(value);
-    else if (value instanceof Error) { out = new Error(value.message); out.name = value.name; }
-    else { out = {}; seen.set(value, out); for (const k of Object.keys(value)) out[k] = clone(value[k], seen); return out; }
+    else if (value instanceof Error) {
+      out = new Error(value.message);
+      out.name = value.name;
+    } else {
+      out = {};
+      seen.set(value, out);
+      for (const k of Object.keys(value)) out[k] = clone(value[k], seen);
+      return out;
+    }
     seen.set(value, out);
     return out;
   }
   exports.structuredClone = (value) => clone(value, new Map());
 
   const getRandomValues = (array) => {
-    if (!ArrayBuffer.isView(array) || array instanceof Float32Array || array instanceof Float64Array) throw new TypeError("crypto.getRandomValues needs an integer typed array");
-    if (array.byteLength > 65536) throw DOMExceptionLike("crypto.getRandomValues: at most 65536 bytes at a time", "QuotaExceededError");
+    if (!ArrayBuffer.isView(array) || array instanceof Float32Array || array instanceof Float64Array) {
+      throw new TypeError("crypto.getRandomValues needs an integer typed array");
+    }
+    if (array.byteLength > 65536) {
+      throw DOMExceptionLike("crypto.getRandomValues: at most 65536 bytes at a time", "QuotaExceededError");
+    }
     new Uint8Array(array.buffer, array.byteOffset, array.byteLength).set(randomBytes(array.byteLength));
     return array;
   };
@@ -117,204 +170,30 @@ export default function ({ randomBytes, parseUrl }) {
     for (let i = 0; i < b.length; i++) h += (b[i] < 16 ? "0" : "") + b[i].toString(16);
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
   };
-  // ---- crypto.subtle.digest: SHA-256 and SHA-1, which models reach for to hash -----------
-  const rotr = (x, n) => (x >>> n) | (x << (32 - n));
-  const rotl = (x, n) => (x << n) | (x >>> (32 - n));
-  // The message, padded to whole 64-byte blocks with its length in bits at the end.
-  const padded = (bytes) => {
-    const total = ((bytes.length + 9 + 63) >> 6) << 6;
-    const out = new Uint8Array(total);
-    out.set(bytes);
-    out[bytes.length] = 0x80;
-    const high = Math.floor(bytes.length / 0x20000000), low = (bytes.length << 3) >>> 0;
-    for (let i = 0; i < 4; i++) {
-      out[total - 8 + i] = (high >>> (24 - 8 * i)) & 255;
-      out[total - 4 + i] = (low >>> (24 - 8 * i)) & 255;
-    }
-    return out;
-  };
-  const word = (m, at) => (m[at] << 24) | (m[at + 1] << 16) | (m[at + 2] << 8) | m[at + 3];
-  const bigEndian = (h) => {
-    const out = new Uint8Array(h.length * 4);
-    for (let i = 0; i < h.length; i++) for (let j = 0; j < 4; j++) out[4 * i + j] = (h[i] >>> (24 - 8 * j)) & 255;
-    return out.buffer;
-  };
-  const K256 = new Uint32Array([
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-  ]);
-  const sha256 = (bytes) => {
-    const h = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
-    const m = padded(bytes), w = new Uint32Array(64);
-    for (let at = 0; at < m.length; at += 64) {
-      for (let i = 0; i < 16; i++) w[i] = word(m, at + 4 * i);
-      for (let i = 16; i < 64; i++) {
-        const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >>> 3);
-        const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >>> 10);
-        w[i] = (w[i - 16] + s0 + w[i - 7] + s1) | 0;
-      }
-      let a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-      for (let i = 0; i < 64; i++) {
-        const t1 = (k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K256[i] + w[i]) | 0;
-        const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
-        k = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
-      }
-      h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
-    }
-    return bigEndian(h);
-  };
-  const sha1 = (bytes) => {
-    const h = new Uint32Array([0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0]);
-    const m = padded(bytes), w = new Uint32Array(80);
-    for (let at = 0; at < m.length; at += 64) {
-      for (let i = 0; i < 16; i++) w[i] = word(m, at + 4 * i);
-      for (let i = 16; i < 80; i++) w[i] = rotl(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-      let a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
-      for (let i = 0; i < 80; i++) {
-        const f = i < 20 ? (b & c) | (~b & d) : i < 40 ? b ^ c ^ d : i < 60 ? (b & c) | (b & d) | (c & d) : b ^ c ^ d;
-        const k = i < 20 ? 0x5a827999 : i < 40 ? 0x6ed9eba1 : i < 60 ? 0x8f1bbcdc : 0xca62c1d6;
-        const t = (rotl(a, 5) + f + e + k + w[i]) | 0;
-        e = d; d = c; c = rotl(b, 30); b = a; a = t;
-      }
-      h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e;
-    }
-    return bigEndian(h);
-  };
+  // ---- crypto.subtle.digest: SHA-256 and SHA-1 are `digest.js` --------------------------
   const DIGESTS = { __proto__: null, "SHA-256": sha256, "SHA-1": sha1 };
   const digest = async (algorithm, data) => {
     const name = String(algorithm !== null && typeof algorithm === "object" ? algorithm.name : algorithm).toUpperCase();
     const hash = DIGESTS[name];
-    if (hash === undefined) throw DOMExceptionLike(`crypto.subtle.digest: ${name} is not supported here; SHA-256 and SHA-1 are`, "NotSupportedError");
+    if (hash === undefined) {
+      throw DOMExceptionLike(
+        `crypto.subtle.digest: ${name} is not supported here; SHA-256 and SHA-1 are`,
+        "NotSupportedError",
+      );
+    }
     let bytes;
     if (data instanceof ArrayBuffer) bytes = new Uint8Array(data);
     else if (ArrayBuffer.isView(data)) bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    else throw new TypeError("crypto.subtle.digest(algorithm, data) takes the data as bytes: new TextEncoder().encode(text)");
+    else {throw new TypeError(
+        "crypto.subtle.digest(algorithm, data) takes the data as bytes: new TextEncoder().encode(text)",
+      );}
     return hash(bytes);
   };
   const subtle = freeze({ digest });
   exports.crypto = freeze({ getRandomValues, randomUUID, subtle });
 
-  class URLSearchParams {
-    #list = [];
-    #onChange = null;
-    constructor(init = "", onChange = null) {
-      if (typeof init === "string") this.#parse(init);
-      else if (init instanceof URLSearchParams) this.#list = [...init];
-      else if (init && typeof init === "object") for (const [k, v] of (Symbol.iterator in init ? init : Object.entries(init))) this.#list.push([String(k), String(v)]);
-      this.#onChange = onChange;
-    }
-    #parse(text) {
-      this.#list = [];
-      const s = text.startsWith("?") ? text.slice(1) : text;
-      for (const part of s.split("&")) {
-        if (!part) continue;
-        const eq = part.indexOf("=");
-        const dec = (x) => { try { return decodeURIComponent(x.replace(/\+/g, " ")); } catch (_) { return x; } };
-        this.#list.push(eq < 0 ? [dec(part), ""] : [dec(part.slice(0, eq)), dec(part.slice(eq + 1))]);
-      }
-    }
-    #changed() { if (this.#onChange) this.#onChange(this.toString()); }
-    get size() { return this.#list.length; }
-    append(k, v) { this.#list.push([String(k), String(v)]); this.#changed(); }
-    // Plain loops throughout: no closure of ours is handed to a builtin that code may have
-    // replaced (Array.prototype.filter and friends), so none can reach the guest.
-    #where(key, keep) {
-      const out = [];
-      for (let i = 0; i < this.#list.length; i++) if ((this.#list[i][0] === key) === keep) out[out.length] = this.#list[i];
-      return out;
-    }
-    #column(c) {
-      const out = [];
-      for (let i = 0; i < this.#list.length; i++) out[i] = c < 0 ? [this.#list[i][0], this.#list[i][1]] : this.#list[i][c];
-      return out;
-    }
-    delete(k) { this.#list = this.#where(String(k), false); this.#changed(); }
-    get(k) { const found = this.#where(String(k), true); return found.length ? found[0][1] : null; }
-    getAll(k) { const found = this.#where(String(k), true); const out = []; for (let i = 0; i < found.length; i++) out[i] = found[i][1]; return out; }
-    has(k) { return this.#where(String(k), true).length > 0; }
-    set(k, v) {
-      const key = String(k);
-      const out = [];
-      let placed = false;
-      for (let i = 0; i < this.#list.length; i++) {
-        if (this.#list[i][0] !== key) out[out.length] = this.#list[i];
-        else if (!placed) { out[out.length] = [key, String(v)]; placed = true; }
-      }
-      if (!placed) out[out.length] = [key, String(v)];
-      this.#list = out;
-      this.#changed();
-    }
-    sort() {
-      // Insertion sort: stable, as the standard requires.
-      const list = this.#list;
-      for (let i = 1; i < list.length; i++) {
-        const item = list[i];
-        let j = i - 1;
-        while (j >= 0 && list[j][0] > item[0]) { list[j + 1] = list[j]; j--; }
-        list[j + 1] = item;
-      }
-      this.#changed();
-    }
-    forEach(fn, self) { for (const [k, v] of this.#list) fn.call(self, v, k, this); }
-    keys() { return this.#column(0)[Symbol.iterator](); }
-    values() { return this.#column(1)[Symbol.iterator](); }
-    entries() { return this.#column(-1)[Symbol.iterator](); }
-    [Symbol.iterator]() { return this.entries(); }
-    toString() {
-      const enc = (x) => {
-        const plain = encodeURIComponent(x);
-        let out = "";
-        for (let i = 0; i < plain.length; i++) {
-          const c = plain[i];
-          if (c === "%" && plain[i + 1] === "2" && plain[i + 2] === "0") { out += "+"; i += 2; }
-          else if (c === "!" || c === "'" || c === "(" || c === ")" || c === "~") out += "%" + c.charCodeAt(0).toString(16).toUpperCase();
-          else out += c;
-        }
-        return out;
-      };
-      let text = "";
-      for (let i = 0; i < this.#list.length; i++) text += (i ? "&" : "") + `${enc(this.#list[i][0])}=${enc(this.#list[i][1])}`;
-      return text;
-    }
-  }
-  class URL {
-    #parts;
-    #params;
-    constructor(href, base) {
-      this.#parts = parseUrl(String(href), base === undefined ? null : String(base));
-      this.#params = new URLSearchParams(this.#parts.search, (query) => {
-        this.#parts = parseUrl(this.#with("search", query ? `?${query}` : ""), null);
-      });
-    }
-    static canParse(href, base) { try { new URL(href, base); return true; } catch (_) { return false; } }
-    #with(key, value) {
-      const p = { ...this.#parts, [key]: value };
-      const auth = p.username ? `${p.username}${p.password ? ":" + p.password : ""}@` : "";
-      const host = p.host ? `//${auth}${p.host}` : p.protocol === "file:" ? "//" : "";
-      return `${p.protocol}${host}${p.pathname}${p.search}${p.hash}`;
-    }
-    #set(key, value) { this.#parts = parseUrl(this.#with(key, value), null); this.#params = new URLSearchParams(this.#parts.search, this.#params ? (q) => { this.#parts = parseUrl(this.#with("search", q ? `?${q}` : ""), null); } : null); }
-    get href() { return this.#parts.href; }
-    set href(v) { this.#parts = parseUrl(String(v), null); this.#params = new URLSearchParams(this.#parts.search); }
-    get origin() { return this.#parts.origin; }
-    get protocol() { return this.#parts.protocol; }
-    get username() { return this.#parts.username; }
-    get password() { return this.#parts.password; }
-    get host() { return this.#parts.host; }
-    get hostname() { return this.#parts.hostname; }
-    get port() { return this.#parts.port; }
-    get pathname() { return this.#parts.pathname; }
-    set pathname(v) { this.#set("pathname", String(v).startsWith("/") ? String(v) : `/${v}`); }
-    get search() { return this.#parts.search; }
-    set search(v) { const s = String(v); this.#set("search", s && !s.startsWith("?") ? `?${s}` : s); }
-    get hash() { return this.#parts.hash; }
-    set hash(v) { const s = String(v); this.#set("hash", s && !s.startsWith("#") ? `#${s}` : s); }
-    get searchParams() { return this.#params; }
-    toString() { return this.#parts.href; }
-    toJSON() { return this.#parts.href; }
-  }
+  // ---- URL and URLSearchParams are `url.js` ----------------------------------------------
+  const { URL, URLSearchParams } = urlClasses(parseUrl);
   exports.URL = URL;
   exports.URLSearchParams = URLSearchParams;
 
@@ -356,8 +235,9 @@ export default function ({ randomBytes, parseUrl }) {
         const row = data[rowKeys[r]];
         const line = [rowKeys[r]];
         for (let h = 1; h < header.length; h++) {
-          if (values && !wanted && h === header.length - 1) line.push(row !== null && typeof row === "object" ? "" : cell(row));
-          else line.push(row !== null && typeof row === "object" ? cell(row[header[h]]) : "");
+          if (values && !wanted && h === header.length - 1) {
+            line.push(row !== null && typeof row === "object" ? "" : cell(row));
+          } else line.push(row !== null && typeof row === "object" ? cell(row[header[h]]) : "");
         }
         rows.push(line);
       }
@@ -374,7 +254,9 @@ export default function ({ randomBytes, parseUrl }) {
         text += (r ? "\n" : "") + line;
         if (r === 0) {
           let rule = "├";
-          for (let c = 0; c < header.length; c++) rule += "─".repeat(widths[c] + 2) + (c + 1 < header.length ? "┼" : "┤");
+          for (let c = 0; c < header.length; c++) {
+            rule += "─".repeat(widths[c] + 2) + (c + 1 < header.length ? "┼" : "┤");
+          }
           text += "\n" + rule;
         }
       }
@@ -402,20 +284,35 @@ export default function ({ randomBytes, parseUrl }) {
     if (headers instanceof Headers) return headers.entries();
     const list = Array.isArray(headers) ? headers : Object.entries(headers);
     for (const pair of list) {
-      if (!Array.isArray(pair) || pair.length !== 2) throw new TypeError("fetch: headers must be an object of name: value, or a list of [name, value] pairs");
+      if (!Array.isArray(pair) || pair.length !== 2) {
+        throw new TypeError("fetch: headers must be an object of name: value, or a list of [name, value] pairs");
+      }
       pairs.push([String(pair[0]), String(pair[1])]);
     }
     return pairs;
   };
   exports.fetchRequest = (input, init) => {
     const options = init === undefined || init === null ? {} : init;
-    if (typeof options !== "object") throw new TypeError("fetch: the second argument must be an object ({ method, headers, body })");
-    const url = input !== null && typeof input === "object" && typeof input.url === "string" ? input.url : String(input);
-    const request = { url, method: String(options.method || "GET").toUpperCase(), headers: headerPairs(options.headers) };
+    if (typeof options !== "object") {
+      throw new TypeError("fetch: the second argument must be an object ({ method, headers, body })");
+    }
+    const url = input !== null && typeof input === "object" && typeof input.url === "string"
+      ? input.url
+      : String(input);
+    const request = {
+      url,
+      method: String(options.method || "GET").toUpperCase(),
+      headers: headerPairs(options.headers),
+    };
     // A Promise used as text (`Bearer ${env.get("KEY")}`) would go out as "[object Promise]".
-    const promised = (where) => new TypeError(`fetch: ${where} holds "[object Promise]": a Promise was used as text, from a call made without await (such as env.get(...)). Write await before the call, or use process.env.NAME`);
+    const promised = (where) =>
+      new TypeError(
+        `fetch: ${where} holds "[object Promise]": a Promise was used as text, from a call made without await (such as env.get(...)). Write await before the call, or use process.env.NAME`,
+      );
     if (url.includes("[object Promise]")) throw promised("the URL");
-    for (const [name, value] of request.headers) if (value.includes("[object Promise]")) throw promised(`the header ${name}`);
+    for (const [name, value] of request.headers) {
+      if (value.includes("[object Promise]")) throw promised(`the header ${name}`);
+    }
     if (options.redirect !== undefined) request.redirect = String(options.redirect);
     const body = options.body;
     if (body !== undefined && body !== null) {
@@ -423,29 +320,56 @@ export default function ({ randomBytes, parseUrl }) {
       if (bytes !== null) request.body_base64 = base64Of(bytes);
       else if (body instanceof URLSearchParams) {
         request.body = body.toString();
-        if (!request.headers.some(([k]) => k.toLowerCase() === "content-type")) request.headers.push(["content-type", "application/x-www-form-urlencoded;charset=UTF-8"]);
+        if (!request.headers.some(([k]) => k.toLowerCase() === "content-type")) {
+          request.headers.push(["content-type", "application/x-www-form-urlencoded;charset=UTF-8"]);
+        }
       } else request.body = String(body);
     }
     return request;
   };
   class Headers {
     #pairs;
-    constructor(init) { this.#pairs = headerPairs(init).map(([k, v]) => [k.toLowerCase(), v]); }
+    constructor(init) {
+      this.#pairs = headerPairs(init).map(([k, v]) => [k.toLowerCase(), v]);
+    }
     get(name) {
       const key = String(name).toLowerCase();
       const found = this.#pairs.filter(([k]) => k === key).map(([, v]) => v);
       return found.length ? found.join(", ") : null;
     }
-    has(name) { return this.get(name) !== null; }
-    set(name, value) { const key = String(name).toLowerCase(); this.#pairs = this.#pairs.filter(([k]) => k !== key); this.#pairs.push([key, String(value)]); }
-    append(name, value) { this.#pairs.push([String(name).toLowerCase(), String(value)]); }
-    delete(name) { const key = String(name).toLowerCase(); this.#pairs = this.#pairs.filter(([k]) => k !== key); }
-    entries() { return this.#pairs.map(([k, v]) => [k, v]); }
-    keys() { return this.#pairs.map(([k]) => k); }
-    values() { return this.#pairs.map(([, v]) => v); }
-    forEach(fn) { for (const [k, v] of this.#pairs) fn(v, k, this); }
-    [Symbol.iterator]() { return this.entries()[Symbol.iterator](); }
-    toJSON() { return Object.fromEntries(this.#pairs); }
+    has(name) {
+      return this.get(name) !== null;
+    }
+    set(name, value) {
+      const key = String(name).toLowerCase();
+      this.#pairs = this.#pairs.filter(([k]) => k !== key);
+      this.#pairs.push([key, String(value)]);
+    }
+    append(name, value) {
+      this.#pairs.push([String(name).toLowerCase(), String(value)]);
+    }
+    delete(name) {
+      const key = String(name).toLowerCase();
+      this.#pairs = this.#pairs.filter(([k]) => k !== key);
+    }
+    entries() {
+      return this.#pairs.map(([k, v]) => [k, v]);
+    }
+    keys() {
+      return this.#pairs.map(([k]) => k);
+    }
+    values() {
+      return this.#pairs.map(([, v]) => v);
+    }
+    forEach(fn) {
+      for (const [k, v] of this.#pairs) fn(v, k, this);
+    }
+    [Symbol.iterator]() {
+      return this.entries()[Symbol.iterator]();
+    }
+    toJSON() {
+      return Object.fromEntries(this.#pairs);
+    }
   }
   exports.Headers = Headers;
   exports.makeResponse = (raw) => {
@@ -469,7 +393,10 @@ export default function ({ randomBytes, parseUrl }) {
       ok: raw.status >= 200 && raw.status < 300,
       redirected: raw.redirected,
       headers: new Headers(raw.headers),
-      text: async () => { take(); return text(); },
+      text: async () => {
+        take();
+        return text();
+      },
       json: async () => {
         take();
         const body = text();
@@ -477,11 +404,21 @@ export default function ({ randomBytes, parseUrl }) {
           return parseJson(body);
         } catch (_) {
           const type = new Headers(raw.headers).get("content-type");
-          throw new SyntaxError(`response.json(): the body of ${raw.url} (status ${raw.status}, content-type ${type === null ? "none" : type}) is not JSON; it starts ${stringifyJson(body.slice(0, 80))}. Read it with response.text()`);
+          throw new SyntaxError(
+            `response.json(): the body of ${raw.url} (status ${raw.status}, content-type ${
+              type === null ? "none" : type
+            }) is not JSON; it starts ${stringifyJson(body.slice(0, 80))}. Read it with response.text()`,
+          );
         }
       },
-      arrayBuffer: async () => { take(); return bytes().buffer; },
-      bytes: async () => { take(); return bytes(); },
+      arrayBuffer: async () => {
+        take();
+        return bytes().buffer;
+      },
+      bytes: async () => {
+        take();
+        return bytes();
+      },
     });
   };
 
@@ -498,9 +435,15 @@ export default function ({ randomBytes, parseUrl }) {
     #reason = undefined;
     #listeners = [];
     onabort = null;
-    get aborted() { return this.#aborted; }
-    get reason() { return this.#reason; }
-    throwIfAborted() { if (this.#aborted) throw this.#reason; }
+    get aborted() {
+      return this.#aborted;
+    }
+    get reason() {
+      return this.#reason;
+    }
+    throwIfAborted() {
+      if (this.#aborted) throw this.#reason;
+    }
     addEventListener(type, listener, options) {
       if (type !== "abort" || typeof listener !== "function") return;
       const once = options !== null && typeof options === "object" && Boolean(options.once);
@@ -509,7 +452,9 @@ export default function ({ randomBytes, parseUrl }) {
     removeEventListener(type, listener) {
       if (type !== "abort") return;
       const kept = [];
-      for (let i = 0; i < this.#listeners.length; i++) if (this.#listeners[i].listener !== listener) kept.push(this.#listeners[i]);
+      for (let i = 0; i < this.#listeners.length; i++) {
+        if (this.#listeners[i].listener !== listener) kept.push(this.#listeners[i]);
+      }
       this.#listeners = kept;
     }
     static abort(reason) {
@@ -519,19 +464,27 @@ export default function ({ randomBytes, parseUrl }) {
     }
     static timeout(ms) {
       const controller = new AbortController();
-      globalThis.setTimeout(() => controller.abort(abortError("The operation was aborted due to timeout", "TimeoutError")), Number(ms) || 0);
+      globalThis.setTimeout(
+        () => controller.abort(abortError("The operation was aborted due to timeout", "TimeoutError")),
+        Number(ms) || 0,
+      );
       return controller.signal;
     }
     static any(signals) {
       const controller = new AbortController();
       for (const signal of signals) {
-        if (signal.aborted) { controller.abort(signal.reason); break; }
+        if (signal.aborted) {
+          controller.abort(signal.reason);
+          break;
+        }
         signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
       }
       return controller.signal;
     }
     // Called by the controller only (a private method no guest code can reach).
-    static fire(signal, reason) { signal.#fire(reason); }
+    static fire(signal, reason) {
+      signal.#fire(reason);
+    }
     #fire(reason) {
       if (this.#aborted) return;
       this.#aborted = true;
@@ -547,8 +500,12 @@ export default function ({ randomBytes, parseUrl }) {
   delete AbortSignal.fire;
   class AbortController {
     #signal = new AbortSignal();
-    get signal() { return this.#signal; }
-    abort(reason) { fire(this.#signal, reason); }
+    get signal() {
+      return this.#signal;
+    }
+    abort(reason) {
+      fire(this.#signal, reason);
+    }
   }
   exports.AbortSignal = AbortSignal;
   exports.AbortController = AbortController;

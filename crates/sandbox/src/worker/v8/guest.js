@@ -10,7 +10,8 @@
 // functions belong to another realm: they are kept in closures here, take and give back only
 // primitives, and are called through `across`, which lets no exception of that realm through
 // (an error object of it would lead back there). `__SG_PREAMBLE` and `__SG_WEB` are the two
-// factories `main.js` puts in front of this file.
+// factories `main.js` puts in front of this file; `errorReports` (`errors.js`), `guardBuffers`
+// and `guardModules` (`guards.js`) come in front of it in the same bootstrap (`v8/mod.rs`).
 {
   const G = globalThis;
   // ---- captured before anything is deleted -------------------------------------------
@@ -72,15 +73,67 @@
   // The ECMAScript globals both engines have; everything else goes.
   const KEEP = {
     __proto__: null,
-    globalThis: 1, Infinity: 1, NaN: 1, undefined: 1, eval: 1, isFinite: 1, isNaN: 1, parseFloat: 1, parseInt: 1,
-    decodeURI: 1, decodeURIComponent: 1, encodeURI: 1, encodeURIComponent: 1, escape: 1, unescape: 1,
-    Object: 1, Function: 1, Boolean: 1, Symbol: 1, Error: 1, AggregateError: 1, EvalError: 1, RangeError: 1,
-    ReferenceError: 1, SyntaxError: 1, TypeError: 1, URIError: 1, Number: 1, BigInt: 1, Math: 1, Date: 1,
-    String: 1, RegExp: 1, Array: 1, Int8Array: 1, Uint8Array: 1, Uint8ClampedArray: 1, Int16Array: 1,
-    Uint16Array: 1, Int32Array: 1, Uint32Array: 1, BigInt64Array: 1, BigUint64Array: 1, Float32Array: 1,
-    Float64Array: 1, Map: 1, Set: 1, WeakMap: 1, WeakSet: 1, WeakRef: 1, FinalizationRegistry: 1,
-    ArrayBuffer: 1, SharedArrayBuffer: 1, DataView: 1, Atomics: 1, JSON: 1, Promise: 1, Reflect: 1,
-    Proxy: 1, Iterator: 1, queueMicrotask: 1,
+    globalThis: 1,
+    Infinity: 1,
+    NaN: 1,
+    undefined: 1,
+    eval: 1,
+    isFinite: 1,
+    isNaN: 1,
+    parseFloat: 1,
+    parseInt: 1,
+    decodeURI: 1,
+    decodeURIComponent: 1,
+    encodeURI: 1,
+    encodeURIComponent: 1,
+    escape: 1,
+    unescape: 1,
+    Object: 1,
+    Function: 1,
+    Boolean: 1,
+    Symbol: 1,
+    Error: 1,
+    AggregateError: 1,
+    EvalError: 1,
+    RangeError: 1,
+    ReferenceError: 1,
+    SyntaxError: 1,
+    TypeError: 1,
+    URIError: 1,
+    Number: 1,
+    BigInt: 1,
+    Math: 1,
+    Date: 1,
+    String: 1,
+    RegExp: 1,
+    Array: 1,
+    Int8Array: 1,
+    Uint8Array: 1,
+    Uint8ClampedArray: 1,
+    Int16Array: 1,
+    Uint16Array: 1,
+    Int32Array: 1,
+    Uint32Array: 1,
+    BigInt64Array: 1,
+    BigUint64Array: 1,
+    Float32Array: 1,
+    Float64Array: 1,
+    Map: 1,
+    Set: 1,
+    WeakMap: 1,
+    WeakSet: 1,
+    WeakRef: 1,
+    FinalizationRegistry: 1,
+    ArrayBuffer: 1,
+    SharedArrayBuffer: 1,
+    DataView: 1,
+    Atomics: 1,
+    JSON: 1,
+    Promise: 1,
+    Reflect: 1,
+    Proxy: 1,
+    Iterator: 1,
+    queueMicrotask: 1,
   };
   for (const key of ownKeys(G)) {
     if (typeof key === "string" && KEEP[key] !== 1) deleteProperty(G, key);
@@ -121,7 +174,15 @@
       if (typeof value === "string") return apply(toWellFormed, value, []);
       if (value === null || typeof value !== "object") return value;
       const out = isArray(value) ? [] : {};
-      for (const key of ownKeys(value)) defineProperty(out, apply(toWellFormed, key, []), { __proto__: null, value: repair(value[key]), enumerable: true, writable: true, configurable: true });
+      for (const key of ownKeys(value)) {
+        defineProperty(out, apply(toWellFormed, key, []), {
+          __proto__: null,
+          value: repair(value[key]),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
       return out;
     };
     return stringifyJson(repair(parseJson(json)));
@@ -162,7 +223,9 @@
     }
     return out + "}";
   };
-  const send = (message) => { across(hostPost, [encode(message)]); };
+  const send = (message) => {
+    across(hostPost, [encode(message)]);
+  };
   const heapUsed = () => across(hostHeap, [false]);
   // The isolate's heap as the run found it: an isolate serves runs one after another, and what
   // an earlier one left is not yet collected, so a run counts only what its heap grew by.
@@ -173,26 +236,59 @@
   // ---- natives for the preamble ---------------------------------------------------------
   const refusal = (isTool, index, bytes) => {
     if (bytes > limits.max_call_args_bytes) {
-      const name = isTool && tools[index] ? `${tools[index].backend}.${tools[index].name}` : (isTool ? "this call" : "this host function");
+      const name = isTool && tools[index]
+        ? `${tools[index].backend}.${tools[index].name}`
+        : (isTool ? "this call" : "this host function");
       return ["tool_failed", texts.argumentsTooLarge(name, bytes, limits.max_call_args_bytes)];
     }
     const heap = runHeap();
     if (pendingArgsBytes + bytes + heap > limits.memory_bytes) {
-      return ["memory", `out of memory: the arguments of this execution's waiting calls (${pendingArgsBytes + bytes} bytes, this one included) and its heap would pass its ${limits.memory_bytes / 1048576 | 0} MiB limit`];
+      return [
+        "memory",
+        `out of memory: the arguments of this execution's waiting calls (${
+          pendingArgsBytes + bytes
+        } bytes, this one included) and its heap would pass its ${limits.memory_bytes / 1048576 | 0} MiB limit`,
+      ];
     }
     return null;
   };
   const errorObject = (kind, message, site) => {
     const error = new ErrorCtor(message);
-    defineProperty(error, "name", { __proto__: null, value: ERROR_NAMES[kind] || "ToolCallError", writable: true, enumerable: false, configurable: true });
-    defineProperty(error, "kind", { __proto__: null, value: kind, writable: true, enumerable: true, configurable: true });
-    if (kind === "approval_denied" && typeof G.ApprovalDenied === "function") setPrototypeOf(error, G.ApprovalDenied.prototype);
+    defineProperty(error, "name", {
+      __proto__: null,
+      value: ERROR_NAMES[kind] || "ToolCallError",
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+    defineProperty(error, "kind", {
+      __proto__: null,
+      value: kind,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+    if (kind === "approval_denied" && typeof G.ApprovalDenied === "function") {
+      setPrototypeOf(error, G.ApprovalDenied.prototype);
+    }
     if (site !== undefined && site !== null && typeof site.stack === "string") {
-      defineProperty(error, "callerStack", { __proto__: null, value: frames(site.stack), writable: true, enumerable: false, configurable: true });
+      defineProperty(error, "callerStack", {
+        __proto__: null,
+        value: frames(site.stack),
+        writable: true,
+        enumerable: false,
+        configurable: true,
+      });
     }
     return error;
   };
-  const ERROR_NAMES = { __proto__: null, tool_denied: "ToolDeniedError", timeout: "ToolTimeoutError", approval_denied: "ApprovalDenied", tool_held: "ToolHeldError" };
+  const ERROR_NAMES = {
+    __proto__: null,
+    tool_denied: "ToolDeniedError",
+    timeout: "ToolTimeoutError",
+    approval_denied: "ApprovalDenied",
+    tool_held: "ToolHeldError",
+  };
   // Stacks are frames alone (see `prepareStackTrace` below), unless the guest replaced it.
   const frames = (stack) => stack;
   const SITE = /code\.js:(\d+):(\d+)/;
@@ -225,7 +321,10 @@
     if (refused !== null) return NativePromise.reject(errorObject(refused[0], refused[1], site));
     const id = ++nextCallId;
     let resolve, reject;
-    const promise = new NativePromise((yes, no) => { resolve = yes; reject = no; });
+    const promise = new NativePromise((yes, no) => {
+      resolve = yes;
+      reject = no;
+    });
     pending[id] = { resolve, reject, site, map, bytes: json.length };
     pendingArgsBytes += json.length;
     queue[queueTail++] = { id, tool: isTool, index, args: json, site: at };
@@ -258,8 +357,10 @@
       const c = text.charCodeAt(i);
       if (c < 0x80) n += 1;
       else if (c < 0x800) n += 2;
-      else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) { n += 4; i++; }
-      else n += 3;
+      else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+        n += 4;
+        i++;
+      } else n += 3;
     }
     return n;
   };
@@ -277,7 +378,10 @@
     if (dropped === null) dropped = { lines: 0, bytes: 0, tail: [], tailBytes: 0 };
     dropped.lines++;
     dropped.bytes += bytes;
-    const kept = text.length > TAIL_LINE_BYTES ? apply(stringSlice, text, [0, TAIL_LINE_BYTES / 2]) + " … " + apply(stringSlice, text, [text.length - TAIL_LINE_BYTES / 2]) : text;
+    const kept = text.length > TAIL_LINE_BYTES
+      ? apply(stringSlice, text, [0, TAIL_LINE_BYTES / 2]) + " … " +
+        apply(stringSlice, text, [text.length - TAIL_LINE_BYTES / 2])
+      : text;
     dropped.tail[dropped.tail.length] = [lvl, kept];
     dropped.tailBytes += kept.length;
     while (dropped.tail.length > TAIL_LINES || dropped.tailBytes > TAIL_BYTES) {
@@ -291,12 +395,20 @@
   const sendDroppedLogs = () => {
     if (dropped === null) return;
     const shown = dropped.tail.length;
-    send({ t: "log", level: "warn", message: `[${dropped.lines - shown} log lines (${dropped.bytes} bytes) past the log limits (${limits.max_log_lines} lines, ${limits.max_log_bytes} bytes) were dropped; the last ${shown} follow]` });
+    send({
+      t: "log",
+      level: "warn",
+      message: `[${
+        dropped.lines - shown
+      } log lines (${dropped.bytes} bytes) past the log limits (${limits.max_log_lines} lines, ${limits.max_log_bytes} bytes) were dropped; the last ${shown} follow]`,
+    });
     for (let i = 0; i < shown; i++) send({ t: "log", level: dropped.tail[i][0], message: dropped.tail[i][1] });
     dropped = null;
   };
   const setTimer = (ms, callback) => {
-    if (timerCount >= limits.max_timers) throw new RangeErrorCtor(`too many pending timers (limit ${limits.max_timers})`);
+    if (timerCount >= limits.max_timers) {
+      throw new RangeErrorCtor(`too many pending timers (limit ${limits.max_timers})`);
+    }
     const id = ++timersMade;
     const delay = isFiniteNumber(ms) ? mathMin(mathMax(0, ms), 86400000) : 0;
     timerCount++;
@@ -307,7 +419,9 @@
       try {
         callback();
       } catch (error) {
-        const message = error !== null && typeof error === "object" && "message" in error ? `${error.name || "Error"}: ${error.message}` : StringCtor(error);
+        const message = error !== null && typeof error === "object" && "message" in error
+          ? `${error.name || "Error"}: ${error.message}`
+          : StringCtor(error);
         send({ t: "log", level: "error", message: `uncaught error in a setTimeout callback: ${message}` });
       }
       scheduleStallCheck();
@@ -330,14 +444,30 @@
     return out;
   };
   const parseUrl = (href, base) => {
-    const text = across(hostUrl, base === null || base === undefined ? [StringCtor(href)] : [StringCtor(href), StringCtor(base)]);
+    const text = across(
+      hostUrl,
+      base === null || base === undefined ? [StringCtor(href)] : [StringCtor(href), StringCtor(base)],
+    );
     if (typeof text !== "string" || text[0] === "!") {
-      throw new TypeErrorCtor(`Invalid URL ${stringifyJson(href)}: ${typeof text === "string" ? apply(stringSlice, text, [1]) : "unreadable"}`);
+      throw new TypeErrorCtor(
+        `Invalid URL ${stringifyJson(href)}: ${
+          typeof text === "string" ? apply(stringSlice, text, [1]) : "unreadable"
+        }`,
+      );
     }
     const p = parseJson(text);
     return {
-      href: p[0], origin: p[1], protocol: p[2], username: p[3], password: p[4],
-      host: p[5], hostname: p[6], port: p[7], pathname: p[8], search: p[9], hash: p[10],
+      href: p[0],
+      origin: p[1],
+      protocol: p[2],
+      username: p[3],
+      password: p[4],
+      host: p[5],
+      hostname: p[6],
+      port: p[7],
+      pathname: p[8],
+      search: p[9],
+      hash: p[10],
     };
   };
   const toolsOf = (b) => {
@@ -377,7 +507,9 @@
         const site = sites[i];
         if (site.getScriptNameOrSourceURL() !== "code.js") continue;
         const name = site.getFunctionName();
-        out += `    at ${name && name !== "eval" ? name : "<anonymous>"} (code.js:${site.getLineNumber()}:${site.getColumnNumber()})\n`;
+        out += `    at ${
+          name && name !== "eval" ? name : "<anonymous>"
+        } (code.js:${site.getLineNumber()}:${site.getColumnNumber()})\n`;
       }
       return out;
     },
@@ -385,145 +517,26 @@
     enumerable: false,
     configurable: true,
   });
-  // ---- memory outside the heap ---------------------------------------------------------
-  // V8 keeps the bytes of an ArrayBuffer outside the heap its limit bounds, so every way the
-  // guest can make one is charged here against the execution's memory limit, and credited
-  // back when the buffer is collected. (QuickJS counts them in its heap.)
-  let external = 0;
-  const collected = new FinalizationRegistry((bytes) => { external -= bytes; });
-  const register = FinalizationRegistry.prototype.register;
-  const refuse = (bytes) => {
-    throw new RangeErrorCtor(`out of memory: an ArrayBuffer of ${bytes} bytes would take the execution past its ${limits.memory_bytes / 1048576 | 0} MiB limit`);
-  };
-  const chargeBytes = (made, bytes) => {
-    if (external + bytes > limits.memory_bytes) refuse(bytes);
-    external += bytes;
-    if (bytes > 0) apply(register, collected, [made, bytes]);
-    return made;
-  };
-  const sharedByteLengthOf = Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, "byteLength").get;
-  const charge = (buffer) => chargeBytes(buffer, apply(byteLengthGetter, buffer, []));
-  const byteLengthGetter = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength").get;
-  const TypedArrayProto = Object.getPrototypeOf(Uint8Array.prototype);
-  const bufferOf = Object.getOwnPropertyDescriptor(TypedArrayProto, "buffer").get;
-  const ReflectConstruct = Reflect.construct;
-  // What a buffer would hold before it is made: refused early, so no huge buffer is made only
-  // to be refused.
-  const wouldHold = (elements, perElement) => {
-    const n = Number(elements);
-    return isFiniteNumber(n) && n > 0 ? n * perElement : 0;
-  };
-  const guardConstructor = (name, perElement) => {
-    const Native = G[name];
-    if (typeof Native !== "function") return;
-    G[name] = new Proxy(Native, {
-      __proto__: null,
-      construct(target, args, newTarget) {
-        const first = args[0];
-        if (typeof first === "number" || typeof first === "bigint" || typeof first === "string") {
-          const bytes = wouldHold(first, perElement);
-          if (external + bytes > limits.memory_bytes) refuse(bytes);
-        }
-        const made = apply(ReflectConstruct, null, [target, args, newTarget]);
-        if (name === "ArrayBuffer") return charge(made);
-        // Nothing can share it (no worker, no `postMessage`): it is charged as a buffer is.
-        if (name === "SharedArrayBuffer") return chargeBytes(made, apply(sharedByteLengthOf, made, []));
-        const buffer = apply(bufferOf, made, []);
-        // A view over a buffer the guest already holds makes no new bytes.
-        if (first !== null && typeof first === "object" && (apply(isArrayBuffer, null, [first]) || first === buffer)) return made;
-        charge(buffer);
-        return made;
-      },
-    });
-  };
-  const isArrayBuffer = (value) => {
-    try {
-      apply(byteLengthGetter, value, []);
-      return true;
-    } catch (_) {
-      return false;
-    }
-  };
-  guardConstructor("ArrayBuffer", 1);
-  guardConstructor("SharedArrayBuffer", 1);
-  for (const [name, size] of [["Int8Array", 1], ["Uint8Array", 1], ["Uint8ClampedArray", 1], ["Int16Array", 2], ["Uint16Array", 2], ["Int32Array", 4], ["Uint32Array", 4], ["Float32Array", 4], ["Float64Array", 8], ["BigInt64Array", 8], ["BigUint64Array", 8]]) {
-    guardConstructor(name, size);
-  }
-  // The methods that make a new buffer from an existing one.
-  const guardMethod = (proto, name, bufferOfResult) => {
-    const native = proto[name];
-    if (typeof native !== "function") return;
-    defineProperty(proto, name, {
-      __proto__: null,
-      value: { [name](...args) { const made = apply(native, this, args); charge(bufferOfResult(made)); return made; } }[name],
-      writable: true,
-      enumerable: false,
-      configurable: true,
-    });
-  };
-  for (const name of ["slice", "transfer", "transferToFixedLength"]) guardMethod(ArrayBuffer.prototype, name, (made) => made);
-  for (const name of ["slice", "map", "filter", "toReversed", "toSorted", "with"]) guardMethod(TypedArrayProto, name, (made) => apply(bufferOf, made, []));
-  // A cleanup callback runs when the collector gets to it, which may be after this execution
-  // ended, while the isolate serves the next: the guest's run only while its execution does.
-  const guardedRegistry = new ProxyCtor(FinalizationRegistry, {
+  // ---- the guards: memory outside the heap, no modules (`guards.js`) ---------------------
+  const primordials = {
     __proto__: null,
-    construct(target, args, newTarget) {
-      const callback = args[0];
-      const gated = typeof callback === "function" ? [(held) => { if (!finished) apply(callback, undefined, [held]); }] : args;
-      return construct(target, gated, newTarget === guardedRegistry ? target : newTarget);
-    },
-  });
-  G.FinalizationRegistry = guardedRegistry;
-  defineProperty(FinalizationRegistry.prototype, "constructor", { __proto__: null, value: guardedRegistry, writable: true, enumerable: false, configurable: true });
-  // ---- no modules -----------------------------------------------------------------------
-  // QuickJS's engine refuses every `import()` in its module loader. Deno's would load `node:`
-  // built-ins and `data:` modules, and offers no hook, so the source of every script is checked
-  // before V8 compiles it: the run's code here, and what `eval` and the `Function` constructors
-  // are given (replaced by proxies that check first, so an `eval` here is always indirect). A
-  // script whose text has the word `import` before `(`, with only spaces and comments between
-  // (every form a script may have: `/* */`, `//`, and Annex B's `<!--` and `-->`), is refused as
-  // a whole, where QuickJS would refuse the call when it runs; so is such text in a string, and
-  // a method named `import` (`x.import(`: no `.` exempts it, or `...import(` would pass).
-  const IMPORT_CALL = /(?:^|[^\w$])import(?:\s|\/\*[\s\S]*?\*\/|(?:\/\/|<!--|-->)[^\n\r\u2028\u2029]*)*\(/;
-  const refuseImport = (source) => {
-    if (typeof source === "string" && apply(regexpExec, IMPORT_CALL, [source]) !== null) {
-      // `texts` came with the run, before any of its code.
-      throw new TypeErrorCtor(texts.noModules);
-    }
+    apply,
+    defineProperty,
+    getPrototypeOf,
+    ProxyCtor,
+    RangeErrorCtor,
+    TypeErrorCtor,
+    isFiniteNumber,
+    StringCtor,
+    regexpExec,
+    indirectEval,
+    parseJson,
+    stringifyJson,
+    toWellFormed,
+    stringSlice,
   };
-  const construct = Reflect.construct;
-  // A constructor turns each argument into text itself, which an object's `toString` may answer
-  // differently each time: each is made text once here, checked, and that text passed on.
-  // `eval` evaluates only a string, and gives anything else back as it is.
-  const checkedSources = (args, isEval) => {
-    if (isEval) {
-      refuseImport(args[0]);
-      return args;
-    }
-    const sources = [];
-    for (let i = 0; i < args.length; i++) {
-      sources[i] = StringCtor(args[i]);
-      refuseImport(sources[i]);
-    }
-    return sources;
-  };
-  const checked = (native, isEval = false) => new ProxyCtor(native, {
-    __proto__: null,
-    apply(target, self, args) {
-      return apply(target, self, checkedSources(args, isEval));
-    },
-    construct(target, args, newTarget) {
-      return construct(target, checkedSources(args, isEval), newTarget === checkedFunction ? target : newTarget);
-    },
-  });
-  const checkedFunction = checked(Function);
-  G.Function = checkedFunction;
-  defineProperty(Function.prototype, "constructor", { __proto__: null, value: checkedFunction, writable: true, enumerable: false, configurable: true });
-  for (const sample of [async function () {}, function* () {}, async function* () {}]) {
-    const proto = getPrototypeOf(sample);
-    defineProperty(proto, "constructor", { __proto__: null, value: checked(proto.constructor), writable: true, enumerable: false, configurable: true });
-  }
-  G.eval = checked(indirectEval, true);
+  guardBuffers(G, primordials, () => limits.memory_bytes, () => finished);
+  const refuseImport = guardModules(G, primordials, () => texts.noModules);
   const bind = preambleFactory(natives);
   // The texts the limits say, sent by the host with the first run (see `main.js`).
   let texts = null;
@@ -545,82 +558,8 @@
     }
     return null;
   };
-  const STACK_OVERFLOW = /maximum call stack|stack overflow/i;
-  const OUT_OF_MEMORY = /^out of memory|array buffer allocation failed/i;
-  // V8's words for the common faults, said as QuickJS says them, so the message a model reads
-  // is the same on both engines (display text only: the host matches on the fault below). The
-  // code itself, catching an error, sees V8's own words.
-  const QUICKJS_WORDS = [
-    [/^Cannot read properties of (undefined|null) \(reading '(.*)'\)$/s, (m) => `cannot read property '${m[2]}' of ${m[1]}`],
-    [/^Cannot set properties of (undefined|null) \(setting '(.*)'\)$/s, (m) => `cannot set property '${m[2]}' of ${m[1]}`],
-    [/^Cannot access '(.*)' before initialization$/s, (m) => `${m[1]} is not initialized`],
-    [/^.* is not a function$/s, () => "not a function"],
-    [/^.* is not iterable.*$/s, () => "not an object"],
-  ];
-  const inQuickjsWords = (name, message) => {
-    if (name !== "TypeError" && name !== "ReferenceError") return message;
-    for (let i = 0; i < QUICKJS_WORDS.length; i++) {
-      const found = apply(regexpExec, QUICKJS_WORDS[i][0], [message]);
-      if (found !== null) return QUICKJS_WORDS[i][1](found);
-    }
-    return message;
-  };
-  // The fault V8's words name (see `wire/fault.rs`), read here where V8 raised it.
-  const V8_FAULTS = [
-    ["ReferenceError", /^no tool named ("(?:[^"\\]|\\.)*")/s, (m) => { let name; try { name = parseJson(m[1]); } catch (_) { name = m[1]; } return { fault: "no_such_tool", name }; }],
-    ["ReferenceError", /^(.*) is not defined$/s, (m) => ({ fault: "not_defined", name: m[1] })],
-    ["ReferenceError", /^Cannot access '(.*)' before initialization$/s, (m) => ({ fault: "not_initialized", name: m[1] })],
-    ["TypeError", /^Cannot read properties of (undefined|null) \(reading '(.*)'\)$/s, (m) => ({ fault: "nullish_read", property: m[2], of: m[1] })],
-    ["TypeError", /^Cannot set properties of (undefined|null) \(setting '(.*)'\)$/s, (m) => ({ fault: "nullish_write", property: m[2], of: m[1] })],
-    ["TypeError", /^.* is not a function$/s, () => ({ fault: "not_a_function" })],
-    ["TypeError", /^.* is not iterable.*$/s, () => ({ fault: "not_iterable" })],
-  ];
-  const faultOf = (name, message) => {
-    for (let i = 0; i < V8_FAULTS.length; i++) {
-      if (V8_FAULTS[i][0] !== name) continue;
-      const found = apply(regexpExec, V8_FAULTS[i][1], [message]);
-      if (found !== null) return V8_FAULTS[i][2](found);
-    }
-    return null;
-  };
-  const guestError = (error) => {
-    if (error !== null && (typeof error === "object" || typeof error === "function")) {
-      let name = "Error", message = "", stack = "", kind = null;
-      try { name = StringCtor(error.name === undefined ? "Error" : error.name); } catch (_) { /* a throwing getter */ }
-      try { message = StringCtor(error.message === undefined ? "" : error.message); } catch (_) { /* a throwing getter */ }
-      try { stack = typeof error.stack === "string" ? frames(error.stack) : ""; } catch (_) { /* a throwing getter */ }
-      try { if (typeof error.callerStack === "string") stack += error.callerStack; } catch (_) { /* a throwing getter */ }
-      let callKind = null;
-      try { callKind = typeof error.kind === "string" ? error.kind : null; } catch (_) { /* a throwing getter */ }
-      if (apply(regexpExec, STACK_OVERFLOW, [message]) !== null) kind = "stack";
-      else if (apply(regexpExec, OUT_OF_MEMORY, [message]) !== null) kind = "memory";
-      else if (callKind === "tool_denied" || callKind === "approval_denied") kind = "tool_denied";
-      else if (callKind === "memory") kind = "memory";
-      else if (callKind === "tool_held") kind = "tool_held";
-      else if (callKind === "tool_failed" || callKind === "timeout" || callKind === "cancelled" || callKind === "internal") kind = "tool_failed";
-      let fault = null;
-      if (kind === null && callKind === null) {
-        fault = faultOf(name, message);
-        message = inQuickjsWords(name, message);
-      }
-      const out = { kind, name: bounded(name, 256), message: bounded(message, texts.maxErrorMessage), stack: bounded(stack, texts.maxErrorStack) };
-      if (fault !== null) out.fault = boundedFault(fault);
-      return out;
-    }
-    let text;
-    try { text = stringifyJson(error); } catch (_) { text = undefined; }
-    if (text === undefined) text = "a non-Error value";
-    return { kind: null, name: "Error", message: bounded(`uncaught ${text}`, texts.maxErrorMessage), stack: "" };
-  };
-  const boundedFault = (fault) => {
-    if (typeof fault.name === "string") fault.name = bounded(fault.name, 256);
-    if (typeof fault.property === "string") fault.property = bounded(fault.property, 256);
-    return fault;
-  };
-  const bounded = (text, max) => {
-    const t = apply(toWellFormed, text, []);
-    return t.length > max ? apply(stringSlice, t, [0, max]) : t;
-  };
+  // ---- what a thrown value becomes (`errors.js`) ------------------------------------------
+  const { guestError } = errorReports(primordials, frames, () => texts);
   const finish = (outcome) => {
     if (finished) return;
     finished = true;
@@ -632,7 +571,15 @@
   const settleRun = (value) => {
     const where = promiseIn(value);
     if (where !== null) {
-      return finish({ err: { kind: null, name: "TypeError", message: `${texts.promiseInResult} ${where}: a call (or other async work) that was not awaited, so its value is not there yet`, stack: "" } });
+      return finish({
+        err: {
+          kind: null,
+          name: "TypeError",
+          message:
+            `${texts.promiseInResult} ${where}: a call (or other async work) that was not awaited, so its value is not there yet`,
+          stack: "",
+        },
+      });
     }
     if (value === undefined) return finish({ ok: "null" });
     let json;
@@ -681,7 +628,15 @@
         idleChecks++;
         if (idleChecks < 3) return scheduleStallCheck(true);
         if (heapAtFirstCheck >= 0.75 * limits.memory_bytes) return finish({ err: outOfMemory() });
-        finish({ err: { kind: null, name: "Error", message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)", stack: "" } });
+        finish({
+          err: {
+            kind: null,
+            name: "Error",
+            message:
+              "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)",
+            stack: "",
+          },
+        });
       }
     }, 0);
   };
@@ -703,9 +658,22 @@
     const pairs = [];
     for (let i = 0; i < backends.length; i++) pairs[i] = [backends[i].name, backends[i].js];
     try {
-      bind(pairs, message.hostFunctions, message.context === null ? undefined : message.context, message.mode === "Tool", env);
+      bind(
+        pairs,
+        message.hostFunctions,
+        message.context === null ? undefined : message.context,
+        message.mode === "Tool",
+        env,
+      );
     } catch (error) {
-      return finish({ err: { kind: "internal", name: "InternalError", message: `preamble failed: ${guestError(error).message}`, stack: "" } });
+      return finish({
+        err: {
+          kind: "internal",
+          name: "InternalError",
+          message: `preamble failed: ${guestError(error).message}`,
+          stack: "",
+        },
+      });
     }
     let promise;
     try {
@@ -732,7 +700,9 @@
       try {
         value = parseJson(message.ok);
       } catch (error) {
-        settlers.reject(errorObject("tool_failed", `the call's result is not valid JSON: ${error.message}`, settlers.site));
+        settlers.reject(
+          errorObject("tool_failed", `the call's result is not valid JSON: ${error.message}`, settlers.site),
+        );
         return scheduleStallCheck();
       }
       if (typeof settlers.map === "function") {
@@ -755,8 +725,19 @@
     maxErrorStack: t.max_error_stack,
     promiseInResult: t.promise_in_result,
     noModules: t.no_modules,
-    argumentsTooLarge: (name, bytes, max) => fill(t.arguments_too_large, { name, bytes, max, max_mib: max % 1048576 === 0 ? `${max / 1048576} MiB` : `${(max / 1048576).toFixed(1)} MiB` }),
-    outputLimit: (bytes, max) => ({ kind: "output_limit", name: "OutputLimitError", message: fill(t.output_limit, { bytes, max }), stack: "" }),
+    argumentsTooLarge: (name, bytes, max) =>
+      fill(t.arguments_too_large, {
+        name,
+        bytes,
+        max,
+        max_mib: max % 1048576 === 0 ? `${max / 1048576} MiB` : `${(max / 1048576).toFixed(1)} MiB`,
+      }),
+    outputLimit: (bytes, max) => ({
+      kind: "output_limit",
+      name: "OutputLimitError",
+      message: fill(t.output_limit, { bytes, max }),
+      stack: "",
+    }),
   });
   const fill = (template, values) => {
     let out = template;
@@ -786,7 +767,9 @@
       }
     } catch (error) {
       let text = "a non-Error value";
-      try { text = `${error.name}: ${error.message}`; } catch (_) { /* a throwing getter */ }
+      try {
+        text = `${error.name}: ${error.message}`;
+      } catch (_) { /* a throwing getter */ }
       finish({ err: { kind: "internal", name: "InternalError", message: `the V8 guest failed: ${text}`, stack: "" } });
     }
   };

@@ -23,13 +23,18 @@ const [protectionsJson, textsJson, heapMbText, preambleSource, webSource, guestS
 const HEAP_MB = Math.max(16, Number(heapMbText) || 64);
 const protections = JSON.parse(protectionsJson);
 const texts = JSON.parse(textsJson);
-const asFactory = (source) => `(function () {\n${source.replace("export default function", "return function")}\n})()`;
+// A source made of parts (`engine/sources.rs`, `v8/mod.rs`) declares each part's functions with
+// `export`, so each file lints on its own; in a function body they are plain declarations.
+const unexported = (source) => source.replace(/^export (?=function |const |class )/gm, "");
+const asFactory = (source) =>
+  `(function () {\n${unexported(source).replace("export default function", "return function")}\n})()`;
 // The guest bootstrap, run first in each execution's context: a function of the shell's
 // functions that returns the run's entry point (`guest.js`).
-const guestBootstrap = `(function (host) {\n"use strict";\nconst __SG_PREAMBLE = ${asFactory(preambleSource)};\nconst __SG_WEB = ${asFactory(webSource)};\n${guestSource}\n})`;
+const guestBootstrap = `(function (host) {\n"use strict";\nconst __SG_PREAMBLE = ${
+  asFactory(preambleSource)
+};\nconst __SG_WEB = ${asFactory(webSource)};\n${unexported(guestSource)}\n})`;
 // Each isolate's first script: the shell (`shell.js`), with the bootstrap as its text.
 const workerSource = `const __SG_GUEST = ${JSON.stringify(guestBootstrap)};\n${shellSource}`;
-
 
 // ---- frames (the codec is `frames.js`, which runs before this) ---------------------------
 const writeAll = (bytes) => {
@@ -295,8 +300,18 @@ const give = (state, entry) => {
     const memory = error && error.code === "ERR_WORKER_OUT_OF_MEMORY";
     end(state.run, {
       Err: memory
-        ? { kind: "memory", name: "InternalError", message: `out of memory: the execution used up its ${entry.heapMb} MiB heap`, stack: "" }
-        : { kind: "internal", name: "InternalError", message: `the V8 isolate failed: ${error && error.message}`, stack: "" },
+        ? {
+          kind: "memory",
+          name: "InternalError",
+          message: `out of memory: the execution used up its ${entry.heapMb} MiB heap`,
+          stack: "",
+        }
+        : {
+          kind: "internal",
+          name: "InternalError",
+          message: `the V8 isolate failed: ${error && error.message}`,
+          stack: "",
+        },
     });
   };
   entry.port.postMessage(state.message);
@@ -425,7 +440,16 @@ const startRun = (frame) => {
   }
   const heapMb = Math.max(16, Math.min(HEAP_MB, Math.ceil(limits.memory_bytes / 1048576)));
   const alone = runs.size === 0;
-  const state = { run, heapMb, isolate: null, message: null, deadline: 0, calls: 0, toGuest: new Map(), toHost: new Map() };
+  const state = {
+    run,
+    heapMb,
+    isolate: null,
+    message: null,
+    deadline: 0,
+    calls: 0,
+    toGuest: new Map(),
+    toHost: new Map(),
+  };
   runs.set(run, state);
   lastActivity = performance.now();
   // A run still waiting for an isolate at its deadline never ran: it is told so, not that
@@ -455,7 +479,14 @@ const fromGuest = (run, state, message) => {
       state.toGuest.set(id, message.id);
       state.toHost.set(message.id, id);
       state.calls++;
-      sendCall(run, id, message.tool === true, message.index >>> 0, String(message.args), Array.isArray(message.site) ? message.site : null);
+      sendCall(
+        run,
+        id,
+        message.tool === true,
+        message.index >>> 0,
+        String(message.args),
+        Array.isArray(message.site) ? message.site : null,
+      );
       break;
     }
     case "cancelCall": {
@@ -471,8 +502,15 @@ const fromGuest = (run, state, message) => {
       break;
     case "done": {
       const o = message.outcome;
-      const outcome = o && typeof o.ok === "string" ? { Ok: o.ok } : { Err: o && o.err ? o.err : { kind: "internal", name: "InternalError", message: "the run ended without an outcome", stack: "" } };
-      end(run, outcome, { memory_bytes: Math.max(0, Math.floor(Number(message.memory) || 0)), calls: message.calls >>> 0 }, true);
+      const outcome = o && typeof o.ok === "string" ? { Ok: o.ok } : {
+        Err: o && o.err
+          ? o.err
+          : { kind: "internal", name: "InternalError", message: "the run ended without an outcome", stack: "" },
+      };
+      end(run, outcome, {
+        memory_bytes: Math.max(0, Math.floor(Number(message.memory) || 0)),
+        calls: message.calls >>> 0,
+      }, true);
       break;
     }
   }

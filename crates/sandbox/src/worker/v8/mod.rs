@@ -19,6 +19,7 @@ use std::path::Path;
 
 use crate::wire::errors;
 use crate::wire::protocol::GuestError;
+use crate::worker::engine::sources::{PREAMBLE, WEB};
 
 /// The worker argument that selects the V8 engine; the next argument is the `deno` path.
 pub const V8_ARG: &str = "--v8";
@@ -28,10 +29,16 @@ pub const V8_HEAP_ARG: &str = "--v8-heap-mb";
 
 /// The worker's script: the frame codec, then the main thread that runs it on stdin and stdout.
 const MAIN: &str = concat!(include_str!("frames.js"), "\n", include_str!("main.js"));
-const GUEST: &str = include_str!("guest.js");
+/// The guest bootstrap: what a thrown value becomes and the global's guards, in front of the
+/// bootstrap that uses them.
+const GUEST: &str = concat!(
+    include_str!("errors.js"),
+    "\n",
+    include_str!("guards.js"),
+    "\n",
+    include_str!("guest.js")
+);
 const SHELL: &str = include_str!("shell.js");
-const PREAMBLE: &str = include_str!("../engine/preamble.js");
-const WEB: &str = include_str!("../engine/web.js");
 
 /// How long the host waits past a V8 execution's deadline for the worker's own answer (which
 /// names the limit that stopped it) before it gives up on it: starting isolates holds Deno's

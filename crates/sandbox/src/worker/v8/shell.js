@@ -38,7 +38,9 @@
   const bootstrap = new vm.Script(__SG_GUEST, { filename: "sandgate-guest.js" });
   // A rejection nobody handled is an event on this global, which would end the isolate unless
   // it is prevented: QuickJS ignores such a rejection, and so does this.
-  G.addEventListener("unhandledrejection", (event) => { event.preventDefault(); });
+  G.addEventListener("unhandledrejection", (event) => {
+    event.preventDefault();
+  });
 
   // The current execution's entry point into its context, or null between executions.
   let deliver = null;
@@ -73,7 +75,7 @@
     const last = queue.pop();
     if (queue.length > 0) {
       queue[0] = last;
-      for (let i = 0; ;) {
+      for (let i = 0;;) {
         const left = 2 * i + 1;
         let least = i;
         if (left < queue.length && earlier(queue[left], queue[least])) least = left;
@@ -107,7 +109,9 @@
       const { id, text } = pop();
       if (!live.delete(id)) continue;
       const entry = deliver;
-      setImmediateHere(() => { if (deliver === entry && entry !== null) call(entry, text); });
+      setImmediateHere(() => {
+        if (deliver === entry && entry !== null) call(entry, text);
+      });
     }
     arm();
   };
@@ -118,7 +122,9 @@
   };
   const host = {
     __proto__: null,
-    post: (text) => { post(StringHere(text)); },
+    post: (text) => {
+      post(StringHere(text));
+    },
     done: () => {
       deliver = null;
       dropTimers();
@@ -145,7 +151,9 @@
     // its execution's start on it).
     now: () => nowHere(),
     // Fills the guest's own Uint8Array (at most 65,536 bytes, as the web's limit).
-    random: (bytes) => { getRandomValues(bytes); },
+    random: (bytes) => {
+      getRandomValues(bytes);
+    },
     heap: (committed) => {
       const usage = memoryUsage();
       return committed ? usage.heapTotal : usage.heapUsed;
@@ -153,8 +161,22 @@
     // The parts of a URL as JSON text, or `!` and why it is not one.
     url: (href, base) => {
       try {
-        const url = base === undefined ? new NativeURL(StringHere(href)) : new NativeURL(StringHere(href), StringHere(base));
-        return stringify([url.href, url.origin, url.protocol, url.username, url.password, url.host, url.hostname, url.port, url.pathname, url.search, url.hash]);
+        const url = base === undefined
+          ? new NativeURL(StringHere(href))
+          : new NativeURL(StringHere(href), StringHere(base));
+        return stringify([
+          url.href,
+          url.origin,
+          url.protocol,
+          url.username,
+          url.password,
+          url.host,
+          url.hostname,
+          url.port,
+          url.pathname,
+          url.search,
+          url.hash,
+        ]);
       } catch (error) {
         return `!${StringHere(error && error.message)}`;
       }
@@ -176,7 +198,9 @@
     if (typeof text !== "string" || text.length === 0) return;
     const tag = text[0];
     if (tag === "p") {
-      setImmediateHere(() => { if (deliver === null) post(`{"t":"pong","heap":${memoryUsage().heapTotal}}`); });
+      setImmediateHere(() => {
+        if (deliver === null) post(`{"t":"pong","heap":${memoryUsage().heapTotal}}`);
+      });
     } else if (tag === "r" && deliver === null) {
       // An ordinary global (`DONT_CONTEXTIFY`): a contextified one forwards through
       // interceptors, which break freezing it and non-writable globals.
@@ -192,5 +216,5 @@
     }
   });
   port.start();
-  post("{\"t\":\"ready\"}");
+  post('{"t":"ready"}');
 }
