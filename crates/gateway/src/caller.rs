@@ -429,6 +429,48 @@ pub(crate) mod tests {
         }
     }
 
+    /// An HTTP request as the auth layer leaves it: `authenticated`, if its token matched.
+    fn request(authenticated: Option<Authenticated>) -> http::request::Parts {
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        if let Some(authenticated) = authenticated {
+            parts.extensions.insert(authenticated);
+        }
+        parts
+    }
+
+    #[test]
+    fn a_request_is_its_user_else_its_token_else_anonymous_and_the_audit_names_it() {
+        let profiles = Profiles::new(vec![Profile::implicit_default("sandgate.toml")]);
+        let of = |authenticated| {
+            Caller::of_http(&profiles, &request(authenticated), opentelemetry::Context::new())
+        };
+        let token = of(Some(Authenticated {
+            profile: "default".into(),
+            name: "ci".into(),
+            digest: [1; 32],
+            user: None,
+            grant: None,
+        }));
+        assert_eq!(token.principal, Principal::Token("ci".into()));
+        assert_eq!((token.user(), token.name.as_deref()), (None, Some("ci")));
+        // A user is its digest, never the words the audit log names it by.
+        let user = of(Some(Authenticated {
+            profile: "default".into(),
+            name: "ada at https://id.example".into(),
+            digest: [2; 32],
+            user: Some([2; 32]),
+            grant: None,
+        }));
+        let id = sandgate_identity::user_id_of(&[2; 32]);
+        assert_eq!(user.principal, Principal::User(id.clone()));
+        assert_eq!(user.user(), Some(id.as_str()));
+        assert_eq!(user.name.as_deref(), Some("ada at https://id.example"));
+        assert_eq!(user.owner, Owner::User(id));
+        let anonymous = of(None);
+        assert_eq!((anonymous.principal, anonymous.name), (Principal::Anonymous, None));
+        assert_eq!(Caller::local(&profiles).principal, Principal::Local);
+    }
+
     #[test]
     fn each_caller_and_profile_has_its_own_keys() {
         let one = Owner::Session(fnv_hex(b"session-one"));

@@ -438,11 +438,6 @@ const TWO_FILE_CIRCLES: &[(&str, &str, &str)] = &[
         "a question's answer resumes the call the handler parked",
     ),
     (
-        "gateway/src/stored/mod.rs",
-        "gateway/src/stored/register.rs",
-        "the stored-tools backend name and the check of a registration",
-    ),
-    (
         "output/src/chunk.rs",
         "output/src/fit.rs",
         "chunking and fitting share the record-identity fields",

@@ -10,7 +10,8 @@ use sandgate_catalog::{Catalog, ToolRef};
 use sandgate_policy::{Access, FsRoot, Grant, HostPattern, NetGrant, Profile, ToolName};
 use sandgate_sandbox::tool_file;
 
-use super::meta::Meta;
+use crate::stored::loaded::BACKEND;
+use crate::stored::meta::Meta;
 
 /// Longest tool file accepted.
 pub const MAX_TOOL_BYTES: usize = 256 * 1024;
@@ -240,7 +241,7 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         .cloned()
         .collect();
     Access::new(Arc::new(Profile {
-        name: ToolRef::new(super::BACKEND, name).to_string(),
+        name: ToolRef::new(BACKEND, name).to_string(),
         key: format!(
             "the stored tool user.{name} (meta.capabilities, owned by profile `{}`)",
             profile.name
@@ -272,7 +273,7 @@ fn sees_written(access: &Access, written: &str) -> bool {
 
 /// Whether `written` names the stored tool `name` itself.
 fn is_itself(written: &str, name: &str) -> bool {
-    ToolRef::parse(written) == Some(ToolRef::new(super::BACKEND, name))
+    ToolRef::parse(written) == Some(ToolRef::new(BACKEND, name))
 }
 
 #[cfg(test)]

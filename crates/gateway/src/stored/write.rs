@@ -10,7 +10,7 @@ use sandgate_store::StoreHandle;
 
 use crate::caller::Caller;
 use crate::error::GatewayError;
-use crate::stored::owner_of;
+use crate::stored::owner::owner_of;
 use crate::stored::register::check;
 
 /// Who registers a stored tool.
