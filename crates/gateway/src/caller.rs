@@ -442,7 +442,11 @@ pub(crate) mod tests {
     fn a_request_is_its_user_else_its_token_else_anonymous_and_the_audit_names_it() {
         let profiles = Profiles::new(vec![Profile::implicit_default("sandgate.toml")]);
         let of = |authenticated| {
-            Caller::of_http(&profiles, &request(authenticated), opentelemetry::Context::new())
+            Caller::of_http(
+                &profiles,
+                &request(authenticated),
+                opentelemetry::Context::new(),
+            )
         };
         let token = of(Some(Authenticated {
             profile: "default".into(),
@@ -467,7 +471,10 @@ pub(crate) mod tests {
         assert_eq!(user.name.as_deref(), Some("ada at https://id.example"));
         assert_eq!(user.owner, Owner::User(id));
         let anonymous = of(None);
-        assert_eq!((anonymous.principal, anonymous.name), (Principal::Anonymous, None));
+        assert_eq!(
+            (anonymous.principal, anonymous.name),
+            (Principal::Anonymous, None)
+        );
         assert_eq!(Caller::local(&profiles).principal, Principal::Local);
     }
 
