@@ -218,11 +218,11 @@ impl Caller {
         let user: Option<String> = authenticated
             .and_then(|a| a.user)
             .map(|digest| sandgate_identity::user_id_of(&digest));
+        // A user comes before its token's name (`Principal::proved`), so a user's audit name is
+        // never taken for a token.
         let principal = Principal::proved(
             user.as_deref(),
-            authenticated
-                .filter(|a| a.user.is_none())
-                .map(|a| a.name.as_str()),
+            authenticated.map(|a| a.name.as_str()),
             false,
         );
         Caller {
