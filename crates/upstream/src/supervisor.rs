@@ -280,6 +280,7 @@ async fn run_once(
     };
 
     let mut child = None;
+    let mut stderr_read = None;
     let mut direct = None;
     let connecting = match &config.transport {
         Transport::Stdio { command, .. } => {
@@ -301,6 +302,7 @@ async fn run_once(
                 }
             })?;
             child = Some(spawned.child);
+            stderr_read = Some(spawned.stderr_read);
             let (mut writer, mut incoming) = (spawned.writer, spawned.incoming);
             let waiting = spawned.waiting;
             // One bound for the whole handshake, the era probe included (see `era`).
@@ -356,7 +358,7 @@ async fn run_once(
         Ok(Err(e)) => {
             let reason =
                 with_exit_status(format!("the MCP handshake failed: {e}"), &mut child).await;
-            if child.is_some() && refused_as_its_own_backend(backend).await {
+            if child.is_some() && refused_as_its_own_backend(backend, stderr_read).await {
                 return Err(Down::Fatal(format!(
                     "this entry starts sandgate itself (through `{}`), and a gateway cannot be its own backend: each copy would start another. Remove the entry, or point your MCP client at sandgate instead of listing sandgate in its config",
                     match &config.transport {
@@ -476,20 +478,26 @@ async fn wait_child(child: &mut Option<ChildGroup>) -> String {
 }
 
 /// Whether the child that failed its handshake was a sandgate that refused to run as a backend
-/// of this one (it said so on stderr, which is read on its own task: give the line a moment).
-async fn refused_as_its_own_backend(backend: &Backend) -> bool {
-    for _ in 0..10 {
-        let said = backend.stderr.snapshot();
-        if said
-            .iter()
-            .any(|line| line.contains(crate::escapees::SELF_AS_BACKEND))
-        {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// of this one. It says so on stderr, which is read on its own task: the answer waits for that
+/// task to read stderr to its end (the refusing copy exits at once), at most
+/// [`STDERR_END_WAIT`] for a child that keeps stderr open. Polling the ring for a fixed moment
+/// missed the line on a loaded machine, and the entry was then retried, starting a second copy.
+async fn refused_as_its_own_backend(
+    backend: &Backend,
+    stderr_read: Option<tokio::task::JoinHandle<()>>,
+) -> bool {
+    if let Some(read) = stderr_read {
+        let _ = timeout(STDERR_END_WAIT, read).await;
     }
-    false
+    backend
+        .stderr
+        .snapshot()
+        .iter()
+        .any(|line| line.contains(crate::escapees::SELF_AS_BACKEND))
 }
+
+/// How long a failed handshake waits for the child's stderr to end before judging its reason.
+const STDERR_END_WAIT: Duration = Duration::from_secs(3);
 
 /// Adds the child's exit status to a message, if it exits promptly.
 async fn with_exit_status(message: String, child: &mut Option<ChildGroup>) -> String {

@@ -62,6 +62,9 @@ pub(crate) struct StdioChild {
     pub writer: ChildStdin,
     /// The direct tool calls waiting for the inspector to hand them their answers.
     pub waiting: Arc<Waiting>,
+    /// Ends when the child's stderr has been read to its end (it closed it, or exited), so a
+    /// reason it wrote before exiting is in the ring by then.
+    pub stderr_read: tokio::task::JoinHandle<()>,
 }
 
 /// Spawns a stdio backend with a clean environment and wires up its stdout filter and stderr
@@ -104,7 +107,8 @@ pub(crate) fn spawn_stdio(
         ));
     };
     let name = config.name.clone();
-    tokio::spawn(async move { crate::stderr::pump(stderr, &name, stderr_ring).await });
+    let stderr_read =
+        tokio::spawn(async move { crate::stderr::pump(stderr, &name, stderr_ring).await });
     let (inspected, incoming) = futures::channel::mpsc::channel(MESSAGES_IN_FLIGHT);
     let (name, max_bytes) = (config.name.clone(), config.bounds.max_result_bytes);
     let waiting = Waiting::new();
@@ -122,6 +126,7 @@ pub(crate) fn spawn_stdio(
         incoming,
         writer: stdin,
         waiting,
+        stderr_read,
     })
 }
 
