@@ -473,11 +473,6 @@ const TWO_FILE_CIRCLES: &[(&str, &str, &str)] = &[
         "a run's state and the native functions that act on it",
     ),
     (
-        "sandbox/src/worker/mod.rs",
-        "sandbox/src/worker/scheduler.rs",
-        "the worker's entry and its run loop",
-    ),
-    (
         "sandbox/src/worker/region/allocators.rs",
         "sandbox/src/worker/region/mod.rs",
         "the heap region and its allocators",

@@ -51,6 +51,7 @@ on_linux! {
     pub use wire::{encoding, protocol};
     pub use worker::{NO_TEMPLATE_ARG, engine, main as worker_main, region};
     pub use worker::v8::{V8_ARG, V8_KILL_GRACE};
+    pub use worker::python::PYTHON_ARG;
     use wire::limits;
     use worker::lockdown;
 

@@ -186,6 +186,7 @@ pub fn tool_error(message: String) -> ExecError {
 /// rejection is not caught.
 pub fn call_failure(failure: &CallFailure, tool: &ToolBinding) -> ExecError {
     let error = GuestError {
+        at: None,
         kind: Some(failure.kind.error_kind()),
         name: failure.kind.error_name().to_string(),
         message: failure.message.clone(),
@@ -221,6 +222,7 @@ pub fn check_output_limit(value: &Value, max_bytes: usize) -> Result<(), ExecErr
 
 fn guest_failure(name: &str, message: String, tool: Option<&ToolBinding>) -> ExecError {
     let error = GuestError {
+        at: None,
         kind: None,
         name: name.to_string(),
         message,

@@ -11,6 +11,7 @@ pub(crate) mod hints;
 pub mod nesting;
 pub mod normalize;
 pub(crate) mod pool;
+pub(crate) mod python;
 pub(crate) mod result;
 pub(crate) mod sandbox;
 pub mod single_call;

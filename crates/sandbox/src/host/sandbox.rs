@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{hints, pool::Pool, stacks, tool_file, transpile};
+use super::{hints, pool::Pool, python, stacks, tool_file, transpile};
 use crate::wire;
 use crate::{Bridge, CallRecord, wire::protocol::ErrorKind, host::result::ExecError, ExecStats, host::result::ExecutionResult, wire::limits::Limits, PoolConfig, Protections, RunMode, error::SandboxError, ToolBinding, WorkerInfo};
 
@@ -28,11 +28,12 @@ pub struct Execution {
     pub limits: Limits,
     /// A script (the default), or a stored tool's module (see [`tool_file`]).
     pub mode: RunMode,
-    /// The engine that runs it: QuickJS (the default), or V8 when the sandbox has it.
+    /// The engine that runs it: QuickJS (the default), V8 when the sandbox has it, or Monty,
+    /// which runs the code as Python.
     pub engine: Engine,
 }
 
-/// Which JavaScript engine runs an execution.
+/// Which engine runs an execution (and so which language its code is: Monty's is Python).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
@@ -41,14 +42,25 @@ pub enum Engine {
     Quickjs,
     /// V8, in Deno workers (see `worker::v8`): compiles, for heavy code.
     V8,
+    /// Monty, for Python, in sandgate's own workers (see `worker::python`).
+    Monty,
 }
 
 impl Engine {
-    /// The engine's name in the config and in `call_tool_chain` (`quickjs`, `v8`).
+    /// The engine's name in the config and in `call_tool_chain` (`quickjs`, `v8`, `monty`).
     pub fn as_str(self) -> &'static str {
         match self {
             Engine::Quickjs => "quickjs",
             Engine::V8 => "v8",
+            Engine::Monty => "monty",
+        }
+    }
+
+    /// The language of the code it runs (`typescript`, `python`), as records show it.
+    pub fn language(self) -> &'static str {
+        match self {
+            Engine::Quickjs | Engine::V8 => "typescript",
+            Engine::Monty => "python",
         }
     }
 }
@@ -59,6 +71,8 @@ pub struct Sandbox {
     pool: Arc<Pool>,
     /// The V8 engine's pool, when the embedder started one ([`Sandbox::with_v8`]).
     v8: Option<Arc<Pool>>,
+    /// The Python engine's pool, when the embedder started one ([`Sandbox::with_python`]).
+    python: Option<Arc<Pool>>,
     /// Tools the embedder's model calls outside code (sandgate's meta-tools): code that names
     /// one is told it is not callable from code. Handed over by the embedder, so no copy of
     /// the names can drift from the real list.
@@ -71,6 +85,7 @@ impl Sandbox {
         Ok(Sandbox {
             pool: Pool::start(config).await?,
             v8: None,
+            python: None,
             outside_tools: Arc::from(Vec::new()),
         })
     }
@@ -82,9 +97,26 @@ impl Sandbox {
         Ok(self)
     }
 
+    /// The same sandbox with the Python engine too: a pool of workers started with `config`
+    /// (whose arguments select Python, [`crate::PYTHON_ARG`]), for executions on
+    /// [`Engine::Monty`].
+    pub async fn with_python(mut self, config: PoolConfig) -> Result<Sandbox, SandboxError> {
+        self.python = Some(Pool::start(config).await?);
+        Ok(self)
+    }
+
     /// Whether executions can run on `engine`.
     pub fn has(&self, engine: Engine) -> bool {
-        engine == Engine::Quickjs || self.v8.is_some()
+        match engine {
+            Engine::Quickjs => true,
+            Engine::V8 => self.v8.is_some(),
+            Engine::Monty => self.python.is_some(),
+        }
+    }
+
+    /// The pools of every engine that runs.
+    fn pools(&self) -> impl Iterator<Item = &Arc<Pool>> {
+        std::iter::once(&self.pool).chain(&self.v8).chain(&self.python)
     }
 
     /// Which protections the V8 engine's workers run with, when it runs.
@@ -106,9 +138,8 @@ impl Sandbox {
 
     /// Kills the idle workers and takes no more executions: for shutting down.
     pub async fn shutdown(&self) {
-        self.pool.shutdown().await;
-        if let Some(v8) = &self.v8 {
-            v8.shutdown().await;
+        for pool in self.pools() {
+            pool.shutdown().await;
         }
     }
 
@@ -120,16 +151,12 @@ impl Sandbox {
 
     /// How many workers were killed by the deadline backstop (see [`Pool::backstop_kills`]).
     pub fn backstop_kills(&self) -> usize {
-        self.pool.backstop_kills() + self.v8.as_deref().map_or(0, Pool::backstop_kills)
+        self.pools().map(|pool| pool.backstop_kills()).sum()
     }
 
-    /// The live worker processes (of both engines) and the executions on each.
+    /// The live worker processes (of every engine) and the executions on each.
     pub fn workers(&self) -> Vec<WorkerInfo> {
-        let mut workers = self.pool.workers();
-        if let Some(v8) = &self.v8 {
-            workers.extend(v8.workers());
-        }
-        workers
+        self.pools().flat_map(|pool| pool.workers()).collect()
     }
 
     /// Runs one execution. Failures of the code are in the result, never an `Err`.
@@ -156,6 +183,16 @@ impl Sandbox {
                 execution.limits.max_code_bytes,
             ));
         }
+        if execution.engine == Engine::Monty {
+            let Some(pool) = &self.python else {
+                return python::not_running();
+            };
+            let (code, lines_before) = python::strip_fence(&execution.code);
+            let raw = pool
+                .run(code.to_string(), &Default::default(), &execution, bridge, cancelled)
+                .await;
+            return python::result(raw, lines_before, started);
+        }
         let transpiled = match execution.mode {
             RunMode::Script => transpile::transpile(&execution.code),
             RunMode::Tool => tool_file::transpile(&execution.code),
@@ -174,7 +211,7 @@ impl Sandbox {
             }
         };
         let pool = match (execution.engine, &self.v8) {
-            (Engine::Quickjs, _) => &self.pool,
+            (Engine::Quickjs | Engine::Monty, _) => &self.pool,
             (Engine::V8, Some(v8)) => v8,
             (Engine::V8, None) => {
                 return ExecutionResult::failed(ExecError {

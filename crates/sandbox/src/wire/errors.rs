@@ -15,6 +15,7 @@ pub const NOT_SENT: &str = "so the call was not sent";
 /// The guest error of an execution that ran out of time.
 pub fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
     GuestError {
+        at: None,
         kind: Some(ErrorKind::Timeout),
         name: "TimeoutError".into(),
         message: format!(
@@ -30,6 +31,7 @@ pub fn timeout_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
 /// the model looking for an endless loop).
 pub fn no_isolate_in_time_guest_error(wall_ms: u64, in_flight: u32) -> GuestError {
     GuestError {
+        at: None,
         kind: Some(ErrorKind::Busy),
         name: "BusyError".into(),
         message: format!(
@@ -43,6 +45,7 @@ pub fn no_isolate_in_time_guest_error(wall_ms: u64, in_flight: u32) -> GuestErro
 /// The guest error of a result over the raw result limit.
 pub fn output_limit_guest_error(bytes: usize, max_bytes: usize) -> GuestError {
     GuestError {
+        at: None,
         kind: Some(ErrorKind::OutputLimit),
         name: "OutputLimitError".into(),
         message: format!(
@@ -60,6 +63,7 @@ pub const CANCELLED_MESSAGE: &str =
 /// The same, as the worker reports it.
 pub fn cancelled_guest_error() -> GuestError {
     GuestError {
+        at: None,
         kind: Some(ErrorKind::Cancelled),
         name: "CancelledError".into(),
         message: CANCELLED_MESSAGE.into(),

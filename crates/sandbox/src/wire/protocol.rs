@@ -390,6 +390,10 @@ pub struct GuestError {
     /// classified it (see [`Fault`]); `None` for every other error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<Fault>,
+    /// Where in the user's own code it was raised (line, column, from 1), when the engine
+    /// knows it without a position map (Python: Monty's traceback is in the user's lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<(u32, u32)>,
 }
 
 /// Resource use of one run.

@@ -9,87 +9,18 @@
 
 pub mod engine;
 pub mod lockdown;
+mod link;
 mod parking;
+#[cfg(any(test, feature = "test-probes"))]
+pub(crate) mod probe;
+pub mod python;
 pub mod region;
 mod scheduler;
 pub mod v8;
 
-use std::cell::RefCell;
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
-use std::os::fd::AsFd;
-use std::rc::Rc;
-use std::time::{Duration, Instant};
-
-use crate::wire::protocol::{HostFrame, WorkerFrame, read_frame, write_frame};
+use crate::wire::protocol::WorkerFrame;
 use engine::{Link, SharedLink};
 use scheduler::{Runtimes, Scheduler};
-
-/// Frames over the worker's own stdin and stdout.
-struct StdioLink {
-    reader: BufReader<File>,
-    writer: BufWriter<File>,
-    /// How long to poll for a reply before sleeping (the host allows it when a core is spare).
-    reply_spin: Duration,
-}
-
-impl Link for StdioLink {
-    fn send(&mut self, frame: &WorkerFrame) -> std::io::Result<()> {
-        write_frame(&mut self.writer, frame)?;
-        self.writer.flush()
-    }
-
-    fn send_all(&mut self, frames: &[WorkerFrame]) -> std::io::Result<()> {
-        // Several calls started in one turn go out in a single write.
-        for frame in frames {
-            write_frame(&mut self.writer, frame)?;
-        }
-        self.writer.flush()
-    }
-
-    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<HostFrame>> {
-        if self.reader.buffer().is_empty()
-            && !readable(self.reader.get_ref(), self.reply_spin, timeout)?
-        {
-            return Ok(None);
-        }
-        match read_frame(&mut self.reader)? {
-            Some(frame) => Ok(Some(frame)),
-            None => Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the host closed the connection",
-            )),
-        }
-    }
-
-    fn set_reply_spin(&mut self, spin: Duration) {
-        self.reply_spin = spin;
-    }
-}
-
-/// Whether `file` has input within `timeout`, polling without sleeping for the first `spin`.
-fn readable(file: &File, spin: Duration, timeout: Duration) -> std::io::Result<bool> {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    let started = Instant::now();
-    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
-    while started.elapsed() < spin.min(timeout) {
-        match poll(&mut fds, PollTimeout::ZERO) {
-            Ok(0) | Err(nix::errno::Errno::EINTR) => std::thread::yield_now(),
-            Ok(_) => return Ok(true),
-            Err(e) => return Err(std::io::Error::from(e)),
-        }
-    }
-    let left = timeout.saturating_sub(started.elapsed());
-    let millis = PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as u64)
-        .unwrap_or(PollTimeout::MAX);
-    loop {
-        match poll(&mut fds, millis) {
-            Ok(n) => return Ok(n > 0),
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(std::io::Error::from(e)),
-        }
-    }
-}
 
 /// A worker argument that makes it build a runtime for every execution instead of copying
 /// one back from a template image (slower; for comparison and as a fallback).
@@ -102,10 +33,11 @@ pub fn main() -> i32 {
     if args.iter().any(|a| a == v8::V8_ARG) {
         return v8::launch(&args);
     }
-    let (Ok(stdin), Ok(stdout)) = (
-        std::io::stdin().as_fd().try_clone_to_owned(),
-        std::io::stdout().as_fd().try_clone_to_owned(),
-    ) else {
+    // Python on Monty (see `python`).
+    if args.iter().any(|a| a == python::PYTHON_ARG) {
+        return python::main();
+    }
+    let Some(link) = link::stdio_link() else {
         return 70;
     };
     // The heap region is reserved before the address-space limit applies; a worker without one
@@ -132,11 +64,6 @@ pub fn main() -> i32 {
         Ok(Some(snapshot)) => Runtimes::Snapshot(snapshot),
         Ok(None) | Err(_) => Runtimes::Fresh(engine::fresh().ok()),
     };
-    let link = Rc::new(RefCell::new(StdioLink {
-        reader: BufReader::with_capacity(1 << 16, File::from(stdin)),
-        writer: BufWriter::with_capacity(1 << 16, File::from(stdout)),
-        reply_spin: Duration::ZERO,
-    }));
     let template_bytes = match &runtimes {
         Runtimes::Snapshot(snapshot) => Some(snapshot.image_bytes() as u64),
         Runtimes::Fresh(_) => None,
@@ -154,36 +81,4 @@ pub fn main() -> i32 {
     }
     let shared: SharedLink = link;
     Scheduler::new(runtimes, shared).serve()
-}
-
-/// Test builds only: tries something the lockdown must forbid, from native code.
-#[cfg(any(test, feature = "test-probes"))]
-pub(crate) fn probe(what: &str) -> Result<String, String> {
-    match what {
-        "open" => std::fs::File::open("/etc/hostname")
-            .map(|_| "opened /etc/hostname".to_string())
-            .map_err(|e| e.to_string()),
-        "create" => std::fs::File::create("/tmp/sandgate-probe")
-            .map(|_| "created a file".to_string())
-            .map_err(|e| e.to_string()),
-        "socket" => std::net::TcpStream::connect("127.0.0.1:9")
-            .map(|_| "connected".to_string())
-            .map_err(|e| e.to_string()),
-        "udp" => std::net::UdpSocket::bind("127.0.0.1:0")
-            .map(|_| "bound a UDP socket".to_string())
-            .map_err(|e| e.to_string()),
-        "exec" => std::process::Command::new("/bin/true")
-            .status()
-            .map(|s| format!("ran /bin/true: {s}"))
-            .map_err(|e| e.to_string()),
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the lockdown probe looks for any environment the worker should not have"
-        )]
-        "env" => match std::env::vars_os().next() {
-            Some((k, _)) => Ok(format!("saw {k:?}")),
-            None => Err("the environment is empty".into()),
-        },
-        other => Err(format!("unknown probe {other}")),
-    }
 }

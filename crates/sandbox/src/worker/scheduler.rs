@@ -173,7 +173,7 @@ impl Scheduler {
                 .link
                 .borrow_mut()
                 .send(&WorkerFrame::ProbeResult {
-                    outcome: crate::worker::probe(&what),
+                    outcome: crate::worker::probe::probe(&what),
                 })
                 .map_err(|_| 73),
         }
@@ -390,6 +390,7 @@ fn busy(run: u64, held: usize) -> WorkerFrame {
     WorkerFrame::Done {
         run,
         outcome: Err(GuestError {
+            at: None,
             kind: Some(ErrorKind::Busy),
             name: "BusyError".into(),
             message: format!(
@@ -407,6 +408,7 @@ fn busy(run: u64, held: usize) -> WorkerFrame {
 /// The error of an execution ended because the worker had no memory to park it.
 fn out_of_room(held: usize) -> GuestError {
     GuestError {
+        at: None,
         kind: Some(ErrorKind::Memory),
         name: "InternalError".into(),
         message: format!(

@@ -29,7 +29,7 @@
 mod bridge;
 mod drive;
 mod handle;
-mod raw_run;
+pub(crate) mod raw_run;
 pub(crate) mod output;
 mod stderr;
 

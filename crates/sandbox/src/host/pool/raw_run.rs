@@ -24,6 +24,7 @@ impl RawRun {
         trace: Vec<CallRecord>,
     ) -> RawRun {
         let error = GuestError {
+            at: None,
             kind: Some(kind),
             name: name.into(),
             message,

@@ -256,6 +256,7 @@ pub fn fresh() -> Result<Fresh, String> {
 
 fn internal(message: String) -> GuestError {
     GuestError {
+        at: None,
         kind: Some(ErrorKind::Internal),
         name: "InternalError".into(),
         message,
@@ -441,6 +442,7 @@ fn serialize<'js>(
     };
     if let Some(path) = promise_in(&value) {
         return Err(GuestError {
+            at: None,
             kind: None,
             name: "TypeError".into(),
             message: format!(
@@ -546,6 +548,7 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: Ends) -> Gues
         .then(|| fault::classify(&name, &message))
         .flatten();
     GuestError {
+        at: None,
         kind,
         name,
         message,

@@ -301,6 +301,7 @@ fn stalled(state: &Shared, limits: crate::wire::limits::Limits) -> GuestError {
     // rejection with it; a nearly full heap says that is what happened.
     if used.memory_bytes as f64 >= 0.75 * limits.memory_bytes as f64 {
         GuestError {
+            at: None,
             kind: Some(ErrorKind::Memory),
             name: "InternalError".into(),
             message: format!(
@@ -312,6 +313,7 @@ fn stalled(state: &Shared, limits: crate::wire::limits::Limits) -> GuestError {
         }
     } else {
         GuestError {
+            at: None,
             kind: None,
             name: "Error".into(),
             message: "the script is waiting for something that can never happen: no tool call or timer is pending, but the result is not settled (an await on a promise nobody resolves, or a promise chain broken by running out of memory?)".into(),

@@ -1,0 +1,565 @@
+//! One Python execution: Monty driven from pause to pause.
+//!
+//! Between frames a run is either finished or waiting on its tools, and a waiting run is
+//! Monty's `ResolveFutures` value: the whole interpreter, owned, holding no thread. Every other
+//! pause is answered at once: a name the code reaches for (a backend becomes a host object), a
+//! tool call (it leaves as a frame, and the code goes on with a pending future), an OS call
+//! (refused: files, the network and the clock are the gateway's to give).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use monty::{FunctionCall, MontyRun, NameLookup, ResolveFutures, RunProgress};
+use monty_types::{
+    CompileOptions, DictPairs, ExcType, ExtFunctionResult, MontyClassInstance, MontyClassType,
+    MontyException, MontyObject, MontyUuid, NameLookupResult, PrintWriter, PrintWriterCallback,
+    ResourceLimits, ResourceTracker,
+};
+use serde_json::Value;
+
+use super::values;
+use crate::wire::limits::{LOG_LINE_OVERHEAD_BYTES, Limits};
+use crate::wire::protocol::{
+    CallFailure, Callee, ErrorKind, GuestError, RunStats, WorkerFrame,
+};
+use crate::worker::engine::ToolSet;
+
+/// The file name tracebacks give the user's code.
+pub const SCRIPT_NAME: &str = "script.py";
+
+/// What a step left the run as.
+pub enum Outcome {
+    /// Waiting on calls (or its deadline).
+    Waiting,
+    /// Finished: the result as JSON text, or the error.
+    Done(Result<String, GuestError>),
+}
+
+/// One Python execution.
+pub struct PyRun {
+    run: u64,
+    tools: Arc<ToolSet>,
+    limits: Limits,
+    deadline: Instant,
+    /// The interpreter, while it waits on calls.
+    waiting: Option<ResolveFutures>,
+    /// Calls out, by wire id: Monty's id for the future each resolves.
+    pending: HashMap<u64, u32>,
+    /// Calls made but held back by `max_concurrent_calls`, in order.
+    queued: VecDeque<WorkerFrame>,
+    calls: u32,
+    /// Failed calls' messages and kinds, so an uncaught one ends the run with its kind.
+    failures: Vec<(String, ErrorKind)>,
+    logs: Logs,
+}
+
+impl PyRun {
+    /// A run that has not started.
+    pub fn new(run: u64, tools: Arc<ToolSet>, limits: Limits) -> PyRun {
+        PyRun {
+            run,
+            tools,
+            limits,
+            deadline: Instant::now() + limits.wall_time(),
+            waiting: None,
+            pending: HashMap::new(),
+            queued: VecDeque::new(),
+            calls: 0,
+            failures: Vec::new(),
+            logs: Logs::new(run, limits),
+        }
+    }
+
+    /// When the run's wall time ends.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Compiles and starts `code`.
+    pub fn start(&mut self, code: String, next_call: &mut u64, out: &mut Vec<WorkerFrame>) -> Outcome {
+        let runner = match MontyRun::new(code, SCRIPT_NAME, Vec::new(), CompileOptions::default()) {
+            Ok(runner) => runner,
+            Err(e) => return Outcome::Done(Err(self.error(e))),
+        };
+        let tracker = ResourceTracker::new(ResourceLimits {
+            max_duration: Some(self.limits.wall_time()),
+            max_recursion_depth: MAX_RECURSION_DEPTH,
+            max_suspensions: (self.limits.max_tool_calls as usize).saturating_mul(2).max(16),
+            ..ResourceLimits::default()
+        });
+        let step = runner.start(Vec::new(), tracker, PrintWriter::Callback(&mut self.logs));
+        self.drive(step, next_call, out)
+    }
+
+    /// Resolves the call `id` with the host's answer and runs on.
+    pub fn reply(
+        &mut self,
+        id: u64,
+        result: Result<String, CallFailure>,
+        next_call: &mut u64,
+        out: &mut Vec<WorkerFrame>,
+    ) -> Outcome {
+        let Some(future) = self.pending.remove(&id) else {
+            return Outcome::Waiting;
+        };
+        // A slot is free: the oldest held-back call goes (it was registered when made).
+        if let Some(frame) = self.queued.pop_front() {
+            out.push(frame);
+        }
+        let answer = self.answer(result);
+        let Some(waiting) = self.waiting.take() else {
+            return Outcome::Done(Err(internal("a reply came for a run that was not waiting")));
+        };
+        let step = waiting.resume(vec![(future, answer)], PrintWriter::Callback(&mut self.logs));
+        self.drive(step, next_call, out)
+    }
+
+    /// Sends what a finished run printed last, then its `Done` frame.
+    pub fn finish(mut self, result: Result<String, GuestError>, out: &mut Vec<WorkerFrame>) {
+        self.logs.flush();
+        out.extend(self.logs.take());
+        out.push(WorkerFrame::Done {
+            run: self.run,
+            outcome: result,
+            stats: RunStats {
+                memory_bytes: 0,
+                calls: self.calls,
+            },
+        });
+    }
+
+    /// Sends what the run printed so far (before the calls it makes next, in order).
+    pub fn send_logs(&mut self, out: &mut Vec<WorkerFrame>) {
+        out.extend(self.logs.take());
+    }
+
+    /// The error of a run whose wall time passed while it waited.
+    pub fn timed_out(&self) -> GuestError {
+        GuestError {
+            at: None,
+            kind: Some(ErrorKind::Timeout),
+            name: "TimeoutError".into(),
+            message: format!(
+                "the execution ran out of time ({} ms) while it waited for its calls",
+                self.limits.wall_ms
+            ),
+            stack: String::new(),
+            fault: None,
+        }
+    }
+
+    /// Runs the interpreter from `step` until it finishes or waits on calls.
+    fn drive(
+        &mut self,
+        mut step: Result<RunProgress, MontyException>,
+        next_call: &mut u64,
+        out: &mut Vec<WorkerFrame>,
+    ) -> Outcome {
+        loop {
+            let progress = match step {
+                Ok(progress) => progress,
+                Err(e) => return Outcome::Done(Err(self.error(e))),
+            };
+            step = match progress {
+                RunProgress::Complete(value) => return Outcome::Done(self.result(&value)),
+                RunProgress::FunctionCall(call) => self.call(call, next_call, out),
+                RunProgress::NameLookup(lookup) => {
+                    let answer = self.lookup(&lookup);
+                    lookup.resume(answer, PrintWriter::Callback(&mut self.logs))
+                }
+                RunProgress::OsCall(call) => {
+                    let what = call.function_call.to_string();
+                    let refusal = MontyException::new(
+                        ExcType::PermissionError,
+                        Some(format!(
+                            "`{what}` is not available in the sandbox: the code has no files, network or clock of its own"
+                        )),
+                    );
+                    call.resume(ExtFunctionResult::Error(refusal), PrintWriter::Callback(&mut self.logs))
+                }
+                RunProgress::ResolveFutures(waiting) => {
+                    if self.pending.is_empty() && self.queued.is_empty() {
+                        return Outcome::Done(Err(internal(
+                            "the code waits for something no call will answer",
+                        )));
+                    }
+                    self.waiting = Some(waiting);
+                    return Outcome::Waiting;
+                }
+            };
+        }
+    }
+
+    /// A name the code reached for: a backend (a host object whose tools are methods), a tool
+    /// of one read as an attribute (`getattr(everything, "get-sum")`), or nothing.
+    fn lookup(&self, lookup: &NameLookup) -> NameLookupResult {
+        match lookup.object_id() {
+            None => match self.backend_named(&lookup.name) {
+                Some(b) => NameLookupResult::Value(self.backend_object(b)),
+                None => NameLookupResult::Undefined,
+            },
+            Some(id) => match backend_of(id).and_then(|b| self.tool_of(b, &lookup.name)) {
+                Some(tool) => NameLookupResult::Value(MontyObject::Function {
+                    name: self.qualified(tool),
+                    docstring: None,
+                }),
+                None => NameLookupResult::Undefined,
+            },
+        }
+    }
+
+    /// A tool call: checked, sent (or queued), and the code goes on with a pending future.
+    fn call(
+        &mut self,
+        call: FunctionCall,
+        next_call: &mut u64,
+        out: &mut Vec<WorkerFrame>,
+    ) -> Result<RunProgress, MontyException> {
+        let tool = match call.object_id {
+            Some(id) => backend_of(id).and_then(|b| self.tool_of(b, &call.function_name)),
+            None => self.tool_qualified(&call.function_name),
+        };
+        let Some(tool) = tool else {
+            let refusal = self.no_such_tool(&call);
+            return call.resume(ExtFunctionResult::Error(refusal), PrintWriter::Callback(&mut self.logs));
+        };
+        let qualified = self.qualified(tool);
+        let args = match self.arguments(&qualified, &call) {
+            Ok(args) => args,
+            Err(refusal) => {
+                return call.resume(ExtFunctionResult::Error(refusal), PrintWriter::Callback(&mut self.logs));
+            }
+        };
+        self.calls += 1;
+        self.send_logs(out);
+        let id = *next_call;
+        *next_call += 1;
+        let frame = WorkerFrame::Call {
+            run: self.run,
+            id,
+            callee: Callee::Tool(tool),
+            args,
+            site: None,
+        };
+        if self.pending.len() < self.limits.max_concurrent_calls.max(1) as usize {
+            out.push(frame);
+        } else {
+            self.queued.push_back(frame);
+        }
+        self.pending.insert(id, call.call_id);
+        call.resume_pending(PrintWriter::Callback(&mut self.logs))
+    }
+
+    /// A call's keyword arguments as a JSON object, or why not.
+    fn arguments(&self, qualified: &str, call: &FunctionCall) -> Result<String, MontyException> {
+        if !call.args.is_empty() {
+            return Err(MontyException::new(
+                ExcType::TypeError,
+                Some(format!(
+                    "{qualified}() takes keyword arguments only, e.g. {qualified}(name=value); got {} positional",
+                    call.args.len()
+                )),
+            ));
+        }
+        if self.calls >= self.limits.max_tool_calls {
+            return Err(MontyException::new(
+                ExcType::RuntimeError,
+                Some(format!(
+                    "too many tool calls: this execution may make {} (max_tool_calls)",
+                    self.limits.max_tool_calls
+                )),
+            ));
+        }
+        let mut map = serde_json::Map::new();
+        for (key, value) in &call.kwargs {
+            let MontyObject::String(key) = key else {
+                return Err(type_error("keyword names must be strings"));
+            };
+            let value = values::to_json(value)
+                .map_err(|why| type_error(&format!("argument `{key}` of {qualified}(): {why}")))?;
+            map.insert(key.clone(), value);
+        }
+        let text = Value::Object(map).to_string();
+        if text.len() > self.limits.max_call_args_bytes {
+            return Err(MontyException::new(
+                ExcType::MemoryError,
+                Some(format!(
+                    "the arguments of {qualified}() take {} bytes, more than one call may carry ({} bytes)",
+                    text.len(),
+                    self.limits.max_call_args_bytes
+                )),
+            ));
+        }
+        Ok(text)
+    }
+
+    /// The host's answer as what the code's `await` gives: the tool's value, or an exception.
+    fn answer(&mut self, result: Result<String, CallFailure>) -> ExtFunctionResult {
+        match result {
+            Ok(json) => match serde_json::from_str::<Value>(&json) {
+                Ok(raw) if raw.get("isError").and_then(Value::as_bool) == Some(true) => {
+                    let text = values::text_of(&raw);
+                    let message = if text.is_empty() { "the tool failed".to_string() } else { text };
+                    self.raise(message, ErrorKind::ToolFailed)
+                }
+                Ok(raw) => ExtFunctionResult::Return(values::to_python(&values::tool_value(&raw))),
+                Err(e) => self.raise(format!("the tool's answer is not JSON: {e}"), ErrorKind::ToolFailed),
+            },
+            Err(failure) => {
+                let kind = failure.kind.error_kind();
+                self.raise(failure.message, kind)
+            }
+        }
+    }
+
+    /// A failed call as the exception its `await` raises, remembered so that, uncaught, it
+    /// ends the run with `kind`.
+    fn raise(&mut self, message: String, kind: ErrorKind) -> ExtFunctionResult {
+        if self.failures.len() < MAX_REMEMBERED_FAILURES {
+            self.failures.push((message.clone(), kind));
+        }
+        ExtFunctionResult::Error(MontyException::new(ExcType::RuntimeError, Some(message)))
+    }
+
+    /// The run's value as JSON text, within the result limit.
+    fn result(&self, value: &MontyObject) -> Result<String, GuestError> {
+        let json = values::to_json(value).map_err(|why| GuestError {
+            at: None,
+            kind: Some(ErrorKind::Runtime),
+            name: "TypeError".into(),
+            message: format!("the result cannot be returned: {why}"),
+            stack: String::new(),
+            fault: None,
+        })?;
+        let text = json.to_string();
+        if text.len() > self.limits.max_result_bytes {
+            return Err(GuestError {
+                at: None,
+                kind: Some(ErrorKind::OutputLimit),
+                name: "RangeError".into(),
+                message: format!(
+                    "the result is {} bytes of JSON, over the limit of {} (max_result_bytes)",
+                    text.len(),
+                    self.limits.max_result_bytes
+                ),
+                stack: String::new(),
+                fault: None,
+            });
+        }
+        Ok(text)
+    }
+
+    /// An exception that ended the run, as the host reads it.
+    fn error(&self, e: MontyException) -> GuestError {
+        let message = e.message().unwrap_or_default().to_string();
+        let kind = match e.exc_type() {
+            ExcType::SyntaxError => ErrorKind::Syntax,
+            ExcType::MemoryError => ErrorKind::Memory,
+            ExcType::TimeoutError => ErrorKind::Timeout,
+            ExcType::RecursionError => ErrorKind::Stack,
+            _ => self
+                .failures
+                .iter()
+                .find(|(failed, _)| *failed == message)
+                .map_or(ErrorKind::Runtime, |(_, kind)| *kind),
+        };
+        // The innermost frame in the user's code (Monty's lines are the user's own).
+        let at = e
+            .traceback()
+            .iter()
+            .rev()
+            .find(|frame| frame.filename == SCRIPT_NAME)
+            .map(|frame| (frame.start.line, frame.start.column));
+        GuestError {
+            at,
+            kind: Some(kind),
+            name: e.exc_type().to_string(),
+            message,
+            stack: e.to_string(),
+            fault: None,
+        }
+    }
+
+    fn backend_named(&self, name: &str) -> Option<usize> {
+        self.tools.backends.iter().position(|b| b.js == name)
+    }
+
+    fn backend_object(&self, backend: usize) -> MontyObject {
+        let name = self.tools.backends[backend].js.clone();
+        MontyObject::ClassInstance(Box::new(MontyClassInstance {
+            class_type: MontyClassType {
+                name,
+                id: uuid(CLASS_TAG, backend as u32),
+                host_defined: true,
+                is_dataclass: false,
+                attrs: DictPairs::from(Vec::new()),
+            },
+            instance_id: uuid(INSTANCE_TAG, backend as u32),
+            attrs: DictPairs::from(Vec::new()),
+        }))
+    }
+
+    /// Backend `b`'s tool named `name` (its identifier or its own name): its index.
+    fn tool_of(&self, b: usize, name: &str) -> Option<u32> {
+        let backend = self.tools.backends.get(b)?;
+        backend.tools.iter().copied().find(|&i| {
+            let tool = &self.tools.bindings[i as usize];
+            tool.js_tool == name || tool.name == name
+        })
+    }
+
+    /// The tool a `backend.tool` function (made by an attribute read) names.
+    fn tool_qualified(&self, name: &str) -> Option<u32> {
+        let (backend, tool) = name.split_once('.')?;
+        self.tool_of(self.backend_named(backend)?, tool)
+    }
+
+    fn qualified(&self, tool: u32) -> String {
+        let binding = &self.tools.bindings[tool as usize];
+        format!("{}.{}", binding.js_backend, binding.js_tool)
+    }
+
+    fn no_such_tool(&self, call: &FunctionCall) -> MontyException {
+        let backend = call.object_id.and_then(backend_of).and_then(|b| self.tools.backends.get(b));
+        let message = match backend {
+            Some(backend) => {
+                let names: Vec<&str> = backend
+                    .tools
+                    .iter()
+                    .take(20)
+                    .map(|&i| self.tools.bindings[i as usize].js_tool.as_str())
+                    .collect();
+                format!(
+                    "`{}` has no tool `{}`; its tools: {}",
+                    backend.js,
+                    call.function_name,
+                    names.join(", ")
+                )
+            }
+            None => format!("`{}` is not a tool this execution may call", call.function_name),
+        };
+        MontyException::new(ExcType::AttributeError, Some(message))
+    }
+}
+
+/// Recursion depth of Python code (Monty's default; CPython's is the same).
+const MAX_RECURSION_DEPTH: usize = 1000;
+/// Failed calls a run remembers to classify its end.
+const MAX_REMEMBERED_FAILURES: usize = 64;
+
+const CLASS_TAG: u8 = 0xC1;
+const INSTANCE_TAG: u8 = 0x1A;
+
+/// The id of backend `index`'s class or instance: fixed bytes, never an address.
+fn uuid(tag: u8, index: u32) -> MontyUuid {
+    let mut bytes = [0u8; 16];
+    bytes[0] = tag;
+    bytes[1..5].copy_from_slice(b"sgpy");
+    bytes[12..16].copy_from_slice(&index.to_le_bytes());
+    MontyUuid::from_bytes(bytes)
+}
+
+/// The backend an instance id names.
+fn backend_of(id: MontyUuid) -> Option<usize> {
+    let bytes = id.as_bytes();
+    (bytes[0] == INSTANCE_TAG && &bytes[1..5] == b"sgpy")
+        .then(|| u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize)
+}
+
+fn type_error(message: &str) -> MontyException {
+    MontyException::new(ExcType::TypeError, Some(message.to_string()))
+}
+
+fn internal(message: &str) -> GuestError {
+    GuestError {
+        at: None,
+        kind: Some(ErrorKind::Internal),
+        name: "InternalError".into(),
+        message: message.into(),
+        stack: String::new(),
+        fault: None,
+    }
+}
+
+/// The error of a cancelled run.
+pub fn cancelled() -> GuestError {
+    GuestError {
+        at: None,
+        kind: Some(ErrorKind::Cancelled),
+        name: "CancelledError".into(),
+        message: "the execution was cancelled".into(),
+        stack: String::new(),
+        fault: None,
+    }
+}
+
+/// `print()` output: whole lines go to the host as `Log` frames, within the run's log limits.
+struct Logs {
+    run: u64,
+    line: String,
+    lines: Vec<WorkerFrame>,
+    bytes: usize,
+    count: u32,
+    max_bytes: usize,
+    max_lines: u32,
+}
+
+impl Logs {
+    fn new(run: u64, limits: Limits) -> Logs {
+        Logs {
+            run,
+            line: String::new(),
+            lines: Vec::new(),
+            bytes: 0,
+            count: 0,
+            max_bytes: limits.max_log_bytes,
+            max_lines: limits.max_log_lines,
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.line.is_empty() {
+            self.end_line();
+        }
+    }
+
+    fn end_line(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        let cost = line.len() + LOG_LINE_OVERHEAD_BYTES;
+        if self.count < self.max_lines && self.bytes + cost <= self.max_bytes {
+            self.count += 1;
+            self.bytes += cost;
+            self.lines.push(WorkerFrame::Log {
+                run: self.run,
+                level: "log".into(),
+                message: line,
+            });
+        }
+    }
+
+    /// The lines written since the last take.
+    fn take(&mut self) -> Vec<WorkerFrame> {
+        std::mem::take(&mut self.lines)
+    }
+}
+
+impl PrintWriterCallback for Logs {
+    fn stdout_write(&mut self, output: Cow<'_, str>) -> Result<(), MontyException> {
+        // A line longer than the whole log budget is cut where the budget ends.
+        if self.line.len() + output.len() <= self.max_bytes {
+            self.line.push_str(&output);
+        }
+        Ok(())
+    }
+
+    fn stdout_push(&mut self, end: char) -> Result<(), MontyException> {
+        if end == '\n' {
+            self.end_line();
+        } else if self.line.len() < self.max_bytes {
+            self.line.push(end);
+        }
+        Ok(())
+    }
+}
