@@ -197,8 +197,11 @@ impl Default for StoreConfig {
 }
 
 /// Settings of the code sandbox.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SandboxConfig {
+    /// Whether the Python engine (Monty) runs, so `call_tool_chain` takes Python (`python`,
+    /// on by default: one more worker process).
+    pub python: bool,
     /// The engine executions run on unless their profile says otherwise (`quickjs`, `v8`).
     pub engine: sandgate_policy::Engine,
     /// The `deno` executable the V8 engine runs (`None`: found on `PATH` when V8 is used).
@@ -217,6 +220,21 @@ pub struct SandboxConfig {
     /// The longest an execution may run, waiting included (for a tool, for a person's
     /// approval); `None` means the sandbox's default (30 s). Profiles and callers may lower it.
     pub timeout: Option<std::time::Duration>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            python: true,
+            engine: Default::default(),
+            deno: None,
+            require_lockdown: false,
+            workers: None,
+            max_workers: None,
+            max_executions: None,
+            timeout: None,
+        }
+    }
 }
 
 impl Config {

@@ -235,3 +235,50 @@ async fn many_runs_wait_on_one_worker_at_once() {
         "the runs waited together"
     );
 }
+
+#[tokio::test]
+async fn a_memory_bomb_ends_only_its_own_run() {
+    let sandbox = python_sandbox(1).await;
+    let waiting = {
+        let sandbox = sandbox.clone();
+        tokio::spawn(async move {
+            py(
+                &sandbox,
+                "r = await test.slow(ms=800)\n[r, len('k' * 1000)]",
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pids = |sandbox: &Sandbox| {
+        let mut pids: Vec<Option<u32>> = sandbox.workers().iter().map(|w| w.pid).collect();
+        pids.sort();
+        pids
+    };
+    let before = pids(&sandbox);
+    for bomb in [
+        "x = 'x' * 10**10",
+        "x = [0] * 10**9",
+        "x = 10**10**8",
+        "l = []\nwhile True:\n    l.append('x' * 1000)",
+    ] {
+        let result = py(&sandbox, bomb).await;
+        let error = result.error.unwrap_or_else(|| panic!("{bomb} ran"));
+        assert_eq!(error.kind, ErrorKind::Memory, "{bomb}: {error:?}");
+        assert!(
+            error.message.starts_with("MemoryError"),
+            "{bomb}: {error:?}"
+        );
+    }
+    let waited = waiting.await.expect("joined");
+    assert_eq!(
+        value(&waited),
+        json!(["slept", 1000]),
+        "the run waiting on the same worker went on"
+    );
+    let after = pids(&sandbox);
+    assert!(
+        before.iter().all(|pid| after.contains(pid)),
+        "no worker died: {before:?} then {after:?}"
+    );
+}

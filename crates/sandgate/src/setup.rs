@@ -402,10 +402,21 @@ pub async fn start_sandbox(config: &Config) -> anyhow::Result<Sandbox> {
     }
     pool.require_lockdown = config.sandbox.require_lockdown;
     let mut v8 = pool.clone();
+    let mut python = pool.clone();
     // The gateway's own list of meta-tools: hints name them when code reaches for one.
-    let sandbox = Sandbox::start(pool)
+    let mut sandbox = Sandbox::start(pool)
         .await?
         .with_outside_tools(sandgate_gateway::META_TOOLS.iter().copied());
+    if config.sandbox.python {
+        // One warm Python worker: a waiting Python run holds no interpreter, so one worker
+        // carries many; more start while every one computes.
+        python.args.push(sandgate_sandbox::PYTHON_ARG.to_string());
+        python.workers = config.sandbox.workers.unwrap_or(1).min(python.workers);
+        python.max_workers = python.max_workers.max(python.workers);
+        sandbox = sandbox.with_python(python).await.context(
+            "cannot start the Python engine (set [sandbox] python = false to run without it)",
+        )?;
+    }
     if !uses_v8(config) {
         return Ok(sandbox);
     }

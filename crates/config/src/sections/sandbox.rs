@@ -8,6 +8,7 @@ use crate::walker::{Walker, duration, opt_bool, opt_string};
 
 const SANDBOX_KEYS: &[&str] = &[
     "engine",
+    "python",
     "deno",
     "require_lockdown",
     "workers",
@@ -84,6 +85,7 @@ impl Walker<'_> {
             None => None,
         };
         Ok(SandboxConfig {
+            python: opt_bool(self, &format!("{key}.python"), table.get("python"))?.unwrap_or(true),
             engine,
             deno,
             timeout,

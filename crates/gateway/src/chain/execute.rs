@@ -32,6 +32,18 @@ fn engine_for(
     profile: &sandgate_policy::Profile,
     runtime: &ChainRuntime,
 ) -> Result<Engine, String> {
+    if args.language()? == super::Language::Python {
+        if args.engine.is_some() {
+            return Err(
+                "`engine` chooses a JavaScript engine; Python runs on Monty: leave `engine` out"
+                    .into(),
+            );
+        }
+        if !runtime.sandbox.has(Engine::Monty) {
+            return Err("Python is not running in this gateway: send the code as TypeScript, or ask the operator to turn it on ([sandbox] python, docs/config.md)".into());
+        }
+        return Ok(Engine::Monty);
+    }
     let asked = match args.engine.as_deref() {
         None => None,
         Some(name) => Some(sandgate_policy::Engine::named(name).ok_or_else(|| {
@@ -219,7 +231,8 @@ async fn execute<'g>(
         })
         .await;
     let (catalog, bindings) = (view.catalog, view.bindings);
-    let route = if args.force_sandbox == Some(true) {
+    // Python has no shortcut tiers yet: every Python script runs in the sandbox.
+    let route = if args.force_sandbox == Some(true) || engine == Engine::Monty {
         Route::Sandbox
     } else {
         route(&args.code, &catalog, &bindings)

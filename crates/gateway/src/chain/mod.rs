@@ -59,6 +59,47 @@ pub struct ChainArgs {
     pub yield_after_ms: Option<u64>,
     /// The JavaScript engine (`quickjs`, `v8`), where the caller's profile allows both.
     pub engine: Option<String>,
+    /// The code's language: `typescript` (the default) or `python`. Code fenced as
+    /// ```` ```python ```` is Python without it.
+    pub language: Option<String>,
+}
+
+/// The languages `call_tool_chain` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// TypeScript (or JavaScript), on QuickJS or V8.
+    TypeScript,
+    /// Python, on Monty.
+    Python,
+}
+
+impl ChainArgs {
+    /// The language the code is in: what `language` says, else Python for code fenced as
+    /// Python, else TypeScript; a clear error for a name that is no language.
+    pub fn language(&self) -> Result<Language, String> {
+        match self
+            .language
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("python" | "py") => Ok(Language::Python),
+            Some("typescript" | "ts" | "javascript" | "js") => Ok(Language::TypeScript),
+            Some(other) => Err(format!(
+                "`language` is \"{other}\": write \"typescript\" or \"python\", or leave it out"
+            )),
+            None => {
+                let code = self.code.trim_start();
+                let fenced = code
+                    .strip_prefix("```python")
+                    .or_else(|| code.strip_prefix("```py"));
+                Ok(match fenced {
+                    Some(rest) if rest.starts_with(['\n', '\r', ' ']) => Language::Python,
+                    _ => Language::TypeScript,
+                })
+            }
+        }
+    }
 }
 
 /// The sandbox's name for an engine the policy decided on.

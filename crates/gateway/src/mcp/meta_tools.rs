@@ -82,6 +82,9 @@ fn with_approvals(gateway: &Gateway, caller: &Caller, description: String) -> St
     )
 }
 
+/// What `call_tool_chain` says of Python where the gateway runs it.
+const PYTHON_DESCRIPTION: &str = "Python works too: send `language: \"python\"` (or code fenced as ```python). It runs on Monty, a subset of Python 3 (functions, comprehensions, f-strings, async/await, asyncio.gather, json, re, math, datetime; no classes with inheritance, no match, no generators, no third-party modules). Each backend is an object whose tools are async keyword-only functions: `await memory.read_graph()`, `await everything.get_sum(a=1, b=2)`, getattr(everything, \"get-sum\") for a name that is not an identifier; a failed call raises (catch Exception). The value of the last expression is the result; print() goes to the logs.";
+
 /// What `call_tool_chain` says of `state` where the profile keeps it.
 const STATE_DESCRIPTION: &str = "Values last between executions in `state`, this caller's own: await state.set(key, value, { ttl: seconds }) keeps a JSON value (default 1 day, at most 30; 64 KiB a value, 1,000 keys and 4 MiB in all), await state.get(key) reads it (undefined when absent or expired), state.delete(key), state.keys(). Keep what the next execution needs (fetched lists, ids, cursors) there rather than in your reply.";
 
@@ -109,6 +112,14 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
         format!("{chain_description} {STATE_DESCRIPTION}")
     };
     let chain_description = with_approvals(gateway, caller, chain_description);
+    let python = gateway
+        .chain()
+        .is_some_and(|runtime| runtime.sandbox.has(sandgate_sandbox::Engine::Monty));
+    let chain_description = if python {
+        format!("{chain_description} {PYTHON_DESCRIPTION}")
+    } else {
+        chain_description
+    };
     let backends: Vec<String> = catalog
         .backend_idents()
         .keys()
@@ -158,7 +169,8 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
                 "force_sandbox": {"type": "boolean", "description": "Run in the sandbox even when a shortcut would give the same result (debugging)"},
                 "allow_tools": {"type": "array", "items": {"type": "string"}, "description": "Narrow this execution to tools matching these backend.tool patterns (e.g. [\"memory.read_*\"]): drop write tools before running code that handles untrusted input. It never widens what your profile allows"},
                 "yield_after_ms": {"type": "integer", "minimum": 0, "description": "Answer after this many milliseconds even if the code still runs (it runs on; wait_execution gets its result). The code's own time limit still applies"},
-                "engine": {"type": "string", "enum": ["quickjs", "v8"], "description": "The JavaScript engine, where your profile allows both: v8 compiles (for heavy computation over large data), quickjs (usually the default) starts fastest"}
+                "engine": {"type": "string", "enum": ["quickjs", "v8"], "description": "The JavaScript engine, where your profile allows both: v8 compiles (for heavy computation over large data), quickjs (usually the default) starts fastest"},
+                "language": {"type": "string", "enum": ["typescript", "python"], "description": "The language of `code` (default typescript; code fenced as ```python is Python)"}
             }, "required": ["code"], "additionalProperties": false}),
         ),
         tool(

@@ -8,6 +8,7 @@
 //! [`Scheduler`] then runs every execution the host sends. A clean end of stdin ends it.
 
 pub mod engine;
+pub(crate) mod heap_count;
 pub mod lockdown;
 mod link;
 mod parking;

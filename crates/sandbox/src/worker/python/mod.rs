@@ -38,6 +38,7 @@ pub fn main() -> i32 {
     };
     // The control page, for the host's view of this worker's turns (see `control`).
     let _ = control::attach();
+    crate::worker::heap_count::start();
     let protections = crate::worker::lockdown::apply();
     let _ = std::thread::current();
     let ready = WorkerFrame::Ready {

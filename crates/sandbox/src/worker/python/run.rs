@@ -25,6 +25,7 @@ use crate::wire::protocol::{
     CallFailure, Callee, ErrorKind, GuestError, RunStats, WorkerFrame,
 };
 use crate::worker::engine::ToolSet;
+use crate::worker::heap_count;
 
 /// The file name tracebacks give the user's code.
 pub const SCRIPT_NAME: &str = "script.py";
@@ -53,6 +54,8 @@ pub struct PyRun {
     /// Failed calls' messages and kinds, so an uncaught one ends the run with its kind.
     failures: Vec<(String, ErrorKind)>,
     logs: Logs,
+    /// Heap bytes the run held when its last step ended (see `heap_count`).
+    held: usize,
 }
 
 impl PyRun {
@@ -69,6 +72,7 @@ impl PyRun {
             calls: 0,
             failures: Vec::new(),
             logs: Logs::new(run, limits),
+            held: 0,
         }
     }
 
@@ -79,12 +83,20 @@ impl PyRun {
 
     /// Compiles and starts `code`.
     pub fn start(&mut self, code: String, next_call: &mut u64, out: &mut Vec<WorkerFrame>) -> Outcome {
+        let step = heap_count::Step::begin(self.held);
+        let outcome = self.start_step(code, next_call, out);
+        self.held = step.end();
+        outcome
+    }
+
+    fn start_step(&mut self, code: String, next_call: &mut u64, out: &mut Vec<WorkerFrame>) -> Outcome {
         let runner = match MontyRun::new(code, SCRIPT_NAME, Vec::new(), CompileOptions::default()) {
             Ok(runner) => runner,
             Err(e) => return Outcome::Done(Err(self.error(e))),
         };
         let tracker = ResourceTracker::new(ResourceLimits {
             max_duration: Some(self.limits.wall_time()),
+            max_memory: Some(self.limits.memory_bytes),
             max_recursion_depth: MAX_RECURSION_DEPTH,
             max_suspensions: (self.limits.max_tool_calls as usize).saturating_mul(2).max(16),
             ..ResourceLimits::default()
@@ -104,6 +116,19 @@ impl PyRun {
         let Some(future) = self.pending.remove(&id) else {
             return Outcome::Waiting;
         };
+        let step = heap_count::Step::begin(self.held);
+        let outcome = self.resolve(future, result, next_call, out);
+        self.held = step.end();
+        outcome
+    }
+
+    fn resolve(
+        &mut self,
+        future: u32,
+        result: Result<String, CallFailure>,
+        next_call: &mut u64,
+        out: &mut Vec<WorkerFrame>,
+    ) -> Outcome {
         // A slot is free: the oldest held-back call goes (it was registered when made).
         if let Some(frame) = self.queued.pop_front() {
             out.push(frame);
@@ -124,7 +149,7 @@ impl PyRun {
             run: self.run,
             outcome: result,
             stats: RunStats {
-                memory_bytes: 0,
+                memory_bytes: self.held as u64,
                 calls: self.calls,
             },
         });
@@ -423,24 +448,28 @@ impl PyRun {
 
     fn no_such_tool(&self, call: &FunctionCall) -> MontyException {
         let backend = call.object_id.and_then(backend_of).and_then(|b| self.tools.backends.get(b));
-        let message = match backend {
-            Some(backend) => {
-                let names: Vec<&str> = backend
-                    .tools
-                    .iter()
-                    .take(20)
-                    .map(|&i| self.tools.bindings[i as usize].js_tool.as_str())
-                    .collect();
-                format!(
-                    "`{}` has no tool `{}`; its tools: {}",
-                    backend.js,
-                    call.function_name,
-                    names.join(", ")
-                )
-            }
-            None => format!("`{}` is not a tool this execution may call", call.function_name),
+        let Some(backend) = backend else {
+            // A bare name Monty does not have (`eval`, `globals`, `open`...): as Python says it.
+            return MontyException::new(
+                ExcType::NameError,
+                Some(format!("name '{}' is not defined", call.function_name)),
+            );
         };
-        MontyException::new(ExcType::AttributeError, Some(message))
+        let names: Vec<&str> = backend
+            .tools
+            .iter()
+            .take(20)
+            .map(|&i| self.tools.bindings[i as usize].js_tool.as_str())
+            .collect();
+        MontyException::new(
+            ExcType::AttributeError,
+            Some(format!(
+                "`{}` has no tool `{}`; its tools: {}",
+                backend.js,
+                call.function_name,
+                names.join(", ")
+            )),
+        )
     }
 }
 

@@ -179,7 +179,11 @@ unsafe impl GlobalAlloc for RegionAllocator {
             }
         }
         // SAFETY: the caller's layout has a non-zero size.
-        unsafe { Outside.alloc(layout) }
+        let p = unsafe { Outside.alloc(layout) };
+        if !p.is_null() {
+            crate::worker::heap_count::grew(layout.size());
+        }
+        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -195,7 +199,11 @@ unsafe impl GlobalAlloc for RegionAllocator {
             }
         }
         // SAFETY: as in `alloc`.
-        unsafe { Outside.alloc_zeroed(layout) }
+        let p = unsafe { Outside.alloc_zeroed(layout) };
+        if !p.is_null() {
+            crate::worker::heap_count::grew(layout.size());
+        }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -206,7 +214,8 @@ unsafe impl GlobalAlloc for RegionAllocator {
             big_free(slot);
         } else {
             // SAFETY: not in the region, so jemalloc made it with this layout.
-            unsafe { Outside.dealloc(ptr, layout) }
+            unsafe { Outside.dealloc(ptr, layout) };
+            crate::worker::heap_count::shrank(layout.size());
         }
     }
 
@@ -216,7 +225,12 @@ unsafe impl GlobalAlloc for RegionAllocator {
         }
         if !contains(ptr) && !active() {
             // SAFETY: a jemalloc block, resized by jemalloc.
-            return unsafe { Outside.realloc(ptr, layout, new_size) };
+            let moved = unsafe { Outside.realloc(ptr, layout, new_size) };
+            if !moved.is_null() {
+                crate::worker::heap_count::shrank(layout.size());
+                crate::worker::heap_count::grew(new_size);
+            }
+            return moved;
         }
         if contains(ptr) {
             // SAFETY: a live region block.
