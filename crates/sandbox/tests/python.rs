@@ -69,6 +69,15 @@ async fn a_python_script_calls_tools_with_keywords_and_gets_what_typescript_gets
     );
     assert_eq!(result.trace.len(), 4, "{:?}", result.trace);
     assert!(result.trace.iter().all(|c| c.ok));
+    // A script that ends by assigning a name returns that value, as models expect.
+    let assigned = py(&sandbox, "graph = await test.echo(n=1)").await;
+    assert_eq!(value(&assigned), json!({"echo": {"n": 1}}));
+    let returned = py(&sandbox, "if True:\n    return 7\n8").await;
+    assert_eq!(
+        value(&returned),
+        json!(7),
+        "a top-level return ends the script with its value"
+    );
     // JSON integers arrive as int, so arithmetic and indexing work on them.
     let result = py(&sandbox, "r = await test.echo(n=41)\nr['echo']['n'] + 1").await;
     assert_eq!(value(&result), json!(42));
@@ -115,6 +124,19 @@ async fn a_failed_call_raises_and_can_be_caught_and_uncaught_it_ends_the_run_as_
     )
     .await;
     assert_eq!(value(&caught), json!("it broke"));
+    let by_name = py(
+        &sandbox,
+        "try:\n    await test.fail()\nexcept ToolError as e:\n    said = 'ToolError: ' + str(e)\nsaid",
+    )
+    .await;
+    assert_eq!(value(&by_name), json!("ToolError: it broke"));
+    // The names are put in front of the code; its errors still point at the user's lines.
+    let later = py(
+        &sandbox,
+        "try:\n    await test.fail()\nexcept ToolError:\n    pass\n1 / 0",
+    )
+    .await;
+    assert_eq!(later.error.expect("an error").line, Some(5));
     let uncaught = py(&sandbox, "x = 1\nawait test.fail()\n").await;
     let error = uncaught.error.expect("an error");
     assert_eq!(error.kind, ErrorKind::ToolFailed, "{error:?}");

@@ -14,6 +14,7 @@
 //! second line behind that.
 
 mod run;
+mod source;
 mod values;
 
 use std::collections::HashMap;

@@ -56,6 +56,8 @@ pub struct PyRun {
     logs: Logs,
     /// Heap bytes the run held when its last step ended (see `heap_count`).
     held: usize,
+    /// Lines the worker put before the user's code (see `source::with_aliases`).
+    lines_before: u32,
 }
 
 impl PyRun {
@@ -73,6 +75,7 @@ impl PyRun {
             failures: Vec::new(),
             logs: Logs::new(run, limits),
             held: 0,
+            lines_before: 0,
         }
     }
 
@@ -90,6 +93,10 @@ impl PyRun {
     }
 
     fn start_step(&mut self, code: String, next_call: &mut u64, out: &mut Vec<WorkerFrame>) -> Outcome {
+        // A script that ends by assigning a name returns its value (see `source`).
+        let code = super::source::with_final_value(code);
+        let (code, lines_before) = super::source::with_aliases(code);
+        self.lines_before = lines_before;
         let runner = match MontyRun::new(code, SCRIPT_NAME, Vec::new(), CompileOptions::default()) {
             Ok(runner) => runner,
             Err(e) => return Outcome::Done(Err(self.error(e))),
@@ -345,7 +352,15 @@ impl PyRun {
         if self.failures.len() < MAX_REMEMBERED_FAILURES {
             self.failures.push((message.clone(), kind));
         }
-        ExtFunctionResult::Error(MontyException::new(ExcType::RuntimeError, Some(message)))
+        // Refusals (the policy, a person, the supply-chain guard) are `PermissionError`, which
+        // `ApprovalDenied` names; a call out of time `TimeoutError`; every other failure
+        // `RuntimeError`, which `ToolError` names.
+        let exc = match kind {
+            ErrorKind::ToolDenied | ErrorKind::ToolHeld => ExcType::PermissionError,
+            ErrorKind::Timeout => ExcType::TimeoutError,
+            _ => ExcType::RuntimeError,
+        };
+        ExtFunctionResult::Error(MontyException::new(exc, Some(message)))
     }
 
     /// The run's value as JSON text, within the result limit.
@@ -390,7 +405,8 @@ impl PyRun {
                 .find(|(failed, _)| *failed == message)
                 .map_or(ErrorKind::Runtime, |(_, kind)| *kind),
         };
-        // The innermost frame in the user's code (Monty's lines are the user's own).
+        let e = self.in_user_lines(e);
+        // The innermost frame in the user's code.
         let at = e
             .traceback()
             .iter()
@@ -405,6 +421,24 @@ impl PyRun {
             stack: e.to_string(),
             fault: None,
         }
+    }
+
+    /// `e` with its traceback in the user's lines: without the lines the worker put first.
+    fn in_user_lines(&self, e: MontyException) -> MontyException {
+        if self.lines_before == 0 {
+            return e;
+        }
+        let frames = e
+            .traceback()
+            .iter()
+            .cloned()
+            .map(|mut frame| {
+                frame.start.line = frame.start.line.saturating_sub(self.lines_before).max(1);
+                frame.end.line = frame.end.line.saturating_sub(self.lines_before).max(1);
+                frame
+            })
+            .collect();
+        MontyException::with_traceback(e.exc_type(), e.message().map(str::to_string), frames)
     }
 
     fn backend_named(&self, name: &str) -> Option<usize> {
