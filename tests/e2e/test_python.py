@@ -124,3 +124,17 @@ async def test_the_gateway_still_answers_after_hostile_python(tmp_path):
             assert time.monotonic() - started < 10, code
             assert len(json.dumps(result.structured_content)) < 20_000, code
         assert structured(await py(client, "'still here'"))["result"] == "still here"
+
+
+@pytest.mark.parametrize("transport,mode", [("stdio", "legacy"), ("http", "2026-07-28")])
+async def test_state_kept_in_python_is_read_in_typescript_and_back(tmp_path, transport, mode):
+    async with connect(transport, config(tmp_path), mode) as client:
+        kept = structured(await py(client, "await state.set('cursor', {'page': 2}, ttl=600)\nawait state.keys()"))
+        assert kept["result"] == ["cursor"], kept
+        read = structured(await client.call_tool("call_tool_chain", {"code": "return await state.get('cursor');"}))
+        assert read["result"] == {"page": 2}, read
+        await client.call_tool("call_tool_chain", {"code": "await state.set('from_ts', [1, 2]); return 1;"})
+        back = structured(await py(client, "[await state.get('from_ts'), await state.get('never'), await state.delete('cursor')]"))
+        assert back["result"] == [[1, 2], None, True], back
+        calls = [c["tool"] for c in back["calls"]]
+        assert calls == ["state.get", "state.get", "state.delete"], calls

@@ -304,3 +304,60 @@ async fn a_memory_bomb_ends_only_its_own_run() {
         "no worker died: {before:?} then {after:?}"
     );
 }
+
+#[tokio::test]
+async fn the_granted_capabilities_are_there_in_python_spelling_and_nothing_else() {
+    let sandbox = python_sandbox(1).await;
+    let granted = |code: &str| {
+        let mut e = execution(code);
+        e.engine = Engine::Monty;
+        e.host_functions = Arc::new(
+            ["fetch", "fs.readFile", "fs.writeFile", "fs.stat"]
+                .map(String::from)
+                .to_vec(),
+        );
+        e
+    };
+    let run = |code: &'static str| {
+        let (sandbox, e) = (sandbox.clone(), granted(code));
+        async move { sandbox.run(e, Arc::new(TestBridge::default())).await }
+    };
+    let fetched = run("resp = await fetch('https://example.com/x', method='post', headers={'a': 'b'})\n[resp.status, resp.ok, resp.headers['content-type'], resp.text()[:9]]").await;
+    assert_eq!(
+        value(&fetched),
+        json!([200, true, "text/html", "<!doctype"])
+    );
+    assert_eq!(fetched.trace[0].name, "fetch", "{:?}", fetched.trace);
+    let not_json = run("resp = await fetch('https://example.com/x')\nresp.json()").await;
+    assert!(
+        not_json
+            .error
+            .expect("an error")
+            .message
+            .starts_with("ValueError")
+    );
+    let files = run("[await fs.read_file('/a.txt'), await fs.write_file('/b', 'data', encoding='utf8'), (await fs.stat('/x'))['size']]").await;
+    assert_eq!(value(&files), json!(["read /a.txt", ["data", "utf8"], 11]));
+    for (code, says) in [
+        ("await state.get('k')", "name 'state' is not defined"),
+        ("await env.get('HOME')", "name 'env' is not defined"),
+        ("await fs.remove('/a')", "`fs` has no `remove`"),
+        (
+            "await fetch('https://x', verb='GET')",
+            "unexpected keyword argument 'verb'",
+        ),
+    ] {
+        let result = run(code).await;
+        let error = result.error.unwrap_or_else(|| panic!("{code} ran"));
+        assert!(error.message.contains(says), "{code}: {error:?}");
+        assert!(result.trace.is_empty(), "{code}: nothing left the sandbox");
+    }
+    // Without the grant, no fetch either.
+    let none = py(&sandbox, "await fetch('https://example.com')").await;
+    assert!(
+        none.error
+            .expect("an error")
+            .message
+            .contains("name 'fetch' is not defined")
+    );
+}

@@ -13,6 +13,8 @@
 //! own refusals (no imports beyond its few modules, no file or network access of its own) are a
 //! second line behind that.
 
+mod capabilities;
+mod objects;
 mod run;
 mod source;
 mod values;
@@ -94,6 +96,7 @@ impl Workers {
                 run,
                 js,
                 tools,
+                host_functions,
                 limits,
                 reply_spin_micros: _,
                 ..
@@ -110,7 +113,7 @@ impl Workers {
                 let Some(tools) = self.tools.clone() else {
                     return Err(76);
                 };
-                let mut py = PyRun::new(run, tools, limits);
+                let mut py = PyRun::new(run, tools, host_functions, limits);
                 let outcome = guarded(|| py.start(js, &mut self.next_call, out));
                 self.settle(run, py, outcome, out);
             }

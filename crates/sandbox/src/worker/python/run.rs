@@ -13,12 +13,13 @@ use std::time::Instant;
 
 use monty::{FunctionCall, MontyRun, NameLookup, ResolveFutures, RunProgress};
 use monty_types::{
-    CompileOptions, DictPairs, ExcType, ExtFunctionResult, MontyClassInstance, MontyClassType,
-    MontyException, MontyObject, MontyUuid, NameLookupResult, PrintWriter, PrintWriterCallback,
+    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, PrintWriter, PrintWriterCallback,
     ResourceLimits, ResourceTracker,
 };
 use serde_json::Value;
 
+use super::capabilities::{self, Answer};
+use super::objects::{self, Objects, Target};
 use super::values;
 use crate::wire::limits::{LOG_LINE_OVERHEAD_BYTES, Limits};
 use crate::wire::protocol::{
@@ -46,8 +47,12 @@ pub struct PyRun {
     deadline: Instant,
     /// The interpreter, while it waits on calls.
     waiting: Option<ResolveFutures>,
-    /// Calls out, by wire id: Monty's id for the future each resolves.
-    pending: HashMap<u64, u32>,
+    /// The host functions this run may call (its capabilities), by name.
+    host_functions: Vec<String>,
+    /// Calls out, by wire id: Monty's id for the future each resolves, and how to read it.
+    pending: HashMap<u64, (u32, Answer)>,
+    /// The responses `fetch` gave, for their `json()` and `text()`.
+    responses: Vec<Value>,
     /// Calls made but held back by `max_concurrent_calls`, in order.
     queued: VecDeque<WorkerFrame>,
     calls: u32,
@@ -62,10 +67,12 @@ pub struct PyRun {
 
 impl PyRun {
     /// A run that has not started.
-    pub fn new(run: u64, tools: Arc<ToolSet>, limits: Limits) -> PyRun {
+    pub fn new(run: u64, tools: Arc<ToolSet>, host_functions: Vec<String>, limits: Limits) -> PyRun {
         PyRun {
             run,
             tools,
+            host_functions,
+            responses: Vec::new(),
             limits,
             deadline: Instant::now() + limits.wall_time(),
             waiting: None,
@@ -120,11 +127,11 @@ impl PyRun {
         next_call: &mut u64,
         out: &mut Vec<WorkerFrame>,
     ) -> Outcome {
-        let Some(future) = self.pending.remove(&id) else {
+        let Some((future, answer)) = self.pending.remove(&id) else {
             return Outcome::Waiting;
         };
         let step = heap_count::Step::begin(self.held);
-        let outcome = self.resolve(future, result, next_call, out);
+        let outcome = self.resolve(future, answer, result, next_call, out);
         self.held = step.end();
         outcome
     }
@@ -132,6 +139,7 @@ impl PyRun {
     fn resolve(
         &mut self,
         future: u32,
+        answer: Answer,
         result: Result<String, CallFailure>,
         next_call: &mut u64,
         out: &mut Vec<WorkerFrame>,
@@ -140,7 +148,7 @@ impl PyRun {
         if let Some(frame) = self.queued.pop_front() {
             out.push(frame);
         }
-        let answer = self.answer(result);
+        let answer = self.answer(answer, result);
         let Some(waiting) = self.waiting.take() else {
             return Outcome::Done(Err(internal("a reply came for a run that was not waiting")));
         };
@@ -224,42 +232,50 @@ impl PyRun {
         }
     }
 
-    /// A name the code reached for: a backend (a host object whose tools are methods), a tool
-    /// of one read as an attribute (`getattr(everything, "get-sum")`), or nothing.
-    fn lookup(&self, lookup: &NameLookup) -> NameLookupResult {
-        match lookup.object_id() {
-            None => match self.backend_named(&lookup.name) {
-                Some(b) => NameLookupResult::Value(self.backend_object(b)),
-                None => NameLookupResult::Undefined,
-            },
-            Some(id) => match backend_of(id).and_then(|b| self.tool_of(b, &lookup.name)) {
-                Some(tool) => NameLookupResult::Value(MontyObject::Function {
-                    name: self.qualified(tool),
-                    docstring: None,
-                }),
-                None => NameLookupResult::Undefined,
-            },
+    fn objects(&self) -> Objects<'_> {
+        Objects {
+            tools: &self.tools,
+            host_functions: &self.host_functions,
         }
     }
 
-    /// A tool call: checked, sent (or queued), and the code goes on with a pending future.
+    /// A name the code reached for (see `objects`).
+    fn lookup(&self, lookup: &NameLookup) -> NameLookupResult {
+        self.objects().lookup(lookup)
+    }
+
+    /// A call: a tool's or a capability's is checked, sent (or queued), and the code goes on
+    /// with a pending future; a response's method is answered at once.
     fn call(
         &mut self,
         call: FunctionCall,
         next_call: &mut u64,
         out: &mut Vec<WorkerFrame>,
     ) -> Result<RunProgress, MontyException> {
-        let tool = match call.object_id {
-            Some(id) => backend_of(id).and_then(|b| self.tool_of(b, &call.function_name)),
-            None => self.tool_qualified(&call.function_name),
+        let sent = match self.objects().target(&call) {
+            Target::Missing(refusal) => Err(refusal),
+            Target::Response(n) => {
+                let answer = match self.responses.get(n) {
+                    Some(raw) => capabilities::response_method(raw, &call.function_name),
+                    None => Err(MontyException::new(ExcType::RuntimeError, Some("no such response".into()))),
+                };
+                return match answer {
+                    Ok(value) => call.resume(value, PrintWriter::Callback(&mut self.logs)),
+                    Err(e) => call.resume(ExtFunctionResult::Error(e), PrintWriter::Callback(&mut self.logs)),
+                };
+            }
+            Target::Tool(tool) => {
+                let qualified = self.objects().qualified(tool);
+                self.arguments(&qualified, &call)
+                    .map(|args| (Callee::Tool(tool), args, Answer::Tool))
+            }
+            Target::Host(index, function) => self.counted(function).and_then(|()| {
+                capabilities::arguments(function, &call.args, &call.kwargs)
+                    .map(|(args, answer)| (Callee::Host(index), args, answer))
+            }),
         };
-        let Some(tool) = tool else {
-            let refusal = self.no_such_tool(&call);
-            return call.resume(ExtFunctionResult::Error(refusal), PrintWriter::Callback(&mut self.logs));
-        };
-        let qualified = self.qualified(tool);
-        let args = match self.arguments(&qualified, &call) {
-            Ok(args) => args,
+        let (callee, args, answer) = match sent {
+            Ok(sent) => sent,
             Err(refusal) => {
                 return call.resume(ExtFunctionResult::Error(refusal), PrintWriter::Callback(&mut self.logs));
             }
@@ -271,7 +287,7 @@ impl PyRun {
         let frame = WorkerFrame::Call {
             run: self.run,
             id,
-            callee: Callee::Tool(tool),
+            callee,
             args,
             site: None,
         };
@@ -280,8 +296,23 @@ impl PyRun {
         } else {
             self.queued.push_back(frame);
         }
-        self.pending.insert(id, call.call_id);
+        self.pending.insert(id, (call.call_id, answer));
         call.resume_pending(PrintWriter::Callback(&mut self.logs))
+    }
+
+    /// Whether the run may make one more call (`max_tool_calls`).
+    fn counted(&self, what: &str) -> Result<(), MontyException> {
+        if self.calls >= self.limits.max_tool_calls {
+            return Err(MontyException::new(
+                ExcType::RuntimeError,
+                Some(format!(
+                    "too many calls: {what}() would be call {} of an execution that may make {} (max_tool_calls)",
+                    self.calls + 1,
+                    self.limits.max_tool_calls
+                )),
+            ));
+        }
+        Ok(())
     }
 
     /// A call's keyword arguments as a JSON object, or why not.
@@ -295,15 +326,7 @@ impl PyRun {
                 )),
             ));
         }
-        if self.calls >= self.limits.max_tool_calls {
-            return Err(MontyException::new(
-                ExcType::RuntimeError,
-                Some(format!(
-                    "too many tool calls: this execution may make {} (max_tool_calls)",
-                    self.limits.max_tool_calls
-                )),
-            ));
-        }
+        self.counted(qualified)?;
         let mut map = serde_json::Map::new();
         for (key, value) in &call.kwargs {
             let MontyObject::String(key) = key else {
@@ -328,8 +351,12 @@ impl PyRun {
     }
 
     /// The host's answer as what the code's `await` gives: the tool's value, or an exception.
-    fn answer(&mut self, result: Result<String, CallFailure>) -> ExtFunctionResult {
+    fn answer(&mut self, answer: Answer, result: Result<String, CallFailure>) -> ExtFunctionResult {
         match result {
+            Ok(json) if answer != Answer::Tool => match serde_json::from_str::<Value>(&json) {
+                Ok(value) => ExtFunctionResult::Return(self.capability_value(answer, value)),
+                Err(e) => self.raise(format!("the host's answer is not JSON: {e}"), ErrorKind::Internal),
+            },
             Ok(json) => match serde_json::from_str::<Value>(&json) {
                 Ok(raw) if raw.get("isError").and_then(Value::as_bool) == Some(true) => {
                     let text = values::text_of(&raw);
@@ -343,6 +370,22 @@ impl PyRun {
                 let kind = failure.kind.error_kind();
                 self.raise(failure.message, kind)
             }
+        }
+    }
+
+    /// A capability's answer as Python sees it.
+    fn capability_value(&mut self, answer: Answer, value: Value) -> MontyObject {
+        match answer {
+            Answer::StateValue => match value {
+                Value::Object(mut map) => values::to_python(&map.remove("value").unwrap_or(Value::Null)),
+                _ => MontyObject::None,
+            },
+            Answer::Response => {
+                let object = objects::response(&value, self.responses.len());
+                self.responses.push(value);
+                object
+            }
+            Answer::Plain | Answer::Tool => values::to_python(&value),
         }
     }
 
@@ -440,96 +483,12 @@ impl PyRun {
             .collect();
         MontyException::with_traceback(e.exc_type(), e.message().map(str::to_string), frames)
     }
-
-    fn backend_named(&self, name: &str) -> Option<usize> {
-        self.tools.backends.iter().position(|b| b.js == name)
-    }
-
-    fn backend_object(&self, backend: usize) -> MontyObject {
-        let name = self.tools.backends[backend].js.clone();
-        MontyObject::ClassInstance(Box::new(MontyClassInstance {
-            class_type: MontyClassType {
-                name,
-                id: uuid(CLASS_TAG, backend as u32),
-                host_defined: true,
-                is_dataclass: false,
-                attrs: DictPairs::from(Vec::new()),
-            },
-            instance_id: uuid(INSTANCE_TAG, backend as u32),
-            attrs: DictPairs::from(Vec::new()),
-        }))
-    }
-
-    /// Backend `b`'s tool named `name` (its identifier or its own name): its index.
-    fn tool_of(&self, b: usize, name: &str) -> Option<u32> {
-        let backend = self.tools.backends.get(b)?;
-        backend.tools.iter().copied().find(|&i| {
-            let tool = &self.tools.bindings[i as usize];
-            tool.js_tool == name || tool.name == name
-        })
-    }
-
-    /// The tool a `backend.tool` function (made by an attribute read) names.
-    fn tool_qualified(&self, name: &str) -> Option<u32> {
-        let (backend, tool) = name.split_once('.')?;
-        self.tool_of(self.backend_named(backend)?, tool)
-    }
-
-    fn qualified(&self, tool: u32) -> String {
-        let binding = &self.tools.bindings[tool as usize];
-        format!("{}.{}", binding.js_backend, binding.js_tool)
-    }
-
-    fn no_such_tool(&self, call: &FunctionCall) -> MontyException {
-        let backend = call.object_id.and_then(backend_of).and_then(|b| self.tools.backends.get(b));
-        let Some(backend) = backend else {
-            // A bare name Monty does not have (`eval`, `globals`, `open`...): as Python says it.
-            return MontyException::new(
-                ExcType::NameError,
-                Some(format!("name '{}' is not defined", call.function_name)),
-            );
-        };
-        let names: Vec<&str> = backend
-            .tools
-            .iter()
-            .take(20)
-            .map(|&i| self.tools.bindings[i as usize].js_tool.as_str())
-            .collect();
-        MontyException::new(
-            ExcType::AttributeError,
-            Some(format!(
-                "`{}` has no tool `{}`; its tools: {}",
-                backend.js,
-                call.function_name,
-                names.join(", ")
-            )),
-        )
-    }
 }
 
 /// Recursion depth of Python code (Monty's default; CPython's is the same).
 const MAX_RECURSION_DEPTH: usize = 1000;
 /// Failed calls a run remembers to classify its end.
 const MAX_REMEMBERED_FAILURES: usize = 64;
-
-const CLASS_TAG: u8 = 0xC1;
-const INSTANCE_TAG: u8 = 0x1A;
-
-/// The id of backend `index`'s class or instance: fixed bytes, never an address.
-fn uuid(tag: u8, index: u32) -> MontyUuid {
-    let mut bytes = [0u8; 16];
-    bytes[0] = tag;
-    bytes[1..5].copy_from_slice(b"sgpy");
-    bytes[12..16].copy_from_slice(&index.to_le_bytes());
-    MontyUuid::from_bytes(bytes)
-}
-
-/// The backend an instance id names.
-fn backend_of(id: MontyUuid) -> Option<usize> {
-    let bytes = id.as_bytes();
-    (bytes[0] == INSTANCE_TAG && &bytes[1..5] == b"sgpy")
-        .then(|| u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize)
-}
 
 fn type_error(message: &str) -> MontyException {
     MontyException::new(ExcType::TypeError, Some(message.to_string()))
