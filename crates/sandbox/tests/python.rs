@@ -361,3 +361,64 @@ async fn the_granted_capabilities_are_there_in_python_spelling_and_nothing_else(
             .contains("name 'fetch' is not defined")
     );
 }
+
+#[tokio::test]
+async fn asyncio_sleep_parks_the_run_on_a_timer_and_the_clock_reads() {
+    let sandbox = python_sandbox(1).await;
+    let started = Instant::now();
+    let slept = py(
+        &sandbox,
+        "import asyncio\nawait asyncio.gather(asyncio.sleep(0.3), asyncio.sleep(0.3), asyncio.sleep(0.3))\nawait asyncio.sleep(0)\n'woke'",
+    )
+    .await;
+    assert_eq!(value(&slept), json!("woke"));
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(300),
+        "the timers were waited for: {took:?}"
+    );
+    // While one run sleeps, another on the same worker runs.
+    let sleeping = {
+        let sandbox = sandbox.clone();
+        tokio::spawn(
+            async move { py(&sandbox, "import asyncio\nawait asyncio.sleep(0.5)\n1").await },
+        )
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(value(&py(&sandbox, "2").await), json!(2));
+    assert_eq!(value(&sleeping.await.expect("joined")), json!(1));
+    // A sleep past the wall time ends as a timeout, at the wall time.
+    let limits = Limits {
+        wall_ms: 300,
+        ..Limits::default()
+    };
+    let long = py_with(
+        &sandbox,
+        "import asyncio\nawait asyncio.sleep(60)",
+        limits,
+        Arc::new(TestBridge::default()),
+    )
+    .await;
+    assert_eq!(long.error.expect("an error").kind, ErrorKind::Timeout);
+    let timers = py_with(
+        &sandbox,
+        "import asyncio\nawait asyncio.gather(*[asyncio.sleep(0.01) for _ in range(20)])",
+        Limits {
+            max_timers: 5,
+            ..Limits::default()
+        },
+        Arc::new(TestBridge::default()),
+    )
+    .await;
+    assert!(
+        timers
+            .error
+            .expect("an error")
+            .message
+            .contains("max_timers")
+    );
+    // The clock: datetime.now() and date.today() read the same time TypeScript's Date does.
+    let now = py(&sandbox, "from datetime import datetime, date, timezone\n[datetime.now(timezone.utc).year, date.today().year >= 2026]").await;
+    let year = value(&now)[0].as_i64().expect("a year");
+    assert!(year >= 2026, "{year}");
+}

@@ -14,6 +14,7 @@
 //! second line behind that.
 
 mod capabilities;
+mod clock;
 mod objects;
 mod run;
 mod source;
@@ -70,7 +71,7 @@ impl Workers {
     fn serve(mut self, link: &mut dyn Link) -> i32 {
         loop {
             report(false, self.runs.len());
-            let due = self.runs.values().map(PyRun::deadline).min();
+            let due = self.runs.values().map(PyRun::next_wake).min();
             let wait = due.map_or(IDLE_WAIT, |due| due.saturating_duration_since(Instant::now()));
             let frame = match link.recv(wait) {
                 Ok(frame) => frame,
@@ -83,6 +84,7 @@ impl Workers {
             {
                 return code;
             }
+            self.wake(&mut out);
             self.expire(&mut out);
             if !out.is_empty() && link.send_all(&out).is_err() {
                 return 73;
@@ -146,6 +148,24 @@ impl Workers {
                 self.runs.insert(run, py);
             }
             Outcome::Done(result) => py.finish(result, out),
+        }
+    }
+
+    /// Fires the timers that are due.
+    fn wake(&mut self, out: &mut Vec<WorkerFrame>) {
+        let now = Instant::now();
+        let due: Vec<u64> = self
+            .runs
+            .iter()
+            .filter(|(_, py)| py.next_wake() <= now && py.deadline() > now)
+            .map(|(run, _)| *run)
+            .collect();
+        for run in due {
+            if let Some(mut py) = self.runs.remove(&run) {
+                report(true, self.runs.len());
+                let outcome = guarded(|| py.wake(&mut self.next_call, out));
+                self.settle(run, py, outcome, out);
+            }
         }
     }
 

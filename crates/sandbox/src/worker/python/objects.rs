@@ -17,6 +17,9 @@ use monty_types::{
 use super::capabilities::Space;
 use crate::worker::engine::ToolSet;
 
+/// The name `source::with_sleep` gives `asyncio.sleep`.
+const SLEEP_NAME: &str = "asyncio_sleep";
+
 const BACKEND: u8 = 0x1A;
 const SPACE: u8 = 0x2B;
 const RESPONSE: u8 = 0x3C;
@@ -30,6 +33,8 @@ pub enum Target {
     Host(u32, &'static str),
     /// A method of fetched response `n`.
     Response(usize),
+    /// `asyncio.sleep` (spelled `asyncio_sleep` by `source::with_sleep`): the worker's timer.
+    Sleep,
     /// Nothing: the exception that says so.
     Missing(MontyException),
 }
@@ -66,6 +71,12 @@ impl Objects<'_> {
         if let Some(space) = Space::named(name).filter(|s| self.grants_space(*s)) {
             return NameLookupResult::Value(instance(SPACE, space.index(), name));
         }
+        if name == SLEEP_NAME {
+            return NameLookupResult::Value(MontyObject::Function {
+                name: "asyncio.sleep".into(),
+                docstring: None,
+            });
+        }
         if name == "fetch" && self.host_index("fetch").is_some() {
             return NameLookupResult::Value(MontyObject::Function {
                 name: "fetch".into(),
@@ -99,6 +110,7 @@ impl Objects<'_> {
             },
             Some((RESPONSE, n)) => Target::Response(n as usize),
             Some(_) => Target::Missing(not_defined(name)),
+            None if name == "asyncio.sleep" || name == SLEEP_NAME => Target::Sleep,
             None if name == "fetch" => match self.host_index("fetch") {
                 Some(index) => Target::Host(index, "fetch"),
                 None => Target::Missing(not_defined(name)),

@@ -53,6 +53,8 @@ pub struct PyRun {
     pending: HashMap<u64, (u32, Answer)>,
     /// The responses `fetch` gave, for their `json()` and `text()`.
     responses: Vec<Value>,
+    /// `asyncio.sleep` timers: when each is due, and the future it resolves.
+    timers: Vec<(Instant, u32)>,
     /// Calls made but held back by `max_concurrent_calls`, in order.
     queued: VecDeque<WorkerFrame>,
     calls: u32,
@@ -73,6 +75,7 @@ impl PyRun {
             tools,
             host_functions,
             responses: Vec::new(),
+            timers: Vec::new(),
             limits,
             deadline: Instant::now() + limits.wall_time(),
             waiting: None,
@@ -91,6 +94,38 @@ impl PyRun {
         self.deadline
     }
 
+    /// When the run next needs the worker: its first timer, or its deadline.
+    pub fn next_wake(&self) -> Instant {
+        self.timers
+            .iter()
+            .map(|(due, _)| *due)
+            .min()
+            .map_or(self.deadline, |due| due.min(self.deadline))
+    }
+
+    /// Resolves the timers that are due and runs on.
+    pub fn wake(&mut self, next_call: &mut u64, out: &mut Vec<WorkerFrame>) -> Outcome {
+        let now = Instant::now();
+        let due: Vec<(u32, ExtFunctionResult)> = self
+            .timers
+            .iter()
+            .filter(|(at, _)| *at <= now)
+            .map(|(_, future)| (*future, ExtFunctionResult::Return(MontyObject::None)))
+            .collect();
+        if due.is_empty() {
+            return Outcome::Waiting;
+        }
+        self.timers.retain(|(at, _)| *at > now);
+        let Some(waiting) = self.waiting.take() else {
+            return Outcome::Done(Err(internal("a timer fired for a run that was not waiting")));
+        };
+        let step = heap_count::Step::begin(self.held);
+        let resumed = waiting.resume(due, PrintWriter::Callback(&mut self.logs));
+        let outcome = self.drive(resumed, next_call, out);
+        self.held = step.end();
+        outcome
+    }
+
     /// Compiles and starts `code`.
     pub fn start(&mut self, code: String, next_call: &mut u64, out: &mut Vec<WorkerFrame>) -> Outcome {
         let step = heap_count::Step::begin(self.held);
@@ -107,6 +142,12 @@ impl PyRun {
         let runner = match MontyRun::new(code, SCRIPT_NAME, Vec::new(), CompileOptions::default()) {
             Ok(runner) => runner,
             Err(e) => return Outcome::Done(Err(self.error(e))),
+        };
+        // `asyncio.sleep` becomes the worker's timer, once Monty has bounded the code's nesting.
+        let runner = match super::source::with_sleep(runner.code()) {
+            Some(slept) => MontyRun::new(slept, SCRIPT_NAME, Vec::new(), CompileOptions::default())
+                .unwrap_or(runner),
+            None => runner,
         };
         let tracker = ResourceTracker::new(ResourceLimits {
             max_duration: Some(self.limits.wall_time()),
@@ -210,17 +251,21 @@ impl PyRun {
                     lookup.resume(answer, PrintWriter::Callback(&mut self.logs))
                 }
                 RunProgress::OsCall(call) => {
+                    if let Some(now) = super::clock::answer(&call.function_call) {
+                        step = call.resume(now, PrintWriter::Callback(&mut self.logs));
+                        continue;
+                    }
                     let what = call.function_call.to_string();
                     let refusal = MontyException::new(
                         ExcType::PermissionError,
                         Some(format!(
-                            "`{what}` is not available in the sandbox: the code has no files, network or clock of its own"
+                            "`{what}` is not available in the sandbox: the code has no files, network or environment of its own: use the granted fs, fetch and env"
                         )),
                     );
                     call.resume(ExtFunctionResult::Error(refusal), PrintWriter::Callback(&mut self.logs))
                 }
                 RunProgress::ResolveFutures(waiting) => {
-                    if self.pending.is_empty() && self.queued.is_empty() {
+                    if self.pending.is_empty() && self.queued.is_empty() && self.timers.is_empty() {
                         return Outcome::Done(Err(internal(
                             "the code waits for something no call will answer",
                         )));
@@ -254,6 +299,12 @@ impl PyRun {
     ) -> Result<RunProgress, MontyException> {
         let sent = match self.objects().target(&call) {
             Target::Missing(refusal) => Err(refusal),
+            Target::Sleep => {
+                return match self.timer(&call) {
+                    Ok(()) => call.resume_pending(PrintWriter::Callback(&mut self.logs)),
+                    Err(e) => call.resume(ExtFunctionResult::Error(e), PrintWriter::Callback(&mut self.logs)),
+                };
+            }
             Target::Response(n) => {
                 let answer = match self.responses.get(n) {
                     Some(raw) => capabilities::response_method(raw, &call.function_name),
@@ -298,6 +349,30 @@ impl PyRun {
         }
         self.pending.insert(id, (call.call_id, answer));
         call.resume_pending(PrintWriter::Callback(&mut self.logs))
+    }
+
+    /// Sets the timer an `asyncio.sleep(seconds)` awaits.
+    fn timer(&mut self, call: &FunctionCall) -> Result<(), MontyException> {
+        let seconds = match (call.args.first(), call.kwargs.is_empty(), call.args.len()) {
+            (Some(MontyObject::Int(n)), true, 1) => *n as f64,
+            (Some(MontyObject::Float(f)), true, 1) => *f,
+            _ => return Err(type_error("asyncio.sleep(seconds) takes one number of seconds")),
+        };
+        if self.timers.len() >= self.limits.max_timers as usize {
+            return Err(MontyException::new(
+                ExcType::RuntimeError,
+                Some(format!(
+                    "too many timers: an execution may have {} pending (max_timers)",
+                    self.limits.max_timers
+                )),
+            ));
+        }
+        // Past the deadline a sleep would only end in a timeout: it ends there instead.
+        let wait = std::time::Duration::try_from_secs_f64(seconds.max(0.0))
+            .unwrap_or(std::time::Duration::MAX);
+        let due = Instant::now().checked_add(wait).unwrap_or(self.deadline).min(self.deadline);
+        self.timers.push((due, call.call_id));
+        Ok(())
     }
 
     /// Whether the run may make one more call (`max_tool_calls`).

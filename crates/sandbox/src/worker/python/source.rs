@@ -6,7 +6,9 @@
 //! are a syntax error, not a deep stack), and only appended to: the user's lines keep their
 //! numbers.
 
+use ruff_python_ast::visitor::{Visitor, walk_expr};
 use ruff_python_ast::{Expr, Stmt};
+use ruff_text_size::Ranged;
 
 /// The names TypeScript code catches failed calls by, as Python's own exceptions: Monty 0.0.23
 /// has no exception subclasses, so `except ToolError` catches the `RuntimeError` a failed call
@@ -51,6 +53,47 @@ pub fn with_final_value(code: String) -> String {
     }
 }
 
+/// `code` with `asyncio.sleep` spelled `asyncio_sleep`, a name the worker answers as a timer
+/// that parks the run (Monty 0.0.23's `asyncio` has only `gather` and `run`); `None` when the
+/// code has no `asyncio.sleep`. The same length, so every column stays where it was. Call it
+/// only on code Monty compiled, whose nesting Monty bounds (the walk recurses).
+pub fn with_sleep(code: &str) -> Option<String> {
+    if !code.contains("asyncio.sleep") {
+        return None;
+    }
+    let parsed = ruff_python_parser::parse_module(code).ok()?;
+    let mut dots = Dots(Vec::new());
+    for stmt in &parsed.syntax().body {
+        dots.visit_stmt(stmt);
+    }
+    if dots.0.is_empty() {
+        return None;
+    }
+    let mut bytes = code.as_bytes().to_vec();
+    for at in dots.0 {
+        if bytes.get(at) == Some(&b'.') {
+            bytes[at] = b'_';
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// Where the dots of `asyncio.sleep` are.
+struct Dots(Vec<usize>);
+
+impl<'a> Visitor<'a> for Dots {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Attribute(attribute) = expr
+            && attribute.attr.as_str() == "sleep"
+            && let Expr::Name(name) = attribute.value.as_ref()
+            && name.id.as_str() == "asyncio"
+        {
+            self.0.push(name.range().end().to_usize());
+        }
+        walk_expr(self, expr);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_final_value;
@@ -70,6 +113,14 @@ mod tests {
         let (code, lines) = super::with_aliases("try:\n    pass\nexcept ToolError:\n    pass".into());
         assert_eq!(lines, 1);
         assert!(code.starts_with("ToolError = RuntimeError;") && code.ends_with("except ToolError:\n    pass"));
+    }
+
+    #[test]
+    fn asyncio_sleep_becomes_the_workers_timer_and_nothing_else_moves() {
+        let code = "import asyncio\nawait asyncio.sleep(0.1)\nx = 'asyncio.sleep'\nawait asyncio.gather(asyncio.sleep(1))";
+        let slept = super::with_sleep(code).expect("rewritten");
+        assert_eq!(slept, "import asyncio\nawait asyncio_sleep(0.1)\nx = 'asyncio.sleep'\nawait asyncio.gather(asyncio_sleep(1))");
+        assert_eq!(super::with_sleep("await other.sleep(1)"), None);
     }
 
     #[test]
