@@ -19,6 +19,7 @@ once; it reports the trivial scripts' p50 and p99 latency and the wall time of e
 
     .venv/bin/python tests/bench/concurrent_scripts.py --counts 20 1000 --peer --previous /work/old-target/release/sandgate
     .venv/bin/python tests/bench/concurrent_scripts.py --mixed
+    .venv/bin/python tests/bench/concurrent_scripts.py --counts 1000 --rounds 3 --python
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ PEER = REPO / "tests" / "bench" / "peer"
 WORKER_ARG = "__sandbox-worker"
 
 SANDGATE_SCRIPT = "await everything.trigger_long_running_operation({ duration: 1, steps: 1 }); return 1;"
+# The same script in Python, on Monty (issue 50; `--python`).
+PYTHON_SCRIPT = "await everything.trigger_long_running_operation(duration=1, steps=1)\n1"
 PEER_SCRIPT = "await ev.everything_trigger_long_running_operation({ duration: 1, steps: 1 }); return 1;"
 CPU_SCRIPT = "const end = Date.now() + 2000; let n = 0; while (Date.now() < end) n++; return n > 0;"
 TRIVIAL_SCRIPT = "return 1;"
@@ -127,9 +130,10 @@ def report_wrong(results, read, expected) -> None:
         print(f"  wrong x{count}: {text}", flush=True)
 
 
-async def run_batch(client, script: str, n: int, read) -> tuple[float, int]:
+async def run_batch(client, script: str, n: int, read, extra: dict | None = None) -> tuple[float, int]:
     started = time.monotonic()
-    results = await asyncio.gather(*(client.call_tool("call_tool_chain", {"code": script}) for _ in range(n)))
+    arguments = {"code": script, **(extra or {})}
+    results = await asyncio.gather(*(client.call_tool("call_tool_chain", arguments) for _ in range(n)))
     wall = time.monotonic() - started
     right = sum(1 for r in results if read(r) == 1)
     report_wrong(results, read, 1)
@@ -144,18 +148,18 @@ def ensure_peer():
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=PEER, env=env, check=True)
 
 
-async def measure(name: str, params: StdioServerParameters, script: str, read, counts, rounds, marker):
+async def measure(name: str, params: StdioServerParameters, script: str, read, counts, rounds, marker, extra=None):
     figures = {n: [] for n in counts}
     async with Client(params, mode="legacy", read_timeout_seconds=300) as client:
-        await run_batch(client, script, 1, read)  # warm up
+        await run_batch(client, script, 1, read, extra)  # warm up
         for _ in range(rounds):
             for n in counts:
                 sampler = RssSampler(marker) if marker else None
                 if sampler:
                     with sampler:
-                        wall, right = await run_batch(client, script, n, read)
+                        wall, right = await run_batch(client, script, n, read, extra)
                 else:
-                    wall, right = await run_batch(client, script, n, read)
+                    wall, right = await run_batch(client, script, n, read, extra)
                 figures[n].append((wall, right, sampler))
                 rss = ""
                 if sampler:
@@ -225,6 +229,7 @@ async def main():
     parser.add_argument("--counts", type=int, nargs="+", default=[20, 1000])
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--mixed", action="store_true")
+    parser.add_argument("--python", action="store_true", help="also the same script in Python on Monty, in the same run")
     parser.add_argument("--sandbox", nargs="*", default=[], help="`[sandbox]` settings for sandgate, e.g. max_workers=8")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sandgate-concurrency-"))
@@ -241,6 +246,9 @@ async def main():
         systems.append(("previous", args.previous, args.previous_counts))
     for name, binary, counts in systems:
         await measure(name, sandgate_params(binary, config), SANDGATE_SCRIPT, sandgate_value, counts, args.rounds, str(config))
+    if args.python:
+        await measure("python", sandgate_params(args.sandgate, config), PYTHON_SCRIPT, sandgate_value, args.counts,
+                      args.rounds, str(config), {"language": "python"})
     if args.peer:
         ensure_peer()
         everything = str(NODE_MODULES / "server-everything" / "dist" / "index.js")

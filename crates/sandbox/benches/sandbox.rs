@@ -125,6 +125,73 @@ fn execution_among(code: &str, backends: usize, per_backend: usize) -> Execution
 }
 
 const TRIVIAL: &str = "return 1;";
+const PY_TRIVIAL: &str = "1";
+const PY_THREE_AWAITED: &str =
+    "a = await bench.echo(n=1)\nb = await bench.echo(n=2)\nc = await bench.echo(n=3)\n[a, b, c]";
+
+/// The same three calls for Monty alone, to a function `echo` of its host.
+const MONTY_THREE_AWAITED: &str =
+    "a = await echo(n=1)\nb = await echo(n=2)\nc = await echo(n=3)\n[a, b, c]";
+
+/// An execution of Python `code` on Monty.
+fn on_monty(code: &str) -> Execution {
+    Execution {
+        engine: sandgate_sandbox::Engine::Monty,
+        ..execution(code)
+    }
+}
+
+/// Runs `code` on Monty in this process: every name is a host function, whose calls are
+/// futures resolved with their keyword arguments as soon as the code awaits them (as `Echo`
+/// answers, and as the worker drives Monty).
+fn monty_alone(code: &str) -> monty_types::MontyObject {
+    use monty::{MontyRun, RunProgress};
+    use monty_types::{
+        CompileOptions, MontyObject, NameLookupResult, PrintWriter, ResourceTracker,
+    };
+    let runner = MontyRun::new(
+        code.to_string(),
+        "bench.py",
+        vec![],
+        CompileOptions::default(),
+    )
+    .expect("compiles");
+    let mut progress = runner
+        .start(vec![], ResourceTracker::default(), PrintWriter::Disabled)
+        .expect("starts");
+    let mut answers = Vec::new();
+    loop {
+        progress = match progress {
+            RunProgress::Complete(value) => return value,
+            RunProgress::NameLookup(lookup) => {
+                let name = lookup.name.clone();
+                lookup
+                    .resume(
+                        NameLookupResult::Value(MontyObject::Function {
+                            name,
+                            docstring: None,
+                        }),
+                        PrintWriter::Disabled,
+                    )
+                    .expect("resumes")
+            }
+            RunProgress::FunctionCall(call) => {
+                answers.push((call.call_id, MontyObject::Dict(call.kwargs.clone().into())));
+                call.resume_pending(PrintWriter::Disabled).expect("resumes")
+            }
+            RunProgress::ResolveFutures(waiting) => {
+                let ready = std::mem::take(&mut answers)
+                    .into_iter()
+                    .map(|(id, value)| (id, monty_types::ExtFunctionResult::Return(value)))
+                    .collect();
+                waiting
+                    .resume(ready, PrintWriter::Disabled)
+                    .expect("resumes")
+            }
+            other => panic!("unexpected pause: {other:?}"),
+        };
+    }
+}
 const THREE_AWAITED: &str = "const a = await bench.echo({n: 1}); const b = await bench.echo({n: 2}); const c = await bench.echo({n: 3}); return [a, b, c];";
 
 const SCRIPT_30_LINES: &str = r#"
@@ -184,6 +251,20 @@ fn bench(c: &mut Criterion) {
         .block_on(Sandbox::start(no_template))
         .expect("sandbox without templates");
     assert!(no_template.template_bytes().is_none());
+    // Python on Monty (issue 50): the same workers' program in its Python mode, next to
+    // QuickJS in the same run.
+    let mut python_workers = PoolConfig::new(program);
+    python_workers.args = vec![sandgate_sandbox::PYTHON_ARG.to_string()];
+    let mut quickjs_one = PoolConfig::new(program);
+    quickjs_one.workers = 1;
+    let python = runtime
+        .block_on(async {
+            Sandbox::start(quickjs_one)
+                .await?
+                .with_python(python_workers)
+                .await
+        })
+        .expect("the Python engine");
     let bridge: Arc<dyn Bridge> = Arc::new(Echo);
 
     let runtime = &runtime;
@@ -302,6 +383,15 @@ fn bench(c: &mut Criterion) {
         });
     }
 
+    // Monty alone, in this process: compiling and running the script, its calls answered in
+    // place. What the Python rows above add to this is the worker boundary and sandgate's own.
+    for (name, code) in [
+        ("monty_alone/trivial", PY_TRIVIAL),
+        ("monty_alone/3_awaited_tool_calls", MONTY_THREE_AWAITED),
+    ] {
+        c.bench_function(name, |b| b.iter(|| monty_alone(code)));
+    }
+
     c.bench_function("transpile_30_line_script", |b| {
         b.iter(|| sandgate_sandbox::transpile::transpile(std::hint::black_box(SCRIPT_30_LINES)))
     });
@@ -376,6 +466,12 @@ fn bench(c: &mut Criterion) {
             "among_400_tools/3_awaited_tool_calls",
             &sandbox,
             execution_among(THREE_AWAITED, 20, 20),
+        ),
+        ("python/trivial", &python, on_monty(PY_TRIVIAL)),
+        (
+            "python/3_awaited_tool_calls",
+            &python,
+            on_monty(PY_THREE_AWAITED),
         ),
         ("no_template/trivial", &no_template, execution(TRIVIAL)),
         (

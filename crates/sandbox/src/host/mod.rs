@@ -12,6 +12,7 @@ pub mod nesting;
 pub mod normalize;
 pub(crate) mod pool;
 pub(crate) mod python;
+pub(crate) mod python_hints;
 pub(crate) mod result;
 pub(crate) mod sandbox;
 pub mod single_call;

@@ -26,6 +26,8 @@ pub(super) fn result(
     raw: Result<RawRun, ExecError>,
     lines_before: u32,
     started: Instant,
+    code: &str,
+    granted: &[String],
 ) -> ExecutionResult {
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     let raw = match raw {
@@ -65,6 +67,13 @@ pub(super) fn result(
             } else {
                 format!("{}: {}", guest.name, guest.message)
             };
+            let hint = super::python_hints::hint(&super::python_hints::Failure {
+                name: &guest.name,
+                message: &guest.message,
+                fault: guest.fault.as_ref(),
+                code,
+                granted,
+            });
             (
                 None,
                 Some(ExecError {
@@ -72,7 +81,7 @@ pub(super) fn result(
                     message,
                     line,
                     column,
-                    hint: None,
+                    hint,
                     fault: guest.fault,
                 }),
             )

@@ -191,7 +191,7 @@ impl Sandbox {
             let raw = pool
                 .run(code.to_string(), &Default::default(), &execution, bridge, cancelled)
                 .await;
-            return python::result(raw, lines_before, started);
+            return python::result(raw, lines_before, started, &execution.code, &execution.host_functions);
         }
         let transpiled = match execution.mode {
             RunMode::Script => transpile::transpile(&execution.code),
@@ -200,12 +200,18 @@ impl Sandbox {
         let transpiled = match transpiled {
             Ok(t) => t,
             Err(problem) => {
+                // Python sent as TypeScript: say how to send it.
+                let hint = if super::python_hints::looks_like_python(&execution.code) {
+                    Some("This looks like Python: send it with `language: \"python\"` (or fence it as ```python).".into())
+                } else {
+                    problem.hint
+                };
                 return ExecutionResult::failed(ExecError {
                     kind: ErrorKind::Syntax,
                     message: problem.message,
                     line: Some(problem.line),
                     column: Some(problem.column),
-                    hint: problem.hint,
+                    hint,
                     fault: None,
                 });
             }

@@ -39,6 +39,18 @@ pub enum Fault {
     },
     /// A spread, destructuring or `for…of` over a value that cannot be iterated.
     NotIterable,
+    /// An import of a module the engine does not have (Python: `import requests`).
+    NoModule {
+        /// The module as the code named it.
+        module: String,
+    },
+    /// A feature of the language the engine does not have (Python on Monty: class
+    /// inheritance, `match`, generators), or a member of a module it lacks
+    /// (`asyncio.create_task`).
+    Unsupported {
+        /// The feature, in the engine's words, or `module.member`.
+        feature: String,
+    },
     /// A tool reached by a name that is in no backend (`mcp.call("name")`, sandgate's own
     /// preamble).
     NoSuchTool {

@@ -15,6 +15,7 @@
 
 mod capabilities;
 mod clock;
+mod faults;
 mod objects;
 mod run;
 mod source;

@@ -65,6 +65,8 @@ pub struct PyRun {
     held: usize,
     /// Lines the worker put before the user's code (see `source::with_aliases`).
     lines_before: u32,
+    /// Names the code reached for that are not defined (for the fault of its `NameError`).
+    undefined: Vec<String>,
 }
 
 impl PyRun {
@@ -86,6 +88,7 @@ impl PyRun {
             logs: Logs::new(run, limits),
             held: 0,
             lines_before: 0,
+            undefined: Vec::new(),
         }
     }
 
@@ -259,7 +262,8 @@ impl PyRun {
                     let refusal = MontyException::new(
                         ExcType::PermissionError,
                         Some(format!(
-                            "`{what}` is not available in the sandbox: the code has no files, network or environment of its own: use the granted fs, fetch and env"
+                            "`{what}` {}: the code has no files, network or environment of its own; use the granted fs, fetch and env",
+                            super::faults::OS_REFUSED
                         )),
                     );
                     call.resume(ExtFunctionResult::Error(refusal), PrintWriter::Callback(&mut self.logs))
@@ -285,8 +289,15 @@ impl PyRun {
     }
 
     /// A name the code reached for (see `objects`).
-    fn lookup(&self, lookup: &NameLookup) -> NameLookupResult {
-        self.objects().lookup(lookup)
+    fn lookup(&mut self, lookup: &NameLookup) -> NameLookupResult {
+        let answer = self.objects().lookup(lookup);
+        if matches!(answer, NameLookupResult::Undefined)
+            && lookup.object_id().is_none()
+            && self.undefined.len() < MAX_REMEMBERED_FAILURES
+        {
+            self.undefined.push(lookup.name.clone());
+        }
+        answer
     }
 
     /// A call: a tool's or a capability's is checked, sent (or queued), and the code goes on
@@ -531,13 +542,14 @@ impl PyRun {
             .rev()
             .find(|frame| frame.filename == SCRIPT_NAME)
             .map(|frame| (frame.start.line, frame.start.column));
+        let fault = super::faults::classify(e.exc_type(), &message, &self.undefined);
         GuestError {
             at,
             kind: Some(kind),
             name: e.exc_type().to_string(),
             message,
             stack: e.to_string(),
-            fault: None,
+            fault,
         }
     }
 
