@@ -110,6 +110,13 @@ async def test_tool_info_declares_what_the_tools_returned_and_tsc_holds_every_re
         search = structured(await client.call_tool("search_tools", {"query": "sum of two numbers", "detail": "full"}))
         hit = next(r for r in search["results"] if r["name"] == "everything.get-sum")
         assert "observed in 4 calls" in hit["signature"] and "Promise<string>" in hit["signature"], hit
+        # Python code mode is given the same learned types (issue 50).
+        py_info = structured(await client.call_tool("tool_info", {"name": "everything.get_sum", "language": "python"}))
+        assert py_info["signature"].endswith("-> str"), py_info["signature"]
+        assert "observed in 4 calls since" in py_info["declaration"], py_info["declaration"]
+        stub = (await client.read_resource("sandgate://types.pyi")).contents[0].text
+        __import__("ast").parse(stub)
+        assert "observed in 4 calls since" in stub and "-> Any:" in stub, stub[:3000]
         declarations = (await client.read_resource("sandgate://types.d.ts")).contents[0].text
     assert "observed in 4 calls since" in declarations
     code, out = tsc(tmp_path, declarations, checks_for(seen))
@@ -165,6 +172,7 @@ async def test_no_value_a_tool_returned_appears_in_a_declaration_or_the_store(tm
         found = await learned(client, "fake.secret_record", 12)
         assert found.get("returns", {}).get("calls") == 12, found
         shown = json.dumps(found) + (await client.read_resource("sandgate://types.d.ts")).contents[0].text
+        shown += (await client.read_resource("sandgate://types.pyi")).contents[0].text
         shown += json.dumps(structured(await client.call_tool("search_tools", {"query": "secret record", "detail": "full"})))
         await asyncio.sleep(2.5)
     assert "password: string" in shown and "by: Record<string, number>" in shown, shown

@@ -138,3 +138,28 @@ async def test_state_kept_in_python_is_read_in_typescript_and_back(tmp_path, tra
         assert back["result"] == [[1, 2], None, True], back
         calls = [c["tool"] for c in back["calls"]]
         assert calls == ["state.get", "state.get", "state.delete"], calls
+
+
+async def test_python_declarations_for_the_real_servers_parse_as_python_and_match_what_runs(tmp_path):
+    import ast
+
+    servers = reference_servers(tmp_path)
+    path = write_config(tmp_path, "toml", servers)
+    async with connect("stdio", path) as client:
+        await client.call_tool("search_tools", {"query": "anything"})
+        stub = (await client.read_resource("sandgate://types.pyi")).contents[0].text
+        ast.parse(stub)  # raises on anything that is not Python
+        assert "class memory:" in stub and "async def create_entities(self, *, entities: list[" in stub, stub[:2000]
+        assert "class state:" in stub, "the profile keeps state, and the stub says how to use it"
+        info = await client.call_tool("tool_info", {"name": "everything.get-sum", "language": "python"})
+        data = structured(info)
+        assert data["signature"].startswith("await everything.get_sum(*, a: float, b: float)"), data["signature"]
+        assert "```py" in text_of(info) and "async def get_sum(self, *, a: float, b: float)" in data["declaration"]
+        # The example it gives runs as written.
+        example = data["example"].replace("1.0", "2.0")
+        ran = structured(await py(client, example + "\nresult"))
+        assert ran["result"] == "The sum of 2 and 2 is 4.", ran
+        found = structured(await client.call_tool("search_tools", {"query": "add two numbers", "language": "python"}))
+        assert any(r["signature"].startswith("await everything.get_sum(*, a: float") for r in found["results"]), found
+        bad = await client.call_tool("tool_info", {"name": "everything.echo", "language": "cobol"})
+        assert bad.is_error and "\"typescript\" or \"python\"" in text_of(bad)

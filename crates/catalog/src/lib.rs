@@ -10,6 +10,7 @@ mod arguments;
 mod catalog;
 mod error;
 mod names;
+mod python;
 mod search;
 mod shapes;
 mod synonyms;
@@ -21,6 +22,7 @@ pub use arguments::argument_problems;
 pub use catalog::{Catalog, Collision, Entry, ToolSpec};
 pub use error::CatalogError;
 pub use names::{is_reserved_word, sanitize_ident};
+pub use python::PyDecl;
 pub use search::{SearchHit, SearchIndex};
 pub use shapes::{
     LearnedShape, MAX_SHAPE_DEPTH, MAX_SHAPE_FIELDS, MAX_SHAPE_NODES, Observed, is_field_name,

@@ -217,7 +217,7 @@ impl ServerHandler for SandgateServer {
             )),
             None => Err(ErrorData::resource_not_found(
                 format!(
-                    "no resource {}. Available: sandgate://overview, sandgate://backends, sandgate://stats, sandgate://types.d.ts, sandgate://backend/{{{}}}",
+                    "no resource {}. Available: sandgate://overview, sandgate://backends, sandgate://stats, sandgate://types.d.ts, sandgate://types.pyi, sandgate://backend/{{{}}}",
                     request.uri,
                     resources::backend_names(&self.gateway, &caller).join("|")
                 ),

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
-use sandgate_catalog::{Catalog, CatalogError, Entry, Observed, TsDecl};
+use sandgate_catalog::{Catalog, CatalogError, Entry, Observed, PyDecl, TsDecl};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -139,7 +139,8 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
             json!({"type": "object", "properties": {
                 "query": {"type": "string", "description": "What you want to do, in words, e.g. \"create a github issue\""},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": "Most results to return (default 10)"},
-                "detail": {"type": "string", "enum": ["summary", "signature", "full"], "description": "summary: names and descriptions; signature (default): plus call signatures; full: plus full TypeScript declarations"}
+                "detail": {"type": "string", "enum": ["summary", "signature", "full"], "description": "summary: names and descriptions; signature (default): plus call signatures; full: plus full TypeScript declarations"},
+                "language": {"type": "string", "enum": ["typescript", "python"], "description": "The language of the signatures (default typescript)"}
             }, "required": ["query"], "additionalProperties": false}),
         ),
         tool(
@@ -147,7 +148,8 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
             "Get one tool's full TypeScript declaration (argument and result types, documented) and an example call. Accepts qualified (backend.tool), bare or sanitized names.",
             json!({"type": "object", "properties": {
                 "name": {"type": "string", "description": "Tool name, e.g. \"memory.create_entities\""},
-                "detail": {"type": "string", "enum": ["signature", "full"], "description": "signature: one line; full (default): declaration and example"}
+                "detail": {"type": "string", "enum": ["signature", "full"], "description": "signature: one line; full (default): declaration and example"},
+                "language": {"type": "string", "enum": ["typescript", "python"], "description": "The language of the declaration (default typescript)"}
             }, "required": ["name"], "additionalProperties": false}),
         ),
         tool(
@@ -296,6 +298,46 @@ struct SearchArgs {
     query: String,
     limit: Option<usize>,
     detail: Option<String>,
+    language: Option<String>,
+}
+
+/// A tool's declaration in the language the caller asked for (`typescript`, the default, or
+/// `python`), and the fence its text goes in.
+struct Declared {
+    signature: String,
+    declaration: String,
+    example: String,
+    fence: &'static str,
+}
+
+fn declared(
+    entry: &Entry,
+    observed: Option<&Observed>,
+    language: Option<&str>,
+) -> Result<Declared, String> {
+    match language.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("typescript" | "ts") => {
+            let decl = TsDecl::for_entry_observed(entry, observed);
+            Ok(Declared {
+                signature: decl.signature,
+                declaration: decl.declaration,
+                example: decl.example,
+                fence: "ts",
+            })
+        }
+        Some("python" | "py") => {
+            let decl = PyDecl::for_entry_observed(entry, observed);
+            Ok(Declared {
+                signature: decl.signature,
+                declaration: decl.declaration,
+                example: decl.example,
+                fence: "py",
+            })
+        }
+        Some(other) => Err(format!(
+            "language must be \"typescript\" or \"python\", not {other:?}"
+        )),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -336,6 +378,11 @@ fn search_tools(
         }
     };
     let detail = detail(args.detail.as_deref(), Detail::Signature)?;
+    let language = args.language.as_deref();
+    // Checked before the search, so a bad language is an error even when nothing matches.
+    if let Some(first) = catalog.entries().first() {
+        declared(first, None, language)?;
+    }
     let hits = catalog.search_index().search(query, limit);
     if hits.is_empty() {
         let text = if catalog.is_empty() {
@@ -352,7 +399,7 @@ fn search_tools(
     let mut results = Vec::with_capacity(hits.len());
     for hit in &hits {
         let entry = &catalog.entries()[hit.entry];
-        let decl = TsDecl::for_entry_observed(entry, observed(entry).as_ref());
+        let decl = declared(entry, observed(entry).as_ref(), language)?;
         text.push_str(&format!("\n- {} — {}\n", entry.qualified, one_line(entry)));
         let mut item = entry_json(entry);
         match detail {
@@ -381,6 +428,7 @@ fn search_tools(
 struct InfoArgs {
     name: String,
     detail: Option<String>,
+    language: Option<String>,
 }
 
 fn tool_info(
@@ -391,7 +439,7 @@ fn tool_info(
     let detail = detail(args.detail.as_deref(), Detail::Full)?;
     let entry = resolve(catalog, &args.name)?;
     let seen = observed(entry).filter(|_| entry.spec.output_schema.is_none());
-    let decl = TsDecl::for_entry_observed(entry, seen.as_ref());
+    let decl = declared(entry, seen.as_ref(), args.language.as_deref())?;
     let mut item = entry_json(entry);
     if let Some(seen) = &seen {
         item["returns"] = json!({"observed": true, "calls": seen.calls, "since": seen.since});
@@ -413,9 +461,10 @@ fn tool_info(
             item["annotations"] = annotations.clone();
         }
         format!(
-            "{} — {}\n\n```ts\n{declaration}```\n\nExample:\n```ts\n{example}\n```",
+            "{} — {}\n\n```{fence}\n{declaration}```\n\nExample:\n```{fence}\n{example}\n```",
             entry.qualified,
             one_line(entry),
+            fence = decl.fence,
         )
     } else {
         format!("{}\n  {signature}", entry.qualified)

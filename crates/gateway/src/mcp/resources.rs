@@ -168,6 +168,28 @@ pub(crate) async fn types(gateway: &Gateway, caller: &Caller) -> String {
         .await
 }
 
+/// The `state` object, as `types.pyi` declares it where the profile keeps state.
+const STATE_PYTHON: &str = "class state:\n    \"\"\"Values kept between executions: this caller's own, JSON, each expiring (default 1 day).\"\"\"\n\n    async def get(self, key: str) -> Any:\n        \"\"\"The value kept under `key`, or None when there is none or it expired.\"\"\"\n    async def set(self, key: str, value: Any, *, ttl: int | None = None) -> None:\n        \"\"\"Keeps `value` (JSON) under `key` for `ttl` seconds (at most 30 days).\"\"\"\n    async def delete(self, key: str) -> bool:\n        \"\"\"Removes `key`; whether it held a value.\"\"\"\n    async def keys(self) -> list[str]:\n        \"\"\"The keys kept, in order.\"\"\"\n\n";
+
+/// `sandgate://types.pyi`: the same tools for Python code, with the same output types.
+pub(crate) async fn types_pyi(gateway: &Gateway, caller: &Caller) -> String {
+    let catalog = gateway.settled_view(&caller.access).await.catalog;
+    let observed = gateway.observed();
+    let state = if caller.access.grants(sandgate_policy::Capability::State) {
+        STATE_PYTHON
+    } else {
+        ""
+    };
+    written_off_async(move || {
+        let tools = catalog.python_declarations_observed(&observed);
+        match tools.split_once("\n\n") {
+            Some((head, rest)) => format!("{head}\n\n{state}{rest}"),
+            None => tools,
+        }
+    })
+    .await
+}
+
 /// `sandgate://stats`.
 pub(crate) async fn stats(gateway: &Gateway, caller: &Caller) -> String {
     let executions = read::stats(gateway, caller).await;

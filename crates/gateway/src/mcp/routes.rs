@@ -181,9 +181,13 @@ fn types<'a>(g: &'a Arc<Gateway>, c: &'a Caller) -> BoxFuture<'a, String> {
     Box::pin(resources::types(g, c))
 }
 
+fn types_pyi<'a>(g: &'a Arc<Gateway>, c: &'a Caller) -> BoxFuture<'a, String> {
+    Box::pin(resources::types_pyi(g, c))
+}
+
 /// Every fixed resource, in listing order (per-backend and per-execution resources follow
 /// them, by prefix).
-pub(crate) const RESOURCES: [ResourceRoute; 4] = [
+pub(crate) const RESOURCES: [ResourceRoute; 5] = [
     ResourceRoute {
         uri: "sandgate://overview",
         name: "overview",
@@ -211,6 +215,13 @@ pub(crate) const RESOURCES: [ResourceRoute; 4] = [
         description: "TypeScript declarations for every reachable tool",
         mime: "text/plain",
         read: types,
+    },
+    ResourceRoute {
+        uri: "sandgate://types.pyi",
+        name: "types.pyi",
+        description: "Python declarations for every reachable tool (for call_tool_chain with language: \"python\")",
+        mime: "text/plain",
+        read: types_pyi,
     },
 ];
 
