@@ -179,3 +179,57 @@ async def test_the_tool_description_names_the_calls_that_need_approval(tmp_path)
         tools = {t.name: t for t in (await client.list_tools()).tools}
     description = tools["call_tool_chain"].description
     assert "memory.create_*" in description and "ApprovalDenied" in description, description
+
+
+# The same five calls in Python (issue 50): a Python script parks on an approval as a
+# TypeScript one does, and `except ApprovalDenied` catches a no.
+FIVE_PY = """
+import asyncio
+from datetime import datetime
+t0 = datetime.now()
+gated = memory.create_entities(entities=[{"name": "release", "entityType": "event", "observations": ["token=s3cr3t-value"]}])
+plain = await asyncio.gather(
+    everything.echo(message="one"),
+    everything.echo(message="two"),
+    everything.echo(message="three"),
+    everything.echo(message="four"),
+)
+plain_at = (datetime.now() - t0).total_seconds()
+try:
+    await gated
+    outcome = {"ok": True}
+except ApprovalDenied as e:
+    outcome = {"ok": False, "denied": True, "message": str(e)}
+graph = await memory.read_graph()
+{"plain": plain, "plain_at": plain_at, "gated_at": (datetime.now() - t0).total_seconds(), "gated": outcome,
+ "entities": len(graph["entities"])}
+"""
+
+# Monty 0.0.23 fails an `asyncio.gather` whose task's call failed, before the task's own
+# `except` sees it (CPython raises it in the task first), so the gated call is awaited by
+# itself here; docs/call_tool_chain.md says so.
+
+
+@pytest.mark.parametrize("transport,mode", ERAS)
+@pytest.mark.parametrize("action", ["accept", "decline"])
+async def test_a_python_script_parks_on_an_approval_like_a_typescript_one(tmp_path, transport, mode, action):
+    path = config(tmp_path)
+    person = Person(action, delay=1.0)
+    servers = []
+    try:
+        async with client_for(transport, mode, path, person, servers) as client:
+            result = structured(await client.call_tool("call_tool_chain", {"code": FIVE_PY, "language": "python"}))["result"]
+    finally:
+        for server in servers:
+            server.close()
+    plain, gated = result["plain"], result["gated"]
+    assert plain == ["Echo: one", "Echo: two", "Echo: three", "Echo: four"], result
+    assert result["plain_at"] < 1.0 <= result["gated_at"], f"the four ran while the gated call waited: {result}"
+    assert len(person.asked) == 1 and "memory.create_entities" in person.asked[0], person.asked
+    assert "s3cr3t-value" not in person.asked[0], person.asked
+    if action == "accept":
+        assert gated["ok"] and result["entities"] == 1, result
+    else:
+        assert gated["denied"] and "declined" in gated["message"] and result["entities"] == 0, result
+    lines = [line for line in audit_lines(tmp_path) if line.get("kind") == "approval"]
+    assert [line["decision"] for line in lines] == ["ask", "allow" if action == "accept" else "deny"], lines
