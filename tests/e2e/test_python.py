@@ -163,3 +163,19 @@ async def test_python_declarations_for_the_real_servers_parse_as_python_and_matc
         assert any(r["signature"].startswith("await everything.get_sum(*, a: float") for r in found["results"]), found
         bad = await client.call_tool("tool_info", {"name": "everything.echo", "language": "cobol"})
         assert bad.is_error and "\"typescript\" or \"python\"" in text_of(bad)
+
+
+async def test_a_profile_chooses_its_languages_and_a_refusal_names_the_key(tmp_path):
+    only_ts = config(tmp_path, '\n[profiles.default]\ntools = ["*"]\nlanguages = ["typescript"]\n')
+    async with connect("stdio", only_ts) as client:
+        refused = await py(client, "1 + 1")
+        assert refused.is_error and "profiles.default.languages" in text_of(refused), text_of(refused)
+        chain = {t.name: t for t in (await client.list_tools()).tools}["call_tool_chain"]
+        assert "language: \"python\"" not in chain.description
+        assert structured(await client.call_tool("call_tool_chain", {"code": "return 2;"}))["result"] == 2
+    only_py = tmp_path / "py"
+    only_py.mkdir()
+    async with connect("stdio", config(only_py, '\n[profiles.default]\ntools = ["*"]\nlanguages = ["python"]\n')) as client:
+        refused = await client.call_tool("call_tool_chain", {"code": "return 2;"})
+        assert refused.is_error and "runs no TypeScript" in text_of(refused), text_of(refused)
+        assert structured(await py(client, "1 + 1"))["result"] == 2

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use sandgate_policy::{
-    Engine, EngineGrant, FsRoot, Grant, HostPattern, NetGrant, Profile, ProfileLimits,
+    Engine, EngineGrant, FsRoot, Grant, HostPattern, Languages, NetGrant, Profile, ProfileLimits,
 };
 use serde_json::{Map, Value};
 
@@ -31,6 +31,7 @@ const PROFILE_KEYS: &[&str] = &[
     "register_tools",
     "approve",
     "state",
+    "languages",
 ];
 const LIMIT_KEYS: &[&str] = &["timeout_ms", "max_calls", "executions_per_minute"];
 const FS_KEYS: &[&str] = &["path", "write"];
@@ -211,7 +212,37 @@ impl Walker<'_> {
             approve: patterns("approve")?,
             state: opt_bool(self, &sub("state"), table.get("state"))?.unwrap_or(true),
             engine: self.engine_grant(&sub("engine"), table.get("engine"))?,
+            languages: self.languages(&sub("languages"), table.get("languages"))?,
         })
+    }
+
+    /// A profile's `languages`: `["typescript"]`, `["python"]` or both (the default).
+    fn languages(&self, key: &str, value: Option<&Value>) -> Result<Languages, ConfigError> {
+        if value.is_none() {
+            return Ok(Languages::default());
+        }
+        let names = string_list(self, key, value)?;
+        let mut languages = Languages {
+            typescript: false,
+            python: false,
+        };
+        for name in &names {
+            match name.as_str() {
+                "typescript" => languages.typescript = true,
+                "python" => languages.python = true,
+                other => {
+                    return Err(self.invalid(
+                        key,
+                        format!("holds \"{other}\""),
+                        "list \"typescript\", \"python\" or both",
+                    ));
+                }
+            }
+        }
+        if names.is_empty() {
+            return Err(self.invalid(key, "is empty", "list \"typescript\", \"python\" or both"));
+        }
+        Ok(languages)
     }
 
     /// A profile's `engine`: `"quickjs"`, `"v8"`, or `"any"` (a call chooses).

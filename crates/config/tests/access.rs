@@ -272,3 +272,44 @@ fn a_bare_fs_path_and_settings_at_the_top_of_a_json_file_are_named_in_its_syntax
     )
     .expect("a client's own keys are left alone");
 }
+
+#[test]
+fn a_profile_lists_its_languages_and_python_is_on_unless_turned_off() {
+    let config = parse_str(
+        "[sandbox]\npython = false\n\n[profiles.ts]\ntools = [\"*\"]\nlanguages = [\"typescript\"]\n\n[profiles.both]\ntools = [\"*\"]\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("languages load");
+    assert!(
+        !config.sandbox.python,
+        "[sandbox] python = false turns the engine off"
+    );
+    let languages = |name: &str| {
+        config
+            .access_profiles()
+            .into_iter()
+            .find(|p| p.name == name)
+            .map(|p| p.languages)
+            .expect(name)
+    };
+    assert!(languages("ts").typescript && !languages("ts").python);
+    assert!(languages("both").typescript && languages("both").python);
+    assert!(
+        parse_str("[profiles.a]\ntools = [\"*\"]\n", Format::Toml, "t")
+            .expect("loads")
+            .sandbox
+            .python,
+        "Python runs unless the config turns it off"
+    );
+    let wrong = toml_err("[profiles.a]\ntools = [\"*\"]\nlanguages = [\"ruby\"]\n");
+    assert!(
+        wrong.contains("profiles.a.languages") && wrong.contains("\"python\""),
+        "{wrong}"
+    );
+    let empty = toml_err("[profiles.a]\ntools = [\"*\"]\nlanguages = []\n");
+    assert!(
+        empty.contains("profiles.a.languages") && empty.contains("empty"),
+        "{empty}"
+    );
+}

@@ -21,5 +21,7 @@ pub use decision::{Authorized, PolicyError};
 pub use fs::{FsAccess, FsRoot, deciding_root};
 pub use glob::glob_match;
 pub use net::{AddressClass, HostPattern, NetGrant, NetLookup, NetTarget, classify};
-pub use profile::{Access, Capability, Engine, EngineGrant, EnvRead, Profile, ProfileLimits};
+pub use profile::{
+    Access, Capability, Engine, EngineGrant, EnvRead, Languages, Profile, ProfileLimits,
+};
 pub use tools::{Grant, ToolCall, ToolName};

@@ -63,6 +63,46 @@ pub struct Profile {
     /// Which JavaScript engine runs its executions (`engine`): the sandbox's default, one
     /// engine, or either, chosen per call.
     pub engine: EngineGrant,
+    /// The languages its code may be in (`languages`): TypeScript, Python, or both (the
+    /// default).
+    pub languages: Languages,
+}
+
+/// The languages a profile's code may be in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Languages {
+    /// TypeScript (and JavaScript), on QuickJS or V8.
+    pub typescript: bool,
+    /// Python, on Monty.
+    pub python: bool,
+}
+
+impl Default for Languages {
+    fn default() -> Self {
+        Languages {
+            typescript: true,
+            python: true,
+        }
+    }
+}
+
+impl Languages {
+    /// Whether code in Python (`python`) or TypeScript may run; `Err` says which key decides.
+    pub fn allow(self, python: bool, profile_key: &str) -> Result<(), String> {
+        let (allowed, asked, other) = if python {
+            (self.python, "Python", "TypeScript")
+        } else {
+            (self.typescript, "TypeScript", "Python")
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(format!(
+                "this profile runs no {asked}: send the code in {other}, or ask the operator to add \"{}\" to {profile_key}.languages",
+                asked.to_ascii_lowercase()
+            ))
+        }
+    }
 }
 
 /// The JavaScript engines a sandbox can run an execution on.
@@ -152,6 +192,7 @@ impl Profile {
             approve: vec![],
             state: true,
             engine: Default::default(),
+            languages: Default::default(),
         }
     }
 
@@ -175,6 +216,7 @@ impl Profile {
             approve: vec![],
             state: false,
             engine: Default::default(),
+            languages: Default::default(),
         }
     }
 
@@ -541,6 +583,7 @@ mod tests {
             approve: vec![],
             state: false,
             engine: Default::default(),
+            languages: Default::default(),
         })
     }
 

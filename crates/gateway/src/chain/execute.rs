@@ -32,7 +32,9 @@ fn engine_for(
     profile: &sandgate_policy::Profile,
     runtime: &ChainRuntime,
 ) -> Result<Engine, String> {
-    if args.language()? == super::Language::Python {
+    let python = args.language()? == super::Language::Python;
+    profile.languages.allow(python, &profile.key)?;
+    if python {
         if args.engine.is_some() {
             return Err(
                 "`engine` chooses a JavaScript engine; Python runs on Monty: leave `engine` out"

@@ -112,9 +112,10 @@ pub fn definitions(gateway: &Gateway, caller: &Caller) -> Vec<Tool> {
         format!("{chain_description} {STATE_DESCRIPTION}")
     };
     let chain_description = with_approvals(gateway, caller, chain_description);
-    let python = gateway
-        .chain()
-        .is_some_and(|runtime| runtime.sandbox.has(sandgate_sandbox::Engine::Monty));
+    let python = caller.access.profile().languages.python
+        && gateway
+            .chain()
+            .is_some_and(|runtime| runtime.sandbox.has(sandgate_sandbox::Engine::Monty));
     let chain_description = if python {
         format!("{chain_description} {PYTHON_DESCRIPTION}")
     } else {

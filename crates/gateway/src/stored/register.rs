@@ -262,6 +262,7 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         // A stored tool keeps no state of its own, and reads none of its caller's.
         state: false,
         engine: Default::default(),
+        languages: Default::default(),
     }))
 }
 
