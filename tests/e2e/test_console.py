@@ -391,3 +391,30 @@ def test_writes_need_the_consoles_own_origin_and_events_stay_within_a_profile(tm
         stream.close()
     finally:
         server.close()
+
+
+def test_the_playground_runs_python_and_its_execution_opens_like_any_other(tmp_path):
+    """Issue 50: the playground's language choice sends Python; the result, logs and the
+    timeline of its fan-out show as TypeScript's do, and the execution keeps its code."""
+    config = config_with_profiles(tmp_path)
+    server = HttpServer(config, token=ALPHA_TOKEN)
+    try:
+        with browser() as chromium:
+            page = open_page(chromium, server)
+            log_in(page, server, ALPHA_TOKEN)
+            page.goto(console_url(server) + "#/playground")
+            page.select_option("#playground-language", "python")
+            assert page.input_value("#playground-code").startswith("# Runs with your profile's tools"), "the Python example"
+            page.fill("#playground-code", "import asyncio\nprint('fanning out')\nr = await asyncio.gather(everything.echo(message='a'), everything.echo(message='b'))\nr")
+            page.click("#run")
+            page.wait_for_selector("#playground-execution", timeout=30_000)
+            execution = page.inner_text("#playground-execution")
+            assert '"Echo: a"' in page.inner_text("#playground-text"), page.inner_text("#playground-text")
+            assert "fanning out" in page.inner_text("#playground-logs")
+            assert len(bars(page)) == 2
+            page.goto(console_url(server) + "#/executions")
+            page.click(f'#executions tr[data-execution="{execution}"]')
+            page.wait_for_selector("#execution-id")
+            assert "import asyncio" in page.content()
+    finally:
+        server.close()

@@ -292,9 +292,11 @@ pub(crate) async fn output(
 pub(crate) struct RunBody {
     code: String,
     timeout_ms: Option<u64>,
+    /// `typescript` (the default) or `python`.
+    language: Option<String>,
 }
 
-/// `POST /ui/api/run {"code": "..."}`: the playground: `call_tool_chain` as the session's
+/// `POST /ui/api/run {"code": "...", "language"?: "python"}`: the playground: `call_tool_chain` as the session's
 /// caller, with the same result, logs and calls; the record is written before the answer.
 pub(crate) async fn run(
     State(console): State<Console>,
@@ -308,11 +310,12 @@ pub(crate) async fn run(
         );
     }
     let caller = caller(&console, &user);
-    let args =
-        match serde_json::from_value(json!({"code": body.code, "timeout_ms": body.timeout_ms})) {
-            Ok(args) => args,
-            Err(e) => return problem(StatusCode::BAD_REQUEST, &e.to_string()),
-        };
+    let args = match serde_json::from_value(
+        json!({"code": body.code, "timeout_ms": body.timeout_ms, "language": body.language}),
+    ) {
+        Ok(args) => args,
+        Err(e) => return problem(StatusCode::BAD_REQUEST, &e.to_string()),
+    };
     let cancel = crate::runtime::Cancellation::default();
     let result =
         crate::chain::call_tool_chain(&console.gateway, &caller, args, None, &cancel).await;

@@ -222,16 +222,37 @@ const [graph, echo] = await Promise.all([
 console.log("entities:", graph.entities.length);
 return { entities: graph.entities.length, echo };`;
 
+const EXAMPLE_PYTHON = `# Runs with your profile's tools, like call_tool_chain with language: "python".
+import asyncio
+graph, echo = await asyncio.gather(
+    memory.read_graph(),
+    everything.echo(message="hello from the playground"),
+)
+print("entities:", len(graph["entities"]))
+{"entities": len(graph["entities"]), "echo": echo}`;
+
 export function playgroundPage() {
   const code = el("textarea", { id: "playground-code", spellcheck: "false" });
   code.value = EXAMPLE;
+  const language = el(
+    "select",
+    { id: "playground-language" },
+    el("option", { value: "typescript" }, "TypeScript"),
+    el("option", { value: "python" }, "Python"),
+  );
+  // Switching language swaps the example, never code someone wrote.
+  language.addEventListener("change", () => {
+    if (code.value === EXAMPLE || code.value === EXAMPLE_PYTHON) {
+      code.value = language.value === "python" ? EXAMPLE_PYTHON : EXAMPLE;
+    }
+  });
   const out = el("div", { id: "playground-result" });
   const run = el("button", { id: "run" }, "Run");
   run.addEventListener("click", async () => {
     run.disabled = true;
     out.replaceChildren(el("p", { class: "muted" }, "Running…"));
     try {
-      const answer = await post("/ui/api/run", { code: code.value });
+      const answer = await post("/ui/api/run", { code: code.value, language: language.value });
       const s = answer.structured || {};
       const nodes = [
         el("h3", {}, answer.is_error ? "Error" : "Result"),
@@ -279,10 +300,10 @@ export function playgroundPage() {
     el(
       "p",
       { class: "muted" },
-      "TypeScript against your profile's tools; each backend is an object, each tool an async function.",
+      "TypeScript or Python against your profile's tools; each backend is an object, each tool an async function.",
     ),
     code,
-    el("div", { class: "row" }, run),
+    el("div", { class: "row" }, language, run),
     out,
   );
 }
