@@ -179,3 +179,16 @@ async def test_a_profile_chooses_its_languages_and_a_refusal_names_the_key(tmp_p
         refused = await client.call_tool("call_tool_chain", {"code": "return 2;"})
         assert refused.is_error and "runs no TypeScript" in text_of(refused), text_of(refused)
         assert structured(await py(client, "1 + 1"))["result"] == 2
+
+
+async def test_a_missing_key_on_a_result_names_the_keys_its_declared_type_has(tmp_path):
+    from test_backend_tools import fake
+
+    path = write_config(tmp_path, "toml", {"lister": fake("hostile-list")})
+    async with connect("stdio", path) as client:
+        await client.call_tool("search_tools", {"query": "sum"})
+        ok = structured(await py(client, "r = await lister.get_sum(a=1, as_object=True)\nr"))
+        failed = await py(client, "r = await lister.get_sum(a=1, as_object=True)\nr['total']")
+        assert failed.is_error, failed.content
+        error = failed.structured_content["error"]
+        assert error["line"] == 2 and "\"sum\"" in error["hint"] and "lister.get_sum" in error["hint"], (ok, error)

@@ -379,6 +379,13 @@ async fn finish(
     if let Some(error) = outcome.error.as_mut() {
         explain_absent_backend(gateway, &caller.access, error);
         ungranted::explain(gateway, &knock, &gateway.catalog(), &args.code, error);
+        // A Python `KeyError` on a tool's result names the keys its type has.
+        if let Some(sandgate_sandbox::Fault::MissingKey { key }) = &error.fault
+            && let Some(hint) =
+                super::missing_key::hint(&args.code, key, &catalog, &gateway.observed())
+        {
+            error.hint = Some(hint);
+        }
         if outcome.tier == Tier::Sandbox {
             engine_advice::advise(
                 error,

@@ -9,6 +9,7 @@ pub(crate) mod bounds;
 pub(crate) mod detach;
 mod engine_advice;
 mod execute;
+mod missing_key;
 mod missing_property;
 mod outcome;
 pub(crate) mod read;

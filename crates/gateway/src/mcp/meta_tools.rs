@@ -406,14 +406,16 @@ fn search_tools(
         match detail {
             Detail::Summary => {}
             Detail::Signature => {
-                let signature = shown(&decl.signature, SIGNATURE_SHOWN, entry);
+                let signature = shown(&decl.signature, SIGNATURE_SHOWN, entry, decl.fence);
                 text.push_str(&format!("  {signature}\n"));
                 item["signature"] = json!(signature);
             }
             Detail::Full => {
-                let declaration = shown(&decl.declaration, DECLARATION_SHOWN / 5, entry);
+                let declaration =
+                    shown(&decl.declaration, DECLARATION_SHOWN / 5, entry, decl.fence);
                 text.push_str(&format!("{declaration}\n"));
-                item["signature"] = json!(shown(&decl.signature, SIGNATURE_SHOWN, entry));
+                item["signature"] =
+                    json!(shown(&decl.signature, SIGNATURE_SHOWN, entry, decl.fence));
                 item["declaration"] = json!(declaration);
             }
         }
@@ -445,11 +447,11 @@ fn tool_info(
     if let Some(seen) = &seen {
         item["returns"] = json!({"observed": true, "calls": seen.calls, "since": seen.since});
     }
-    let signature = shown(&decl.signature, SIGNATURE_SHOWN, entry);
+    let signature = shown(&decl.signature, SIGNATURE_SHOWN, entry, decl.fence);
     item["signature"] = json!(signature);
     let text = if detail == Detail::Full {
-        let declaration = shown(&decl.declaration, DECLARATION_SHOWN, entry);
-        let example = shown(&decl.example, SIGNATURE_SHOWN, entry);
+        let declaration = shown(&decl.declaration, DECLARATION_SHOWN, entry, decl.fence);
+        let example = shown(&decl.example, SIGNATURE_SHOWN, entry, decl.fence);
         item["declaration"] = json!(declaration);
         item["example"] = json!(example);
         let schema_bytes = serde_json::to_vec(&entry.spec.input_schema).map_or(0, |b| b.len());
@@ -567,9 +569,12 @@ fn one_line(entry: &Entry) -> String {
 }
 
 /// `text` within `max_chars`; when cut, it says where the whole is.
-fn shown(text: &str, max_chars: usize, entry: &Entry) -> String {
+fn shown(text: &str, max_chars: usize, entry: &Entry, fence: &str) -> String {
     match bounded(text, max_chars) {
         (text, false) => text,
+        (text, true) if fence == "py" => format!(
+            "{text}\n# cut at {max_chars} characters; the whole declaration is in sandgate://types.pyi"
+        ),
         (text, true) => format!(
             "{text}\n/* cut at {max_chars} characters; the whole declaration is in sandgate://types.d.ts, or __getToolInterface({:?}) in code */",
             entry.qualified

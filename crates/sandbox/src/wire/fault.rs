@@ -51,6 +51,11 @@ pub enum Fault {
         /// The feature, in the engine's words, or `module.member`.
         feature: String,
     },
+    /// A key read from a dict that does not have it (Python's `KeyError`).
+    MissingKey {
+        /// The key, as the code wrote it (a string key's text).
+        key: String,
+    },
     /// A tool reached by a name that is in no backend (`mcp.call("name")`, sandgate's own
     /// preamble).
     NoSuchTool {

@@ -42,6 +42,10 @@ pub fn classify(exc: ExcType, message: &str, undefined: &[String]) -> Option<Fau
                 feature: feature.to_string(),
             })
         }
+        // `'items'`: a string key Monty quotes as Python's repr does.
+        ExcType::KeyError => Some(Fault::MissingKey {
+            key: quoted(message).unwrap_or(message).to_string(),
+        }),
         // `module 'asyncio' has no attribute 'create_task'`
         ExcType::AttributeError if message.starts_with("module '") => {
             let mut parts = message.split('\'');
@@ -100,6 +104,10 @@ mod tests {
         assert_eq!(
             classify(ExcType::PermissionError, "`open` is not available in the sandbox: ...", &[]),
             Some(Fault::Unsupported { feature: "open".into() })
+        );
+        assert_eq!(
+            classify(ExcType::KeyError, "'items'", &[]),
+            Some(Fault::MissingKey { key: "items".into() })
         );
         assert_eq!(classify(ExcType::ValueError, "bad", &[]), None);
     }
