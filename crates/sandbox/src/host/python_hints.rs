@@ -62,6 +62,12 @@ pub(super) fn hint(failure: &Failure) -> Option<String> {
     if failure.name == "TypeError" && (failure.message.contains("coroutine") || failure.message.contains("future")) {
         return Some("A tool call gives a coroutine: `await` it (`x = await backend.tool(...)`), or await many at once with `await asyncio.gather(...)`.".into());
     }
+    if failure.name == "MemoryError" {
+        return Some("Hold less at once: ask tools for fewer items or pages, keep only the fields you need, and return a summary rather than everything.".into());
+    }
+    if failure.name == "TimeoutError" && failure.message.contains("computing") {
+        return Some("Do less work per execution: split the data across executions (keep progress in `state` where granted), or return sooner.".into());
+    }
     if failure.name == "KeyError" {
         return Some("The dict has no such key: read it with `.get(\"key\")`, or `print(list(value))` to see its keys.".into());
     }

@@ -59,6 +59,24 @@ pub fn classify(exc: ExcType, message: &str, undefined: &[String]) -> Option<Fau
     }
 }
 
+/// A limit of Monty's own that ended a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The heap limit (`memory limit exceeded: ...`).
+    Memory,
+    /// The time limit, while computing (`time limit exceeded: ...`).
+    Time,
+}
+
+/// Which of Monty's limits an error of type `exc` with `message` is, if one.
+pub fn limit(exc: ExcType, message: &str) -> Option<Limit> {
+    match exc {
+        ExcType::MemoryError if message.starts_with("memory limit exceeded") => Some(Limit::Memory),
+        ExcType::TimeoutError if message.starts_with("time limit exceeded") => Some(Limit::Time),
+        _ => None,
+    }
+}
+
 /// What the worker says of an OS call it refuses, after the call's name in backquotes.
 pub const OS_REFUSED: &str = "is not available in the sandbox";
 

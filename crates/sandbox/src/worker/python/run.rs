@@ -219,19 +219,9 @@ impl PyRun {
         out.extend(self.logs.take());
     }
 
-    /// The error of a run whose wall time passed while it waited.
+    /// The error of a run whose wall time passed while it waited: TypeScript's words.
     pub fn timed_out(&self) -> GuestError {
-        GuestError {
-            at: None,
-            kind: Some(ErrorKind::Timeout),
-            name: "TimeoutError".into(),
-            message: format!(
-                "the execution ran out of time ({} ms) while it waited for its calls",
-                self.limits.wall_ms
-            ),
-            stack: String::new(),
-            fault: None,
-        }
+        crate::wire::errors::timeout_guest_error(self.limits.wall_ms, self.pending.len() as u32)
     }
 
     /// Runs the interpreter from `step` until it finishes or waits on calls.
@@ -504,18 +494,10 @@ impl PyRun {
         })?;
         let text = json.to_string();
         if text.len() > self.limits.max_result_bytes {
-            return Err(GuestError {
-                at: None,
-                kind: Some(ErrorKind::OutputLimit),
-                name: "RangeError".into(),
-                message: format!(
-                    "the result is {} bytes of JSON, over the limit of {} (max_result_bytes)",
-                    text.len(),
-                    self.limits.max_result_bytes
-                ),
-                stack: String::new(),
-                fault: None,
-            });
+            return Err(crate::wire::errors::output_limit_guest_error(
+                text.len(),
+                self.limits.max_result_bytes,
+            ));
         }
         Ok(text)
     }
@@ -543,6 +525,19 @@ impl PyRun {
             .find(|frame| frame.filename == SCRIPT_NAME)
             .map(|frame| (frame.start.line, frame.start.column));
         let fault = super::faults::classify(e.exc_type(), &message, &self.undefined);
+        // Monty's own limits, in the words TypeScript's limits use.
+        let message = match super::faults::limit(e.exc_type(), &message) {
+            Some(super::faults::Limit::Memory) => format!(
+                "out of memory: the execution's heap passed its limit of {} MiB",
+                self.limits.memory_bytes >> 20
+            ),
+            Some(super::faults::Limit::Time) => format!(
+                "the execution ran out of time ({} ms) {}",
+                self.limits.wall_ms,
+                crate::wire::errors::TIMED_OUT_COMPUTING
+            ),
+            None => message,
+        };
         GuestError {
             at,
             kind: Some(kind),
@@ -592,16 +587,9 @@ fn internal(message: &str) -> GuestError {
     }
 }
 
-/// The error of a cancelled run.
+/// The error of a cancelled run: TypeScript's words.
 pub fn cancelled() -> GuestError {
-    GuestError {
-        at: None,
-        kind: Some(ErrorKind::Cancelled),
-        name: "CancelledError".into(),
-        message: "the execution was cancelled".into(),
-        stack: String::new(),
-        fault: None,
-    }
+    crate::wire::errors::cancelled_guest_error()
 }
 
 /// `print()` output: whole lines go to the host as `Log` frames, within the run's log limits.
