@@ -192,3 +192,14 @@ async def test_a_missing_key_on_a_result_names_the_keys_its_declared_type_has(tm
         assert failed.is_error, failed.content
         error = failed.structured_content["error"]
         assert error["line"] == 2 and "\"sum\"" in error["hint"] and "lister.get_sum" in error["hint"], (ok, error)
+
+
+async def test_a_json_call_sent_as_python_is_answered_as_it_is_for_typescript(tmp_path):
+    async with connect("stdio", config(tmp_path)) as client:
+        call = '{"tool": "everything.echo", "arguments": {"message": "same"}}'
+        as_python = structured(await py(client, call))
+        as_typescript = structured(await client.call_tool("call_tool_chain", {"code": call}))
+        assert as_python["result"] == as_typescript["result"] == "Echo: same", (as_python, as_typescript)
+        assert as_python["tier"] == as_typescript["tier"] == "json", (as_python, as_typescript)
+        # A Python dict that is not a call is Python.
+        assert structured(await py(client, '{"a": 1}'))["result"] == {"a": 1}

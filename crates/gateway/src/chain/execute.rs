@@ -233,8 +233,13 @@ async fn execute<'g>(
         })
         .await;
     let (catalog, bindings) = (view.catalog, view.bindings);
-    // Python has no shortcut tiers yet: every Python script runs in the sandbox.
-    let route = if args.force_sandbox == Some(true) || engine == Engine::Monty {
+    // A JSON call is answered as it is for TypeScript, whatever the language; Python code has
+    // no other shortcut yet, so the rest runs in the sandbox.
+    let json_call = || {
+        serde_json::from_str::<Value>(args.code.trim())
+            .is_ok_and(|v| v.as_object().is_some_and(|o| o.contains_key("tool")))
+    };
+    let route = if args.force_sandbox == Some(true) || (engine == Engine::Monty && !json_call()) {
         Route::Sandbox
     } else {
         route(&args.code, &catalog, &bindings)
