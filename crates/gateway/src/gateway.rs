@@ -591,6 +591,7 @@ impl Gateway {
     /// registered through another replica runs this first (`chain`), so it never waits for the
     /// watch.
     pub(crate) async fn catch_up_stored_tools(self: &Arc<Self>, store: &StoreHandle) {
+        let _one_at_a_time = self.stored.catching_up().await;
         if let Some(tools) = self.stored.changes(store).await {
             self.install_stored_tools(tools).await;
         }

@@ -15,6 +15,10 @@ pub(crate) struct StoredWatch {
     expose: AtomicBool,
     /// The store's change mark at the last read, and each tool's version then.
     seen: tokio::sync::Mutex<Seen>,
+    /// Held by a catch-up from its read to the end of its install: a caller that catches up
+    /// while the watcher installs what it read waits for the new catalog, rather than finding
+    /// the mark already read and going on with the old one.
+    catching_up: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -29,6 +33,7 @@ impl StoredWatch {
         StoredWatch {
             expose: AtomicBool::new(expose),
             seen: Default::default(),
+            catching_up: Default::default(),
         }
     }
 
@@ -40,6 +45,11 @@ impl StoredWatch {
     /// Lists stored tools as plain MCP tools, or stops (a reload may change it).
     pub(crate) fn set_exposed(&self, expose: bool) {
         self.expose.store(expose, Ordering::Relaxed);
+    }
+
+    /// One catch-up at a time, its install included (see `catching_up`).
+    pub(crate) async fn catching_up(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.catching_up.lock().await
     }
 
     /// The stored tools to install, when the store's change mark moved since the last read
