@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::catalog::{Catalog, Entry};
 use crate::names::pascal_case;
 use crate::shapes::Observed;
-use crate::typescript::Detail;
+use crate::typescript::{Detail, output_schema};
 
 /// Nesting beyond this depth (or through this many `$ref`s) is rendered as `Any`.
 const MAX_DEPTH: usize = 12;
@@ -49,7 +49,7 @@ impl PyDecl {
         );
         let mut inline = PyGen::new(&entry.spec.input_schema, &prefix, Detail::Signature);
         let params = inline.parameters(&entry.spec.input_schema);
-        let out = output(entry, observed).map_or_else(
+        let out = output_schema(entry, observed).map_or_else(
             || "Any".to_string(),
             |schema| PyGen::new(schema, &prefix, Detail::Signature).render(schema, 0, "Output"),
         );
@@ -112,7 +112,7 @@ fn method(entry: &Entry, prefix: &str, observed: Option<&Observed>) -> String {
     let observed = observed.filter(|_| entry.spec.output_schema.is_none());
     let mut full = PyGen::new(&entry.spec.input_schema, prefix, Detail::Full);
     let params = full.parameters(&entry.spec.input_schema);
-    let out = match output(entry, observed) {
+    let out = match output_schema(entry, observed) {
         Some(schema) => {
             let mut generator = PyGen::new(schema, prefix, Detail::Full);
             let ty = generator.render(schema, 0, "Output");
@@ -156,14 +156,6 @@ fn method(entry: &Entry, prefix: &str, observed: Option<&Observed>) -> String {
         let _ = writeln!(body, "    \"\"\"{}\"\"\"", doc.replace('\n', "\n    "));
     }
     body
-}
-
-fn output<'a>(entry: &'a Entry, observed: Option<&'a Observed>) -> Option<&'a Value> {
-    entry
-        .spec
-        .output_schema
-        .as_ref()
-        .or(observed.map(|o| &o.schema))
 }
 
 /// An example call: the required parameters with placeholders.

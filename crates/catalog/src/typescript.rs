@@ -91,7 +91,10 @@ impl TsDecl {
 
 /// The schema a tool's results are declared with: its own output schema, or else the shape its
 /// results were seen to have.
-fn output_schema<'a>(entry: &'a Entry, observed: Option<&'a Observed>) -> Option<&'a Value> {
+pub(crate) fn output_schema<'a>(
+    entry: &'a Entry,
+    observed: Option<&'a Observed>,
+) -> Option<&'a Value> {
     entry
         .spec
         .output_schema

@@ -18,18 +18,7 @@ pub(super) fn hint(
     let variable = reader_of(code, key)?;
     let tool = assigned_call(code, variable)?;
     let entry = catalog.resolve(tool).ok()?;
-    let learned = match &entry.spec.output_schema {
-        Some(_) => None,
-        None => observed(entry),
-    };
-    let (schema, source) = match (&entry.spec.output_schema, &learned) {
-        (Some(schema), _) => (schema, "its declared output type".to_string()),
-        (None, Some(seen)) => (
-            &seen.schema,
-            format!("its type learned from {} call(s)", seen.calls),
-        ),
-        (None, None) => return None,
-    };
+    let (schema, source) = super::missing_property::result_type(entry, observed)?;
     let properties = schema.get("properties").and_then(Value::as_object)?;
     if properties.is_empty() || properties.contains_key(key) {
         return None;

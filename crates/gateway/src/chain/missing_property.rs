@@ -8,6 +8,21 @@
 use sandgate_catalog::{Catalog, Entry, Observed};
 use serde_json::Value;
 
+/// A tool's result type, and where it comes from in words: its declared output schema, else
+/// the type learned from its results; `None` when it has neither.
+pub(super) fn result_type(
+    entry: &Entry,
+    observed: &dyn Fn(&Entry) -> Option<Observed>,
+) -> Option<(Value, String)> {
+    match &entry.spec.output_schema {
+        Some(schema) => Some((schema.clone(), "its declared output type".to_string())),
+        None => observed(entry).map(|seen| {
+            let source = format!("its type learned from {} call(s)", seen.calls);
+            (seen.schema, source)
+        }),
+    }
+}
+
 /// The note for `code` when its last `return` reads `variable.a.b…` of a tool's result whose
 /// declared or learned type has no such key at some level; `None` when that is not what
 /// happened. `observed` gives a tool's learned type.
@@ -19,18 +34,8 @@ pub(super) fn note(
     let (variable, path) = returned_member(code)?;
     let tool = assigned_call(code, variable)?;
     let entry = catalog.resolve(tool).ok()?;
-    let learned = match &entry.spec.output_schema {
-        Some(_) => None,
-        None => observed(entry),
-    };
-    let (schema, source) = match (&entry.spec.output_schema, &learned) {
-        (Some(schema), _) => (schema, "its declared output type".to_string()),
-        (None, Some(seen)) => (
-            &seen.schema,
-            format!("its type learned from {} call(s)", seen.calls),
-        ),
-        (None, None) => return None,
-    };
+    let (schema, source) = result_type(entry, observed)?;
+    let schema = &schema;
     // Down the path while each key is declared; the first that is not is the one to name.
     let mut level = schema;
     let mut walked = variable.to_string();
