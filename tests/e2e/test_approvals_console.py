@@ -23,13 +23,13 @@ CREATE = """await memory.create_entities({ entities: [{ name: "release", entityT
 return (await memory.read_graph({})).entities.length;"""
 
 
-def serve(tmp_path) -> OneProcess:
+def serve(tmp_path, ops_rule='approve = ["memory.create_*"]') -> OneProcess:
     memory = json.dumps(str(NODE_MODULES / "server-memory/dist/index.js"))
     path = tmp_path / "sandgate.toml"
     path.write_text(
         f'[servers.memory]\ncommand = "node"\nargs = [{memory}]\n'
         f'env = {{ MEMORY_FILE_PATH = {json.dumps(str(tmp_path / "memory.jsonl"))} }}\n\n'
-        '[profiles.ops]\ntools = ["*"]\napprove = ["memory.create_*"]\n\n'
+        f'[profiles.ops]\ntools = ["*"]\n{ops_rule}\n\n'
         '[profiles.beta]\ntools = ["*"]\n\n'
         '[profiles.leads]\ntools = []\napproves = ["ops"]\n\n'
         f'[[http.tokens]]\ntoken = "{LEAD}"\nprofile = "leads"\nname = "ops-lead"\n\n'
@@ -102,5 +102,43 @@ catch (e) { return e instanceof ApprovalDenied ? "denied: " + e.message : "other
                               requestState=first["requestState"]).message()["result"]
         result = done["structuredContent"]["result"]
         assert result.startswith("denied:") and "refused in the console" in result, result
+    finally:
+        server.close()
+
+
+def test_a_whole_script_waits_in_the_console_for_another_person_and_approve_runs_exactly_it(tmp_path):
+    """Issue 51: a profile whose scripts a person approves (`approve_scripts`) parks the script
+    before any of it runs; the console shows its code and the tools it names to a profile that
+    approves the asker's, never to the asker, and Approve runs it."""
+    server = serve(tmp_path, ops_rule='approve_scripts = "writes"')
+    try:
+        conn = Conn(port_of(server), timeout=60)
+        first = stateless_call(conn, OPS, "call_tool_chain", {"code": CREATE}, capabilities=ASKS).message()["result"]
+        assert first["resultType"] == "input_required", first
+        (question, _), = first["inputRequests"].items()
+        with browser() as chromium:
+            asker = open_page(chromium, server)
+            log_in(asker, server, OPS)
+            asker.goto(console_url(server) + "#/approvals")
+            asker.wait_for_selector("#you-answer")
+            assert asker.query_selector(f'[data-approval="{question}"]') is None, "the asker does not see its own"
+            page = open_page(chromium, server)
+            log_in(page, server, LEAD)
+            page.goto(console_url(server) + "#/approvals")
+            page.wait_for_selector(f'[data-approval="{question}"]')
+            row = page.inner_text(f'[data-approval="{question}"]')
+            assert "script (typescript)" in row and 'profiles.ops.approve_scripts = "writes"' in row, row
+            assert "await memory.create_entities" in row, f"the row shows the code: {row}"
+            tools = page.inner_text(f'[data-approval="{question}"] .named-tools')
+            assert "memory.create_entities (may write)" in tools and "memory.read_graph (reads only)" in tools, tools
+            page.click(f'[data-approve="{question}"]')
+            page.wait_for_selector(f'[data-approval="{question}"]', state="detached")
+        done = stateless_call(conn, OPS, "call_tool_chain", {"code": CREATE}, capabilities=ASKS,
+                              requestState=first["requestState"]).message()["result"]
+        assert done["structuredContent"]["result"] == 1, done
+        lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+        script = [line for line in lines if line["kind"] == "approval" and line["target"] == "script"]
+        assert [s["decision"] for s in script] == ["ask", "allow"], script
+        assert "approved by console:leads:token:ops-lead" in script[1]["rule"], script
     finally:
         server.close()

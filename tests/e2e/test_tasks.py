@@ -228,12 +228,15 @@ async def test_another_caller_finds_no_task(tmp_path):
         server.close()
 
 
-async def test_a_task_that_needs_approval_waits_in_input_required_and_update_answers_it(tmp_path):
+# A call's approval, and a whole script's before it runs (issue 51), wait in the same status.
+@pytest.mark.parametrize("rule", ['approve = ["create_*"]\n', '\n[approvals]\nscripts = "writes"\n'], ids=["call", "script"])
+async def test_a_task_that_needs_approval_waits_in_input_required_and_update_answers_it(tmp_path, rule):
     path = tmp_path / "sandgate.toml"
     memory = json.dumps(str(NODE_MODULES / "server-memory/dist/index.js"))
-    path.write_text(f'[servers.memory]\ncommand = "node"\nargs = [{memory}]\napprove = ["create_*"]\n'
+    server_rule, approvals = (rule, "") if rule.startswith("approve") else ("", rule)
+    path.write_text(f'[servers.memory]\ncommand = "node"\nargs = [{memory}]\n{server_rule}'
                     f'env = {{ MEMORY_FILE_PATH = {json.dumps(str(tmp_path / "memory.jsonl"))} }}\n'
-                    f'\n[store]\npath = "{tmp_path / "store.db"}"\n')
+                    f'{approvals}\n[store]\npath = "{tmp_path / "store.db"}"\n')
     code = """await memory.create_entities({ entities: [{ name: "release", entityType: "event", observations: [] }] });
 return (await memory.read_graph({})).entities.length;"""
 
@@ -250,6 +253,7 @@ return (await memory.read_graph({})).entities.length;"""
             assert state["status"] == "input_required", state
             (key, asked), = state["inputRequests"].items()
             assert asked["method"] == "elicitation/create" and "memory.create_entities" in asked["params"]["message"]
+            assert ("Approve this script" in asked["params"]["message"]) == (approvals != ""), asked
             with pytest.raises(MCPError) as never:
                 await client.session.send_request(UpdateTask(params=TaskUpdateParams(
                     task_id=task.task_id, input_responses={"ap-never-asked": {"action": "accept"}})), Detailed)

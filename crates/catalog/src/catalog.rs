@@ -41,6 +41,16 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// Whether its annotations say it only reads (`readOnlyHint: true`). A tool that says
+    /// nothing may write, as the MCP specification assumes.
+    pub fn says_read_only(&self) -> bool {
+        self.annotations
+            .as_ref()
+            .and_then(|a| a.get("readOnlyHint"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    }
+
     /// Takes out text no person sees (zero-width, bidirectional and tag characters, HTML
     /// comments: `sandgate_pins::clean`) from the description, the schemas and the annotations.
     /// Every way a spec enters the catalog calls it: a backend's listing (`upstream::listing`),

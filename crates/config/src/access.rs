@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use sandgate_policy::{
     Engine, EngineGrant, FsRoot, Grant, HostPattern, Languages, NetGrant, Profile, ProfileLimits,
+    ScriptApproval,
 };
 use serde_json::{Map, Value};
 
@@ -32,6 +33,7 @@ const PROFILE_KEYS: &[&str] = &[
     "approve",
     "state",
     "languages",
+    "approve_scripts",
 ];
 const LIMIT_KEYS: &[&str] = &["timeout_ms", "max_calls", "executions_per_minute"];
 const FS_KEYS: &[&str] = &["path", "write"];
@@ -213,6 +215,8 @@ impl Walker<'_> {
             state: opt_bool(self, &sub("state"), table.get("state"))?.unwrap_or(true),
             engine: self.engine_grant(&sub("engine"), table.get("engine"))?,
             languages: self.languages(&sub("languages"), table.get("languages"))?,
+            approve_scripts: self
+                .script_approval(&sub("approve_scripts"), table.get("approve_scripts"))?,
         })
     }
 
@@ -246,6 +250,24 @@ impl Walker<'_> {
     }
 
     /// A profile's `engine`: `"quickjs"`, `"v8"`, or `"any"` (a call chooses).
+    /// Which scripts a person approves before they run: `never`, `writes` or `always`.
+    pub(crate) fn script_approval(
+        &self,
+        key: &str,
+        value: Option<&Value>,
+    ) -> Result<Option<ScriptApproval>, ConfigError> {
+        match opt_string(self, key, value)?.as_deref() {
+            None => Ok(None),
+            Some(name) => ScriptApproval::named(name).map(Some).ok_or_else(|| {
+                self.invalid(
+                    key,
+                    format!("is \"{name}\""),
+                    "write \"never\", \"writes\" (scripts that name a tool that may write or that `approve` gates) or \"always\"",
+                )
+            }),
+        }
+    }
+
     fn engine_grant(&self, key: &str, value: Option<&Value>) -> Result<EngineGrant, ConfigError> {
         match opt_string(self, key, value)?.as_deref() {
             None => Ok(EngineGrant::Default),

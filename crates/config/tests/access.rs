@@ -313,3 +313,39 @@ fn a_profile_lists_its_languages_and_python_is_on_unless_turned_off() {
         "{empty}"
     );
 }
+
+#[test]
+fn which_scripts_a_person_approves_is_the_profiles_else_the_configs_and_a_bad_word_says_the_words()
+{
+    use sandgate_policy::ScriptApproval;
+    let config = parse_str(
+        "[approvals]\nscripts = \"writes\"\n\n[profiles.ops]\ntools = [\"*\"]\napprove_scripts = \"always\"\n\n[profiles.rest]\ntools = [\"*\"]\n",
+        Format::Toml,
+        "t",
+    )
+    .expect("script approvals load");
+    assert_eq!(config.approvals.scripts, ScriptApproval::Writes);
+    let rule = |name: &str| {
+        config
+            .access_profiles()
+            .into_iter()
+            .find(|p| p.name == name)
+            .map(|p| p.approve_scripts)
+            .expect(name)
+    };
+    assert_eq!(rule("ops"), Some(ScriptApproval::Always));
+    assert_eq!(
+        rule("rest"),
+        None,
+        "a profile that does not say follows [approvals] scripts"
+    );
+    let unset = parse_str("[profiles.a]\ntools = [\"*\"]\n", Format::Toml, "t").expect("loads");
+    assert_eq!(unset.approvals.scripts, ScriptApproval::Never);
+    let wrong = toml_err("[profiles.a]\ntools = [\"*\"]\napprove_scripts = \"sometimes\"\n");
+    assert!(
+        wrong.contains("profiles.a.approve_scripts") && wrong.contains("\"writes\""),
+        "{wrong}"
+    );
+    let wrong = toml_err("[approvals]\nscripts = true\n");
+    assert!(wrong.contains("approvals.scripts"), "{wrong}");
+}

@@ -23,5 +23,6 @@ pub use glob::glob_match;
 pub use net::{AddressClass, HostPattern, NetGrant, NetLookup, NetTarget, classify};
 pub use profile::{
     Access, Capability, Engine, EngineGrant, EnvRead, Languages, Profile, ProfileLimits,
+    ScriptApproval,
 };
 pub use tools::{Grant, ToolCall, ToolName};

@@ -66,6 +66,43 @@ pub struct Profile {
     /// The languages its code may be in (`languages`): TypeScript, Python, or both (the
     /// default).
     pub languages: Languages,
+    /// Which of its scripts a person approves before they run (`approve_scripts`); `None`
+    /// follows `[approvals] scripts`.
+    pub approve_scripts: Option<ScriptApproval>,
+}
+
+/// Which scripts a person must approve before any of their code runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScriptApproval {
+    /// None: only the calls `approve` names wait for a person (the default).
+    #[default]
+    Never,
+    /// Scripts that name a tool `approve` gates, or one that may write (its annotations do
+    /// not say `readOnlyHint: true`), or that reach tools in a way the gateway cannot read.
+    Writes,
+    /// Every script.
+    Always,
+}
+
+impl ScriptApproval {
+    /// The rule named `name` in the config (`never`, `writes`, `always`).
+    pub fn named(name: &str) -> Option<ScriptApproval> {
+        match name {
+            "never" => Some(ScriptApproval::Never),
+            "writes" => Some(ScriptApproval::Writes),
+            "always" => Some(ScriptApproval::Always),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScriptApproval::Never => "never",
+            ScriptApproval::Writes => "writes",
+            ScriptApproval::Always => "always",
+        }
+    }
 }
 
 /// The languages a profile's code may be in.
@@ -193,6 +230,7 @@ impl Profile {
             state: true,
             engine: Default::default(),
             languages: Default::default(),
+            approve_scripts: None,
         }
     }
 
@@ -217,6 +255,7 @@ impl Profile {
             state: false,
             engine: Default::default(),
             languages: Default::default(),
+            approve_scripts: None,
         }
     }
 
@@ -584,6 +623,7 @@ mod tests {
             state: false,
             engine: Default::default(),
             languages: Default::default(),
+            approve_scripts: None,
         })
     }
 

@@ -47,7 +47,7 @@ on_linux! {
     // The public surface, chosen: the host-side tiers and readers the gateway uses, the
     // frames and their encoding (the protocol between the two sides), the worker's entry, its
     // heap region and its engine (benchmarked in process). The three trees stay private.
-    pub use host::{direct, nesting, normalize, single_call, tool_file, transpile};
+    pub use host::{direct, named_tools, nesting, normalize, single_call, tool_file, transpile};
     pub use wire::{encoding, protocol};
     pub use worker::{NO_TEMPLATE_ARG, engine, main as worker_main, region};
     pub use worker::v8::{V8_ARG, V8_KILL_GRACE};

@@ -1,9 +1,12 @@
 //! `[approvals]`: how long a call that needs a person's approval waits for an answer, and how
 //! many may wait at once. Which calls need one is written where tools are granted: a profile's
-//! `approve` (`backend.tool` patterns) and a backend's own `approve` (its tools' names).
+//! `approve` (`backend.tool` patterns) and a backend's own `approve` (its tools' names); which
+//! scripts are approved whole before they run, in a profile's `approve_scripts`, else here
+//! (`scripts`).
 
 use std::time::Duration;
 
+use sandgate_policy::ScriptApproval;
 use serde_json::Value;
 
 use crate::error::ConfigError;
@@ -18,6 +21,9 @@ pub struct ApprovalsConfig {
     pub max_waiting_per_caller: usize,
     /// The most questions waiting on this gateway at once.
     pub max_waiting: usize,
+    /// Which scripts a person approves before they run, for profiles that do not say
+    /// (`scripts`; a profile's `approve_scripts` decides for its own).
+    pub scripts: ScriptApproval,
 }
 
 /// Default wait for an answer.
@@ -33,6 +39,7 @@ impl Default for ApprovalsConfig {
             timeout: DEFAULT_APPROVAL_TIMEOUT,
             max_waiting_per_caller: DEFAULT_MAX_WAITING_PER_CALLER,
             max_waiting: DEFAULT_MAX_WAITING,
+            scripts: ScriptApproval::Never,
         }
     }
 }
@@ -50,7 +57,12 @@ impl Walker<'_> {
         self.check_keys(
             key,
             table,
-            &["timeout", "max_waiting_per_caller", "max_waiting"],
+            &[
+                "timeout",
+                "max_waiting_per_caller",
+                "max_waiting",
+                "scripts",
+            ],
             &[],
         )?;
         let sub = |k: &str| format!("{key}.{k}");
@@ -79,6 +91,9 @@ impl Walker<'_> {
                 DEFAULT_MAX_WAITING,
                 1..=1_000_000,
             )?,
+            scripts: self
+                .script_approval(&sub("scripts"), table.get("scripts"))?
+                .unwrap_or_default(),
         })
     }
 }

@@ -31,7 +31,7 @@ use sandgate_sandbox::{CallFailure, FailureKind};
 
 pub use inbox::Inbox;
 pub(crate) use question::bounded;
-pub use question::{About, Answered, Question, QuestionView, Verdict};
+pub use question::{About, Answered, NamedTool, Question, QuestionView, ScriptShown, Verdict};
 
 use crate::caller::{Caller, Principal, Reach};
 
@@ -186,6 +186,44 @@ impl Approvals {
             Verdict::Approved { .. } => Ok(verdict),
             Verdict::Denied { by, why } => Err(denied(format!(
                 "`{tool}` was not approved ({rule}): {why} (answered by {by}). The call did not run."
+            ))),
+        }
+    }
+
+    /// Asks a person whether `script` may run, and waits for the answer: `Ok` with who said
+    /// yes; an `ApprovalDenied` failure says why not (a no, the timeout, a client that cannot
+    /// be asked, too many questions waiting), and then none of its code runs.
+    pub(crate) async fn ask_script(
+        &self,
+        asking: &Asking,
+        caller: &Caller,
+        execution_id: &str,
+        script: ScriptShown,
+    ) -> Result<String, CallFailure> {
+        let rule = script.rule.clone();
+        let denied = |why: String| {
+            CallFailure::new(
+                FailureKind::ApprovalDenied,
+                format!(
+                    "this script needs a person's approval before it runs ({rule}), and {why}. None of it ran."
+                ),
+            )
+        };
+        if !asking.declared().elicitation {
+            return Err(denied("this client cannot ask one: it declared no elicitation capability. Use a client that supports elicitation (its question is then also listed on the console's Approvals page, for another person to answer)".into()));
+        }
+        let answered = self
+            .pose(asking, caller, execution_id, About::Script(script))
+            .await
+            .map_err(denied)?;
+        match answered.map(|a| a.verdict()) {
+            Some(Verdict::Approved { by }) => Ok(by),
+            Some(Verdict::Denied { by, why }) => Err(denied(format!(
+                "it was not approved: {why} (answered by {by})"
+            ))),
+            None => Err(denied(format!(
+                "nobody answered within {} s ([approvals] timeout)",
+                self.settings().timeout.as_secs()
             ))),
         }
     }

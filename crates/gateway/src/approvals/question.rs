@@ -1,6 +1,8 @@
-//! One question to a person: an approval (which call, under which rule, for which execution;
-//! its arguments bounded, with secrets masked) or a backend's own request passed on; how it
-//! reaches a session's client; and the one answer it takes.
+//! One question to a person: an approval of a call (which call, under which rule, for which
+//! execution; its arguments bounded, with secrets masked) or of a whole script before it runs
+//! (its code bounded, every character no person sees written as its escape, and the tools it
+//! names with why each asks), or a backend's own request passed on; how it reaches a session's
+//! client; and the one answer it takes.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -67,6 +69,8 @@ pub enum About {
         /// The line of the script that makes the call, when known.
         line: Option<u32>,
     },
+    /// A script a person approves before any of its code runs.
+    Script(ScriptShown),
     /// A backend's own request during a call, passed on to the client.
     Backend {
         /// The backend that asks.
@@ -141,10 +145,14 @@ pub struct QuestionView {
     pub profile: String,
     /// Who asked (`token:ID`, `user:ID`, `local`): another principal answers it.
     pub asker: String,
-    /// The tool.
+    /// What is approved: `call` (one call) or `script` (a whole script, before it runs).
+    pub kind: &'static str,
+    /// The tool; for a script, `script (<language>)`.
     pub tool: String,
-    /// Its arguments as shown.
+    /// Its arguments as shown; for a script, its code as shown.
     pub arguments: String,
+    /// For a script, the tools it names, each with why it asks.
+    pub tools: Vec<String>,
     /// The rule.
     pub rule: String,
     /// The line of the script that makes the call, when known.
@@ -179,9 +187,10 @@ impl Question {
         (question, receive)
     }
 
-    /// Whether it asks for an approval (the console answers only those).
+    /// Whether it asks for an approval, of a call or a script (the console answers only
+    /// those).
     pub fn is_approval(&self) -> bool {
-        matches!(self.about, About::Approval { .. })
+        matches!(self.about, About::Approval { .. } | About::Script(_))
     }
 
     /// Whether its time is up.
@@ -222,24 +231,34 @@ impl Question {
 
     /// What the console shows of an approval (`None` for a backend's question).
     pub fn view(&self) -> Option<QuestionView> {
-        let About::Approval {
-            tool,
-            arguments,
-            rule,
-            line,
-        } = &self.about
-        else {
-            return None;
+        let (kind, tool, arguments, tools, rule, line) = match &self.about {
+            About::Approval {
+                tool,
+                arguments,
+                rule,
+                line,
+            } => ("call", tool.clone(), arguments.clone(), vec![], rule, *line),
+            About::Script(script) => (
+                "script",
+                format!("script ({})", script.language),
+                script.code.clone(),
+                script.tools_shown(),
+                &script.rule,
+                None,
+            ),
+            About::Backend { .. } => return None,
         };
         Some(QuestionView {
             id: self.id.clone(),
             execution_id: self.execution_id.clone(),
             profile: self.profile.clone(),
             asker: self.asker.key(),
-            tool: tool.clone(),
-            arguments: arguments.clone(),
+            kind,
+            tool,
+            arguments,
+            tools,
             rule: rule.clone(),
-            line: *line,
+            line,
             asked_at_ms: self.asked_at_ms,
             expires_in_s: self
                 .expires
@@ -266,6 +285,13 @@ impl Question {
                         self.execution_id,
                         line.map(|l| format!(", line {l}")).unwrap_or_default()
                     ),
+                    requested_schema: ElicitationSchema::new(Default::default()),
+                },
+            )),
+            About::Script(script) => InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: script.message(&self.execution_id, &self.profile, &self.asker),
                     requested_schema: ElicitationSchema::new(Default::default()),
                 },
             )),
@@ -329,6 +355,111 @@ impl Question {
             };
             question.resolve(answered);
         });
+    }
+}
+
+/// The most characters of a script's code a person is shown; the tools it names are read from
+/// all of it.
+pub const SHOWN_CODE_CHARS: usize = 8_000;
+/// The most tools a question lists.
+const SHOWN_TOOLS: usize = 50;
+
+/// A script as a person is asked about it.
+#[derive(Debug, Clone)]
+pub struct ScriptShown {
+    /// Its code as shown: escaped, bounded, and saying how much was left out.
+    pub code: String,
+    /// Its language (`typescript`, `python`).
+    pub language: &'static str,
+    /// The tools it names (`backend.tool`), each with why it asks, when it does.
+    pub tools: Vec<NamedTool>,
+    /// It reaches tools in a way the gateway cannot read, so it may call tools not listed.
+    pub unsure: bool,
+    /// The rule that asks, and where it is written.
+    pub rule: String,
+}
+
+/// A tool a script names, as the question lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedTool {
+    /// `backend.tool`.
+    pub tool: String,
+    /// Why it asks: the `approve` rule that gates it, or that it may write; `None` when it
+    /// only reads.
+    pub why: Option<String>,
+}
+
+impl ScriptShown {
+    /// A script as shown: `code` with its hidden characters escaped and cut to
+    /// [`SHOWN_CODE_CHARS`].
+    pub fn new(
+        code: &str,
+        language: &'static str,
+        tools: Vec<NamedTool>,
+        unsure: bool,
+        rule: String,
+    ) -> ScriptShown {
+        let escaped = sandgate_pins::escaped(code);
+        let total = escaped.chars().count();
+        let mut shown = bounded(&escaped, SHOWN_CODE_CHARS);
+        if total > SHOWN_CODE_CHARS {
+            shown.push_str(&format!(
+                "\n[{} more characters not shown; the tools below are read from all of it]",
+                total - SHOWN_CODE_CHARS
+            ));
+        }
+        ScriptShown {
+            code: shown,
+            language,
+            tools,
+            unsure,
+            rule,
+        }
+    }
+
+    /// The tools as listed: `backend.tool (why)`, at most [`SHOWN_TOOLS`], and a line for a
+    /// script that reaches tools it does not name.
+    pub fn tools_shown(&self) -> Vec<String> {
+        let mut shown: Vec<String> = self
+            .tools
+            .iter()
+            .take(SHOWN_TOOLS)
+            .map(|t| match &t.why {
+                Some(why) => format!("{} ({why})", t.tool),
+                None => format!("{} (reads only)", t.tool),
+            })
+            .collect();
+        if self.tools.len() > SHOWN_TOOLS {
+            shown.push(format!("… {} more", self.tools.len() - SHOWN_TOOLS));
+        }
+        if self.unsure {
+            shown.push(
+                "and tools it reaches by names computed as it runs: any tool it may call".into(),
+            );
+        }
+        shown
+    }
+
+    /// The question's text, as a client shows it.
+    pub fn message(&self, execution_id: &str, profile: &str, asker: &Principal) -> String {
+        let tools = self.tools_shown();
+        let tools = if tools.is_empty() {
+            "none".to_string()
+        } else {
+            tools.join("; ")
+        };
+        format!(
+            "Approve this script before it runs? {} asks, under profile `{profile}` (execution {execution_id}). It needs your approval ({}). The {} code:\n{}\nTools it names: {tools}.\nAccept to run exactly this code; decline, and none of it runs.",
+            asker.key(),
+            self.rule,
+            self.language,
+            self.code,
+        )
+    }
+
+    /// The tools named, `backend.tool`.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.tool.clone()).collect()
     }
 }
 

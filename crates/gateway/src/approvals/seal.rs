@@ -23,6 +23,19 @@ pub struct WaitingState {
     /// The ids of the questions the client was asked.
     #[serde(rename = "q")]
     pub questions: Vec<String>,
+    /// The digest of the code the execution runs ([`code_digest`]): a retry must send the
+    /// same code, so what a person approved is what runs.
+    #[serde(rename = "c", default)]
+    pub code: String,
+}
+
+/// The digest a sealed state binds the code by (SHA-256, first 16 bytes, hex).
+pub fn code_digest(code: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(code.as_bytes())[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Seals and opens [`WaitingState`]s with this process's key.
@@ -85,6 +98,7 @@ mod tests {
         WaitingState {
             execution_id: "ex-1".into(),
             questions: vec!["ap-1".into()],
+            code: code_digest("return 1"),
         }
     }
 

@@ -28,6 +28,7 @@ fn settings(timeout_ms: u64, per_caller: usize) -> ApprovalsConfig {
         timeout: Duration::from_millis(timeout_ms),
         max_waiting_per_caller: per_caller,
         max_waiting: 1000,
+        scripts: Default::default(),
     }
 }
 
@@ -218,4 +219,35 @@ async fn the_console_never_lets_the_asker_say_yes_to_itself() {
     // Answered, and not yet taken by its call (which has not run since): listed no more.
     assert!(approvals.visible(&lead, 10).is_empty());
     assert!(waiting.await.expect("joined").is_ok());
+}
+
+#[test]
+fn the_code_is_shown_bounded_with_its_hidden_characters_written_out() {
+    let code = format!(
+        "// ok\u{202e}\nawait github.delete_repo({{}})\n{}",
+        "x".repeat(20_000)
+    );
+    let shown = ScriptShown::new(
+        &code,
+        "typescript",
+        vec![NamedTool {
+            tool: "github.delete_repo".into(),
+            why: Some("may write".into()),
+        }],
+        true,
+        "profiles.ops.approve_scripts = \"writes\"".into(),
+    );
+    assert!(shown.code.contains("\\u{202e}") && !shown.code.contains('\u{202e}'));
+    assert!(shown.code.chars().count() < question::SHOWN_CODE_CHARS + 200);
+    assert!(shown.code.contains("more characters not shown"));
+    let message = shown.message("ex-1", "ops", &Principal::Local);
+    assert!(
+        message.contains("github.delete_repo (may write)"),
+        "{message}"
+    );
+    assert!(message.contains("names computed as it runs"), "{message}");
+    assert!(
+        message.contains("profile `ops`") && message.contains("local"),
+        "{message}"
+    );
 }

@@ -212,8 +212,8 @@ pub fn may_change_state(catalog: &Catalog, qualified: &str) -> Option<bool> {
         _ => {}
     }
     let entry = catalog.resolve(qualified).ok()?;
-    let annotations = entry.spec.annotations.as_ref()?;
-    Some(annotations.get("readOnlyHint") != Some(&serde_json::Value::Bool(true)))
+    entry.spec.annotations.as_ref()?;
+    Some(!entry.spec.says_read_only())
 }
 
 #[cfg(test)]

@@ -238,6 +238,74 @@ async fn execute<'g>(
     caller.trace = traces::start_execution(&caller.trace, &id, caller.profile());
     let mut knock = Knock::new(caller.clone(), id.clone());
     knock.asking = asking;
+    record_start(runtime, &route, &id, started, &args.code, &caller);
+    // A script a person must approve waits here, before any of its code runs.
+    let max_code = limits.max_code_bytes;
+    let script = super::script_approval::Script {
+        code: &args.code,
+        python: engine == Engine::Monty,
+    };
+    let approved = super::script_approval::approve_script(
+        gateway, &mut knock, script, &route, &catalog, &bindings, max_code,
+    );
+    let mut cancelled = std::pin::pin!(cancelled);
+    let approved = tokio::select! {
+        approved = approved => approved,
+        () = &mut cancelled => Err(Outcome::failed(Tier::Sandbox, sandgate_sandbox::direct::cancelled_error())),
+    };
+    let outcome = match approved {
+        Err(denied) => denied,
+        Ok(()) => {
+            let ran = Ran {
+                knock: &knock,
+                catalog: &catalog,
+                bindings: &bindings,
+                limits,
+                engine,
+                detached,
+            };
+            run_route(gateway, runtime, args, route, ran, progress, &mut cancelled).await?
+        }
+    };
+    Ok(Executed {
+        runtime,
+        id,
+        knock,
+        engine,
+        catalog,
+        outcome,
+    })
+}
+
+/// What an approved execution runs with.
+struct Ran<'a> {
+    knock: &'a Knock,
+    catalog: &'a Arc<sandgate_catalog::Catalog>,
+    bindings: &'a Arc<Vec<sandgate_sandbox::ToolBinding>>,
+    limits: Limits,
+    engine: Engine,
+    detached: Option<Arc<crate::detached::Detached>>,
+}
+
+/// Runs an execution on `route`: a direct call, a declaration, or the sandbox.
+async fn run_route(
+    gateway: &Arc<Gateway>,
+    runtime: &ChainRuntime,
+    args: &ChainArgs,
+    route: Route,
+    ran: Ran<'_>,
+    progress: Option<ProgressSink>,
+    cancelled: impl Future<Output = ()> + Send,
+) -> Result<Outcome, String> {
+    let Ran {
+        knock,
+        catalog,
+        bindings,
+        limits,
+        engine,
+        detached,
+    } = ran;
+    let caller = &knock.caller;
     let progress = match route {
         Route::Call { .. } => progress.map(ProgressSink::for_single_call),
         _ => progress,
@@ -245,8 +313,7 @@ async fn execute<'g>(
     let bridge = ExecutionBridge::new(gateway.door().clone(), catalog.clone(), knock.clone(), None)
         .with_progress(progress)
         .with_detached(detached);
-    record_start(runtime, &route, &id, started, &args.code, &caller);
-    let outcome = match route {
+    Ok(match route {
         Route::Call {
             tier,
             index,
@@ -270,14 +337,14 @@ async fn execute<'g>(
         },
         Route::BadJson(message) => json_error(ErrorKind::Syntax, message, None),
         Route::UnknownTool { message, absent } => {
-            unknown_tool(gateway, &knock, args, message, absent)
+            unknown_tool(gateway, knock, args, message, absent)
         }
         Route::Sandbox => {
             let execution = Execution {
                 code: args.code.clone(),
                 tools: bindings.clone(),
                 host_functions: Arc::new(granted(&caller.access)),
-                env: Arc::new(gateway.door().env_values(&knock, &args.code)),
+                env: Arc::new(gateway.door().env_values(knock, &args.code)),
                 context: None,
                 limits,
                 mode: Default::default(),
@@ -296,14 +363,6 @@ async fn execute<'g>(
                 duration_ms: 0.0,
             }
         }
-    };
-    Ok(Executed {
-        runtime,
-        id,
-        knock,
-        engine,
-        catalog,
-        outcome,
     })
 }
 
@@ -561,19 +620,15 @@ fn check_allow_tools(patterns: &[String]) -> Result<(), String> {
 
 /// A JSON input that names no callable tool.
 fn json_error(kind: ErrorKind, message: String, fault: Option<Fault>) -> Outcome {
-    Outcome {
-        tier: Tier::Json,
-        value: None,
-        error: Some(ExecError {
+    Outcome::failed(
+        Tier::Json,
+        ExecError {
             kind,
             message,
             line: None,
             column: None,
             hint: Some("Use search_tools to find the tool's qualified name, or write TypeScript: `return await backend.tool({...})`.".into()),
             fault,
-        }),
-        logs: vec![],
-        calls: vec![],
-        duration_ms: 0.0,
-    }
+        },
+    )
 }

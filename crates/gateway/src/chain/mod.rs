@@ -15,6 +15,7 @@ mod outcome;
 pub(crate) mod read;
 pub mod response;
 pub mod route;
+mod script_approval;
 pub(crate) mod ungranted;
 
 use std::sync::Arc;

@@ -22,3 +22,17 @@ pub struct Outcome {
     /// Wall time.
     pub duration_ms: f64,
 }
+
+impl Outcome {
+    /// An execution on `tier` that ended in `error`, none of its code having run.
+    pub fn failed(tier: Tier, error: ExecError) -> Outcome {
+        Outcome {
+            tier,
+            value: None,
+            error: Some(error),
+            logs: vec![],
+            calls: vec![],
+            duration_ms: 0.0,
+        }
+    }
+}

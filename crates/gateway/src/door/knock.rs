@@ -23,6 +23,32 @@ pub struct Knock {
     /// The line of the user's code that makes this call, when known (an execution with
     /// approvals reports its calls' sites).
     pub line: Option<u32>,
+    /// What a person said about the whole script, when a rule asks them first.
+    pub script: ScriptPass,
+}
+
+/// What a person said about the script a call comes from (`approve_scripts`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ScriptPass {
+    /// No rule asks about this execution's script (or it is no script: a JSON call).
+    #[default]
+    Unasked,
+    /// A person approved the script before it ran; a yes to its code is a yes to the gated
+    /// calls of the tools it names.
+    Approved {
+        /// Who said yes.
+        by: String,
+        /// The tools the question listed (`backend.tool`).
+        tools: Vec<String>,
+        /// The rule that asked.
+        rule: String,
+    },
+    /// The rule asks only about scripts that may write, and this one named no tool that may:
+    /// it ran at once, and a call it makes to a tool that may write is refused.
+    ReadOnly {
+        /// The rule that let it run unasked.
+        rule: String,
+    },
 }
 
 impl Knock {
@@ -35,6 +61,7 @@ impl Knock {
             progress: None,
             asking: Asking::Nobody,
             line: None,
+            script: ScriptPass::Unasked,
         }
     }
 }

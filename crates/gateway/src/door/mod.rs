@@ -57,12 +57,13 @@ use crate::audit::{AuditLog, Decision, Subject};
 use crate::progress::ProgressSink;
 use crate::telemetry::{CallOutcome, Metrics, traces};
 
+mod approval;
 mod capability;
 mod knock;
 mod state;
 
 pub use capability::{HostFunction, granted};
-pub use knock::Knock;
+pub use knock::{Knock, ScriptPass};
 
 /// The most JSON bytes a stored tool's arguments may have.
 const MAX_STORED_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
@@ -293,7 +294,7 @@ impl Door {
             }
         }
         // A call a person must approve waits here for the answer; no other path goes out.
-        self.approved(knock, call, &args).await?;
+        self.approved(knock, entry, call, &args).await?;
         if let Target::Stored = target {
             let Some(stored) = &self.stored else {
                 return Err(CallFailure::new(
@@ -357,71 +358,6 @@ impl Door {
             .map_err(|e| CallFailure::new(FailureKind::Internal, e.to_string()))?;
         let lesson = (!is_error).then_some(result);
         Ok((ToolAnswer { json, is_error }, lesson))
-    }
-
-    /// Waits for a person's yes when a rule asks for one before `call` runs (see
-    /// `crate::approvals`): `Ok` at once when none does. The question and its answer are audit
-    /// lines.
-    async fn approved(
-        &self,
-        knock: &Knock,
-        call: &ToolCall,
-        args: &str,
-    ) -> Result<(), CallFailure> {
-        let backend_rules = self.backends.approval_patterns(&call.backend);
-        let Some(rule) = knock.caller.access.approval_rule(call, &backend_rules) else {
-            return Ok(());
-        };
-        let target = call.qualified();
-        self.audit.record(&Decision {
-            profile: Some(knock.caller.profile()),
-            token_id: knock.caller.name.as_deref(),
-            execution_id: Some(knock.execution_id.as_str()),
-            subject: Subject::Approval,
-            target: &target,
-            allowed: false,
-            rule: &format!("asked: {rule}"),
-            arguments: Some(args),
-            asked: true,
-        });
-        let answer = self
-            .approvals
-            .ask(
-                &knock.asking,
-                &knock.caller,
-                &knock.execution_id,
-                crate::approvals::GatedCall {
-                    tool: &target,
-                    arguments: args,
-                    rule: &rule,
-                    line: knock.line,
-                },
-            )
-            .await;
-        match &answer {
-            Ok(crate::approvals::Verdict::Approved { by }) => {
-                self.record_line(
-                    knock,
-                    Subject::Approval,
-                    &target,
-                    true,
-                    &format!("approved by {by}: {rule}"),
-                    None,
-                );
-            }
-            Ok(crate::approvals::Verdict::Denied { .. }) => {}
-            Err(failure) => {
-                self.record_line(
-                    knock,
-                    Subject::Approval,
-                    &target,
-                    false,
-                    &failure.message,
-                    None,
-                );
-            }
-        }
-        answer.map(|_| ())
     }
 
     /// Writes one decision to the audit log.

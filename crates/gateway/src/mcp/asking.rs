@@ -20,7 +20,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use crate::approvals::seal::WaitingState;
+use crate::approvals::seal::{WaitingState, code_digest};
 use crate::approvals::{Answerer, owner_of};
 use crate::caller::Caller;
 use crate::chain::{self, ChainArgs};
@@ -41,12 +41,29 @@ pub(super) async fn call(
 ) -> Result<CallToolResponse, ErrorData> {
     let owner = owner_of(caller);
     let approvals = gateway.door().approvals();
+    let sent_code = request
+        .arguments
+        .as_ref()
+        .and_then(|a| a.get("code"))
+        .map(|code| match code {
+            Value::String(text) => code_digest(text),
+            other => code_digest(&other.to_string()),
+        })
+        .unwrap_or_default();
     let detached = match request.request_state.as_deref() {
         Some(sealed) => {
             let state = approvals
                 .seal()
                 .open(sealed, &owner)
                 .map_err(|why| ErrorData::invalid_params(why, None))?;
+            // What a person was shown and said yes to is what runs: a retry with other code
+            // continues nothing.
+            if state.code != sent_code {
+                return Err(ErrorData::invalid_params(
+                    "this retry's `code` is not the code its requestState's execution runs: a retry sends the same arguments, so what a person approves is what runs. Nothing was answered or run; send the same code with the state, or the new code without one",
+                    None,
+                ));
+            }
             // Answers first: a replay is refused as one, whether or not its execution is held.
             if let Some(responses) = request.input_responses.as_ref() {
                 approvals
@@ -119,7 +136,7 @@ pub(super) async fn call(
             return Ok(CallToolResponse::Complete((*result).clone()));
         }
         // A question answered in the console in between leaves nothing to ask: wait again.
-        if let Some(asking) = asked(gateway, &detached, &owner) {
+        if let Some(asking) = asked(gateway, &detached, &owner, &sent_code) {
             return Ok(CallToolResponse::InputRequired(asking));
         }
         if started.elapsed() >= within {
@@ -134,7 +151,12 @@ pub(super) async fn call(
 
 /// The input-required result that asks what `detached` waits on; `None` when it waits on
 /// nothing.
-fn asked(gateway: &Gateway, detached: &Detached, owner: &str) -> Option<InputRequiredResult> {
+fn asked(
+    gateway: &Gateway,
+    detached: &Detached,
+    owner: &str,
+    code: &str,
+) -> Option<InputRequiredResult> {
     let approvals = gateway.door().approvals();
     let questions = detached.inbox().questions();
     if questions.is_empty() {
@@ -147,6 +169,7 @@ fn asked(gateway: &Gateway, detached: &Detached, owner: &str) -> Option<InputReq
     let state = WaitingState {
         execution_id: detached.id().to_string(),
         questions: questions.iter().map(|q| q.id.clone()).collect(),
+        code: code.to_string(),
     };
     // Long enough to collect the script's result after its questions lapsed.
     let lifetime = approvals.settings().timeout + crate::detached::KEEP_FINISHED;

@@ -57,6 +57,7 @@ the answer is its execution_id with status \"running\" and the logs and calls so
 /// caller can reach (at most ten patterns are named). Backends still starting count: the
 /// list may be read before they are ready.
 fn with_approvals(gateway: &Gateway, caller: &Caller, description: String) -> String {
+    let description = with_script_approvals(gateway, caller, description);
     let mut patterns: Vec<String> = caller.access.profile().approve.clone();
     for status in gateway.backends().statuses() {
         let ident = sandgate_catalog::sanitize_ident(&status.name);
@@ -79,6 +80,28 @@ fn with_approvals(gateway: &Gateway, caller: &Caller, description: String) -> St
         } else {
             String::new()
         }
+    )
+}
+
+/// `description`, saying which scripts a person approves before they run, when this caller's
+/// rule (`approve_scripts`, else `[approvals] scripts`) asks about any.
+fn with_script_approvals(gateway: &Gateway, caller: &Caller, description: String) -> String {
+    let mode = caller
+        .access
+        .profile()
+        .approve_scripts
+        .unwrap_or(gateway.door().approvals().settings().scripts);
+    let which = match mode {
+        sandgate_policy::ScriptApproval::Never => return description,
+        sandgate_policy::ScriptApproval::Writes => {
+            "A script that names a tool that may write (or reaches tools by computed names) waits, before any of it runs, until a person approves it; name tools as backend.tool so the person sees them, and keep reads apart from writes so reads run at once"
+        }
+        sandgate_policy::ScriptApproval::Always => {
+            "Every script waits, before any of it runs, until a person approves it"
+        }
+    };
+    format!(
+        "{description} {which}: a no answers with kind approval_denied, and none of it ran. A single JSON call is asked about only where a rule gates its tool."
     )
 }
 

@@ -263,6 +263,7 @@ pub(crate) fn tool_access(name: &str, meta: &Meta, owner: &Access, catalog: &Cat
         state: false,
         engine: Default::default(),
         languages: Default::default(),
+        approve_scripts: None,
     }))
 }
 

@@ -7,6 +7,7 @@
 //! report); the worker never uses host code.
 
 pub mod direct;
+pub mod named_tools;
 pub(crate) mod hints;
 pub mod nesting;
 pub mod normalize;

@@ -69,17 +69,7 @@ pub fn recognise(sent: &str) -> Option<Shortcut> {
 #[doc(hidden)]
 pub fn recognise_on_this_stack(code: &str) -> Option<Shortcut> {
     let allocator = Allocator::default();
-    let options = ParseOptions {
-        allow_return_outside_function: true,
-        ..ParseOptions::default()
-    };
-    let parsed = Parser::new(&allocator, code, SourceType::ts().with_module(true))
-        .with_options(options)
-        .parse();
-    if parsed.panicked || parsed.diagnostics.errors().next().is_some() {
-        return None;
-    }
-    let program = parsed.program;
+    let program = parse_script(&allocator, code)?;
     if !program.directives.is_empty() || program.hashbang.is_some() {
         return None;
     }
@@ -116,6 +106,25 @@ pub fn recognise_on_this_stack(code: &str) -> Option<Shortcut> {
         }
         _ => None,
     }
+}
+
+/// `code` parsed as a script's TypeScript module (a top-level `return` allowed), when it parses
+/// with no error. Call it on a sized stack (see [`crate::host::nesting`]).
+pub(crate) fn parse_script<'a>(
+    allocator: &'a Allocator,
+    code: &'a str,
+) -> Option<oxc::ast::ast::Program<'a>> {
+    let options = ParseOptions {
+        allow_return_outside_function: true,
+        ..ParseOptions::default()
+    };
+    let parsed = Parser::new(allocator, code, SourceType::ts().with_module(true))
+        .with_options(options)
+        .parse();
+    if parsed.panicked || parsed.diagnostics.errors().next().is_some() {
+        return None;
+    }
+    Some(parsed.program)
 }
 
 /// `declared` is the variable the value is assigned to: code that reads it before it is

@@ -350,6 +350,9 @@ pub enum ErrorKind {
     /// The code names a backend that is not ready (still starting, restarting, failed or
     /// disabled), so its tools are absent; the message says when it is tried again.
     Unavailable,
+    /// The script needed a person's approval before it ran (`approve_scripts`), and got a
+    /// no, or no answer in time: none of it ran.
+    ApprovalDenied,
 }
 
 impl ErrorKind {
@@ -369,6 +372,7 @@ impl ErrorKind {
             ErrorKind::Internal => "internal",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Unavailable => "unavailable",
+            ErrorKind::ApprovalDenied => "approval_denied",
         }
     }
 }

@@ -116,7 +116,12 @@ export async function approvalsPage() {
       "tr",
       { "data-approval": q.id },
       el("td", { class: "name" }, q.tool),
-      el("td", {}, el("pre", { class: "arguments" }, q.arguments)),
+      el(
+        "td",
+        {},
+        el("pre", { class: q.kind === "script" ? "code" : "arguments" }, q.arguments),
+        q.tools.length ? el("ul", { class: "named-tools" }, ...q.tools.map((t) => el("li", {}, t))) : false,
+      ),
       el("td", {}, q.rule),
       el("td", {}, q.profile + " (" + q.asker.slice(0, 24) + ")"),
       el("td", {}, q.execution_id + (q.line ? ", line " + q.line : "")),
@@ -134,7 +139,7 @@ export async function approvalsPage() {
     "p",
     { class: "muted" },
     rows.length
-      ? "Calls from scripts that wait for a person's approval. Approve runs the call; Deny makes it throw ApprovalDenied in the script."
+      ? "Calls from scripts, and whole scripts before they run, that wait for a person's approval. Approve runs the call (or exactly the script shown); Deny makes the call throw ApprovalDenied in the script (or runs none of the script)."
       : "No call waits for approval.",
   );
   // Who may say yes is never who asked: the page says which questions this login answers.
