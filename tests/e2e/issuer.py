@@ -51,7 +51,11 @@ class Issuer:
     issuer's key signs but the issuer would never issue: expired, for another audience...)."""
 
     def __init__(self, tmp: Path, resources: list[str], opaque: tuple[str, ...] = (),
-                 exchangers: tuple[str, ...] = (), console_redirect: str | None = None):
+                 exchangers: tuple[str, ...] = (), console_redirect: str | None = None,
+                 upstream: dict | None = None):
+        """`upstream`: {"resource": a backend's MCP URL, "scope": the scopes it grants, "ttl": seconds}
+        makes this also that backend's authorization server (registration, the code flow,
+        rotating refresh tokens)."""
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.kid = "k-" + secrets.token_hex(4)
         numbers = self.key.private_numbers()
@@ -60,9 +64,15 @@ class Issuer:
                "d": b64(numbers.d), "p": b64(numbers.p), "q": b64(numbers.q), "dp": b64(numbers.dmp1),
                "dq": b64(numbers.dmq1), "qi": b64(numbers.iqmp)}
         settings = tmp / "provider.json"
+        resource_settings = {r: {"scope": "sandgate", "format": "opaque" if r in opaque else "jwt"} for r in resources}
+        if upstream:
+            resource_settings[upstream["resource"]] = {"scope": upstream["scope"], "format": "jwt",
+                                                       "ttl": upstream.get("ttl", 300)}
         settings.write_text(json.dumps({
             "signing_key": jwk,
-            "resources": {r: {"scope": "sandgate", "format": "opaque" if r in opaque else "jwt"} for r in resources},
+            "resources": resource_settings,
+            "upstream": bool(upstream),
+            "scopes": upstream["scope"].split() if upstream else [],
             "clients": [{"id": name, "secret": u["secret"], "claims": u["claims"]} for name, u in USERS.items()],
             "exchangers": list(exchangers),
             "console_redirect": console_redirect,

@@ -12,6 +12,12 @@
 // PKCE) may log users in at that redirect URI, through the provider's own development login
 // and consent pages (any login name is a user; the user "alice" gets alice's claims).
 //
+// A backend's authorization server: with "upstream": true, clients may register themselves
+// (RFC 7591), the authorization code flow runs through the same development login and consent
+// pages, refresh tokens are issued to clients that may use them and rotated on each use, and
+// "scopes" lists the scopes beyond "openid" and "sandgate" (a resource's "scope" says which it
+// grants).
+//
 // Token exchange: a client named in "exchangers" may present another client's access token
 // (a JWT this provider signed, for any of its resources) and get one for another resource,
 // whose subject is the same client (with its claims). GET /test/exchanges says how many
@@ -65,9 +71,12 @@ const provider = new Provider(issuer, {
   })).concat(consoleClient),
   findAccount: (ctx, id) => ({ accountId: id, claims: () => ({ sub: id, ...(claimsOf[id] ?? {}) }) }),
   jwks: { keys: [settings.signing_key] },
-  scopes: ["openid", "sandgate"],
+  scopes: ["openid", "sandgate", ...(settings.scopes ?? [])],
+  issueRefreshToken: (ctx, client) => Boolean(settings.upstream) && client.grantTypeAllowed("refresh_token"),
+  rotateRefreshToken: true,
   features: {
-    devInteractions: { enabled: Boolean(settings.console_redirect) },
+    devInteractions: { enabled: Boolean(settings.console_redirect || settings.upstream) },
+    registration: { enabled: Boolean(settings.upstream) },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },

@@ -43,7 +43,8 @@ pub use sections::auth::{
     ACCEPTED_ALGORITHMS, AuthConfig, OAuthClient, OAuthConfig, OAuthConsole, OAuthIssuer, OAuthRule,
 };
 pub use sections::credentials::{
-    CredentialsConfig, DEFAULT_MAX_USERS, DEFAULT_USER_IDLE, PerUser, UserSecret,
+    CredentialsConfig, DEFAULT_MAX_USERS, DEFAULT_USER_IDLE, PerUser, UpstreamOAuthConfig,
+    UserSecret,
 };
 pub use servers::STORED_TOOLS_BACKEND;
 pub use telemetry::TelemetryConfig;

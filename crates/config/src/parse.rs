@@ -189,8 +189,8 @@ impl Walker<'_> {
         Ok(config)
     }
 
-    /// A backend that carries a user's stored secret needs `[credentials]`, and one that
-    /// exchanges tokens needs `[auth.oauth]`.
+    /// A backend that carries a user's stored secret or sign-in needs `[credentials]`, one that
+    /// exchanges tokens needs `[auth.oauth]`, and a sign-in needs to know where it comes back.
     fn check_per_user(&self, config: &Config, servers: &str) -> Result<(), ConfigError> {
         use crate::sections::credentials::UserSecret;
         for backend in &config.backends {
@@ -217,6 +217,22 @@ impl Walker<'_> {
                         &format!("{key}.token_exchange"),
                         "exchanges the caller's access token, and no issuer of [auth.oauth] says how",
                         "give the issuer token_exchange = { client_id = \"sandgate\", client_secret = \"${EXCHANGE_SECRET}\" } in [[auth.oauth.issuers]], or use user_secret",
+                    ));
+                }
+                UserSecret::OAuth(_) if !config.credentials.configured() => {
+                    return Err(self.invalid(
+                        &format!("{key}.oauth"),
+                        "needs a key to seal users' tokens with, and [credentials] names none",
+                        "add [credentials] with key = \"${SANDGATE_CREDENTIAL_KEY}\" (32 random bytes in base64: `openssl rand -base64 32`)",
+                    ));
+                }
+                UserSecret::OAuth(oauth)
+                    if oauth.redirect_uri.is_none() && config.auth.oauth.is_none() =>
+                {
+                    return Err(self.invalid(
+                        &format!("{key}.oauth.redirect_uri"),
+                        "is needed: sign-ins come back to this gateway's console, and no [auth.oauth] resource says where browsers reach it",
+                        "give redirect_uri = \"https://gateway.example.com/ui/connect/callback\"",
                     ));
                 }
                 _ => {}

@@ -219,10 +219,18 @@ impl Walker<'_> {
         let kind = opt_string(self, &key("type"), table.get("type"))?;
         // Keys of other clients that sandgate cannot honour skip this entry (with the reason
         // in its status), never the whole file.
-        let skipped = if table.contains_key("oauth") {
-            Some(
-                "it uses `oauth`: sandgate does not yet sign in to backends with OAuth".to_string(),
-            )
+        let foreign_oauth = table
+            .get("oauth")
+            .and_then(Value::as_object)
+            .and_then(|oauth| {
+                oauth
+                    .keys()
+                    .find(|k| !crate::sections::credentials::OAUTH_KEYS.contains(&k.as_str()))
+            });
+        let skipped = if let Some(foreign) = foreign_oauth {
+            Some(format!(
+                "it uses `oauth` in another client's form (`{foreign}`): sandgate signs users in to a backend with oauth = {{ scope, client_id, client_secret, redirect_uri }} (docs/config.md, \"Signing in to a backend\")"
+            ))
         } else if table.contains_key("headersHelper") {
             Some(
                 "it uses `headersHelper`: sandgate does not run header helper commands".to_string(),
@@ -355,7 +363,23 @@ impl Walker<'_> {
             )?,
             max_schema_depth: number("max_schema_depth", defaults.max_schema_depth, 2..=100)?,
         };
-        let per_user = self.per_user(path, table, matches!(transport, Transport::Stdio { .. }))?;
+        // Another client's `oauth` skipped the entry (see `skipped`): it is not read as sandgate's.
+        let own_keys;
+        let per_user_table = if skipped.is_some() && table.contains_key("oauth") {
+            own_keys = table
+                .iter()
+                .filter(|(k, _)| *k != "oauth")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Map<String, Value>>();
+            &own_keys
+        } else {
+            table
+        };
+        let per_user = self.per_user(
+            path,
+            per_user_table,
+            matches!(transport, Transport::Stdio { .. }),
+        )?;
         let approve = string_list(self, &key("approve"), table.get("approve"))?
             .iter()
             .map(|pattern| format!("{name}.{pattern}"))

@@ -18,7 +18,10 @@ use sandgate_identity::{Exchanger, Vault};
 use sandgate_store::{CredentialEntry, StoreHandle};
 use sandgate_upstream::UserConnection;
 
+use futures::future::BoxFuture;
+
 use crate::caller::{Caller, Principal};
+use crate::signin::{Keeper, NoToken, SignIns};
 
 /// How long an opened secret (or its absence) is used before the store is read again.
 pub const FRESH_FOR: Duration = Duration::from_secs(5);
@@ -53,6 +56,14 @@ pub enum CredentialError {
         "backend `{backend}` is reached with a token your identity provider exchanges for yours, and this request carries no access token of an [auth.oauth] issuer (a static token or the local user has none to exchange); connect with an access token from your identity provider"
     )]
     NoGrant {
+        /// The backend.
+        backend: String,
+    },
+    /// The backend takes each user's own sign-in, and this user has none (or it lapsed).
+    #[error(
+        "backend `{backend}` is reached with your own sign-in to it, and you have not signed in (or your sign-in lapsed). Sign in: open the console (/ui, Credentials) and press Connect beside `{backend}`"
+    )]
+    SignIn {
         /// The backend.
         backend: String,
     },
@@ -101,6 +112,8 @@ pub struct Credentials {
     stored: Option<(Arc<Vault>, StoreHandle)>,
     /// What exchanges callers' tokens, when an issuer allows it.
     exchanger: Option<Arc<Exchanger>>,
+    /// The backends users sign in to (`crate::signin`), when any.
+    signins: Option<Arc<SignIns>>,
     opened: Mutex<Opened>,
 }
 
@@ -120,8 +133,20 @@ impl Credentials {
         Credentials {
             stored,
             exchanger,
+            signins: None,
             opened: Mutex::default(),
         }
+    }
+
+    /// The same, where users sign in to the backends `signins` names.
+    pub fn with_sign_ins(mut self, signins: SignIns) -> Credentials {
+        self.signins = Some(Arc::new(signins));
+        self
+    }
+
+    /// The backends users sign in to, when any.
+    pub fn sign_ins(&self) -> Option<&Arc<SignIns>> {
+        self.signins.as_ref()
     }
 
     /// Where stored secrets are, or why there are none.
@@ -134,6 +159,32 @@ impl Credentials {
     /// Whether users' own secrets can be kept here.
     pub fn keeps_secrets(&self) -> bool {
         self.stored.is_some()
+    }
+
+    /// `text` sealed for `owner` and `purpose` (what only this gateway's replicas can open
+    /// again, for that owner and purpose), as URL-safe text.
+    pub fn seal_for(&self, owner: &str, purpose: &str, text: &str) -> Result<String, String> {
+        use base64::Engine as _;
+        let sealed = self
+            .stored()?
+            .0
+            .seal(owner, purpose, text)
+            .map_err(|e| e.to_string())?;
+        Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed))
+    }
+
+    /// What [`Credentials::seal_for`] sealed for `owner` and `purpose`; an error for anything
+    /// else (altered, another owner's or purpose's, another key's).
+    pub fn open_for(&self, owner: &str, purpose: &str, sealed: &str) -> Result<String, String> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(sealed)
+            .map_err(|_| "not sealed text".to_string())?;
+        self.stored()?
+            .0
+            .open(owner, purpose, &bytes)
+            .map(|secret| secret.expose().to_string())
+            .map_err(|e| e.to_string())
     }
 
     /// Keeps `secret` as `owner`'s credential for `backend`.
@@ -172,7 +223,11 @@ impl Credentials {
     }
 
     /// `owner`'s secret for `backend`, if it has one.
-    async fn secret(&self, owner: &str, backend: &str) -> Result<Option<Secret>, String> {
+    pub(crate) async fn secret(
+        &self,
+        owner: &str,
+        backend: &str,
+    ) -> Result<Option<Secret>, String> {
         let key = (owner.to_string(), backend.to_string());
         if let Some((secret, at)) = self.lock().get(&key)
             && at.elapsed() < FRESH_FOR
@@ -214,6 +269,33 @@ impl Credentials {
     }
 }
 
+impl Keeper for Credentials {
+    fn read<'a>(
+        &'a self,
+        owner: &'a str,
+        backend: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Secret>, String>> {
+        Box::pin(self.secret(owner, backend))
+    }
+
+    fn write<'a>(
+        &'a self,
+        owner: &'a str,
+        backend: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.set(owner, backend, text))
+    }
+
+    fn forget<'a>(
+        &'a self,
+        owner: &'a str,
+        backend: &'a str,
+    ) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(self.remove(owner, backend))
+    }
+}
+
 /// What a call by `caller` to per-user `backend` carries: the caller's id, and its secret when
 /// the backend takes one (`credentials` is where stored secrets are; `None` keeps none).
 pub async fn connection_for(
@@ -238,6 +320,26 @@ pub async fn connection_for(
                 who: who(caller),
                 owner_args: owner_args(&owner),
             })?)
+        }
+        UserSecret::OAuth(_) => {
+            let credentials = credentials.ok_or(CredentialError::NotKept)?;
+            let signins = credentials
+                .signins
+                .as_ref()
+                .ok_or(CredentialError::NotKept)?;
+            let token = signins
+                .token(credentials, &owner, backend)
+                .await
+                .map_err(|missing| match missing {
+                    NoToken::SignIn => CredentialError::SignIn {
+                        backend: backend.to_string(),
+                    },
+                    NoToken::Failed(why) => CredentialError::Unusable {
+                        backend: backend.to_string(),
+                        why,
+                    },
+                })?;
+            Some(token)
         }
         UserSecret::TokenExchange { audience, scope } => {
             let exchanger = credentials

@@ -26,6 +26,7 @@ mod profiles;
 mod progress;
 mod runtime;
 pub mod shapes;
+pub mod signin;
 pub mod telemetry;
 mod upkeep;
 mod views;

@@ -37,6 +37,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("progress.rs", 1),
     ("runtime.rs", 1),
     ("shapes.rs", 1),
+    ("signin.rs", 1),
     ("telemetry/", 1),
     ("upkeep.rs", 1),
     ("views.rs", 1),

@@ -16,6 +16,10 @@ impl IdentityError {
                 issuer,
                 message: clean(message),
             },
+            IdentityError::Upstream { backend, message } => IdentityError::Upstream {
+                backend,
+                message: clean(message),
+            },
         }
     }
 }
@@ -38,6 +42,14 @@ pub enum IdentityError {
     /// A user's secret cannot be sealed or opened.
     #[error("{0}")]
     Credential(String),
+    /// Signing a user in to a backend's authorization server failed.
+    #[error("signing in to backend `{backend}`: {message}")]
+    Upstream {
+        /// The backend.
+        backend: String,
+        /// Why.
+        message: String,
+    },
     /// An issuer's metadata or keys could not be read.
     #[error("the keys of issuer {issuer} could not be read: {message}")]
     Keys {

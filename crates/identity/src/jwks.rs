@@ -265,45 +265,27 @@ impl IssuerKeys {
     async fn read_json(
         &self,
         url: &str,
-        mut response: reqwest::Response,
+        response: reqwest::Response,
         shown: &[&str],
     ) -> Result<Value, IdentityError> {
-        let status = response.status();
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
+        read_bounded_json(url, response, shown)
             .await
-            .map_err(|e| self.failed(format!("{url}: {e}")))?
-        {
-            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-                return Err(self.failed(format!(
-                    "{url} sent more than {} KiB",
-                    MAX_DOCUMENT_BYTES / 1024
-                )));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        let parsed = serde_json::from_slice::<Value>(&body);
-        if !status.is_success() {
-            // An OAuth error says what went wrong (RFC 6749 5.2): pass on its words, redacted
-            // (they may quote what was sent: `shown`) before they are cut, so a cut cannot
-            // leave a credential's head unrecognised.
-            let words = |text: &str| cut_shown(text, shown);
-            let said = parsed
-                .ok()
-                .and_then(|error| {
-                    let code = error.get("error")?.as_str()?.to_string();
-                    let description = error
-                        .get("error_description")
-                        .and_then(Value::as_str)
-                        .map(|d| format!(": {}", words(d)))
-                        .unwrap_or_default();
-                    Some(format!(" ({}{description})", words(&code)))
-                })
-                .unwrap_or_default();
-            return Err(self.failed(format!("{url} answered {status}{said}")));
-        }
-        parsed.map_err(|e| self.failed(format!("{url} is not JSON: {e}")))
+            .map_err(|why| self.failed(why))
+    }
+
+    /// The JSON answer to `body` POSTed as JSON to `url` (a client registration, RFC 7591),
+    /// bounded as a GET is.
+    pub(crate) async fn post_json(&self, url: &str, body: &Value) -> Result<Value, IdentityError> {
+        let response = self
+            .http
+            .post(url)
+            .header("accept", "application/json")
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| self.failed(format!("{url}: {e}")))?;
+        self.read_json(url, response, &[]).await
     }
 
     fn failed(&self, message: String) -> IdentityError {
@@ -312,6 +294,47 @@ impl IssuerKeys {
             message,
         }
     }
+}
+
+/// A response's JSON body, if it succeeded and is at most [`MAX_DOCUMENT_BYTES`]; else why not,
+/// with an OAuth error's words redacted (also of `shown`: what the request carried) and cut.
+pub(crate) async fn read_bounded_json(
+    url: &str,
+    mut response: reqwest::Response,
+    shown: &[&str],
+) -> Result<Value, String> {
+    let status = response.status();
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
+        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+            return Err(format!(
+                "{url} sent more than {} KiB",
+                MAX_DOCUMENT_BYTES / 1024
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let parsed = serde_json::from_slice::<Value>(&body);
+    if !status.is_success() {
+        // An OAuth error says what went wrong (RFC 6749 5.2): pass on its words, redacted
+        // (they may quote what was sent: `shown`) before they are cut, so a cut cannot leave a
+        // credential's head unrecognised.
+        let words = |text: &str| cut_shown(text, shown);
+        let said = parsed
+            .ok()
+            .and_then(|error| {
+                let code = error.get("error")?.as_str()?.to_string();
+                let description = error
+                    .get("error_description")
+                    .and_then(Value::as_str)
+                    .map(|d| format!(": {}", words(d)))
+                    .unwrap_or_default();
+                Some(format!(" ({}{description})", words(&code)))
+            })
+            .unwrap_or_default();
+        return Err(format!("{url} answered {status}{said}"));
+    }
+    parsed.map_err(|e| format!("{url} is not JSON: {e}"))
 }
 
 /// Whether `jwk` may verify signatures (not an encryption key).

@@ -26,6 +26,7 @@ pub mod metadata;
 mod refusal;
 mod rules;
 mod settings;
+mod upstream;
 mod vault;
 mod verify;
 
@@ -37,6 +38,9 @@ pub use rules::ClaimRule;
 pub use settings::{
     DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IssuerClient, IssuerSettings, OAuthSettings,
     parse_algorithm,
+};
+pub use upstream::{
+    PendingSignIn, UpstreamClient, UpstreamOAuth, UpstreamSettings, UpstreamTokens,
 };
 pub use vault::{MAX_SECRET_BYTES, Vault};
 pub use verify::{Admission, Identity, Verifier, user_id, user_id_of};

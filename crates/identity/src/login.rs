@@ -138,7 +138,7 @@ impl ConsoleLogin {
 }
 
 /// 32 random bytes as URL-safe text (a `state`, a PKCE verifier: 43 characters).
-fn random_text() -> Result<String, IdentityError> {
+pub(crate) fn random_text() -> Result<String, IdentityError> {
     let mut bytes = [0u8; 32];
     aws_lc_rs::rand::fill(&mut bytes)
         .map_err(|_| IdentityError::Login("no randomness for a login".into()))?;

@@ -189,16 +189,7 @@ fn console_login(
         .find(|i| i.issuer == console.issuer)
         .cloned()
         .context("[auth.oauth.console] names an issuer [[auth.oauth.issuers]] does not have")?;
-    let origin = match settings.resource.find("://") {
-        Some(at) => {
-            let rest = &settings.resource[at + 3..];
-            let end = rest
-                .find('/')
-                .map_or(settings.resource.len(), |i| at + 3 + i);
-            &settings.resource[..end]
-        }
-        None => settings.resource.as_str(),
-    };
+    let origin = origin_of(&settings.resource);
     Ok(Some(std::sync::Arc::new(
         sandgate_identity::ConsoleLogin::new(sandgate_identity::LoginSettings {
             issuer,
@@ -212,6 +203,59 @@ fn console_login(
             redirect_uri: format!("{origin}/ui/oauth/callback"),
         })?,
     )))
+}
+
+/// The backends each user signs in to (`oauth`), with where the sign-in comes back: the
+/// backend's `redirect_uri`, else `[auth.oauth] resource`'s origin and `/ui/connect/callback`.
+pub fn sign_ins(config: &Config) -> anyhow::Result<sandgate_gateway::signin::SignIns> {
+    let mut backends = Vec::new();
+    for backend in &config.backends {
+        let (Some(per_user), sandgate_config::Transport::Http { url, .. }) =
+            (&backend.per_user, &backend.transport)
+        else {
+            continue;
+        };
+        let sandgate_config::UserSecret::OAuth(oauth) = &per_user.secret else {
+            continue;
+        };
+        let redirect_uri = match (&oauth.redirect_uri, &config.auth.oauth) {
+            (Some(uri), _) => uri.clone(),
+            (None, Some(auth)) => format!("{}/ui/connect/callback", origin_of(&auth.resource)),
+            (None, None) => anyhow::bail!(
+                "servers.{}.oauth needs redirect_uri (the config check says so)",
+                backend.name
+            ),
+        };
+        let client = oauth
+            .client_id
+            .as_ref()
+            .map(|id| sandgate_identity::UpstreamClient {
+                client_id: id.clone(),
+                client_secret: oauth.client_secret.as_ref().map(|s| s.expose().to_string()),
+            });
+        let upstream =
+            sandgate_identity::UpstreamOAuth::new(sandgate_identity::UpstreamSettings {
+                backend: backend.name.clone(),
+                resource: url.clone(),
+                scope: oauth.scope.clone(),
+                client: client.clone(),
+                redirect_uri,
+            })?;
+        backends.push((upstream, client));
+    }
+    Ok(sandgate_gateway::signin::SignIns::new(backends))
+}
+
+/// The scheme and authority of `url`.
+fn origin_of(url: &str) -> &str {
+    match url.find("://") {
+        Some(at) => {
+            let rest = &url[at + 3..];
+            let end = rest.find('/').map_or(url.len(), |i| at + 3 + i);
+            &url[..end]
+        }
+        None => url,
+    }
 }
 
 /// What exchanges callers' tokens for per-user backends', when an issuer of `[auth.oauth]`

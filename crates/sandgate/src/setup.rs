@@ -293,6 +293,10 @@ pub async fn build_gateway(
     let exchanger = crate::access::token_exchanger(config)?;
     let credentials = (stored.is_some() || exchanger.is_some())
         .then(|| sandgate_gateway::credentials::Credentials::new(stored, exchanger));
+    let credentials = match credentials {
+        Some(credentials) => Some(credentials.with_sign_ins(crate::access::sign_ins(config)?)),
+        None => None,
+    };
     let mut builder = Gateway::builder(manager, Box::new(calls));
     if let Some(credentials) = credentials {
         builder = builder.credentials(credentials);

@@ -245,7 +245,7 @@ fn for_user(base: &BackendConfig, per_user: &PerUser, secret: Option<&Secret>) -
         (UserSecret::Header { name, format }, Transport::Http { .. }) => {
             (name.as_str(), format.replace("{secret}", secret.expose()))
         }
-        (UserSecret::TokenExchange { .. }, Transport::Http { .. }) => {
+        (UserSecret::TokenExchange { .. } | UserSecret::OAuth(_), Transport::Http { .. }) => {
             ("Authorization", format!("Bearer {}", secret.expose()))
         }
         _ => return config,

@@ -58,6 +58,23 @@ pub enum UserSecret {
         /// The scope to ask for, if any.
         scope: Option<String>,
     },
+    /// A token the user got by signing in to the backend's own authorization server, with
+    /// sandgate as its OAuth client, sent as `Authorization: Bearer` (HTTP).
+    OAuth(UpstreamOAuthConfig),
+}
+
+/// A backend's `oauth`: how its users sign in to its authorization server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamOAuthConfig {
+    /// The scope to ask for; none lets the server decide.
+    pub scope: Option<String>,
+    /// sandgate's client id at the server; none registers one (RFC 7591).
+    pub client_id: Option<String>,
+    /// That client's secret (`"${VAR}"`), for a confidential client.
+    pub client_secret: Option<Secret>,
+    /// Where the server sends the browser back: this gateway's `/ui/connect/callback`, as
+    /// browsers reach it; none takes `[auth.oauth] resource`'s origin.
+    pub redirect_uri: Option<String>,
 }
 
 /// A backend's `per_user` settings.
@@ -77,11 +94,16 @@ pub const DEFAULT_MAX_USERS: usize = 64;
 /// Default idle time before a user's connection is closed.
 pub const DEFAULT_USER_IDLE: Duration = Duration::from_secs(300);
 
+/// The keys of a backend's `oauth` (another client's `oauth`, with keys such as `clientId`,
+/// skips the entry instead).
+pub(crate) const OAUTH_KEYS: &[&str] = &["scope", "client_id", "client_secret", "redirect_uri"];
+
 /// The backend keys this file reads.
 pub(crate) const PER_USER_KEYS: &[&str] = &[
     "per_user",
     "user_secret",
     "token_exchange",
+    "oauth",
     "max_users",
     "user_idle_timeout",
 ];
@@ -136,19 +158,28 @@ impl Walker<'_> {
     ) -> Result<Option<PerUser>, ConfigError> {
         let key = |k: &str| format!("{path}.{k}");
         let flag = opt_bool(self, &key("per_user"), table.get("per_user"))?;
-        let secret = match (table.get("user_secret"), table.get("token_exchange")) {
-            (Some(_), Some(_)) => {
-                return Err(self.invalid(
-                    path,
-                    "has both `user_secret` and `token_exchange`",
-                    "keep one: a user's stored secret, or a token exchanged for the caller's",
-                ));
+        let given: Vec<&str> = ["user_secret", "token_exchange", "oauth"]
+            .into_iter()
+            .filter(|k| table.contains_key(*k))
+            .collect();
+        if given.len() > 1 {
+            return Err(self.invalid(
+                path,
+                format!("has both `{}` and `{}`", given[0], given[1]),
+                "keep one: a user's stored secret, a token exchanged for the caller's, or the user's own sign-in (oauth)",
+            ));
+        }
+        let secret = match given.first().copied() {
+            Some("user_secret") => {
+                Some(self.user_secret(&key("user_secret"), &table["user_secret"], stdio)?)
             }
-            (Some(value), None) => Some(self.user_secret(&key("user_secret"), value, stdio)?),
-            (None, Some(value)) => {
-                Some(self.token_exchange(&key("token_exchange"), value, stdio)?)
-            }
-            (None, None) => None,
+            Some("token_exchange") => Some(self.token_exchange(
+                &key("token_exchange"),
+                &table["token_exchange"],
+                stdio,
+            )?),
+            Some(_) => Some(self.upstream_oauth(&key("oauth"), &table["oauth"], stdio)?),
+            None => None,
         };
         let wants = flag.unwrap_or(secret.is_some());
         if !wants {
@@ -261,6 +292,61 @@ impl Walker<'_> {
                 "an HTTP backend takes the secret in a header: user_secret = { header = \"Authorization\", format = \"Bearer {secret}\" }",
             )),
         }
+    }
+
+    fn upstream_oauth(
+        &self,
+        key: &str,
+        value: &Value,
+        stdio: bool,
+    ) -> Result<UserSecret, ConfigError> {
+        if stdio {
+            return Err(self.invalid(
+                key,
+                "applies only to HTTP backends".to_string(),
+                "a stdio backend takes a stored secret: user_secret = { env = \"NOTES_TOKEN\" }",
+            ));
+        }
+        let table = self.table(key, value)?;
+        self.check_keys(key, table, OAUTH_KEYS, &[])?;
+        let sub = |k: &str| format!("{key}.{k}");
+        let client_id = opt_string(self, &sub("client_id"), table.get("client_id"))?;
+        let client_secret =
+            opt_string(self, &sub("client_secret"), table.get("client_secret"))?.map(Secret::from);
+        if client_secret.is_some() && client_id.is_none() {
+            return Err(self.invalid(
+                &sub("client_secret"),
+                "is given without client_id".to_string(),
+                "name the client too (client_id = \"sandgate\"), or remove both to have sandgate register one",
+            ));
+        }
+        if let Some(secret) = &client_secret
+            && !secret.expose().starts_with("${")
+        {
+            return Err(self.invalid(
+                &sub("client_secret"),
+                "is written in the file".to_string(),
+                "write client_secret = \"${NOTES_CLIENT_SECRET}\" and set it in the environment",
+            ));
+        }
+        let redirect_uri = opt_string(self, &sub("redirect_uri"), table.get("redirect_uri"))?;
+        let callback = |uri: &str| {
+            (uri.starts_with("https://") || uri.starts_with("http://"))
+                && uri.ends_with("/ui/connect/callback")
+        };
+        if redirect_uri.as_deref().is_some_and(|uri| !callback(uri)) {
+            return Err(self.invalid(
+                &sub("redirect_uri"),
+                format!("is {:?}", redirect_uri.unwrap_or_default()),
+                "give this gateway's callback as browsers reach it, e.g. \"https://gateway.example.com/ui/connect/callback\"",
+            ));
+        }
+        Ok(UserSecret::OAuth(UpstreamOAuthConfig {
+            scope: opt_string(self, &sub("scope"), table.get("scope"))?,
+            client_id,
+            client_secret,
+            redirect_uri,
+        }))
     }
 
     fn token_exchange(

@@ -34,6 +34,7 @@ fn takes_secret(console: &Console) -> Vec<(String, &'static str)> {
             let kind = match backends.per_user(&status.name)?.secret {
                 UserSecret::Header { .. } => "header",
                 UserSecret::Env { .. } => "environment",
+                UserSecret::OAuth(_) => "sign-in",
                 UserSecret::None | UserSecret::TokenExchange { .. } => return None,
             };
             Some((status.name, kind))
@@ -84,6 +85,18 @@ pub(crate) async fn set(
             "this gateway keeps no credentials ([credentials] names no key)",
         );
     };
+    if takes_secret(&console)
+        .iter()
+        .any(|(name, kind)| *name == query.backend && *kind == "sign-in")
+    {
+        return problem(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "backend `{}` takes your own sign-in, not a pasted token: press Connect beside it",
+                query.backend
+            ),
+        );
+    }
     if !takes_secret(&console)
         .iter()
         .any(|(name, _)| *name == query.backend)

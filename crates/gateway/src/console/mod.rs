@@ -11,6 +11,7 @@
 
 mod api;
 mod approvals;
+mod connect;
 mod credentials;
 mod logins;
 mod oauth;
@@ -63,6 +64,7 @@ pub(crate) fn router(console: Console) -> Router {
                 .delete(credentials::remove),
         )
         .route("/ui/api/pins", get(pins::list).post(pins::decide))
+        .route("/ui/connect/start", get(connect::start))
         .route("/ui/api/pins/diff", get(pins::diff))
         .route(
             "/ui/api/approvals",
@@ -81,6 +83,7 @@ pub(crate) fn router(console: Console) -> Router {
         .route("/ui/login-options", get(oauth::options))
         .route("/ui/oauth/start", get(oauth::start))
         .route("/ui/oauth/callback", get(oauth::callback))
+        .route("/ui/connect/callback", get(connect::callback))
         .merge(api)
         .layer(axum::middleware::from_fn_with_state(
             console.clone(),

@@ -19,17 +19,50 @@ export async function credentialsPage() {
     "p",
     { class: "muted" },
     data.kept
-      ? "Your own secret for each backend that takes one. It is sealed before it is stored, sent only to that backend, and never shown again."
+      ? "Your own secret for each backend that takes one, or your sign-in to it (Connect). It is sealed before it is stored, sent only to that backend, and never shown again."
       : "This gateway keeps no credentials ([credentials] names no key).",
   );
   const rows = data.backends.map((b) => {
+    const message = el("span", { class: "muted", "data-message": b.backend });
+    const forget = b.set
+      ? el("button", {
+        class: "plain",
+        "data-remove": b.backend,
+        on: {
+          click: async () => {
+            try {
+              await api("/ui/api/credentials?backend=" + encodeURIComponent(b.backend), { method: "DELETE" });
+              credentialsPage();
+            } catch (error) {
+              message.textContent = String(error.message || error);
+            }
+          },
+        },
+      }, "Remove")
+      : null;
+    const state = el("td", { "data-state": b.backend }, b.set ? "kept since " + when(b.updated_at_ms) : "none");
+    // A backend you sign in to: its authorization server asks you, and no token is pasted.
+    if (b.goes_in === "sign-in") {
+      const connect = el("a", {
+        class: "button",
+        "data-connect": b.backend,
+        href: "/ui/connect/start?backend=" + encodeURIComponent(b.backend),
+      }, b.set ? "Connect again" : "Connect");
+      return el(
+        "tr",
+        { "data-backend": b.backend },
+        el("td", { class: "name" }, b.backend),
+        el("td", {}, "your sign-in"),
+        state,
+        el("td", {}, connect, forget, message),
+      );
+    }
     const secret = el("input", {
       type: "password",
       autocomplete: "off",
       placeholder: "new secret",
       "data-secret": b.backend,
     });
-    const message = el("span", { class: "muted", "data-message": b.backend });
     const save = el("button", {
       "data-save": b.backend,
       on: {
@@ -48,28 +81,12 @@ export async function credentialsPage() {
         },
       },
     }, "Save");
-    const forget = b.set
-      ? el("button", {
-        class: "plain",
-        "data-remove": b.backend,
-        on: {
-          click: async () => {
-            try {
-              await api("/ui/api/credentials?backend=" + encodeURIComponent(b.backend), { method: "DELETE" });
-              credentialsPage();
-            } catch (error) {
-              message.textContent = String(error.message || error);
-            }
-          },
-        },
-      }, "Remove")
-      : null;
     return el(
       "tr",
       { "data-backend": b.backend },
       el("td", { class: "name" }, b.backend),
       el("td", {}, b.goes_in),
-      el("td", { "data-state": b.backend }, b.set ? "kept since " + when(b.updated_at_ms) : "none"),
+      state,
       el("td", {}, secret, save, forget, message),
     );
   });

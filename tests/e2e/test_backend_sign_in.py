@@ -1,0 +1,160 @@
+"""Users sign in to a backend that authorizes each user with OAuth (issue 51, second half): a
+per-user HTTP backend with `oauth`, whose authorization server is the tests' real oidc-provider,
+and which takes only tokens that server signed for it (tests/node/oauth_backend.mjs). sandgate
+finds the server from the backend's own metadata (RFC 9728, then the server's), registers itself
+as a client (RFC 7591), and signs the user in with the authorization code and PKCE, for exactly
+this backend (RFC 8707). A headless Chromium presses Connect on the console's Credentials page
+and goes through the server's own login and consent pages as a person would; no token is
+pasted anywhere. The tokens are sealed in the store, the refresh token too, and a call then
+carries the user's own access token."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import anyio
+import httpx2 as httpx
+import pytest
+from mcp import Client
+
+from conftest import NODE_MODULES, OneProcess, free_port, one_process_only, structured, text_of
+from issuer import Issuer
+from test_console import browser, console_url, log_in, open_page
+
+pytestmark = one_process_only("the sign-in's callback comes back to the console of one gateway here")
+
+KEY = "c2FuZGdhdGUtdGVzdC1rZXktMzItYnl0ZXMtbG9uZyE="  # 32 bytes, base64
+ALICE = "alice-token-" + "a" * 30
+BOB = "bob-token-" + "b" * 32
+BACKEND = NODE_MODULES.parent.parent / "oauth_backend.mjs"
+
+
+class Notes:
+    """The OAuth-protected backend on `port`, trusting `issuer`."""
+
+    def __init__(self, port: int, issuer: str):
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(["node", str(BACKEND), str(port), issuer],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()
+        if "listening" not in line:
+            raise RuntimeError("the notes backend did not start: " + line + self.proc.stderr.read()[-2000:])
+
+    def seen(self) -> dict:
+        return httpx.get(self.url + "/test/seen", timeout=10).json()
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """oidc-provider, the notes backend, and a gateway whose `notes` backend takes each user's
+    sign-in; alice and bob hold static tokens of the `builder` profile."""
+    monkeypatch.setenv("SANDGATE_TEST_CREDENTIAL_KEY", KEY)
+    port, backend_port = free_port(), free_port()
+    resource = f"http://127.0.0.1:{backend_port}/mcp"
+    issuer = Issuer(tmp_path, resources=[], upstream={"resource": resource, "scope": "notes:read notes:write"})
+    notes = Notes(backend_port, issuer.url)
+    path = tmp_path / "sandgate.toml"
+    path.write_text(f"""
+[servers.notes]
+url = "{resource}"
+oauth = {{ scope = "notes:read", redirect_uri = "http://127.0.0.1:{port}/ui/connect/callback" }}
+
+[credentials]
+key = "${{SANDGATE_TEST_CREDENTIAL_KEY}}"
+
+[profiles.builder]
+tools = ["*"]
+
+[[http.tokens]]
+token = "{ALICE}"
+profile = "builder"
+name = "alice"
+
+[[http.tokens]]
+token = "{BOB}"
+profile = "builder"
+name = "bob"
+
+[store]
+path = "{tmp_path / 'store.db'}"
+
+[audit]
+path = "{tmp_path / 'audit.jsonl'}"
+""")
+    server = OneProcess(path, token=ALICE, listen=f"127.0.0.1:{port}")
+    try:
+        yield server, issuer, notes, tmp_path
+    finally:
+        server.close()
+        notes.close()
+        issuer.close()
+
+
+def sign_in_through_the_console(chromium, server, issuer, token: str, user: str):
+    """Logs in to the console with `token`, presses Connect beside `notes`, and signs in at the
+    authorization server as `user` through its own login and consent pages."""
+    page = open_page(chromium, server)
+    log_in(page, server, token)
+    page.goto(console_url(server) + "#/credentials")
+    page.wait_for_selector('[data-connect="notes"]')
+    page.click('[data-connect="notes"]')
+    page.wait_for_selector("input[name=login]")
+    assert page.url.startswith(issuer.url), page.url
+    page.fill("input[name=login]", user)
+    page.fill("input[name=password]", "anything")
+    page.click("button[type=submit]")
+    page.wait_for_selector("button[type=submit]:has-text('Continue')")
+    page.click("button[type=submit]:has-text('Continue')")
+    page.wait_for_selector('[data-state="notes"]:has-text("kept since")', timeout=15_000)
+    assert page.url.startswith(console_url(server)), page.url
+    page.context.close()
+
+
+async def call(server, token: str, code: str):
+    async with Client(server.target({"Authorization": f"Bearer {token}"}), mode="2026-07-28") as client:
+        return await client.call_tool("call_tool_chain", {"code": code})
+
+
+def test_a_user_signs_in_through_the_console_and_calls_carry_their_own_token(world):
+    server, issuer, notes, tmp_path = world
+    before = anyio.run(call, server, ALICE, "return await notes.whoami({})")
+    assert before.is_error and "Connect beside `notes`" in text_of(before), text_of(before)
+    assert notes.seen()["seen"] == 0, "no call went out without a token"
+    with browser() as chromium:
+        sign_in_through_the_console(chromium, server, issuer, ALICE, "alice")
+    answer = anyio.run(call, server, ALICE, "return await notes.whoami({})")
+    assert not answer.is_error, text_of(answer)
+    who = json.loads(structured(answer)["result"]) if isinstance(structured(answer)["result"], str) else structured(answer)["result"]
+    assert who["sub"] == "alice" and who["scope"] == "notes:read", who
+    # Bob has not signed in: his call is his own, and fails with what to do.
+    bobs = anyio.run(call, server, BOB, "return await notes.whoami({})")
+    assert bobs.is_error and "Connect beside `notes`" in text_of(bobs), text_of(bobs)
+    assert notes.seen()["last_subject"] == "alice"
+    # The tokens are sealed: neither is in the store file, nor in the audit log.
+    store = (tmp_path / "store.db").read_bytes()
+    assert b"notes:read" not in store and b"refresh_token" not in store
+    audit = (tmp_path / "audit.jsonl").read_text()
+    assert "sign-in to notes" in audit and "signed in" in audit, audit[-2000:]
+
+
+def test_no_token_is_pasted_and_a_stray_or_forged_callback_signs_nobody_in(world):
+    server, issuer, notes, tmp_path = world
+    pasted = httpx.put(console_url(server) + "/api/credentials", params={"backend": "notes"},
+                       json={"secret": "a-token-someone-pasted"},
+                       headers={"authorization": f"Bearer {ALICE}", "origin": server.url.removesuffix("/mcp")})
+    assert pasted.status_code in (400, 401), pasted.text
+    started = time.monotonic()
+    stray = httpx.get(console_url(server) + "/connect/callback", params={"code": "x", "state": "y"})
+    assert stray.status_code == 400 and "started no sign-in" in stray.text, stray.text
+    forged = httpx.get(console_url(server) + "/connect/callback", params={"code": "x", "state": "y"},
+                       headers={"cookie": "sandgate_connect=" + "YWxpY2U." + "A" * 200})
+    assert forged.status_code == 400 and "started no sign-in" in forged.text, forged.text
+    assert time.monotonic() - started < 5
+    unsigned = httpx.get(console_url(server) + "/connect/start", params={"backend": "notes"})
+    assert unsigned.status_code in (401, 403), unsigned.status_code
