@@ -158,3 +158,84 @@ def test_no_token_is_pasted_and_a_stray_or_forged_callback_signs_nobody_in(world
     assert time.monotonic() - started < 5
     unsigned = httpx.get(console_url(server) + "/connect/start", params={"backend": "notes"})
     assert unsigned.status_code in (401, 403), unsigned.status_code
+
+
+class SigningInPerson:
+    """The person behind the client: shown a sign-in link (URL-mode elicitation), they open it in
+    a browser logged in to the console with their token, sign in at the authorization server as
+    `user`, and say accept; or they decline. Keeps what they were asked."""
+
+    def __init__(self, server, issuer, token: str, user: str, action: str = "accept"):
+        self.server, self.issuer, self.token, self.user, self.action = server, issuer, token, user, action
+        self.asked = []
+
+    def open_and_sign_in(self, url: str):
+        with browser() as chromium:
+            page = open_page(chromium, self.server)
+            log_in(page, self.server, self.token)
+            page.goto(url)
+            page.wait_for_selector("input[name=login]")
+            page.fill("input[name=login]", self.user)
+            page.fill("input[name=password]", "anything")
+            page.click("button[type=submit]")
+            page.wait_for_selector("button[type=submit]:has-text('Continue')")
+            page.click("button[type=submit]:has-text('Continue')")
+            page.wait_for_selector('[data-state="notes"]:has-text("kept since")', timeout=15_000)
+
+    async def __call__(self, context, params):
+        import mcp.types as types
+        self.asked.append({"mode": getattr(params, "mode", "form"), "url": getattr(params, "url", None),
+                           "message": params.message})
+        if self.action == "accept" and getattr(params, "mode", None) == "url":
+            await anyio.to_thread.run_sync(self.open_and_sign_in, params.url)
+        return types.ElicitResult(action=self.action)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_a_script_waits_for_its_user_to_sign_in_and_finishes_with_the_backends_answer(world, mode):
+    server, issuer, notes, tmp_path = world
+    person = SigningInPerson(server, issuer, ALICE, "alice")
+    code = """const started = Date.now();
+const other = await Promise.resolve("the script's other work went on");
+const me = await notes.whoami({});
+return { me, other, waited_ms: Date.now() - started };"""
+
+    async def run():
+        headers = {"Authorization": f"Bearer {ALICE}"}
+        async with Client(server.target(headers), mode=mode, read_timeout_seconds=120,
+                          elicitation_callback=person) as client:
+            return await client.call_tool("call_tool_chain", {"code": code, "timeout_ms": 120_000})
+
+    result = anyio.run(run)
+    assert not result.is_error, text_of(result)
+    value = structured(result)["result"]
+    me = json.loads(value["me"]) if isinstance(value["me"], str) else value["me"]
+    assert me["sub"] == "alice", value
+    assert len(person.asked) == 1 and person.asked[0]["mode"] == "url", person.asked
+    asked = person.asked[0]
+    assert asked["url"].endswith("/ui/connect/start?backend=notes") and "Sign in to backend `notes`" in asked["message"]
+    assert notes.seen()["last_subject"] == "alice"
+    audit = (tmp_path / "audit.jsonl").read_text()
+    assert "signed in while the call waited" in audit, audit[-1500:]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_a_user_who_declines_or_cannot_be_asked_gets_sign_in_required_with_what_to_do(world, mode):
+    server, issuer, notes, _ = world
+    person = SigningInPerson(server, issuer, ALICE, "alice", action="decline")
+
+    async def run(callback):
+        headers = {"Authorization": f"Bearer {ALICE}"}
+        options = {"elicitation_callback": callback} if callback else {}
+        async with Client(server.target(headers), mode=mode, read_timeout_seconds=60, **options) as client:
+            started = time.monotonic()
+            answer = await client.call_tool("call_tool_chain", {"code": "return await notes.whoami({})"})
+            return answer, time.monotonic() - started
+
+    for callback in (person, None):
+        answer, took = anyio.run(run, callback)
+        text = text_of(answer)
+        assert answer.is_error and "sign_in_required" in text and "Connect beside `notes`" in text, text
+        assert took < 10, took
+    assert "declined" in text_of(anyio.run(run, person)[0])
+    assert notes.seen()["seen"] == 0, "no call went out"

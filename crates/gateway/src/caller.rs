@@ -117,6 +117,8 @@ pub struct Declared {
     pub elicitation: bool,
     /// `sampling/createMessage`: a completion from the client's model.
     pub sampling: bool,
+    /// URL-mode `elicitation/create`: a link the person opens (a sign-in to a backend).
+    pub url_elicitation: bool,
 }
 
 /// How the person behind a request's client can be asked something (an approval, or a
@@ -141,6 +143,7 @@ impl Reach {
             .map(|caps| Declared {
                 elicitation: caps.elicitation.is_some(),
                 sampling: caps.sampling.is_some(),
+                url_elicitation: caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
             })
             .unwrap_or_default();
         if declared == Declared::default() {

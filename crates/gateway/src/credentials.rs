@@ -259,6 +259,13 @@ impl Credentials {
         Ok(secret)
     }
 
+    /// Whether `owner` keeps a credential for `backend` now, read from the store (another
+    /// replica may have just kept it).
+    pub(crate) async fn kept_now(&self, owner: &str, backend: &str) -> bool {
+        self.forget(owner, backend);
+        matches!(self.secret(owner, backend).await, Ok(Some(_)))
+    }
+
     fn forget(&self, owner: &str, backend: &str) {
         self.lock()
             .remove(&(owner.to_string(), backend.to_string()));

@@ -85,6 +85,23 @@ impl SignIns {
         self.backends.contains_key(backend)
     }
 
+    /// Where a user starts signing in to `backend`: the console's Connect, on the origin the
+    /// sign-in comes back to.
+    pub fn connect_url(&self, backend: &str) -> Option<String> {
+        let callback = &self.backends.get(backend)?.settings().redirect_uri;
+        let origin = callback.strip_suffix("/ui/connect/callback")?;
+        let name: String = backend
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    char::from(b).to_string()
+                }
+                other => format!("%{other:02X}"),
+            })
+            .collect();
+        Some(format!("{origin}/ui/connect/start?backend={name}"))
+    }
+
     fn oauth(&self, backend: &str) -> Result<&Arc<UpstreamOAuth>, String> {
         self.backends
             .get(backend)

@@ -228,6 +228,59 @@ impl Approvals {
         }
     }
 
+    /// Asks the person behind `asking` to sign in to `backend` at `url`, and waits until
+    /// `signed_in` says they have: `Ok` then; a `SignInRequired` failure, with what to do, when
+    /// they decline, do not sign in within the timeout, or cannot be asked (their client
+    /// declared no URL elicitation).
+    pub(crate) async fn ask_sign_in(
+        &self,
+        asking: &Asking,
+        caller: &Caller,
+        execution_id: &str,
+        backend: &str,
+        url: String,
+        signed_in: impl Future<Output = ()>,
+    ) -> Result<(), CallFailure> {
+        let timeout = self.settings().timeout;
+        let failure = |why: String| {
+            CallFailure::new(
+                FailureKind::SignInRequired,
+                format!(
+                    "backend `{backend}` is reached with your own sign-in, and {why}. The call did not run. Sign in at {url} (the console's Credentials page, Connect beside `{backend}`), then run the code again"
+                ),
+            )
+        };
+        if !asking.declared().url_elicitation {
+            return Err(failure(
+                "you have not signed in; this client cannot show a sign-in link (it declared no URL elicitation)".into(),
+            ));
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut signed_in = std::pin::pin!(signed_in);
+        let about = About::SignIn {
+            backend: backend.to_string(),
+            url: url.clone(),
+        };
+        tokio::select! {
+            () = &mut signed_in => return Ok(()),
+            answered = self.pose(asking, caller, execution_id, about) => match answered {
+                Err(why) => return Err(failure(why)),
+                Ok(Some(answered)) if matches!(answered.verdict(), Verdict::Approved { .. }) => {}
+                Ok(Some(_)) => return Err(failure("you declined to sign in".into())),
+                Ok(None) => {}
+            },
+        }
+        // They opened the link (or the question lapsed): the call waits for the sign-in itself.
+        tokio::time::timeout_at(deadline, signed_in)
+            .await
+            .map_err(|_| {
+                failure(format!(
+                    "nobody signed in within {} s ([approvals] timeout)",
+                    timeout.as_secs()
+                ))
+            })
+    }
+
     /// Passes a backend's own request during a call (`elicitation/create` or
     /// `sampling/createMessage`) to the person behind the call's client, and waits for the
     /// client's response; refused, with why, when the client cannot take it.

@@ -71,6 +71,13 @@ pub enum About {
     },
     /// A script a person approves before any of its code runs.
     Script(ScriptShown),
+    /// A link the person opens to sign in to a backend, while a call waits for it.
+    SignIn {
+        /// The backend.
+        backend: String,
+        /// Where the sign-in starts (the console's Connect).
+        url: String,
+    },
     /// A backend's own request during a call, passed on to the client.
     Backend {
         /// The backend that asks.
@@ -246,7 +253,7 @@ impl Question {
                 &script.rule,
                 None,
             ),
-            About::Backend { .. } => return None,
+            About::Backend { .. } | About::SignIn { .. } => return None,
         };
         Some(QuestionView {
             id: self.id.clone(),
@@ -293,6 +300,17 @@ impl Question {
                     meta: None,
                     message: script.message(&self.execution_id, &self.profile, &self.asker),
                     requested_schema: ElicitationSchema::new(Default::default()),
+                },
+            )),
+            About::SignIn { backend, url } => InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::UrlElicitationParams {
+                    meta: None,
+                    message: format!(
+                        "Sign in to backend `{backend}`: a script's call to it waits for your sign-in (execution {}). Open the link (logged in to sandgate's console), sign in there, and the call goes on by itself; decline, and the call fails.",
+                        self.execution_id
+                    ),
+                    url: url.clone(),
+                    elicitation_id: self.id.clone(),
                 },
             )),
             About::Backend { backend, request } => named(backend, (**request).clone()),

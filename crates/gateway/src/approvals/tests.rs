@@ -12,6 +12,7 @@ use crate::caller::{Caller, Declared, Owner, Principal};
 const ASKS: Declared = Declared {
     elicitation: true,
     sampling: false,
+    url_elicitation: false,
 };
 
 fn gated() -> GatedCall<'static> {

@@ -61,6 +61,7 @@ mod approval;
 mod capability;
 mod knock;
 mod state;
+mod user_connection;
 
 pub use capability::{HostFunction, granted};
 pub use knock::{Knock, ScriptPass};
@@ -313,14 +314,8 @@ impl Door {
         let user = match self.backends.per_user(&call.backend) {
             None => None,
             Some(per_user) => Some(
-                crate::credentials::connection_for(
-                    self.credentials.as_deref(),
-                    &knock.caller,
-                    &call.backend,
-                    &per_user,
-                )
-                .await
-                .map_err(|e| CallFailure::new(FailureKind::Failed, e.to_string()))?,
+                self.user_connection(knock, &call.backend, &per_user)
+                    .await?,
             ),
         };
         let (progress, forwarding) = match knock.progress.clone() {

@@ -59,7 +59,10 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
         .map_or((None, None), |(l, c)| (Some(l), Some(c)));
     // A failed call points at the call, not at whatever argument QuickJS evaluated last.
     if let (
-        ErrorKind::ToolFailed | ErrorKind::ToolDenied | ErrorKind::ToolHeld,
+        ErrorKind::ToolFailed
+        | ErrorKind::ToolDenied
+        | ErrorKind::ToolHeld
+        | ErrorKind::SignInRequired,
         Some(tool),
         Some((l, c)),
     ) =
@@ -96,7 +99,8 @@ pub fn explain(error: &GuestError, cx: &HintContext) -> ExecError {
             | ErrorKind::Syntax
             | ErrorKind::ToolFailed
             | ErrorKind::ToolDenied
-            | ErrorKind::ToolHeld,
+            | ErrorKind::ToolHeld
+            | ErrorKind::SignInRequired,
             None,
         ) => {
             format!("{}: {}", error.name, error.message)
@@ -151,6 +155,7 @@ fn hint(
         ErrorKind::ToolDenied => Some("The gateway's policy refused it; the message names the rule and where an operator changes it. Use what this caller is granted: search_tools lists its tools.".into()),
         ErrorKind::ToolFailed => tool_failed_hint(message, cx.failed_tool, cx.failed_condition),
         ErrorKind::ToolHeld => Some("The tool's definition waits for a person's review (the gateway holds a tool whose description or parameters changed, or that is new), so the call was not sent; retrying will not help until an operator decides. Use another tool, or tell the user which tool is held. Catch it to go on without it: catch (e) { if (e.kind === \"tool_held\") ... }.".into()),
+        ErrorKind::SignInRequired => Some("The backend takes each user's own sign-in, and this user has not signed in (or did not in time); the call was not sent. Tell the user to sign in: the console's Credentials page, Connect beside the backend (the message names it), then run the code again. Catch it to go on without it: catch (e) { if (e.kind === \"sign_in_required\") ... }.".into()),
         ErrorKind::Runtime => runtime_hint(error, cx, at).or_else(|| call_site(error, cx)),
         _ => None,
     }

@@ -174,11 +174,15 @@ pub enum FailureKind {
     /// The tool is held by the supply-chain guard until a person reviews its definition.
     #[serde(rename = "tool_held")]
     Held,
+    /// The backend takes each user's own sign-in, and this user did not sign in (in time, or
+    /// could not be asked to).
+    #[serde(rename = "sign_in_required")]
+    SignInRequired,
 }
 
 impl FailureKind {
     /// Every kind.
-    pub const ALL: [FailureKind; 8] = [
+    pub const ALL: [FailureKind; 9] = [
         FailureKind::Denied,
         FailureKind::Failed,
         FailureKind::Timeout,
@@ -187,6 +191,7 @@ impl FailureKind {
         FailureKind::Internal,
         FailureKind::ApprovalDenied,
         FailureKind::Held,
+        FailureKind::SignInRequired,
     ];
 
     /// The kind's name, as the guest's Error carries it in `kind`.
@@ -200,6 +205,7 @@ impl FailureKind {
             FailureKind::Internal => "internal",
             FailureKind::ApprovalDenied => "approval_denied",
             FailureKind::Held => "tool_held",
+            FailureKind::SignInRequired => "sign_in_required",
         }
     }
 
@@ -213,6 +219,7 @@ impl FailureKind {
             FailureKind::Memory => ErrorKind::Memory,
             FailureKind::Internal => ErrorKind::Internal,
             FailureKind::Held => ErrorKind::ToolHeld,
+            FailureKind::SignInRequired => ErrorKind::SignInRequired,
         }
     }
 
@@ -353,6 +360,8 @@ pub enum ErrorKind {
     /// The script needed a person's approval before it ran (`approve_scripts`), and got a
     /// no, or no answer in time: none of it ran.
     ApprovalDenied,
+    /// A call to a backend that takes each user's own sign-in, by a user who did not sign in.
+    SignInRequired,
 }
 
 impl ErrorKind {
@@ -373,6 +382,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::ApprovalDenied => "approval_denied",
+            ErrorKind::SignInRequired => "sign_in_required",
         }
     }
 }

@@ -539,6 +539,7 @@ fn guest_error<'js>(ctx: &Ctx<'js>, error: CaughtError<'js>, ends: Ends) -> Gues
             FailureKind::Denied | FailureKind::ApprovalDenied => ErrorKind::ToolDenied,
             FailureKind::Memory => ErrorKind::Memory,
             FailureKind::Held => ErrorKind::ToolHeld,
+            FailureKind::SignInRequired => ErrorKind::SignInRequired,
             _ => ErrorKind::ToolFailed,
         })
     };

@@ -475,7 +475,9 @@ impl PyRun {
         // `ApprovalDenied` names; a call out of time `TimeoutError`; every other failure
         // `RuntimeError`, which `ToolError` names.
         let exc = match kind {
-            ErrorKind::ToolDenied | ErrorKind::ToolHeld => ExcType::PermissionError,
+            ErrorKind::ToolDenied | ErrorKind::ToolHeld | ErrorKind::SignInRequired => {
+                ExcType::PermissionError
+            }
             ErrorKind::Timeout => ExcType::TimeoutError,
             _ => ExcType::RuntimeError,
         };

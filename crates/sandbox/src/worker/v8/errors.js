@@ -96,6 +96,7 @@ export function errorReports(p, frames, texts) {
       else if (callKind === "tool_denied" || callKind === "approval_denied") kind = "tool_denied";
       else if (callKind === "memory") kind = "memory";
       else if (callKind === "tool_held") kind = "tool_held";
+      else if (callKind === "sign_in_required") kind = "sign_in_required";
       else if (
         callKind === "tool_failed" || callKind === "timeout" || callKind === "cancelled" || callKind === "internal"
       ) kind = "tool_failed";
