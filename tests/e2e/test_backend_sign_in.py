@@ -50,14 +50,15 @@ class Notes:
         self.proc.wait(10)
 
 
-@pytest.fixture
-def world(tmp_path, monkeypatch):
-    """oidc-provider, the notes backend, and a gateway whose `notes` backend takes each user's
-    sign-in; alice and bob hold static tokens of the `builder` profile."""
+def make_world(tmp_path, monkeypatch, ttl: int = 300):
+    """oidc-provider (its access tokens living `ttl` seconds), the notes backend, and a gateway
+    whose `notes` backend takes each user's sign-in; alice and bob hold static tokens of the
+    `builder` profile."""
     monkeypatch.setenv("SANDGATE_TEST_CREDENTIAL_KEY", KEY)
     port, backend_port = free_port(), free_port()
     resource = f"http://127.0.0.1:{backend_port}/mcp"
-    issuer = Issuer(tmp_path, resources=[], upstream={"resource": resource, "scope": "notes:read notes:write"})
+    issuer = Issuer(tmp_path, resources=[],
+                    upstream={"resource": resource, "scope": "notes:read notes:write", "ttl": ttl})
     notes = Notes(backend_port, issuer.url)
     path = tmp_path / "sandgate.toml"
     path.write_text(f"""
@@ -94,6 +95,16 @@ path = "{tmp_path / 'audit.jsonl'}"
         server.close()
         notes.close()
         issuer.close()
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    yield from make_world(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def short_lived(tmp_path, monkeypatch):
+    yield from make_world(tmp_path, monkeypatch, ttl=20)
 
 
 def sign_in_through_the_console(chromium, server, issuer, token: str, user: str):
@@ -239,3 +250,73 @@ def test_a_user_who_declines_or_cannot_be_asked_gets_sign_in_required_with_what_
         assert took < 10, took
     assert "declined" in text_of(anyio.run(run, person)[0])
     assert notes.seen()["seen"] == 0, "no call went out"
+
+
+def run_with(server, person, code: str, mode: str = "legacy"):
+    async def run():
+        headers = {"Authorization": f"Bearer {ALICE}"}
+        async with Client(server.target(headers), mode=mode, read_timeout_seconds=120,
+                          elicitation_callback=person) as client:
+            return await client.call_tool("call_tool_chain", {"code": code, "timeout_ms": 120_000})
+
+    return anyio.run(run)
+
+
+def test_a_revoked_token_and_a_wider_scope_each_ask_for_a_new_sign_in_and_the_same_script_finishes(world):
+    server, issuer, notes, tmp_path = world
+    with browser() as chromium:
+        sign_in_through_the_console(chromium, server, issuer, ALICE, "alice")
+    first = run_with(server, SigningInPerson(server, issuer, ALICE, "alice"), "return await notes.whoami({})")
+    assert not first.is_error, text_of(first)
+    # The backend revokes every token it has seen: the call meets a 401, the person signs in
+    # again, and the call goes out once more with the new token.
+    httpx.post(notes.url + "/test/revoke", timeout=10)
+    time.sleep(1.1)
+    person = SigningInPerson(server, issuer, ALICE, "alice")
+    again = run_with(server, person, "return await notes.whoami({})")
+    assert not again.is_error, text_of(again)
+    assert len(person.asked) == 1 and person.asked[0]["mode"] == "url", person.asked
+    # Writing needs notes:write, which the sign-in did not ask for: a 403 insufficient_scope
+    # asks for a sign-in with the wider scope, and the write then runs once.
+    person = SigningInPerson(server, issuer, ALICE, "alice")
+    wrote = run_with(server, person, 'return await notes.write_note({ text: "hello" })', mode="2026-07-28")
+    assert not wrote.is_error, text_of(wrote)
+    assert len(person.asked) == 1 and "scope=notes%3Aread%20notes%3Awrite" in person.asked[0]["url"], person.asked
+    assert notes.seen()["notes"] == {"alice": ["hello"]}, notes.seen()
+    audit = (tmp_path / "audit.jsonl").read_text()
+    assert "refused the sign-in's token (401)" in audit and "wants a wider scope" in audit, audit[-2000:]
+
+
+def test_a_backend_that_refuses_every_token_fails_the_call_after_one_new_sign_in(world):
+    server, issuer, notes, _ = world
+    with browser() as chromium:
+        sign_in_through_the_console(chromium, server, issuer, ALICE, "alice")
+    httpx.post(notes.url + "/test/refuse-all", timeout=10)
+    person = SigningInPerson(server, issuer, ALICE, "alice")
+    started = time.monotonic()
+    answer = run_with(server, person, "return await notes.whoami({})")
+    text = text_of(answer)
+    assert answer.is_error and "sign_in_required" in text and "refused the token of your sign-in" in text, text
+    assert len(person.asked) == 1, "one new sign-in, then the call fails: no loop"
+    assert time.monotonic() - started < 60
+    assert "eyJ" not in text, "no token in what the model reads"
+
+
+def test_a_token_near_its_end_is_refreshed_once_for_many_calls_at_once(short_lived):
+    """Tokens living 20 s are refreshed after 10 s. Five calls at once that all find the token
+    due refresh it once between them: the server rotates refresh tokens, and one presented
+    twice would revoke the whole grant."""
+    server, issuer, notes, tmp_path = short_lived
+    with browser() as chromium:
+        sign_in_through_the_console(chromium, server, issuer, ALICE, "alice")
+    first = anyio.run(call, server, ALICE, "return await notes.whoami({})")
+    assert not first.is_error, text_of(first)
+    assert notes.seen()["tokens"] == 1
+    time.sleep(11)
+    five = anyio.run(call, server, ALICE, "return await Promise.all([1, 2, 3, 4, 5].map(() => notes.whoami({})))")
+    assert not five.is_error, text_of(five)
+    assert notes.seen()["tokens"] == 2, f"one refresh for the five calls: {notes.seen()}"
+    again = anyio.run(call, server, ALICE, "return await notes.whoami({})")
+    assert not again.is_error and notes.seen()["tokens"] == 2, text_of(again)
+    store = (tmp_path / "store.db").read_bytes()
+    assert b"refresh_token" not in store, "the rotated refresh token is sealed too"

@@ -8,8 +8,8 @@
 // Its tool list needs no token (a gateway lists it before anyone signs in); a call does.
 // Tools: `whoami` (notes:read) answers the token's subject and scope; `write_note` (notes:write)
 // keeps a note under the subject. POST /test/revoke makes every token issued so far a 401, as a
-// revoked grant would be; GET /test/seen says how many calls came with a token, and the last
-// subject. Prints "listening" on stderr once it accepts connections.
+// revoked grant would be; POST /test/refuse-all makes every token a 401 from then on; GET /test/seen says how many calls came with a token, and the last
+// subject, and how many distinct tokens came. Prints "listening" on stderr once it accepts connections.
 import { createServer } from "node:http";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -24,8 +24,10 @@ const metadataUrl = `${origin}/.well-known/oauth-protected-resource/mcp`;
 const keys = createRemoteJWKSet(new URL(`${issuer}/jwks`));
 const notes = new Map();
 let revokedBefore = 0;
+let refuseAll = false;
 let seen = 0;
 let lastSubject = null;
+const tokensSeen = new Set();
 
 function mcpServer(claims) {
   const server = new McpServer({ name: "notes", version: "1.0.0" });
@@ -73,6 +75,11 @@ const http = createServer(async (req, res) => {
     }));
     return;
   }
+  if (req.url === "/test/refuse-all" && req.method === "POST") {
+    refuseAll = true;
+    res.end("{}");
+    return;
+  }
   if (req.url === "/test/revoke" && req.method === "POST") {
     revokedBefore = Math.floor(Date.now() / 1000) + 1;
     res.end("{}");
@@ -80,7 +87,7 @@ const http = createServer(async (req, res) => {
   }
   if (req.url === "/test/seen") {
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ seen, last_subject: lastSubject, notes: Object.fromEntries(notes) }));
+    res.end(JSON.stringify({ seen, last_subject: lastSubject, tokens: tokensSeen.size, notes: Object.fromEntries(notes) }));
     return;
   }
   if (!req.url.startsWith("/mcp")) {
@@ -100,7 +107,7 @@ const http = createServer(async (req, res) => {
     } catch {
       return challenge(res, 401, "invalid_token");
     }
-    if ((claims.iat ?? 0) < revokedBefore) return challenge(res, 401, "invalid_token");
+    if ((claims.iat ?? 0) < revokedBefore || refuseAll) return challenge(res, 401, "invalid_token");
   } else if (calling) {
     return challenge(res, 401);
   }
@@ -112,6 +119,7 @@ const http = createServer(async (req, res) => {
     }
     seen += 1;
     lastSubject = claims.sub;
+    if (tokensSeen.size < 10000) tokensSeen.add(claims.jti);
   }
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await mcpServer(claims).connect(transport);

@@ -285,6 +285,15 @@ impl Keeper for Credentials {
         Box::pin(self.secret(owner, backend))
     }
 
+    fn read_now<'a>(
+        &'a self,
+        owner: &'a str,
+        backend: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Secret>, String>> {
+        self.forget(owner, backend);
+        Box::pin(self.secret(owner, backend))
+    }
+
     fn write<'a>(
         &'a self,
         owner: &'a str,

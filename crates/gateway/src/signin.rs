@@ -20,13 +20,19 @@ use sandgate_identity::{PendingSignIn, UpstreamClient, UpstreamOAuth, UpstreamTo
 /// The owner under which the clients sandgate registered are kept (no principal's key has
 /// this form).
 const CLIENTS_OWNER: &str = "sandgate:oauth-client";
-/// How long before an access token expires it is refreshed.
-const REFRESH_MARGIN_MS: i64 = 60_000;
+/// How many locks the refreshes are spread over (by user and backend).
+const REFRESH_LOCKS: usize = 64;
 
 /// Where users' tokens and the registered clients are kept, sealed (`Credentials`).
 pub trait Keeper: Sync {
-    /// What `owner` keeps for `backend`, opened.
+    /// What `owner` keeps for `backend`, opened (perhaps as read a few seconds ago).
     fn read<'a>(
+        &'a self,
+        owner: &'a str,
+        backend: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Secret>, String>>;
+    /// The same, read from the store now.
+    fn read_now<'a>(
         &'a self,
         owner: &'a str,
         backend: &'a str,
@@ -56,7 +62,6 @@ pub enum NoToken {
 }
 
 /// The backends users sign in to, by name.
-#[derive(Debug, Default)]
 pub struct SignIns {
     backends: HashMap<String, Arc<UpstreamOAuth>>,
     /// The clients configured (`oauth.client_id`), by backend.
@@ -64,6 +69,20 @@ pub struct SignIns {
     /// One registration at a time per gateway: two calls that both find no client register
     /// one, not two.
     registering: tokio::sync::Mutex<()>,
+    /// One refresh at a time per user and backend: a server that rotates refresh tokens
+    /// takes each one once, and may revoke the whole grant when one comes back.
+    refreshing: [tokio::sync::Mutex<()>; REFRESH_LOCKS],
+}
+
+impl Default for SignIns {
+    fn default() -> Self {
+        SignIns {
+            backends: HashMap::new(),
+            configured: HashMap::new(),
+            registering: tokio::sync::Mutex::new(()),
+            refreshing: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
+        }
+    }
 }
 
 impl SignIns {
@@ -87,19 +106,24 @@ impl SignIns {
 
     /// Where a user starts signing in to `backend`: the console's Connect, on the origin the
     /// sign-in comes back to.
-    pub fn connect_url(&self, backend: &str) -> Option<String> {
+    pub fn connect_url(&self, backend: &str, scope: Option<&str>) -> Option<String> {
         let callback = &self.backends.get(backend)?.settings().redirect_uri;
         let origin = callback.strip_suffix("/ui/connect/callback")?;
-        let name: String = backend
-            .bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                    char::from(b).to_string()
-                }
-                other => format!("%{other:02X}"),
-            })
-            .collect();
-        Some(format!("{origin}/ui/connect/start?backend={name}"))
+        let encoded = |text: &str| -> String {
+            text.bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                        char::from(b).to_string()
+                    }
+                    other => format!("%{other:02X}"),
+                })
+                .collect()
+        };
+        let mut url = format!("{origin}/ui/connect/start?backend={}", encoded(backend));
+        if let Some(scope) = scope {
+            url.push_str(&format!("&scope={}", encoded(scope)));
+        }
+        Some(url)
     }
 
     fn oauth(&self, backend: &str) -> Result<&Arc<UpstreamOAuth>, String> {
@@ -174,15 +198,17 @@ impl SignIns {
         owner: &str,
         backend: &str,
     ) -> Result<Secret, NoToken> {
-        let Some(text) = keeper.read(owner, backend).await.map_err(NoToken::Failed)? else {
-            return Err(NoToken::SignIn);
-        };
-        let Ok(tokens) = serde_json::from_str::<UpstreamTokens>(text.expose()) else {
-            return Err(NoToken::SignIn);
-        };
-        if !tokens.expires_within(sandgate_store::now_ms(), REFRESH_MARGIN_MS) {
+        let tokens = read_tokens(keeper, owner, backend, false).await?;
+        if !tokens.due(sandgate_store::now_ms()) {
             // Masked wherever the backend quotes it back, on whichever replica reads it.
             sandgate_redact::remember(&tokens.access_token);
+            return Ok(Secret::new(tokens.access_token));
+        }
+        let _one = self.refreshing[lock_of(owner, backend)].lock().await;
+        // Another call may have refreshed them while this one waited (or another replica:
+        // the store is read again).
+        let tokens = read_tokens(keeper, owner, backend, true).await?;
+        if !tokens.due(sandgate_store::now_ms()) {
             return Ok(Secret::new(tokens.access_token));
         }
         let Some(refresh) = tokens.refresh_token.as_deref() else {
@@ -210,6 +236,32 @@ impl SignIns {
             }
         }
     }
+}
+
+/// `owner`'s tokens for `backend`, as kept.
+async fn read_tokens(
+    keeper: &dyn Keeper,
+    owner: &str,
+    backend: &str,
+    now: bool,
+) -> Result<UpstreamTokens, NoToken> {
+    let read = if now {
+        keeper.read_now(owner, backend).await
+    } else {
+        keeper.read(owner, backend).await
+    };
+    let Some(text) = read.map_err(NoToken::Failed)? else {
+        return Err(NoToken::SignIn);
+    };
+    serde_json::from_str::<UpstreamTokens>(text.expose()).map_err(|_| NoToken::SignIn)
+}
+
+/// Which of the refresh locks `owner`'s tokens for `backend` take.
+fn lock_of(owner: &str, backend: &str) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (owner, backend).hash(&mut hasher);
+    (hasher.finish() % REFRESH_LOCKS as u64) as usize
 }
 
 /// Seals `tokens` as `owner`'s credential for `backend`.

@@ -79,6 +79,9 @@ pub struct UpstreamTokens {
     /// When the access token expires (ms since the epoch), when the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at_ms: Option<i64>,
+    /// When it is refreshed: a minute before it expires, or halfway through a shorter life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_after_ms: Option<i64>,
     /// The scope granted, when the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -94,12 +97,16 @@ impl std::fmt::Debug for UpstreamTokens {
 }
 
 impl UpstreamTokens {
-    /// Whether the access token expires within `margin_ms` of `now_ms`.
-    pub fn expires_within(&self, now_ms: i64, margin_ms: i64) -> bool {
-        self.expires_at_ms
-            .is_some_and(|at| at <= now_ms.saturating_add(margin_ms))
+    /// Whether the access token is due to be refreshed at `now_ms`.
+    pub fn due(&self, now_ms: i64) -> bool {
+        self.refresh_after_ms
+            .or(self.expires_at_ms)
+            .is_some_and(|at| at <= now_ms)
     }
 }
+
+/// How long before it expires a token is refreshed, at most.
+const REFRESH_BEFORE_MS: i64 = 60_000;
 
 /// A sign-in on its way: what comes back with the browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,6 +192,17 @@ impl UpstreamOAuth {
         Ok(server)
     }
 
+    /// What the authorization server's failure says, as this backend's sign-in's.
+    fn server_failed(&self, error: IdentityError) -> IdentityError {
+        match error {
+            IdentityError::Keys { issuer, message } => failed(
+                &self.settings,
+                format!("its authorization server {issuer}: {message}"),
+            ),
+            other => other,
+        }
+    }
+
     /// The backend's protected resource metadata (RFC 9728): at the well-known path with the
     /// resource's own path after it, then at the origin's.
     async fn resource_metadata(&self) -> Result<Value, IdentityError> {
@@ -260,7 +278,10 @@ impl UpstreamOAuth {
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
         });
-        let answer = server.post_json(&endpoint, &body).await?;
+        let answer = server
+            .post_json(&endpoint, &body)
+            .await
+            .map_err(|e| self.server_failed(e))?;
         let client_id = answer
             .get("client_id")
             .and_then(Value::as_str)
@@ -364,7 +385,10 @@ impl UpstreamOAuth {
         old_refresh: Option<&str>,
     ) -> Result<UpstreamTokens, IdentityError> {
         let server = self.server().await?;
-        let endpoint = server.endpoint("token_endpoint").await?;
+        let endpoint = server
+            .endpoint("token_endpoint")
+            .await
+            .map_err(|e| self.server_failed(e))?;
         let mut form = form.to_vec();
         let basic = match &client.client_secret {
             Some(secret) => Some((client.client_id.as_str(), secret.as_str())),
@@ -373,7 +397,10 @@ impl UpstreamOAuth {
                 None
             }
         };
-        let answer = server.post_form(&endpoint, &form, basic).await?;
+        let answer = server
+            .post_form(&endpoint, &form, basic)
+            .await
+            .map_err(|e| self.server_failed(e))?;
         let access_token = answer
             .get("access_token")
             .and_then(Value::as_str)
@@ -390,6 +417,11 @@ impl UpstreamOAuth {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
+        let lifetime_ms = answer
+            .get("expires_in")
+            .and_then(Value::as_i64)
+            .filter(|s| *s > 0)
+            .map(|s| s.saturating_mul(1000));
         let tokens = UpstreamTokens {
             access_token: access_token.to_string(),
             refresh_token: answer
@@ -397,11 +429,9 @@ impl UpstreamOAuth {
                 .and_then(Value::as_str)
                 .map(str::to_string)
                 .or_else(|| old_refresh.map(str::to_string)),
-            expires_at_ms: answer
-                .get("expires_in")
-                .and_then(Value::as_i64)
-                .filter(|s| *s > 0)
-                .map(|s| now.saturating_add(s.saturating_mul(1000))),
+            expires_at_ms: lifetime_ms.map(|ms| now.saturating_add(ms)),
+            refresh_after_ms: lifetime_ms
+                .map(|ms| now.saturating_add((ms - REFRESH_BEFORE_MS).max(ms / 2))),
             scope: answer
                 .get("scope")
                 .and_then(Value::as_str)
@@ -436,5 +466,53 @@ fn failed(settings: &UpstreamSettings, message: String) -> IdentityError {
     IdentityError::Upstream {
         backend: settings.backend.clone(),
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_authorization_server_is_https_or_loopback_http() {
+        for good in [
+            "https://as.example.com",
+            "http://127.0.0.1:9000",
+            "http://[::1]:9000/realms/x",
+            "http://localhost:8080",
+        ] {
+            assert!(https_or_loopback(good), "{good}");
+        }
+        for bad in [
+            "http://as.example.com",
+            "http://10.0.0.1",
+            "ftp://127.0.0.1",
+            "javascript:alert(1)",
+            "",
+            "http://127.0.0.1.evil.com",
+        ] {
+            assert!(!https_or_loopback(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_token_is_due_halfway_through_a_short_life_or_a_minute_before_a_long_one_ends() {
+        let tokens = |refresh_after_ms, expires_at_ms| UpstreamTokens {
+            access_token: "a".into(),
+            refresh_token: None,
+            expires_at_ms,
+            refresh_after_ms,
+            scope: None,
+        };
+        assert!(!tokens(Some(1_000), Some(2_000)).due(999));
+        assert!(tokens(Some(1_000), Some(2_000)).due(1_000));
+        assert!(
+            tokens(None, Some(2_000)).due(2_000),
+            "no refresh mark: at expiry"
+        );
+        assert!(
+            !tokens(None, None).due(i64::MAX),
+            "a token that never expires"
+        );
     }
 }

@@ -176,6 +176,10 @@ pub(crate) struct Backend {
     /// Set when a reload ends this backend: what happens to it instead of a restart, for the
     /// calls its end cuts off.
     pub ended_by_reload: Mutex<Option<String>>,
+    /// Set when the backend (HTTP) refused the connection's authorization at its handshake:
+    /// `Some(None)` for a 401, `Some(Some(scope))` for a 403 that wants a wider scope; a
+    /// per-user connection's call says so as `Unauthorized`, not as a failed connection.
+    pub refused_authorization: Mutex<Option<Option<String>>>,
     /// Told when a call to an HTTP backend timed out or lost its connection: the supervisor
     /// then pings it, and reconnects when the ping goes unanswered. A restarted HTTP server
     /// has forgotten its sessions, and one that answers the old session with 400 (not the 404
@@ -206,6 +210,7 @@ impl Backend {
             last_error: Mutex::new(config.skipped.clone()),
             tools_generation: Default::default(),
             ended_by_reload: Mutex::default(),
+            refused_authorization: Mutex::default(),
             suspect: tokio::sync::Notify::new(),
             relist: tokio::sync::Notify::new(),
             in_flight: Arc::default(),
@@ -359,6 +364,15 @@ impl Backend {
         {
             self.suspect.notify_one();
         }
+        if let Ok(Err(ServiceError::TransportSend(error))) = &outcome
+            && let Some(wider) = refused_authorization(error)
+        {
+            return Err(UpstreamError::Unauthorized {
+                backend: name.clone(),
+                tool: tool.to_string(),
+                wider,
+            });
+        }
         match outcome {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(ServiceError::McpError(e)))
@@ -467,6 +481,49 @@ impl Backend {
 
 /// Why rmcp could not read a response as a tool result.
 const UNEXPECTED_RESULT: &str = "the response is not a valid MCP tool result (for example a content item of a type MCP does not define; the types are text, image, audio, resource and resource_link)";
+
+/// Notes whether a failed handshake was a refusal of its authorization (see
+/// `Backend::refused_authorization`).
+pub(crate) fn note_handshake_refusal(
+    backend: &Backend,
+    error: &rmcp::service::ClientInitializeError,
+) {
+    let refused = match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            refused_authorization(error)
+        }
+        _ => None,
+    };
+    if let Ok(mut held) = backend.refused_authorization.lock() {
+        *held = refused;
+    }
+}
+
+/// Whether an HTTP backend refused the request's authorization: `Some(None)` for a 401,
+/// `Some(Some(scope))` for a 403 `insufficient_scope` that names the scope it wants (only a
+/// plain scope list is taken from what the backend wrote, at most 1,000 characters).
+fn refused_authorization(error: &rmcp::transport::DynamicTransportError) -> Option<Option<String>> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()?
+    {
+        StreamableHttpError::AuthRequired(_) => Some(None),
+        StreamableHttpError::InsufficientScope(refused) => Some(
+            refused
+                .required_scope
+                .as_deref()
+                .filter(|scope| {
+                    !scope.is_empty()
+                        && scope.len() <= 1000
+                        && scope.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+                        && !scope.contains(['"', '\\'])
+                })
+                .map(str::to_string),
+        ),
+        _ => None,
+    }
+}
 
 fn describe_service_error(error: &ServiceError) -> String {
     match error {

@@ -88,6 +88,20 @@ pub enum UpstreamError {
         /// Extra diagnosis, such as non-protocol output seen on the backend's stdout.
         hint: String,
     },
+    /// A backend that authorizes each user refused the call's token (HTTP 401), or wants a
+    /// wider scope for it (403 `insufficient_scope`): the call never reached the tool.
+    #[error(
+        "backend `{backend}` refused the token of your sign-in for `{tool}`{}; sign in to it again",
+        match wider { Some(scope) => format!(" (it wants the scope {scope})"), None => String::new() }
+    )]
+    Unauthorized {
+        /// The backend.
+        backend: String,
+        /// The tool.
+        tool: String,
+        /// The scope it wants, for an `insufficient_scope` refusal that names one.
+        wider: Option<String>,
+    },
     /// The connection closed while the call was in flight (crash, exit, network).
     #[error(
         "backend `{backend}` went away during the call to `{tool}` ({detail}). {then}; the call may or may not have taken effect, so check before retrying a write."

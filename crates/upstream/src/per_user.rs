@@ -111,6 +111,19 @@ impl UserConnections {
             tokio::time::timeout(within, state.wait_for(|c| !matches!(c, Conn::Starting))).await
             && let Conn::Restarting { reason, .. } | Conn::Failed { reason } = &*conn
         {
+            // The backend refused the user's token itself (401, or a wider scope wanted).
+            let refused = backend
+                .refused_authorization
+                .lock()
+                .ok()
+                .and_then(|held| held.clone());
+            if let Some(wider) = refused {
+                return Err(UpstreamError::Unauthorized {
+                    backend: base.config.name.clone(),
+                    tool: tool.to_string(),
+                    wider,
+                });
+            }
             return Err(UpstreamError::UserConnectionRefused {
                 backend: base.config.name.clone(),
                 reason: reason.clone(),

@@ -343,7 +343,10 @@ async fn run_once(
                 client
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| {
+                        crate::backend::note_handshake_refusal(backend, &e);
+                        e.to_string()
+                    })
             })
             .await
         }

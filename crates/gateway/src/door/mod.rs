@@ -308,16 +308,65 @@ impl Door {
                 .await?;
             return Ok((answer, None));
         }
-        let arguments = Some(arguments);
         // A backend that serves each user on a connection of its own gets who this is, and
         // the user's own secret; the secret goes nowhere else.
-        let user = match self.backends.per_user(&call.backend) {
-            None => None,
-            Some(per_user) => Some(
-                self.user_connection(knock, &call.backend, &per_user)
-                    .await?,
-            ),
+        let per_user = self.backends.per_user(&call.backend);
+        let signs_in = per_user
+            .as_ref()
+            .is_some_and(|p| matches!(p.secret, sandgate_config::UserSecret::OAuth(_)));
+        let mut arguments = Some(arguments);
+        let mut wider_scope = None;
+        let mut signed_in_again = false;
+        let result = loop {
+            let user = match &per_user {
+                None => None,
+                Some(per_user) => Some(
+                    self.user_connection(knock, &call.backend, per_user, wider_scope.as_deref())
+                        .await?,
+                ),
+            };
+            // A backend its users sign in to may refuse a token (revoked) or want a wider
+            // scope: the call goes out once more, after the user signs in again. It never
+            // reached the tool the first time.
+            let again = signs_in && !signed_in_again;
+            let sent = if again {
+                arguments.clone()
+            } else {
+                arguments.take()
+            };
+            match self
+                .send(knock, &authorized, sent, limit, trace, user)
+                .await
+            {
+                Err(UpstreamError::Unauthorized { wider, .. }) if again => {
+                    signed_in_again = true;
+                    wider_scope = wider;
+                    self.sign_in_again(knock, &call.backend, wider_scope.as_deref())
+                        .await?;
+                }
+                result => break result,
+            }
         };
+        let result = result.map_err(failure_of)?;
+        let is_error = result.is_error == Some(true);
+        let json = serde_json::to_string(&result)
+            .map_err(|e| CallFailure::new(FailureKind::Internal, e.to_string()))?;
+        let lesson = (!is_error).then_some(result);
+        Ok((ToolAnswer { json, is_error }, lesson))
+    }
+
+    /// Sends one call to its backend (its progress and the backend's own requests passed on to
+    /// the caller), and waits for the answer.
+    async fn send(
+        &self,
+        knock: &Knock,
+        authorized: &Authorized<ToolCall>,
+        arguments: Option<Map<String, Value>>,
+        limit: Option<Duration>,
+        trace: &opentelemetry::Context,
+        user: Option<sandgate_upstream::UserConnection>,
+    ) -> Result<rmcp::model::CallToolResult, UpstreamError> {
+        let call = authorized.get();
         let (progress, forwarding) = match knock.progress.clone() {
             Some(sink) => {
                 let (notices, forwarding) = forward_progress(sink, call.qualified());
@@ -342,17 +391,12 @@ impl Door {
             user,
             asks,
         };
-        let result = self.calls.call(&authorized, arguments, context).await;
+        let result = self.calls.call(authorized, arguments, context).await;
         // The call's notices reach the client before the call is reported finished.
         if let Some(forwarding) = forwarding {
             let _ = tokio::time::timeout(PROGRESS_DRAIN, forwarding).await;
         }
-        let result = result.map_err(failure_of)?;
-        let is_error = result.is_error == Some(true);
-        let json = serde_json::to_string(&result)
-            .map_err(|e| CallFailure::new(FailureKind::Internal, e.to_string()))?;
-        let lesson = (!is_error).then_some(result);
-        Ok((ToolAnswer { json, is_error }, lesson))
+        result
     }
 
     /// Writes one decision to the audit log.
@@ -405,6 +449,7 @@ fn failure_of(error: UpstreamError) -> CallFailure {
     let kind = match error {
         UpstreamError::Timeout { .. } => FailureKind::Timeout,
         UpstreamError::Held { .. } => FailureKind::Held,
+        UpstreamError::Unauthorized { .. } => FailureKind::SignInRequired,
         _ => FailureKind::Failed,
     };
     let condition = match &error {

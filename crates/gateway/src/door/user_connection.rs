@@ -25,6 +25,7 @@ impl Door {
         knock: &Knock,
         backend: &str,
         per_user: &PerUser,
+        scope: Option<&str>,
     ) -> Result<UserConnection, CallFailure> {
         let credentials = self.credentials.as_deref();
         match connection_for(credentials, &knock.caller, backend, per_user).await {
@@ -37,7 +38,7 @@ impl Door {
         };
         let url = credentials
             .sign_ins()
-            .and_then(|s| s.connect_url(backend))
+            .and_then(|s| s.connect_url(backend, scope))
             .unwrap_or_default();
         let owner = owner_of(&knock.caller);
         let target = format!("sign-in to {backend}");
@@ -87,6 +88,38 @@ impl Door {
         connection_for(Some(&credentials), &knock.caller, backend, per_user)
             .await
             .map_err(failure_of)
+    }
+}
+
+impl Door {
+    /// Forgets the caller's tokens for `backend`, which refused them (revoked) or wants a
+    /// wider `scope`, so the next look asks them to sign in again.
+    pub(super) async fn sign_in_again(
+        &self,
+        knock: &Knock,
+        backend: &str,
+        scope: Option<&str>,
+    ) -> Result<(), CallFailure> {
+        let why = match scope {
+            Some(scope) => format!("the backend wants a wider scope ({scope}): signing in again"),
+            None => "the backend refused the sign-in's token (401): signing in again".to_string(),
+        };
+        self.record_line(
+            knock,
+            Subject::Http,
+            &format!("sign-in to {backend}"),
+            false,
+            &why,
+            None,
+        );
+        let Some(credentials) = self.credentials.as_ref() else {
+            return Err(failure_of(CredentialError::NotKept));
+        };
+        credentials
+            .remove(&owner_of(&knock.caller), backend)
+            .await
+            .map(|_| ())
+            .map_err(|why| CallFailure::new(FailureKind::Failed, why))
     }
 }
 
