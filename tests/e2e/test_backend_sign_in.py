@@ -320,3 +320,41 @@ def test_a_token_near_its_end_is_refreshed_once_for_many_calls_at_once(short_liv
     assert not again.is_error and notes.seen()["tokens"] == 2, text_of(again)
     store = (tmp_path / "store.db").read_bytes()
     assert b"refresh_token" not in store, "the rotated refresh token is sealed too"
+
+
+def test_a_task_waits_in_input_required_for_its_users_sign_in(world):
+    """A script run as a task (io.modelcontextprotocol/tasks): its call's sign-in link comes
+    through `tasks/get` as `input_required`, the person signs in, `tasks/update` says so, and the
+    task completes with the backend's answer."""
+    from test_tasks import Detailed, TaskUpdateParams, Tasks, UpdateTask, get, start_task
+
+    server, issuer, notes, _ = world
+    person = SigningInPerson(server, issuer, ALICE, "alice")
+
+    async def never_called(context, params):
+        raise AssertionError("a task's questions come through tasks/get")
+
+    async def run():
+        headers = {"Authorization": f"Bearer {ALICE}"}
+        async with Client(server.target(headers), mode="2026-07-28", read_timeout_seconds=60,
+                          extensions=[Tasks()], elicitation_callback=never_called) as client:
+            task = await start_task(client, "return await notes.whoami({})")
+            deadline = time.monotonic() + 20
+            while (state := await get(client, task.task_id))["status"] == "working" and time.monotonic() < deadline:
+                await anyio.sleep(0.1)
+            assert state["status"] == "input_required", state
+            (key, asked), = state["inputRequests"].items()
+            assert asked["params"]["mode"] == "url" and "/ui/connect/start?backend=notes" in asked["params"]["url"], asked
+            await anyio.to_thread.run_sync(person.open_and_sign_in, asked["params"]["url"])
+            await client.session.send_request(UpdateTask(params=TaskUpdateParams(
+                task_id=task.task_id, input_responses={key: {"action": "accept"}})), Detailed)
+            while (state := await get(client, task.task_id))["status"] in ("working", "input_required"):
+                await anyio.sleep(0.1)
+            return state
+
+    state = anyio.run(run)
+    assert state["status"] == "completed", state
+    import mcp.types as types
+    result = structured(types.CallToolResult.model_validate(state["result"]))["result"]
+    me = json.loads(result) if isinstance(result, str) else result
+    assert me["sub"] == "alice", me

@@ -5,10 +5,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::question::Question;
 
+/// How many of its questions' ids an inbox remembers.
+const REMEMBERED: usize = 256;
+
 /// The questions one detached execution's calls wait on, for whoever waits on it to pass on.
 #[derive(Debug)]
 pub struct Inbox {
     questions: Mutex<Vec<Arc<Question>>>,
+    /// The ids of the questions asked lately, waiting or not (at most [`REMEMBERED`]): a late
+    /// answer to one that lapsed or was withdrawn is let go, not refused as never asked.
+    asked: Mutex<std::collections::VecDeque<String>>,
     /// Bumped whenever a question is asked, so a waiter wakes to pass it on.
     asking: tokio::sync::watch::Sender<u64>,
 }
@@ -17,6 +23,7 @@ impl Default for Inbox {
     fn default() -> Self {
         Inbox {
             questions: Mutex::default(),
+            asked: Mutex::default(),
             asking: tokio::sync::watch::Sender::new(0),
         }
     }
@@ -25,6 +32,13 @@ impl Default for Inbox {
 impl Inbox {
     /// Notes a question; whoever waits is woken.
     pub fn asked(&self, question: Arc<Question>) {
+        {
+            let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+            if asked.len() >= REMEMBERED {
+                asked.pop_front();
+            }
+            asked.push_back(question.id.clone());
+        }
         self.questions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -47,6 +61,16 @@ impl Inbox {
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .filter(|q| q.is_open())
+            .cloned()
+            .collect()
+    }
+
+    /// The ids of the questions asked lately, waiting or not.
+    pub fn asked_lately(&self) -> Vec<String> {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
             .cloned()
             .collect()
     }

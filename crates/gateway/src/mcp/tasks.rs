@@ -83,12 +83,8 @@ pub(super) fn update(
     responses: &InputResponses,
 ) -> Result<(), ErrorData> {
     let detached = find(gateway, caller, task_id)?;
-    let asked: Vec<String> = detached
-        .inbox()
-        .questions()
-        .iter()
-        .map(|q| q.id.clone())
-        .collect();
+    // What it asked lately, waiting or not: an answer to one that lapsed is let go.
+    let asked = detached.inbox().asked_lately();
     gateway
         .door()
         .approvals()
