@@ -72,6 +72,7 @@ class Issuer:
             "signing_key": jwk,
             "resources": resource_settings,
             "upstream": bool(upstream),
+            "refresh_ttl": (upstream or {}).get("refresh_ttl"),
             "scopes": upstream["scope"].split() if upstream else [],
             "clients": [{"id": name, "secret": u["secret"], "claims": u["claims"]} for name, u in USERS.items()],
             "exchangers": list(exchangers),

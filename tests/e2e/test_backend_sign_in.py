@@ -50,7 +50,7 @@ class Notes:
         self.proc.wait(10)
 
 
-def make_world(tmp_path, monkeypatch, ttl: int = 300):
+def make_world(tmp_path, monkeypatch, ttl: int = 300, refresh_ttl: int | None = None):
     """oidc-provider (its access tokens living `ttl` seconds), the notes backend, and a gateway
     whose `notes` backend takes each user's sign-in; alice and bob hold static tokens of the
     `builder` profile."""
@@ -58,7 +58,8 @@ def make_world(tmp_path, monkeypatch, ttl: int = 300):
     port, backend_port = free_port(), free_port()
     resource = f"http://127.0.0.1:{backend_port}/mcp"
     issuer = Issuer(tmp_path, resources=[],
-                    upstream={"resource": resource, "scope": "notes:read notes:write", "ttl": ttl})
+                    upstream={"resource": resource, "scope": "notes:read notes:write", "ttl": ttl,
+                              "refresh_ttl": refresh_ttl})
     notes = Notes(backend_port, issuer.url)
     path = tmp_path / "sandgate.toml"
     path.write_text(f"""
@@ -105,6 +106,11 @@ def world(tmp_path, monkeypatch):
 @pytest.fixture
 def short_lived(tmp_path, monkeypatch):
     yield from make_world(tmp_path, monkeypatch, ttl=20)
+
+
+@pytest.fixture
+def refresh_lapses(tmp_path, monkeypatch):
+    yield from make_world(tmp_path, monkeypatch, ttl=20, refresh_ttl=5)
 
 
 def sign_in_through_the_console(chromium, server, issuer, token: str, user: str):
@@ -358,3 +364,20 @@ def test_a_task_waits_in_input_required_for_its_users_sign_in(world):
     result = structured(types.CallToolResult.model_validate(state["result"]))["result"]
     me = json.loads(result) if isinstance(result, str) else result
     assert me["sub"] == "alice", me
+
+
+def test_a_refused_refresh_asks_for_a_new_sign_in_and_the_script_finishes(refresh_lapses):
+    """Refresh tokens here live 5 s, access tokens 20 s (refreshed after 10 s): by then the
+    server refuses the refresh, sandgate forgets the tokens, and the waiting call sends the
+    sign-in link; signed in again, the same script finishes."""
+    server, issuer, notes, _ = refresh_lapses
+    with browser() as chromium:
+        sign_in_through_the_console(chromium, server, issuer, ALICE, "alice")
+    first = anyio.run(call, server, ALICE, "return await notes.whoami({})")
+    assert not first.is_error, text_of(first)
+    time.sleep(11)
+    person = SigningInPerson(server, issuer, ALICE, "alice")
+    answer = run_with(server, person, "return await notes.whoami({})")
+    assert not answer.is_error, text_of(answer)
+    assert len(person.asked) == 1 and person.asked[0]["mode"] == "url", person.asked
+    assert notes.seen()["tokens"] == 2, notes.seen()

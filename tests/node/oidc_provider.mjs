@@ -73,6 +73,8 @@ const provider = new Provider(issuer, {
   jwks: { keys: [settings.signing_key] },
   scopes: ["openid", "sandgate", ...(settings.scopes ?? [])],
   issueRefreshToken: (ctx, client) => Boolean(settings.upstream) && client.grantTypeAllowed("refresh_token"),
+  // A test of a refused refresh gives refresh tokens a short life ("refresh_ttl", seconds).
+  ...(settings.refresh_ttl ? { ttl: { RefreshToken: settings.refresh_ttl } } : {}),
   rotateRefreshToken: true,
   features: {
     devInteractions: { enabled: Boolean(settings.console_redirect || settings.upstream) },
