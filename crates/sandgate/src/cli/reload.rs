@@ -195,7 +195,17 @@ fn sections_needing_restart(running: &Config, loaded: &Config) -> Vec<&'static s
         auth: Default::default(),
         ..c.http.clone()
     };
-    let checks: [(&'static str, bool); 7] = [
+    // Who signs in where is read once, when the gateway starts (`access::sign_ins`).
+    let sign_ins = |c: &Config| -> Vec<(String, sandgate_config::UpstreamOAuthConfig)> {
+        c.backends
+            .iter()
+            .filter_map(|b| match &b.per_user.as_ref()?.secret {
+                sandgate_config::UserSecret::OAuth(oauth) => Some((b.name.clone(), oauth.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    let checks: [(&'static str, bool); 8] = [
         (
             "[http] (other than tokens and auth)",
             listener(running) != listener(loaded),
@@ -211,6 +221,10 @@ fn sections_needing_restart(running: &Config, loaded: &Config) -> Vec<&'static s
         (
             "[gateway] cache_file",
             running.cache_file != loaded.cache_file,
+        ),
+        (
+            "a backend's oauth (who signs in where)",
+            sign_ins(running) != sign_ins(loaded),
         ),
     ];
     checks
