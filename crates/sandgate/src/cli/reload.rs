@@ -241,3 +241,23 @@ pub fn fingerprint(path: &std::path::Path) -> Option<u64> {
     bytes.hash(&mut hasher);
     Some(hasher.finish())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sections_needing_restart;
+
+    fn config(scope: &str) -> sandgate_config::Config {
+        let text = format!(
+            "[servers.notes]\nurl = \"https://notes.example.com/mcp\"\noauth = {{ scope = \"{scope}\", redirect_uri = \"https://gw.example.com/ui/connect/callback\" }}\n\n[credentials]\nkey = \"${{SANDGATE_CREDENTIAL_KEY}}\"\n"
+        );
+        sandgate_config::parse_str(&text, sandgate_config::Format::Toml, "t")
+            .unwrap_or_else(|e| panic!("the test config loads: {e}"))
+    }
+
+    #[test]
+    fn a_changed_oauth_is_read_only_at_start_and_says_so() {
+        assert!(sections_needing_restart(&config("notes:read"), &config("notes:read")).is_empty());
+        let changed = sections_needing_restart(&config("notes:read"), &config("notes:write"));
+        assert_eq!(changed, vec!["a backend's oauth (who signs in where)"]);
+    }
+}
