@@ -50,6 +50,27 @@ class Notes:
         self.proc.wait(10)
 
 
+def notes_config(resource: str, callback: str) -> str:
+    """The config's `notes` backend, reached with each user's sign-in coming back to `callback`;
+    the key that seals the tokens; the `builder` profile and alice's token."""
+    return f"""
+[servers.notes]
+url = "{resource}"
+oauth = {{ scope = "notes:read", redirect_uri = "{callback}" }}
+
+[credentials]
+key = "${{SANDGATE_TEST_CREDENTIAL_KEY}}"
+
+[profiles.builder]
+tools = ["*"]
+
+[[http.tokens]]
+token = "{ALICE}"
+profile = "builder"
+name = "alice"
+"""
+
+
 def make_world(tmp_path, monkeypatch, ttl: int = 300, refresh_ttl: int | None = None):
     """oidc-provider (its access tokens living `ttl` seconds), the notes backend, and a gateway
     whose `notes` backend takes each user's sign-in; alice and bob hold static tokens of the
@@ -62,22 +83,7 @@ def make_world(tmp_path, monkeypatch, ttl: int = 300, refresh_ttl: int | None = 
                               "refresh_ttl": refresh_ttl})
     notes = Notes(backend_port, issuer.url)
     path = tmp_path / "sandgate.toml"
-    path.write_text(f"""
-[servers.notes]
-url = "{resource}"
-oauth = {{ scope = "notes:read", redirect_uri = "http://127.0.0.1:{port}/ui/connect/callback" }}
-
-[credentials]
-key = "${{SANDGATE_TEST_CREDENTIAL_KEY}}"
-
-[profiles.builder]
-tools = ["*"]
-
-[[http.tokens]]
-token = "{ALICE}"
-profile = "builder"
-name = "alice"
-
+    path.write_text(notes_config(resource, f"http://127.0.0.1:{port}/ui/connect/callback") + f"""
 [[http.tokens]]
 token = "{BOB}"
 profile = "builder"
@@ -302,7 +308,7 @@ def test_a_backend_that_refuses_every_token_fails_the_call_after_one_new_sign_in
     started = time.monotonic()
     answer = run_with(server, person, "return await notes.whoami({})")
     text = text_of(answer)
-    assert answer.is_error and "sign_in_required" in text and "refused the token of your sign-in" in text, text
+    assert answer.is_error and "sign_in_required" in text and "refused the authorization" in text, text
     assert len(person.asked) == 1, "one new sign-in, then the call fails: no loop"
     assert time.monotonic() - started < 60
     assert "eyJ" not in text, "no token in what the model reads"

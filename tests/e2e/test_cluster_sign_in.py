@@ -20,7 +20,7 @@ import cluster
 from cluster import ClusterServer
 from conftest import free_port, structured, text_of
 from issuer import Issuer
-from test_backend_sign_in import ALICE, KEY, Notes, SigningInPerson
+from test_backend_sign_in import ALICE, KEY, Notes, SigningInPerson, notes_config
 
 
 @pytest.fixture
@@ -34,22 +34,7 @@ def deployment(tmp_path, monkeypatch):
     issuer = Issuer(tmp_path, resources=[], upstream={"resource": resource, "scope": "notes:read notes:write"})
     notes = Notes(backend_port, issuer.url)
     path = tmp_path / "sandgate.toml"
-    path.write_text(f"""
-[servers.notes]
-url = "{resource}"
-oauth = {{ scope = "notes:read", redirect_uri = "http://127.0.0.1:{port + 2}/ui/connect/callback" }}
-
-[credentials]
-key = "${{SANDGATE_TEST_CREDENTIAL_KEY}}"
-
-[profiles.builder]
-tools = ["*"]
-
-[[http.tokens]]
-token = "{ALICE}"
-profile = "builder"
-name = "alice"
-""")
+    path.write_text(notes_config(resource, f"http://127.0.0.1:{port + 2}/ui/connect/callback"))
     server = ClusterServer(path, token=ALICE)
     try:
         yield server, issuer, notes

@@ -251,14 +251,9 @@ impl IssuerKeys {
 
     /// A JSON document at `url`, bounded in time and size.
     async fn get(&self, url: &str) -> Result<Value, IdentityError> {
-        let response = self
-            .http
-            .get(url)
-            .header("accept", "application/json")
-            .send()
+        get_bounded_json(&self.http, url)
             .await
-            .map_err(|e| self.failed(format!("{url}: {e}")))?;
-        self.read_json(url, response, &[]).await
+            .map_err(|why| self.failed(why))
     }
 
     /// A response's JSON body, if it succeeded and is at most [`MAX_DOCUMENT_BYTES`].
@@ -294,6 +289,18 @@ impl IssuerKeys {
             message,
         }
     }
+}
+
+/// The JSON document at `url`, fetched with `http` (which bounds the time and follows no
+/// redirect) and read as [`read_bounded_json`] reads it; else why not.
+pub(crate) async fn get_bounded_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
+    let response = http
+        .get(url)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    read_bounded_json(url, response, &[]).await
 }
 
 /// A response's JSON body, if it succeeded and is at most [`MAX_DOCUMENT_BYTES`]; else why not,

@@ -247,14 +247,7 @@ impl UpstreamOAuth {
 
     /// A JSON document at `url`, bounded as the issuer's metadata is.
     async fn get_json(&self, url: &str) -> Result<Value, IdentityError> {
-        let response = self
-            .http
-            .get(url)
-            .header("accept", "application/json")
-            .send()
-            .await
-            .map_err(|e| failed(&self.settings, format!("{url}: {e}")))?;
-        crate::jwks::read_bounded_json(url, response, &[])
+        crate::jwks::get_bounded_json(&self.http, url)
             .await
             .map_err(|why| failed(&self.settings, why))
     }

@@ -91,8 +91,8 @@ pub enum UpstreamError {
     /// A backend that authorizes each user refused the call's token (HTTP 401), or wants a
     /// wider scope for it (403 `insufficient_scope`): the call never reached the tool.
     #[error(
-        "backend `{backend}` refused the token of your sign-in for `{tool}`{}; sign in to it again",
-        match wider { Some(scope) => format!(" (it wants the scope {scope})"), None => String::new() }
+        "backend `{backend}` refused the authorization of the call to `{tool}`{}; the call did not reach the tool",
+        match wider { Some(scope) => format!(" (it wants the scope {scope})"), None => " (HTTP 401)".to_string() }
     )]
     Unauthorized {
         /// The backend.

@@ -111,12 +111,17 @@ impl UserConnections {
             tokio::time::timeout(within, state.wait_for(|c| !matches!(c, Conn::Starting))).await
             && let Conn::Restarting { reason, .. } | Conn::Failed { reason } = &*conn
         {
-            // The backend refused the user's token itself (401, or a wider scope wanted).
-            let refused = backend
-                .refused_authorization
-                .lock()
-                .ok()
-                .and_then(|held| held.clone());
+            // A backend users sign in to refused the user's token itself (401, or a wider
+            // scope wanted): they sign in again. Any other credential is the user's to mend.
+            let refused = matches!(per_user.secret, UserSecret::OAuth(_))
+                .then(|| {
+                    backend
+                        .refused_authorization
+                        .lock()
+                        .ok()
+                        .and_then(|held| held.clone())
+                })
+                .flatten();
             if let Some(wider) = refused {
                 return Err(UpstreamError::Unauthorized {
                     backend: base.config.name.clone(),

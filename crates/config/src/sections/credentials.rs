@@ -294,12 +294,8 @@ impl Walker<'_> {
         }
     }
 
-    fn upstream_oauth(
-        &self,
-        key: &str,
-        value: &Value,
-        stdio: bool,
-    ) -> Result<UserSecret, ConfigError> {
+    /// A refusal of `key` on a stdio backend, which takes a stored secret instead.
+    fn http_only(&self, key: &str, stdio: bool) -> Result<(), ConfigError> {
         if stdio {
             return Err(self.invalid(
                 key,
@@ -307,6 +303,16 @@ impl Walker<'_> {
                 "a stdio backend takes a stored secret: user_secret = { env = \"NOTES_TOKEN\" }",
             ));
         }
+        Ok(())
+    }
+
+    fn upstream_oauth(
+        &self,
+        key: &str,
+        value: &Value,
+        stdio: bool,
+    ) -> Result<UserSecret, ConfigError> {
+        self.http_only(key, stdio)?;
         let table = self.table(key, value)?;
         self.check_keys(key, table, OAUTH_KEYS, &[])?;
         let sub = |k: &str| format!("{key}.{k}");
@@ -355,13 +361,7 @@ impl Walker<'_> {
         value: &Value,
         stdio: bool,
     ) -> Result<UserSecret, ConfigError> {
-        if stdio {
-            return Err(self.invalid(
-                key,
-                "applies only to HTTP backends".to_string(),
-                "a stdio backend takes a stored secret: user_secret = { env = \"NOTES_TOKEN\" }",
-            ));
-        }
+        self.http_only(key, stdio)?;
         let table = self.table(key, value)?;
         self.check_keys(key, table, &["audience", "scope"], &[])?;
         let audience = opt_string(self, &format!("{key}.audience"), table.get("audience"))?

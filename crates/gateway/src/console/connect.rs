@@ -22,9 +22,13 @@ use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use super::api::caller;
+use super::reply::cut;
 use super::session::{Console, ConsoleUser, CookieScope, cookie};
 use crate::audit::{Decision, Subject};
 use crate::credentials::owner_of;
+
+/// Who refuses a sign-in, in what the browser is shown.
+const WHO: &str = "the backend's authorization server";
 
 /// The cookie that carries a sign-in on its way.
 const PENDING: &str = "sandgate_connect";
@@ -67,12 +71,9 @@ pub(crate) async fn start(
     Extension(user): Extension<ConsoleUser>,
     Query(start): Query<Start>,
 ) -> Response {
-    let Some(credentials) = console.gateway.door().credentials().cloned() else {
-        return refusal(
-            &console,
-            StatusCode::NOT_FOUND,
-            "this gateway keeps no credentials",
-        );
+    let credentials = match credentials_of(&console) {
+        Ok(credentials) => credentials,
+        Err(refused) => return *refused,
     };
     let Some(signins) = credentials
         .sign_ins()
@@ -134,12 +135,9 @@ pub(crate) async fn callback(
     headers: http::HeaderMap,
     Query(back): Query<Callback>,
 ) -> Response {
-    let Some(credentials) = console.gateway.door().credentials().cloned() else {
-        return refusal(
-            &console,
-            StatusCode::NOT_FOUND,
-            "this gateway keeps no credentials",
-        );
+    let credentials = match credentials_of(&console) {
+        Ok(credentials) => credentials,
+        Err(refused) => return *refused,
     };
     let Some(signins) = credentials.sign_ins().cloned() else {
         return refusal(
@@ -149,16 +147,8 @@ pub(crate) async fn callback(
         );
     };
     if let Some(error) = back.error {
-        let said = back.error_description.unwrap_or_default();
-        return refusal(
-            &console,
-            StatusCode::UNAUTHORIZED,
-            &format!(
-                "the backend's authorization server refused: {} {}",
-                cut(&error),
-                cut(&said)
-            ),
-        );
+        let said = super::reply::refused_by(WHO, &error, back.error_description);
+        return refusal(&console, StatusCode::UNAUTHORIZED, &said);
     }
     let opened = cookie(&headers, PENDING).and_then(|value| {
         let (owner, sealed) = value.split_once('.')?;
@@ -211,6 +201,24 @@ pub(crate) async fn callback(
     response
 }
 
+/// Where this gateway keeps users' credentials, or the answer that it keeps none.
+fn credentials_of(
+    console: &Console,
+) -> Result<std::sync::Arc<crate::credentials::Credentials>, Box<Response>> {
+    console
+        .gateway
+        .door()
+        .credentials()
+        .cloned()
+        .ok_or_else(|| {
+            Box::new(refusal(
+                console,
+                StatusCode::NOT_FOUND,
+                "this gateway keeps no credentials",
+            ))
+        })
+}
+
 /// An audit line about `owner`'s sign-in to `backend`.
 fn audit(console: &Console, owner: &str, backend: &str, allowed: bool, rule: &str) {
     console.gateway.door().audit().record(&Decision {
@@ -235,9 +243,4 @@ fn refusal(console: &Console, status: StatusCode, why: &str) -> Response {
         format!("The sign-in did not succeed: {why}\n"),
     )
         .into_response()
-}
-
-/// At most 200 characters of what another party said, redacted before it is cut.
-fn cut(text: &str) -> String {
-    sandgate_redact::redact(text).chars().take(200).collect()
 }

@@ -21,6 +21,9 @@ use std::time::Duration;
 use super::session::{Console, CookieScope, cookie, set_session_cookie};
 use crate::audit::{Decision, Subject};
 
+/// Who refuses a login, in what the browser is shown.
+const WHO: &str = "the identity provider";
+
 /// The cookie that carries a login on its way.
 const PENDING: &str = "sandgate_login";
 /// How long a login may take at the issuer.
@@ -93,16 +96,8 @@ pub(crate) async fn callback(
         );
     };
     if let Some(error) = back.error {
-        let said = back.error_description.unwrap_or_default();
-        return refusal(
-            &console,
-            StatusCode::UNAUTHORIZED,
-            &format!(
-                "the identity provider refused the login: {} {}",
-                cut(&error),
-                cut(&said)
-            ),
-        );
+        let said = super::reply::refused_by(WHO, &error, back.error_description);
+        return refusal(&console, StatusCode::UNAUTHORIZED, &said);
     }
     let Some(pending) = pending_login(&headers) else {
         return refusal(
@@ -201,9 +196,4 @@ fn refusal(console: &Console, status: StatusCode, why: &str) -> Response {
         format!("The console login did not succeed: {why}\n"),
     )
         .into_response()
-}
-
-/// At most 200 characters of what another party said, redacted before it is cut.
-fn cut(text: &str) -> String {
-    sandgate_redact::redact(text).chars().take(200).collect()
 }

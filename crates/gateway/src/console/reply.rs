@@ -19,3 +19,18 @@ pub(crate) fn problem(status: StatusCode, message: &str) -> Response {
     *response.status_mut() = status;
     response
 }
+
+/// At most 200 characters of what another party said, redacted before it is cut.
+pub(crate) fn cut(text: &str) -> String {
+    sandgate_redact::redact(text).chars().take(200).collect()
+}
+
+/// What an authorization server's `error` and `error_description` on a redirect back say, as
+/// `who` refusing: bounded and redacted.
+pub(crate) fn refused_by(who: &str, error: &str, description: Option<String>) -> String {
+    format!(
+        "{who} refused: {} {}",
+        cut(error),
+        cut(&description.unwrap_or_default())
+    )
+}

@@ -344,6 +344,16 @@ impl Door {
                     self.sign_in_again(knock, &call.backend, wider_scope.as_deref())
                         .await?;
                 }
+                // Refused again: the user's sign-in is what must be mended.
+                Err(refused @ UpstreamError::Unauthorized { .. }) if signs_in => {
+                    return Err(CallFailure::new(
+                        FailureKind::SignInRequired,
+                        format!(
+                            "{refused}. Sign in to `{}` again: the console's Credentials page, Connect",
+                            call.backend
+                        ),
+                    ));
+                }
                 result => break result,
             }
         };
@@ -449,7 +459,6 @@ fn failure_of(error: UpstreamError) -> CallFailure {
     let kind = match error {
         UpstreamError::Timeout { .. } => FailureKind::Timeout,
         UpstreamError::Held { .. } => FailureKind::Held,
-        UpstreamError::Unauthorized { .. } => FailureKind::SignInRequired,
         _ => FailureKind::Failed,
     };
     let condition = match &error {
