@@ -53,7 +53,8 @@ class Issuer:
     def __init__(self, tmp: Path, resources: list[str], opaque: tuple[str, ...] = (),
                  exchangers: tuple[str, ...] = (), console_redirect: str | None = None,
                  upstream: dict | None = None):
-        """`upstream`: {"resource": a backend's MCP URL, "scope": the scopes it grants, "ttl": seconds}
+        """`upstream`: {"resource": a backend's MCP URL, "scope": the scopes it grants, "ttl": seconds,
+        "refresh_ttl": seconds, "client": {"id", "redirect"}: a client configured, not registered}
         makes this also that backend's authorization server (registration, the code flow,
         rotating refresh tokens)."""
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -73,6 +74,7 @@ class Issuer:
             "resources": resource_settings,
             "upstream": bool(upstream),
             "refresh_ttl": (upstream or {}).get("refresh_ttl"),
+            "upstream_client": (upstream or {}).get("client"),
             "scopes": upstream["scope"].split() if upstream else [],
             "clients": [{"id": name, "secret": u["secret"], "claims": u["claims"]} for name, u in USERS.items()],
             "exchangers": list(exchangers),

@@ -50,13 +50,13 @@ class Notes:
         self.proc.wait(10)
 
 
-def notes_config(resource: str, callback: str) -> str:
+def notes_config(resource: str, callback: str, oauth_extra: str = "") -> str:
     """The config's `notes` backend, reached with each user's sign-in coming back to `callback`;
     the key that seals the tokens; the `builder` profile and alice's token."""
     return f"""
 [servers.notes]
 url = "{resource}"
-oauth = {{ scope = "notes:read", redirect_uri = "{callback}" }}
+oauth = {{ scope = "notes:read", redirect_uri = "{callback}"{oauth_extra} }}
 
 [credentials]
 key = "${{SANDGATE_TEST_CREDENTIAL_KEY}}"
@@ -71,19 +71,26 @@ name = "alice"
 """
 
 
-def make_world(tmp_path, monkeypatch, ttl: int = 300, refresh_ttl: int | None = None):
+def make_world(tmp_path, monkeypatch, ttl: int = 300, refresh_ttl: int | None = None,
+               client: str | None = None, approvals_timeout: str = "5m"):
     """oidc-provider (its access tokens living `ttl` seconds), the notes backend, and a gateway
     whose `notes` backend takes each user's sign-in; alice and bob hold static tokens of the
     `builder` profile."""
     monkeypatch.setenv("SANDGATE_TEST_CREDENTIAL_KEY", KEY)
     port, backend_port = free_port(), free_port()
     resource = f"http://127.0.0.1:{backend_port}/mcp"
+    callback = f"http://127.0.0.1:{port}/ui/connect/callback"
     issuer = Issuer(tmp_path, resources=[],
                     upstream={"resource": resource, "scope": "notes:read notes:write", "ttl": ttl,
-                              "refresh_ttl": refresh_ttl})
+                              "refresh_ttl": refresh_ttl,
+                              "client": {"id": client, "redirect": callback} if client else None})
     notes = Notes(backend_port, issuer.url)
     path = tmp_path / "sandgate.toml"
-    path.write_text(notes_config(resource, f"http://127.0.0.1:{port}/ui/connect/callback") + f"""
+    oauth_extra = f', client_id = "{client}"' if client else ""
+    path.write_text(notes_config(resource, callback, oauth_extra) + f"""
+[approvals]
+timeout = "{approvals_timeout}"
+
 [[http.tokens]]
 token = "{BOB}"
 profile = "builder"
@@ -112,6 +119,11 @@ def world(tmp_path, monkeypatch):
 @pytest.fixture
 def short_lived(tmp_path, monkeypatch):
     yield from make_world(tmp_path, monkeypatch, ttl=20)
+
+
+@pytest.fixture
+def configured_client(tmp_path, monkeypatch):
+    yield from make_world(tmp_path, monkeypatch, client="sandgate-static", approvals_timeout="3s")
 
 
 @pytest.fixture
@@ -387,3 +399,21 @@ def test_a_refused_refresh_asks_for_a_new_sign_in_and_the_script_finishes(refres
     assert not answer.is_error, text_of(answer)
     assert len(person.asked) == 1 and person.asked[0]["mode"] == "url", person.asked
     assert notes.seen()["tokens"] == 2, notes.seen()
+
+
+def test_a_configured_client_signs_in_without_registering_and_no_sign_in_in_time_fails_the_call(configured_client):
+    server, issuer, notes, _ = configured_client
+    # Accepted (the link was opened), but nobody signs in: after [approvals] timeout (3 s here)
+    # the call fails with sign_in_required, the link and what to do.
+    started = time.monotonic()
+    person = SigningInPerson(server, issuer, ALICE, "alice")
+    person.open_and_sign_in = lambda url: None
+    lapsed = run_with(server, person, "return await notes.whoami({})")
+    text = text_of(lapsed)
+    assert lapsed.is_error and "sign_in_required" in text and "nobody signed in within 3 s" in text, text
+    assert "/ui/connect/start?backend=notes" in text and time.monotonic() - started < 15, text
+    with browser() as chromium:
+        sign_in_through_the_console(chromium, server, issuer, ALICE, "alice")
+    answer = anyio.run(call, server, ALICE, "return await notes.whoami({})")
+    assert not answer.is_error, text_of(answer)
+    assert notes.seen()["last_client"] == "sandgate-static", notes.seen()

@@ -27,6 +27,7 @@ let revokedBefore = 0;
 let refuseAll = false;
 let seen = 0;
 let lastSubject = null;
+let lastClient = null;
 const tokensSeen = new Set();
 
 function mcpServer(claims) {
@@ -87,7 +88,7 @@ const http = createServer(async (req, res) => {
   }
   if (req.url === "/test/seen") {
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ seen, last_subject: lastSubject, tokens: tokensSeen.size, notes: Object.fromEntries(notes) }));
+    res.end(JSON.stringify({ seen, last_subject: lastSubject, last_client: lastClient, tokens: tokensSeen.size, notes: Object.fromEntries(notes) }));
     return;
   }
   if (!req.url.startsWith("/mcp")) {
@@ -119,6 +120,7 @@ const http = createServer(async (req, res) => {
     }
     seen += 1;
     lastSubject = claims.sub;
+    lastClient = claims.client_id ?? null;
     if (tokensSeen.size < 10000) tokensSeen.add(claims.jti);
   }
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

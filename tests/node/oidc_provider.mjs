@@ -60,6 +60,16 @@ const consoleClient = settings.console_redirect ? [{
   token_endpoint_auth_method: "none",
 }] : [];
 
+// A client a gateway is configured with at this server (not registered by it): public, the
+// code flow and refresh, back to "upstream_client.redirect".
+const upstreamClient = settings.upstream_client ? [{
+  client_id: settings.upstream_client.id,
+  grant_types: ["authorization_code", "refresh_token"],
+  redirect_uris: [settings.upstream_client.redirect],
+  response_types: ["code"],
+  token_endpoint_auth_method: "none",
+}] : [];
+
 const provider = new Provider(issuer, {
   clients: settings.clients.map((c) => ({
     client_id: c.id,
@@ -68,7 +78,7 @@ const provider = new Provider(issuer, {
     redirect_uris: [],
     response_types: [],
     token_endpoint_auth_method: "client_secret_basic",
-  })).concat(consoleClient),
+  })).concat(consoleClient, upstreamClient),
   findAccount: (ctx, id) => ({ accountId: id, claims: () => ({ sub: id, ...(claimsOf[id] ?? {}) }) }),
   jwks: { keys: [settings.signing_key] },
   scopes: ["openid", "sandgate", ...(settings.scopes ?? [])],
