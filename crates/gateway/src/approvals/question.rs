@@ -409,7 +409,7 @@ pub struct NamedTool {
 
 impl ScriptShown {
     /// A script as shown: `code` with its hidden characters escaped and cut to
-    /// [`SHOWN_CODE_CHARS`].
+    /// `SHOWN_CODE_CHARS`.
     pub fn new(
         code: &str,
         language: &'static str,
@@ -435,7 +435,7 @@ impl ScriptShown {
         }
     }
 
-    /// The tools as listed: `backend.tool (why)`, at most [`SHOWN_TOOLS`], and a line for a
+    /// The tools as listed: `backend.tool (why)`, at most `SHOWN_TOOLS`, and a line for a
     /// script that reaches tools it does not name.
     pub fn tools_shown(&self) -> Vec<String> {
         let mut shown: Vec<String> = self
