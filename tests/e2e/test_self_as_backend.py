@@ -53,11 +53,14 @@ def sandgate_processes(names: set[str]) -> dict[int, tuple[str, int]]:
 
 
 class Watch:
-    """Samples the process table every 20 ms while the case runs."""
+    """Samples the process table every 20 ms while the case runs. A pid seen as a sandgate that
+    later runs another program (a sandbox worker, `node`, `sh`) was the gateway's own fork
+    caught between fork and exec, not a copy: it is left out."""
 
     def __init__(self, names: set[str]):
         self.names = names
         self.seen: dict[int, tuple[str, int, float, float]] = {}
+        self.became_other: set[int] = set()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -65,15 +68,33 @@ class Watch:
     def run(self):
         while not self.stop.is_set():
             now = time.monotonic()
-            for pid, (cmdline, parent) in sandgate_processes(self.names).items():
+            current = sandgate_processes(self.names)
+            for pid, (cmdline, parent) in current.items():
                 first = self.seen.get(pid, (cmdline, parent, now, now))[2]
                 self.seen[pid] = (cmdline, parent, first, now)
+            for pid in set(self.seen) - set(current) - self.became_other:
+                if runs_another_program(pid):
+                    self.became_other.add(pid)
             self.stop.wait(0.02)
 
     def done(self) -> dict:
         self.stop.set()
         self.thread.join()
-        return self.seen
+        return {pid: v for pid, v in self.seen.items() if pid not in self.became_other}
+
+
+def runs_another_program(pid: int) -> bool:
+    """Whether `pid` still runs, now as some other program than sandgate (its exe readable: not
+    gone, not a zombie) or as a sandbox worker."""
+    try:
+        exe = os.stat(f"/proc/{pid}/exe")
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    own = os.stat(SANDGATE)
+    return (exe.st_dev, exe.st_ino) != (own.st_dev, own.st_ino) or "__worker" in cmdline \
+        or "sandbox-worker" in cmdline
 
 
 def config_with(tmp_path: Path, entry: dict, name: str = "self.json") -> Path:
