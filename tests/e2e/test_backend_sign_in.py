@@ -180,10 +180,11 @@ def test_a_user_signs_in_through_the_console_and_calls_carry_their_own_token(wor
 
 def test_no_token_is_pasted_and_a_stray_or_forged_callback_signs_nobody_in(world):
     server, issuer, notes, tmp_path = world
+    from test_console import session_cookie
     pasted = httpx.put(console_url(server) + "/api/credentials", params={"backend": "notes"},
                        json={"secret": "a-token-someone-pasted"},
-                       headers={"authorization": f"Bearer {ALICE}", "origin": server.url.removesuffix("/mcp")})
-    assert pasted.status_code in (400, 401), pasted.text
+                       headers={"cookie": session_cookie(server, ALICE), "origin": server.url.removesuffix("/mcp")})
+    assert pasted.status_code == 400 and "not a pasted token" in pasted.text, pasted.text
     started = time.monotonic()
     stray = httpx.get(console_url(server) + "/connect/callback", params={"code": "x", "state": "y"})
     assert stray.status_code == 400 and "started no sign-in" in stray.text, stray.text
