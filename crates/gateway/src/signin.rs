@@ -15,7 +15,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use sandgate_config::Secret;
-use sandgate_identity::{PendingSignIn, UpstreamClient, UpstreamOAuth, UpstreamTokens};
+use sandgate_identity::{PendingLogin, UpstreamClient, UpstreamOAuth, UpstreamTokens};
 
 /// The owner under which the clients sandgate registered are kept (no principal's key has
 /// this form).
@@ -164,7 +164,7 @@ impl SignIns {
         keeper: &dyn Keeper,
         backend: &str,
         scope: Option<&str>,
-    ) -> Result<(PendingSignIn, String), String> {
+    ) -> Result<(PendingLogin, String), String> {
         let client = self.client(keeper, backend).await?;
         self.oauth(backend)?
             .start(&client, scope)
@@ -180,7 +180,7 @@ impl SignIns {
         owner: &str,
         backend: &str,
         code: &str,
-        pending: &PendingSignIn,
+        pending: &PendingLogin,
     ) -> Result<(), String> {
         let client = self.client(keeper, backend).await?;
         let tokens = self

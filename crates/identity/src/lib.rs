@@ -39,8 +39,6 @@ pub use settings::{
     DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, IssuerClient, IssuerSettings, OAuthSettings,
     parse_algorithm,
 };
-pub use upstream::{
-    PendingSignIn, UpstreamClient, UpstreamOAuth, UpstreamSettings, UpstreamTokens,
-};
+pub use upstream::{UpstreamClient, UpstreamOAuth, UpstreamSettings, UpstreamTokens};
 pub use vault::{MAX_SECRET_BYTES, Vault};
 pub use verify::{Admission, Identity, Verifier, user_id, user_id_of};

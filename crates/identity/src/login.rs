@@ -44,13 +44,26 @@ impl std::fmt::Debug for LoginSettings {
     }
 }
 
-/// One login on its way: what the browser keeps (in a cookie) until it comes back.
+/// One login (to the console, or a user's sign-in to a backend) on its way: what the browser
+/// keeps (in a cookie) until it comes back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingLogin {
     /// The `state` the issuer must send back.
     pub state: String,
     /// The PKCE verifier, sent when the code is redeemed.
     pub verifier: String,
+}
+
+impl PendingLogin {
+    /// A fresh `state` and PKCE verifier, and the verifier's S256 challenge.
+    pub(crate) fn fresh() -> Result<(PendingLogin, String), IdentityError> {
+        let pending = PendingLogin {
+            state: random_text()?,
+            verifier: random_text()?,
+        };
+        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(pending.verifier.as_bytes()));
+        Ok((pending, challenge))
+    }
 }
 
 /// The console's login at one issuer.
@@ -81,11 +94,7 @@ impl ConsoleLogin {
 
     /// A fresh login: the `state` and verifier to keep, and where to send the browser.
     pub async fn start(&self) -> Result<(PendingLogin, String), IdentityError> {
-        let pending = PendingLogin {
-            state: random_text()?,
-            verifier: random_text()?,
-        };
-        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(pending.verifier.as_bytes()));
+        let (pending, challenge) = PendingLogin::fresh()?;
         let endpoint = self.keys.endpoint("authorization_endpoint").await?;
         let mut url = reqwest::Url::parse(&endpoint)
             .map_err(|e| IdentityError::Login(format!("the authorization endpoint: {e}")))?;
@@ -138,7 +147,7 @@ impl ConsoleLogin {
 }
 
 /// 32 random bytes as URL-safe text (a `state`, a PKCE verifier: 43 characters).
-pub(crate) fn random_text() -> Result<String, IdentityError> {
+fn random_text() -> Result<String, IdentityError> {
     let mut bytes = [0u8; 32];
     aws_lc_rs::rand::fill(&mut bytes)
         .map_err(|_| IdentityError::Login("no randomness for a login".into()))?;

@@ -14,15 +14,13 @@
 
 use std::sync::Arc;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use crate::error::IdentityError;
 use crate::jwks::{IssuerKeys, cut};
+use crate::login::PendingLogin;
 use crate::settings::IssuerSettings;
 
 /// How sandgate signs users in to one backend.
@@ -107,15 +105,6 @@ impl UpstreamTokens {
 
 /// How long before it expires a token is refreshed, at most.
 const REFRESH_BEFORE_MS: i64 = 60_000;
-
-/// A sign-in on its way: what comes back with the browser.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingSignIn {
-    /// The `state` the server must send back.
-    pub state: String,
-    /// The PKCE verifier, sent when the code is redeemed.
-    pub verifier: String,
-}
 
 /// One backend's authorization server, found when first needed.
 pub struct UpstreamOAuth {
@@ -300,12 +289,8 @@ impl UpstreamOAuth {
         &self,
         client: &UpstreamClient,
         scope: Option<&str>,
-    ) -> Result<(PendingSignIn, String), IdentityError> {
-        let pending = PendingSignIn {
-            state: crate::login::random_text()?,
-            verifier: crate::login::random_text()?,
-        };
-        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(pending.verifier.as_bytes()));
+    ) -> Result<(PendingLogin, String), IdentityError> {
+        let (pending, challenge) = PendingLogin::fresh()?;
         let endpoint = self
             .server()
             .await?
@@ -335,7 +320,7 @@ impl UpstreamOAuth {
         &self,
         client: &UpstreamClient,
         code: &str,
-        pending: &PendingSignIn,
+        pending: &PendingLogin,
     ) -> Result<UpstreamTokens, IdentityError> {
         self.token(
             client,

@@ -19,7 +19,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
-use subtle::ConstantTimeEq;
 
 use super::api::caller;
 use super::reply::cut;
@@ -164,18 +163,15 @@ pub(crate) async fn callback(
             "this browser started no sign-in here (or took over 10 minutes): press Connect again in the console",
         );
     };
-    let state_matches = back
-        .state
-        .as_deref()
-        .is_some_and(|state| bool::from(state.as_bytes().ct_eq(pending.state.as_bytes())));
-    let (true, Some(code)) = (state_matches, back.code) else {
+    let Some(code) = super::reply::code_for_state(back.state.as_deref(), back.code, &pending.state)
+    else {
         return refusal(
             &console,
             StatusCode::BAD_REQUEST,
             "the sign-in's state does not match this browser's: press Connect again in the console",
         );
     };
-    let signed = sandgate_identity::PendingSignIn {
+    let signed = sandgate_identity::PendingLogin {
         state: pending.state,
         verifier: pending.verifier,
     };

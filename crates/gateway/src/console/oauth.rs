@@ -14,7 +14,6 @@ use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
-use subtle::ConstantTimeEq;
 
 use std::time::Duration;
 
@@ -106,11 +105,8 @@ pub(crate) async fn callback(
             "this browser started no login here (or took over 10 minutes): start again from /ui",
         );
     };
-    let state_matches = back
-        .state
-        .as_deref()
-        .is_some_and(|state| bool::from(state.as_bytes().ct_eq(pending.state.as_bytes())));
-    let (true, Some(code)) = (state_matches, back.code) else {
+    let Some(code) = super::reply::code_for_state(back.state.as_deref(), back.code, &pending.state)
+    else {
         return refusal(
             &console,
             StatusCode::BAD_REQUEST,

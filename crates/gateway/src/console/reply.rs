@@ -34,3 +34,16 @@ pub(crate) fn refused_by(who: &str, error: &str, description: Option<String>) ->
         cut(&description.unwrap_or_default())
     )
 }
+
+/// The code an authorization server sent back, when the `state` it sent is `expected` (the
+/// browser's own, compared in constant time); `None` otherwise.
+pub(crate) fn code_for_state(
+    sent_state: Option<&str>,
+    code: Option<String>,
+    expected: &str,
+) -> Option<String> {
+    use subtle::ConstantTimeEq;
+    let matches =
+        sent_state.is_some_and(|state| bool::from(state.as_bytes().ct_eq(expected.as_bytes())));
+    code.filter(|_| matches)
+}

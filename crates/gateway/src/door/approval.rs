@@ -25,6 +25,12 @@ impl Door {
     ) -> Result<(), CallFailure> {
         let backend_rules = self.backends.approval_patterns(&call.backend);
         let gated = knock.caller.access.approval_rule(call, &backend_rules);
+        // Most calls need neither a question nor a refusal: nothing is built for them.
+        let asks = gated.is_some()
+            || matches!(knock.script, ScriptPass::ReadOnly { .. }) && !entry.spec.says_read_only();
+        if !asks {
+            return Ok(());
+        }
         let target = call.qualified();
         match (&knock.script, gated) {
             (ScriptPass::Approved { by, tools, rule }, Some(gate)) if tools.contains(&target) => {
@@ -39,7 +45,7 @@ impl Door {
                 Ok(())
             }
             (_, Some(rule)) => self.ask_for_call(knock, &target, &rule, args).await,
-            (ScriptPass::ReadOnly { rule }, None) if !entry.spec.says_read_only() => {
+            (ScriptPass::ReadOnly { rule }, None) => {
                 let why = format!(
                     "`{target}` may write (its annotations do not say readOnlyHint: true), and this script ran without a person's approval because no tool it names may write ({rule}). The call did not run. Name the tool in the code as `backend.tool`, so the script is shown to a person before it runs"
                 );

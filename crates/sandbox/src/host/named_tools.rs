@@ -39,10 +39,11 @@ pub fn named_tools(code: &str, python: bool, bindings: &[ToolBinding], max_bytes
         tools: Vec::new(),
         unsure: true,
     };
-    let model = crate::host::normalize::model_code(code);
+    let model;
     let code: &str = if python {
         crate::host::python::strip_fence(code).0
     } else {
+        model = crate::host::normalize::model_code(code);
         &model.code
     };
     if code.len() > max_bytes || crate::host::nesting::check(code).is_err() {
